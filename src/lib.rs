@@ -9,3 +9,5 @@
 //! - [`report`]: tables, JSON, `check`, the Lua generator.
 
 pub mod capture;
+pub mod proto;
+pub mod message;

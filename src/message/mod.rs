@@ -1,0 +1,118 @@
+//! Message fields: decoding a payload by walking the protocol description.
+//!
+//! The walker reads each field once, checks lengths before every read, and hands values to a
+//! [`Visitor`]; consumers that only count (the summary, `check`) pass [`NoFields`] and the
+//! compiler removes the calls. Problems become [`Finding`]s, never panics.
+
+mod walk;
+
+pub use walk::{decode_message, decode_nodes, Endian, MessageRules};
+
+use crate::proto::schema::{Field, Group};
+use crate::proto::Rule;
+
+/// A decoded value, borrowed from the payload where it is text.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Value<'a> {
+    U(u64),
+    I(i64),
+    F(f64),
+    Str(&'a str),
+    /// A string field whose bytes are not UTF-8.
+    Bytes(&'a [u8]),
+}
+
+impl Value<'_> {
+    pub fn as_u64(&self) -> Option<u64> {
+        match *self {
+            Value::U(v) => Some(v),
+            Value::I(v) => u64::try_from(v).ok(),
+            _ => None,
+        }
+    }
+}
+
+/// How a group is entered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Open {
+    /// The list of a repeat (JSON array); `count` items follow.
+    List { count: u32 },
+    /// One item of a repeat.
+    Item { index: u32 },
+    /// The chosen case of a switch (JSON object).
+    Case,
+}
+
+/// Receives a message's structure as the decoder walks it.
+pub trait Visitor {
+    /// False for visitors that ignore fields, so decoding skips building values for them.
+    const WANTS_FIELDS: bool = true;
+    /// A field's value; `at` and `len` locate it in the payload.
+    fn field(&mut self, field: &'static Field, at: usize, len: usize, value: Value<'_>);
+    fn open(&mut self, group: &'static Group, how: Open, at: usize);
+    fn close(&mut self, how: Open);
+    /// Bytes the decoder could not interpret (after an unknown mask bit or event type).
+    fn undecoded(&mut self, at: usize, bytes: &[u8]);
+}
+
+/// A visitor for consumers that only need the findings and facts.
+pub struct NoFields;
+
+impl Visitor for NoFields {
+    const WANTS_FIELDS: bool = false;
+    #[inline]
+    fn field(&mut self, _: &'static Field, _: usize, _: usize, _: Value<'_>) {}
+    #[inline]
+    fn open(&mut self, _: &'static Group, _: Open, _: usize) {}
+    #[inline]
+    fn close(&mut self, _: Open) {}
+    #[inline]
+    fn undecoded(&mut self, _: usize, _: &[u8]) {}
+}
+
+/// The specifics of a finding, rendered by the report layer.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Detail {
+    None,
+    /// A size the document expects and the one found.
+    Sizes { expected: u64, found: u64 },
+    /// A field the payload ended inside: its name, bytes needed and bytes left.
+    Truncated { field: &'static str, needed: u32, left: u32 },
+    /// An update-mask bit of unknown width: the entity, the bit, and the bytes left undecoded.
+    MaskBit { entity: u32, bit: u8, left: u32 },
+    /// A value that is not allowed or not known.
+    Value(u64),
+    /// A field whose value broke the rule.
+    Field(&'static str),
+    /// CRC stored in the footer and computed over the datagram.
+    Crc { stored: u32, computed: u32 },
+    /// A chunk set's tick and what happened to it.
+    Chunks { tick: u32, have: u16, total: u16 },
+    /// Frames elsewhere that this finding relates to.
+    Frames { first: u64 },
+}
+
+/// One broken rule, located.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Finding {
+    pub rule: Rule,
+    /// Byte offset in the UDP payload (the datagram) where the problem is.
+    pub at: u32,
+    pub detail: Detail,
+}
+
+/// Facts the session layer reads from a message, collected by field role while decoding.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Facts {
+    pub player_id: Option<u32>,
+    pub client_time: Option<u32>,
+    pub ack_sequence: Option<u16>,
+    pub ack_msg_type: Option<u8>,
+    pub reason: Option<u8>,
+    pub total_chunks: Option<u16>,
+    pub chunk_index: Option<u16>,
+    pub entity_count: Option<u16>,
+    /// Offset in the payload where the entity blocks start.
+    pub entities_at: Option<usize>,
+    pub event_type: Option<u8>,
+}

@@ -1,0 +1,330 @@
+//! The walker: reads a payload node by node, as the protocol description lays it out.
+
+use super::{Detail, Facts, Finding, NoFields, Open, Value, Visitor};
+use crate::proto::profile::{BitSlot, Profile, MASK_BITS};
+use crate::proto::schema::{Check, Field, Group, Message, Node, Role, Ty};
+use crate::proto::Rule;
+
+/// Byte order of a dialect's numbers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Endian {
+    Big,
+    Little,
+}
+
+/// The rules the walker raises, which each dialect names for itself.
+#[derive(Debug)]
+pub struct MessageRules {
+    pub truncated: Rule,
+    pub trailing: Rule,
+    pub size: Rule,
+    pub utf8: Rule,
+    pub reserved_bit: Rule,
+    pub undefined_bit: Rule,
+}
+
+/// Why a walk stopped before the end of its nodes.
+#[derive(Debug, PartialEq, Eq)]
+enum Stop {
+    /// The payload ended inside a field.
+    Truncated,
+    /// The rest cannot be interpreted (unknown width or unknown case); already reported.
+    Undecodable,
+}
+
+struct Walker<'a, 'c, V> {
+    buf: &'a [u8],
+    pos: usize,
+    /// Offset of `buf` in the datagram, for findings.
+    base: usize,
+    endian: Endian,
+    profile: &'c Profile,
+    rules: &'c MessageRules,
+    visitor: &'c mut V,
+    /// None while only testing whether a layout fits.
+    findings: Option<&'c mut Vec<Finding>>,
+    facts: Facts,
+    mask: u16,
+    entity: u32,
+    previous: Option<f64>,
+}
+
+impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        buf: &'a [u8],
+        base: usize,
+        endian: Endian,
+        profile: &'c Profile,
+        rules: &'c MessageRules,
+        visitor: &'c mut V,
+        findings: Option<&'c mut Vec<Finding>>,
+    ) -> Self {
+        Walker {
+            buf,
+            pos: 0,
+            base,
+            endian,
+            profile,
+            rules,
+            visitor,
+            findings,
+            facts: Facts::default(),
+            mask: 0,
+            entity: 0,
+            previous: None,
+        }
+    }
+
+    /// Walks the message body (when `extends_body`) and then `nodes`.
+    fn layout(&mut self, message: &'static Message, extends_body: bool, nodes: &'static [Node]) -> Result<(), Stop> {
+        if extends_body {
+            self.nodes(message.body)?;
+        }
+        self.nodes(nodes)
+    }
+
+    fn report(&mut self, rule: Rule, at: usize, detail: Detail) {
+        if let Some(findings) = self.findings.as_deref_mut() {
+            findings.push(Finding { rule, at: (self.base + at) as u32, detail });
+        }
+    }
+
+    fn left(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+
+    fn take(&mut self, field: &'static Field, n: usize) -> Result<&'a [u8], Stop> {
+        if self.left() < n {
+            let left = self.left() as u32;
+            self.report(self.rules.truncated, self.pos, Detail::Truncated { field: field.name, needed: n as u32, left });
+            return Err(Stop::Truncated);
+        }
+        let bytes = &self.buf[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(bytes)
+    }
+
+    fn raw(&self, bytes: &[u8]) -> u64 {
+        match self.endian {
+            Endian::Big => bytes.iter().fold(0u64, |acc, b| acc << 8 | u64::from(*b)),
+            Endian::Little => bytes.iter().rev().fold(0u64, |acc, b| acc << 8 | u64::from(*b)),
+        }
+    }
+
+    /// Reads one field; returns its raw integer (0 for text).
+    fn field(&mut self, field: &'static Field) -> Result<u64, Stop> {
+        let at = self.pos;
+        let (value, raw) = match field.ty.width() {
+            None => {
+                let len = self.take(field, 1)?[0] as usize;
+                let bytes = self.take(field, len)?;
+                match std::str::from_utf8(bytes) {
+                    Ok(text) => (Value::Str(text), 0),
+                    Err(_) => {
+                        self.report(self.rules.utf8, at, Detail::Field(field.name));
+                        (Value::Bytes(bytes), 0)
+                    }
+                }
+            }
+            Some(width) => {
+                let bytes = self.take(field, width)?;
+                let raw = self.raw(bytes);
+                let value = match field.ty {
+                    Ty::I16 => Value::I(i64::from(raw as u16 as i16)),
+                    Ty::I32 => Value::I(i64::from(raw as u32 as i32)),
+                    Ty::F32 => Value::F(f64::from(f32::from_bits(raw as u32))),
+                    _ => Value::U(raw),
+                };
+                let value = match value {
+                    Value::U(n) if field.divisor != 1 => Value::F(n as f64 / f64::from(field.divisor)),
+                    Value::I(n) if field.divisor != 1 => Value::F(n as f64 / f64::from(field.divisor)),
+                    v => v,
+                };
+                (value, raw)
+            }
+        };
+        self.check(field, at, value);
+        self.note(field.role, raw);
+        if V::WANTS_FIELDS {
+            self.visitor.field(field, at, self.pos - at, value);
+        }
+        Ok(raw)
+    }
+
+    fn check(&mut self, field: &'static Field, at: usize, value: Value<'_>) {
+        match (field.check, value) {
+            (Check::Finite(rule), Value::F(f)) if !f.is_finite() => self.report(rule, at, Detail::Field(field.name)),
+            (Check::Ascending(rule), Value::F(f)) => {
+                if self.previous.is_some_and(|p| f < p) {
+                    self.report(rule, at, Detail::Field(field.name));
+                }
+                self.previous = Some(f);
+            }
+            _ => {}
+        }
+    }
+
+    /// Records the facts the session layer needs, by role.
+    fn note(&mut self, role: Role, raw: u64) {
+        let f = &mut self.facts;
+        match role {
+            Role::PlayerId => f.player_id = Some(raw as u32),
+            Role::ClientTime => f.client_time = Some(raw as u32),
+            Role::AckSequence => f.ack_sequence = Some(raw as u16),
+            Role::AckMessageType => f.ack_msg_type = Some(raw as u8),
+            Role::ReasonCode => f.reason = Some(raw as u8),
+            Role::TotalChunks => f.total_chunks = Some(raw as u16),
+            Role::ChunkIndex => f.chunk_index = Some(raw as u16),
+            Role::EventType => f.event_type = Some(raw as u8),
+            Role::UpdateMask => self.mask = raw as u16,
+            Role::EntityId => self.entity = raw as u32,
+            _ => {}
+        }
+    }
+
+    fn nodes(&mut self, nodes: &'static [Node]) -> Result<(), Stop> {
+        nodes.iter().try_for_each(|node| self.node(node))
+    }
+
+    fn node(&mut self, node: &'static Node) -> Result<(), Stop> {
+        match node {
+            Node::Field(field) => self.field(field).map(drop),
+            Node::Repeat { count, item } => self.repeat(count, item),
+            Node::Switch { tag, cases, unknown } => {
+                let value = self.field(tag)?;
+                match cases.iter().find(|c| u64::from(c.value) == value) {
+                    Some(case) => self.group(&case.group, Open::Case, |w| w.nodes(case.group.nodes)),
+                    None => {
+                        self.report(*unknown, self.pos - 1, Detail::Value(value));
+                        self.skip_rest()
+                    }
+                }
+            }
+            Node::Masked => self.masked(),
+        }
+    }
+
+    fn repeat(&mut self, count: &'static Field, item: &'static Group) -> Result<(), Stop> {
+        let n = self.field(count)? as u32;
+        if count.role == Role::EntityCount && self.facts.entities_at.is_none() {
+            self.facts.entity_count = Some(n as u16);
+            self.facts.entities_at = Some(self.pos);
+        }
+        self.previous = None;
+        self.group(item, Open::List { count: n }, |w| {
+            (0..n).try_for_each(|index| w.group(item, Open::Item { index }, |w| w.nodes(item.nodes)))
+        })
+    }
+
+    /// Runs `body` inside an opened group, closing it whatever happens.
+    fn group(&mut self, group: &'static Group, how: Open, body: impl FnOnce(&mut Self) -> Result<(), Stop>) -> Result<(), Stop> {
+        if V::WANTS_FIELDS {
+            self.visitor.open(group, how, self.pos);
+        }
+        let result = body(self);
+        if V::WANTS_FIELDS {
+            self.visitor.close(how);
+        }
+        result
+    }
+
+    fn masked(&mut self) -> Result<(), Stop> {
+        let mask = self.mask;
+        for bit in 0..MASK_BITS {
+            if mask & (1 << bit) == 0 {
+                continue;
+            }
+            let rule = match self.profile.bits[bit] {
+                BitSlot::Field(field) => {
+                    self.field(field)?;
+                    continue;
+                }
+                BitSlot::Reserved => self.rules.reserved_bit,
+                BitSlot::Undefined => self.rules.undefined_bit,
+            };
+            let detail = Detail::MaskBit { entity: self.entity, bit: bit as u8, left: self.left() as u32 };
+            self.report(rule, self.pos, detail);
+            return self.skip_rest();
+        }
+        Ok(())
+    }
+
+    /// Hands the rest of the payload to the visitor as undecoded bytes and stops.
+    fn skip_rest(&mut self) -> Result<(), Stop> {
+        if V::WANTS_FIELDS && self.left() > 0 {
+            self.visitor.undecoded(self.pos, &self.buf[self.pos..]);
+        }
+        self.pos = self.buf.len();
+        Err(Stop::Undecodable)
+    }
+}
+
+/// Decodes a message payload against its description, trying the known variants when the
+/// document's layout does not fit. Returns the facts read; problems go to `findings`, located at
+/// `base` + their offset in `payload`.
+#[allow(clippy::too_many_arguments)]
+pub fn decode_message<V: Visitor>(
+    message: &'static Message,
+    payload: &[u8],
+    base: usize,
+    endian: Endian,
+    profile: &Profile,
+    rules: &MessageRules,
+    visitor: &mut V,
+    findings: &mut Vec<Finding>,
+) -> Facts {
+    if !message.variants.is_empty() {
+        let fits = |extends, nodes| {
+            let mut silent = NoFields;
+            let mut w = Walker::new(payload, base, endian, profile, rules, &mut silent, None);
+            w.layout(message, extends, nodes).is_ok() && w.pos == payload.len()
+        };
+        if !fits(false, message.body) {
+            if let Some(variant) = message.variants.iter().find(|v| fits(v.extends_body, v.nodes)) {
+                findings.push(Finding { rule: variant.rule, at: base as u32, detail: Detail::None });
+                let mut w = Walker::new(payload, base, endian, profile, rules, visitor, Some(findings));
+                let _ = w.layout(message, variant.extends_body, variant.nodes);
+                return w.facts;
+            }
+        }
+    }
+    let before = findings.len();
+    let mut w = Walker::new(payload, base, endian, profile, rules, visitor, Some(findings));
+    let result = w.nodes(message.body);
+    let (pos, facts) = (w.pos, w.facts);
+    if pos < payload.len() && result.is_ok() && V::WANTS_FIELDS {
+        w.visitor.undecoded(pos, &payload[pos..]);
+    }
+    match message.fixed_size() {
+        Some(size) if size != payload.len() => {
+            // The size finding says it all: drop the truncation it caused.
+            let mut index = 0;
+            findings.retain(|f| {
+                index += 1;
+                index <= before || f.rule != rules.truncated
+            });
+            let detail = Detail::Sizes { expected: size as u64, found: payload.len() as u64 };
+            findings.push(Finding { rule: rules.size, at: base as u32, detail });
+        }
+        _ if result.is_ok() && pos < payload.len() => {
+            let detail = Detail::Sizes { expected: pos as u64, found: payload.len() as u64 };
+            findings.push(Finding { rule: rules.trailing, at: (base + pos) as u32, detail });
+        }
+        _ => {}
+    }
+    facts
+}
+
+/// Walks fixed nodes (a header) over `buf` for a visitor; the caller has checked the length.
+pub fn decode_nodes<V: Visitor>(
+    nodes: &'static [Node],
+    buf: &[u8],
+    endian: Endian,
+    profile: &Profile,
+    rules: &MessageRules,
+    visitor: &mut V,
+) {
+    let mut w = Walker::new(buf, 0, endian, profile, rules, visitor, None);
+    let _ = w.nodes(nodes);
+}

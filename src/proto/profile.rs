@@ -1,0 +1,213 @@
+//! Snapshot field profiles: which field each update-mask bit gates.
+//!
+//! The document's table (001 §6.2) is the default. Real builds differ (spec-notes B: i16 × 10
+//! positions, a score on bit 10, status and lives packed in one byte), so a profile file can
+//! override any bit:
+//!
+//! ```toml
+//! name = "reference-17byte"
+//! [bits]
+//! 1 = { name = "pos_x", type = "i16", divisor = 10 }
+//! 10 = { name = "score", type = "i32" }
+//! 7 = { type = "reserved" }
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Deserialize;
+
+use super::rtype::STATUS_FLAGS;
+use super::schema::{Display, Field, Named, Role, Ty};
+
+/// Number of bits in the update mask.
+pub const MASK_BITS: usize = 16;
+
+/// What one mask bit means.
+#[derive(Clone, Copy, Debug)]
+pub enum BitSlot {
+    /// The bit gates this field.
+    Field(&'static Field),
+    /// The document reserves the bit; its width is unknown.
+    Reserved,
+    /// The document does not define the bit; its width is unknown.
+    Undefined,
+}
+
+/// A snapshot field layout: the document's, or one read from a profile file.
+#[derive(Clone, Debug)]
+pub struct Profile {
+    pub name: String,
+    pub bits: [BitSlot; MASK_BITS],
+}
+
+static DOCUMENT_FIELDS: [Field; 8] = [
+    Field::new("entity_type", "Entity Type", Ty::U8).role(Role::EntityType),
+    Field::new("pos_x", "Position X", Ty::F32),
+    Field::new("pos_y", "Position Y", Ty::F32),
+    Field::new("vel_x", "Velocity X", Ty::F32),
+    Field::new("vel_y", "Velocity Y", Ty::F32),
+    Field::new("health", "Health", Ty::U16),
+    Field::new("status_flags", "Status Flags", Ty::U8).display(Display::Flags(STATUS_FLAGS)),
+    Field::new("lives", "Lives", Ty::U8),
+];
+
+impl Profile {
+    /// The table of document 001 §6.2.
+    pub fn document() -> Profile {
+        let mut bits = [BitSlot::Undefined; MASK_BITS];
+        for (bit, field) in DOCUMENT_FIELDS[..7].iter().enumerate() {
+            bits[bit] = BitSlot::Field(field);
+        }
+        bits[7] = BitSlot::Reserved;
+        bits[8] = BitSlot::Reserved;
+        bits[9] = BitSlot::Field(&DOCUMENT_FIELDS[7]);
+        Profile { name: "document".into(), bits }
+    }
+
+    /// Reads a profile file: the document's table with the file's bits replacing its own.
+    pub fn load(path: &Path) -> Result<Profile, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Profile::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// Parses profile text (see the module docs). Strings are leaked once, as fields are `'static`.
+    pub fn parse(text: &str) -> Result<Profile, String> {
+        const MAX_TEXT: usize = 64 * 1024;
+        if text.len() > MAX_TEXT {
+            return Err(format!("profile larger than {MAX_TEXT} bytes"));
+        }
+        let file: ProfileFile = toml::from_str(text).map_err(|e| format!("invalid profile: {e}"))?;
+        let mut profile = Profile::document();
+        profile.name = file.name.unwrap_or_else(|| "custom".into());
+        for (key, spec) in file.bits {
+            let bit: usize = key
+                .parse()
+                .ok()
+                .filter(|b| *b < MASK_BITS)
+                .ok_or_else(|| format!("bit `{key}` is not a number from 0 to 15"))?;
+            profile.bits[bit] = spec.into_slot(bit)?;
+        }
+        Ok(profile)
+    }
+
+    /// The field gated by `bit`, if it has a known width.
+    pub fn field(&self, bit: usize) -> Option<&'static Field> {
+        match self.bits.get(bit) {
+            Some(BitSlot::Field(f)) => Some(f),
+            _ => None,
+        }
+    }
+}
+
+impl Default for Profile {
+    fn default() -> Self {
+        Profile::document()
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProfileFile {
+    name: Option<String>,
+    #[serde(default)]
+    bits: BTreeMap<String, BitSpec>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BitSpec {
+    #[serde(rename = "type")]
+    ty: String,
+    name: Option<String>,
+    label: Option<String>,
+    divisor: Option<u32>,
+    /// Named bit masks, for flag bytes (e.g. `{ status = 0xF0, lives = 0x0F }`).
+    flags: Option<BTreeMap<String, u32>>,
+}
+
+impl BitSpec {
+    fn into_slot(self, bit: usize) -> Result<BitSlot, String> {
+        let ty = match self.ty.as_str() {
+            "reserved" => return Ok(BitSlot::Reserved),
+            "undefined" => return Ok(BitSlot::Undefined),
+            "u8" => Ty::U8,
+            "u16" => Ty::U16,
+            "u32" => Ty::U32,
+            "i16" => Ty::I16,
+            "i32" => Ty::I32,
+            "f32" => Ty::F32,
+            other => return Err(format!("bit {bit}: unknown type `{other}` (u8 u16 u32 i16 i32 f32 reserved undefined)")),
+        };
+        let name = self.name.ok_or_else(|| format!("bit {bit}: a field needs a name"))?;
+        let valid = |s: &str| {
+            !s.is_empty() && s.len() <= 32 && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        };
+        if !valid(&name) {
+            return Err(format!("bit {bit}: name `{name}` must be 1-32 of a-z, 0-9, _"));
+        }
+        let divisor = self.divisor.unwrap_or(1);
+        if divisor == 0 || (divisor != 1 && ty == Ty::F32) {
+            return Err(format!("bit {bit}: divisor must be a positive integer, on an integer type"));
+        }
+        let mut field = Field::new(leak(name.clone()), leak(self.label.unwrap_or(name.clone())), ty);
+        field.divisor = divisor;
+        if name == "entity_type" {
+            field = field.role(Role::EntityType);
+        }
+        if let Some(flags) = self.flags {
+            if flags.keys().any(|k| !valid(k)) || flags.len() > 16 {
+                return Err(format!("bit {bit}: flag names must be 1-32 of a-z, 0-9, _ (at most 16)"));
+            }
+            let named: Vec<Named> = flags.into_iter().map(|(n, mask)| Named { value: mask, name: leak(n) }).collect();
+            field = field.display(Display::Flags(Vec::leak(named)));
+        }
+        Ok(BitSlot::Field(Box::leak(Box::new(field))))
+    }
+}
+
+fn leak(s: String) -> &'static str {
+    String::leak(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn document_table() {
+        let p = Profile::document();
+        assert_eq!(p.field(1).unwrap().name, "pos_x");
+        assert_eq!(p.field(9).unwrap().name, "lives");
+        assert!(matches!(p.bits[7], BitSlot::Reserved));
+        assert!(matches!(p.bits[10], BitSlot::Undefined));
+    }
+
+    #[test]
+    fn overrides_bits() {
+        let p = Profile::parse(
+            "name = \"x\"\n[bits]\n1 = { name = \"pos_x\", type = \"i16\", divisor = 10 }\n10 = { name = \"score\", type = \"i32\" }\n",
+        )
+        .unwrap();
+        let f = p.field(1).unwrap();
+        assert_eq!((f.ty, f.divisor), (Ty::I16, 10));
+        assert_eq!(p.field(10).unwrap().name, "score");
+        assert_eq!(p.field(2).unwrap().ty, Ty::F32);
+        assert_eq!(p.name, "x");
+    }
+
+    #[test]
+    fn rejects_bad_profiles() {
+        for bad in [
+            "[bits]\n16 = { name = \"a\", type = \"u8\" }",
+            "[bits]\n1 = { name = \"A b\", type = \"u8\" }",
+            "[bits]\n1 = { name = \"a\", type = \"u64\" }",
+            "[bits]\n1 = { type = \"u8\" }",
+            "[bits]\n1 = { name = \"a\", type = \"f32\", divisor = 10 }",
+            "[bits]\n1 = { name = \"a\", type = \"u8\", divisor = 0 }",
+            "nonsense",
+        ] {
+            assert!(Profile::parse(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,267 @@
+//! The vocabulary of the protocol description.
+//!
+//! Like a Wireshark dissector's field table, every field is declared once here (name, label, wire
+//! type, display, semantic role) and then used by reference: the decoder walks these nodes, the
+//! JSON writer takes its keys from them, the Lua generator compiles them, and the docs list them.
+
+use super::rules::Rule;
+
+/// How a value is laid out on the wire. Integers and floats follow the dialect's byte order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ty {
+    U8,
+    U16,
+    U32,
+    I16,
+    I32,
+    F32,
+    /// A `u8` length followed by that many bytes of UTF-8 text.
+    Str8,
+}
+
+impl Ty {
+    /// Width on the wire, or `None` for variable-length types.
+    pub const fn width(self) -> Option<usize> {
+        match self {
+            Ty::U8 => Some(1),
+            Ty::U16 | Ty::I16 => Some(2),
+            Ty::U32 | Ty::I32 | Ty::F32 => Some(4),
+            Ty::Str8 => None,
+        }
+    }
+
+    /// Name used in profiles, docs and the Lua generator.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Ty::U8 => "u8",
+            Ty::U16 => "u16",
+            Ty::U32 => "u32",
+            Ty::I16 => "i16",
+            Ty::I32 => "i32",
+            Ty::F32 => "f32",
+            Ty::Str8 => "str8",
+        }
+    }
+}
+
+/// A named value or bit range, for enums and flag sets.
+#[derive(Clone, Copy, Debug)]
+pub struct Named {
+    pub value: u32,
+    pub name: &'static str,
+}
+
+/// How a value is shown to people (JSON always carries the raw number).
+#[derive(Clone, Copy, Debug)]
+pub enum Display {
+    Dec,
+    Hex,
+    Float,
+    Text,
+    /// The number names one of these values.
+    Enum(&'static [Named]),
+    /// Each entry's `value` is a bit mask; a mask of several bits is a small number (e.g. a level).
+    Flags(&'static [Named]),
+    /// The number is a message type of the dialect: named from its message table.
+    MessageType,
+}
+
+/// What the session layer and the checks need to recognise a field by, without comparing names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    None,
+    Magic,
+    VersionByte,
+    PacketType,
+    MessageType,
+    Sequence,
+    Tick,
+    PayloadLen,
+    OrigSize,
+    PlayerId,
+    ClientTime,
+    AckSequence,
+    AckMessageType,
+    ReasonCode,
+    EntityId,
+    EntityType,
+    EntityCount,
+    UpdateMask,
+    TotalChunks,
+    ChunkIndex,
+    ArchetypeTypeId,
+    ArchetypeSpriteId,
+    EventType,
+}
+
+/// A check the decoder applies to a field's value as it reads it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Check {
+    None,
+    /// The float must be finite (raises the rule when it is not).
+    Finite(Rule),
+    /// Within one repeated group, the value must not decrease.
+    Ascending(Rule),
+}
+
+/// One field, declared once.
+#[derive(Debug)]
+pub struct Field {
+    /// JSON key and last segment of the display-filter name.
+    pub name: &'static str,
+    /// Human label, as Wireshark shows it.
+    pub label: &'static str,
+    pub ty: Ty,
+    pub display: Display,
+    pub role: Role,
+    pub check: Check,
+    /// Divide the raw integer by this to get the value (1 = no scaling); profiles use it for fixed point.
+    pub divisor: u32,
+}
+
+impl Field {
+    pub const fn new(name: &'static str, label: &'static str, ty: Ty) -> Field {
+        Field {
+            name,
+            label,
+            ty,
+            display: match ty {
+                Ty::F32 => Display::Float,
+                Ty::Str8 => Display::Text,
+                _ => Display::Dec,
+            },
+            role: Role::None,
+            check: Check::None,
+            divisor: 1,
+        }
+    }
+    pub const fn display(mut self, display: Display) -> Field {
+        self.display = display;
+        self
+    }
+    pub const fn role(mut self, role: Role) -> Field {
+        self.role = role;
+        self
+    }
+    pub const fn check(mut self, check: Check) -> Field {
+        self.check = check;
+        self
+    }
+}
+
+/// A named sequence of nodes: a message body, a repeated item, a switch case.
+#[derive(Debug)]
+pub struct Group {
+    /// JSON key (array name for repeats, object name for switch cases).
+    pub name: &'static str,
+    /// Display-filter segment, e.g. `archetype` in `rtype.levelinit.archetype.sprite_id`.
+    pub filter: &'static str,
+    pub label: &'static str,
+    pub nodes: &'static [Node],
+}
+
+/// One case of a [`Node::Switch`].
+#[derive(Debug)]
+pub struct Case {
+    pub value: u32,
+    pub group: Group,
+}
+
+/// The structure of a payload.
+#[derive(Debug)]
+pub enum Node {
+    Field(Field),
+    /// A count field, then that many repetitions of `item`.
+    Repeat { count: Field, item: Group },
+    /// A tag field choosing one case; an unknown tag raises `unknown` and leaves the rest undecoded.
+    Switch { tag: Field, cases: &'static [Case], unknown: Rule },
+    /// The fields gated by the last [`Role::UpdateMask`] value, laid out by the snapshot profile.
+    Masked,
+}
+
+/// Who sends a message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Direction {
+    ClientToServer,
+    ServerToClient,
+}
+
+impl Direction {
+    pub const fn name(self) -> &'static str {
+        match self {
+            Direction::ClientToServer => "client_to_server",
+            Direction::ServerToClient => "server_to_client",
+        }
+    }
+    pub const fn arrow(self) -> &'static str {
+        match self {
+            Direction::ClientToServer => "C→S",
+            Direction::ServerToClient => "S→C",
+        }
+    }
+}
+
+/// A layout real traffic uses instead of the document's, recognised when the document's does not fit.
+#[derive(Debug)]
+pub struct Variant {
+    /// True when the variant is the document's body followed by `nodes`; false when `nodes` replace it.
+    pub extends_body: bool,
+    pub nodes: &'static [Node],
+    /// The departure reported when this variant is the one that fits.
+    pub rule: Rule,
+}
+
+/// One message type of a dialect.
+#[derive(Debug)]
+pub struct Message {
+    pub code: u8,
+    /// The document's name, e.g. `SERVER_SNAPSHOT`.
+    pub name: &'static str,
+    /// Filter segment and short name, e.g. `snapshot`.
+    pub short: &'static str,
+    pub direction: Direction,
+    /// The document's section defining it.
+    pub section: &'static str,
+    pub body: &'static [Node],
+    pub variants: &'static [Variant],
+    /// Raised whenever the message is seen at all (e.g. a reserved type that is "not emitted").
+    pub seen_rule: Option<Rule>,
+}
+
+impl Message {
+    /// The payload size when every node has a fixed width (the document's fixed-size messages).
+    pub fn fixed_size(&self) -> Option<usize> {
+        nodes_fixed_size(self.body)
+    }
+}
+
+/// Fixed width of a node sequence, `None` when any part varies.
+pub fn nodes_fixed_size(nodes: &[Node]) -> Option<usize> {
+    nodes.iter().try_fold(0usize, |sum, node| match node {
+        Node::Field(f) => f.ty.width().map(|w| sum + w),
+        _ => None,
+    })
+}
+
+/// Byte range of the field with `role` in a fixed-width node sequence, computed at compile time
+/// so that typed header views read the layout from the description instead of restating it.
+pub const fn field_range(nodes: &[Node], role: Role) -> core::ops::Range<usize> {
+    let mut at = 0;
+    let mut i = 0;
+    while i < nodes.len() {
+        if let Node::Field(f) = &nodes[i] {
+            let width = match f.ty.width() {
+                Some(w) => w,
+                None => panic!("field_range over a variable-width field"),
+            };
+            if f.role as u8 == role as u8 {
+                return at..at + width;
+            }
+            at += width;
+        } else {
+            panic!("field_range over a non-field node");
+        }
+        i += 1;
+    }
+    panic!("no field with that role")
+}
