@@ -11,3 +11,4 @@
 pub mod capture;
 pub mod proto;
 pub mod message;
+pub mod datagram;

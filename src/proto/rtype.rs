@@ -2,7 +2,7 @@
 
 use super::rules::Rule;
 use super::schema::{
-    Case, Check, Direction, Display, Field, Group, Message, Named, Node, Role, Ty, Variant,
+    fixed_len, Case, Check, Direction, Display, Field, Group, Message, Named, Node, Role, Ty, Variant,
 };
 use Direction::{ClientToServer as C2S, ServerToClient as S2C};
 
@@ -60,6 +60,8 @@ pub const HEADER: &[Node] = &[
 
 /// The older 15-byte header (spec-notes B): the same fields without Orig. Size.
 pub const HEADER_15: &[Node] = HEADER.split_at(HEADER.len() - 1).0;
+pub const HEADER_LEN: usize = fixed_len(HEADER);
+pub const HEADER_15_LEN: usize = fixed_len(HEADER_15);
 
 pub const REASON_CODES: &[Named] = &[
     Named { value: 0x00, name: "unknown" },

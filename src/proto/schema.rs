@@ -265,3 +265,20 @@ pub const fn field_range(nodes: &[Node], role: Role) -> core::ops::Range<usize> 
     }
     panic!("no field with that role")
 }
+
+/// Width of a fixed-width node sequence (a header), computed at compile time.
+pub const fn fixed_len(nodes: &[Node]) -> usize {
+    let mut at = 0;
+    let mut i = 0;
+    while i < nodes.len() {
+        match &nodes[i] {
+            Node::Field(f) => match f.ty.width() {
+                Some(w) => at += w,
+                None => panic!("fixed_len over a variable-width field"),
+            },
+            _ => panic!("fixed_len over a non-field node"),
+        }
+        i += 1;
+    }
+    at
+}

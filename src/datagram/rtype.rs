@@ -1,0 +1,331 @@
+//! The rtype datagram: header view, CRC footer, LZ4 payloads (document 002 §4, §8, §9).
+
+use std::ops::Range;
+
+use crate::message::{Detail, Endian, Finding, MessageRules};
+use crate::proto::rtype::{self as desc, COMPRESSED_BIT, COMPRESS_THRESHOLD, CRC_LEN, HEADER, HEADER_15, MAGIC};
+use crate::proto::schema::{field_range, Direction, Message, Node, Role};
+use crate::proto::Rule;
+
+/// Byte ranges of the header fields, read from the description at compile time.
+mod field {
+    use super::*;
+    pub const VERSION: Range<usize> = field_range(HEADER, Role::VersionByte);
+    pub const PACKET_TYPE: Range<usize> = field_range(HEADER, Role::PacketType);
+    pub const MSG_TYPE: Range<usize> = field_range(HEADER, Role::MessageType);
+    pub const SEQUENCE: Range<usize> = field_range(HEADER, Role::Sequence);
+    pub const TICK: Range<usize> = field_range(HEADER, Role::Tick);
+    pub const PAYLOAD_LEN: Range<usize> = field_range(HEADER, Role::PayloadLen);
+    pub const ORIG_SIZE: Range<usize> = field_range(HEADER, Role::OrigSize);
+    pub const PAYLOAD_LEN_15: Range<usize> = field_range(HEADER_15, Role::PayloadLen);
+}
+
+/// Which header a datagram carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HeaderLayout {
+    /// The document's 17-byte header.
+    Standard,
+    /// The older 15-byte header of spec-notes B.
+    Old15,
+}
+
+impl HeaderLayout {
+    pub const fn len(self) -> usize {
+        match self {
+            HeaderLayout::Standard => desc::HEADER_LEN,
+            HeaderLayout::Old15 => desc::HEADER_15_LEN,
+        }
+    }
+    pub const fn nodes(self) -> &'static [Node] {
+        match self {
+            HeaderLayout::Standard => HEADER,
+            HeaderLayout::Old15 => HEADER_15,
+        }
+    }
+}
+
+/// A typed view of an rtype header over a byte slice (smoltcp style): construct with
+/// [`Header::new_checked`], which checks the length once, then read fields by name.
+#[derive(Clone, Copy, Debug)]
+pub struct Header<'a> {
+    buf: &'a [u8],
+    layout: HeaderLayout,
+}
+
+impl<'a> Header<'a> {
+    pub fn new_checked(buf: &'a [u8], layout: HeaderLayout) -> Option<Header<'a>> {
+        (buf.len() >= layout.len()).then_some(Header { buf, layout })
+    }
+    fn u16_at(&self, r: Range<usize>) -> u16 {
+        u16::from_be_bytes([self.buf[r.start], self.buf[r.start + 1]])
+    }
+    pub fn layout(&self) -> HeaderLayout {
+        self.layout
+    }
+    pub fn version_byte(&self) -> u8 {
+        self.buf[field::VERSION.start]
+    }
+    pub fn version(&self) -> u8 {
+        self.version_byte() & !COMPRESSED_BIT
+    }
+    /// The 15-byte header has no compression bit.
+    pub fn compressed(&self) -> bool {
+        self.layout == HeaderLayout::Standard && self.version_byte() & COMPRESSED_BIT != 0
+    }
+    pub fn packet_type(&self) -> u8 {
+        self.buf[field::PACKET_TYPE.start]
+    }
+    pub fn msg_type(&self) -> u8 {
+        self.buf[field::MSG_TYPE.start]
+    }
+    pub fn sequence(&self) -> u16 {
+        self.u16_at(field::SEQUENCE)
+    }
+    pub fn tick(&self) -> u32 {
+        let r = field::TICK;
+        u32::from_be_bytes([self.buf[r.start], self.buf[r.start + 1], self.buf[r.start + 2], self.buf[r.start + 3]])
+    }
+    pub fn payload_len(&self) -> u16 {
+        match self.layout {
+            HeaderLayout::Standard => self.u16_at(field::PAYLOAD_LEN),
+            HeaderLayout::Old15 => self.u16_at(field::PAYLOAD_LEN_15),
+        }
+    }
+    pub fn orig_size(&self) -> u16 {
+        match self.layout {
+            HeaderLayout::Standard => self.u16_at(field::ORIG_SIZE),
+            HeaderLayout::Old15 => 0,
+        }
+    }
+    /// The header's bytes.
+    pub fn bytes(&self) -> &'a [u8] {
+        &self.buf[..self.layout.len()]
+    }
+}
+
+/// The rules the message walker raises for rtype payloads.
+pub const MESSAGE_RULES: MessageRules = MessageRules {
+    truncated: Rule::RtypeTruncated,
+    trailing: Rule::RtypeTrailing,
+    size: Rule::RtypeSize,
+    utf8: Rule::RtypeUtf8,
+    reserved_bit: Rule::RtypeReservedBit,
+    undefined_bit: Rule::RtypeUndefinedBit,
+};
+
+pub const ENDIAN: Endian = Endian::Big;
+
+/// An rtype datagram, checked: header, where the payload is, and what the footer says.
+#[derive(Clone, Copy, Debug)]
+pub struct Datagram<'a> {
+    pub header: Header<'a>,
+    /// The payload as it is on the wire (compressed when the header says so).
+    pub wire_payload: &'a [u8],
+    /// Offset of the payload in the datagram.
+    pub payload_at: usize,
+    pub crc_stored: u32,
+    pub crc_computed: u32,
+    pub message: Option<&'static Message>,
+    /// Length of the decompressed payload in the caller's scratch buffer, when it was compressed and
+    /// decompressed without error.
+    pub decompressed: Option<usize>,
+}
+
+impl<'a> Datagram<'a> {
+    pub fn crc_ok(&self) -> bool {
+        self.crc_stored == self.crc_computed
+    }
+    /// The payload to decode: decompressed into `scratch`, or as on the wire. `None` when
+    /// decompression failed (the payload can only be shown as bytes).
+    pub fn payload<'s>(&self, scratch: &'s [u8]) -> Option<&'s [u8]>
+    where
+        'a: 's,
+    {
+        match (self.header.compressed(), self.decompressed) {
+            (false, _) => Some(self.wire_payload),
+            (true, Some(n)) => Some(&scratch[..n]),
+            (true, None) => None,
+        }
+    }
+}
+
+/// Largest payload a header can announce; the scratch buffer for decompression has this size.
+pub const MAX_PAYLOAD: usize = u16::MAX as usize;
+
+fn crc_of(bytes: &[u8]) -> (u32, u32) {
+    let (covered, footer) = bytes.split_at(bytes.len() - CRC_LEN);
+    (u32::from_be_bytes([footer[0], footer[1], footer[2], footer[3]]), crc32fast::hash(covered))
+}
+
+/// Picks the header layout whose length (and, for the older header, CRC) fits the datagram.
+fn layout_of(bytes: &[u8]) -> HeaderLayout {
+    let fits = |layout: HeaderLayout| {
+        Header::new_checked(bytes, layout)
+            .is_some_and(|h| bytes.len() == layout.len() + h.payload_len() as usize + CRC_LEN)
+    };
+    if fits(HeaderLayout::Standard) {
+        return HeaderLayout::Standard;
+    }
+    if fits(HeaderLayout::Old15) && {
+        let (stored, computed) = crc_of(bytes);
+        stored == computed
+    } {
+        return HeaderLayout::Old15;
+    }
+    HeaderLayout::Standard
+}
+
+/// Checks an rtype datagram (it starts with the magic): layout, length, CRC, version, packet type,
+/// compression (decompressing into `scratch`, which must be [`MAX_PAYLOAD`] bytes), message type and
+/// direction. Returns `None` when it is too short to carry a header and footer.
+pub fn parse<'a>(bytes: &'a [u8], scratch: &mut [u8], findings: &mut Vec<Finding>) -> Option<Datagram<'a>> {
+    let mut report = |rule, at: usize, detail| findings.push(Finding { rule, at: at as u32, detail });
+    let layout = layout_of(bytes);
+    if bytes.len() < layout.len() + CRC_LEN {
+        let detail = Detail::Sizes { expected: (layout.len() + CRC_LEN) as u64, found: bytes.len() as u64 };
+        report(Rule::RtypeShortDatagram, 0, detail);
+        return None;
+    }
+    let header = Header::new_checked(bytes, layout)?;
+    let payload_at = layout.len();
+    let payload_end = bytes.len() - CRC_LEN;
+    if layout == HeaderLayout::Old15 {
+        report(Rule::RtypeOldHeader, 0, Detail::None);
+    }
+    let announced = header.payload_len() as usize;
+    if payload_at + announced != payload_end {
+        let at = field::PAYLOAD_LEN.start;
+        report(Rule::RtypeLength, at, Detail::Sizes { expected: announced as u64, found: (payload_end - payload_at) as u64 });
+    }
+    let (crc_stored, crc_computed) = crc_of(bytes);
+    if crc_stored != crc_computed {
+        report(Rule::RtypeCrc, payload_end, Detail::Crc { stored: crc_stored, computed: crc_computed });
+    }
+    if header.version() != desc::VERSION {
+        report(Rule::RtypeVersion, field::VERSION.start, Detail::Value(header.version().into()));
+    }
+    let direction = match header.packet_type() {
+        desc::PACKET_CLIENT => Some(Direction::ClientToServer),
+        desc::PACKET_SERVER => Some(Direction::ServerToClient),
+        other => {
+            report(Rule::RtypePacketType, field::PACKET_TYPE.start, Detail::Value(other.into()));
+            None
+        }
+    };
+    let wire_payload = &bytes[payload_at..payload_end];
+    let mut decompressed = None;
+    let orig = header.orig_size() as usize;
+    if header.compressed() {
+        if orig <= COMPRESS_THRESHOLD {
+            report(Rule::RtypeCompressSmall, field::ORIG_SIZE.start, Detail::Value(orig as u64));
+        }
+        if wire_payload.len() >= orig {
+            let detail = Detail::Sizes { expected: orig as u64, found: wire_payload.len() as u64 };
+            report(Rule::RtypeCompressNotSmaller, payload_at, detail);
+        }
+        match lz4_flex::block::decompress_into(wire_payload, &mut scratch[..MAX_PAYLOAD]) {
+            Ok(n) => {
+                if n != orig {
+                    report(Rule::RtypeOrigSize, field::ORIG_SIZE.start, Detail::Sizes { expected: orig as u64, found: n as u64 });
+                }
+                decompressed = Some(n);
+            }
+            Err(_) => report(Rule::RtypeLz4, payload_at, Detail::None),
+        }
+    } else if orig != 0 {
+        report(Rule::RtypeOrigSizeSet, field::ORIG_SIZE.start, Detail::Value(orig as u64));
+    }
+    let message = desc::message(header.msg_type());
+    match message {
+        None => report(Rule::RtypeUnknownType, field::MSG_TYPE.start, Detail::Value(header.msg_type().into())),
+        Some(m) => {
+            if direction.is_some_and(|d| d != m.direction) {
+                report(Rule::RtypeDirection, field::PACKET_TYPE.start, Detail::Value(header.packet_type().into()));
+            }
+            if let Some(rule) = m.seen_rule {
+                report(rule, field::MSG_TYPE.start, Detail::None);
+            }
+        }
+    }
+    Some(Datagram { header, wire_payload, payload_at, crc_stored, crc_computed, message, decompressed })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn datagram(version: u8, ptype: u8, mtype: u8, payload: &[u8], orig: u16) -> Vec<u8> {
+        let mut d = MAGIC.to_vec();
+        d.extend([version, ptype, mtype, 0, 7, 0, 0, 0, 9]);
+        d.extend((payload.len() as u16).to_be_bytes());
+        d.extend(orig.to_be_bytes());
+        d.extend(payload);
+        let crc = crc32fast::hash(&d);
+        d.extend(crc.to_be_bytes());
+        d
+    }
+
+    fn rules(findings: &[Finding]) -> Vec<Rule> {
+        findings.iter().map(|f| f.rule).collect()
+    }
+
+    #[test]
+    fn header_fields_and_crc() {
+        let bytes = datagram(1, 1, 4, &[0, 0, 0, 5], 0);
+        let mut scratch = vec![0; MAX_PAYLOAD];
+        let mut findings = vec![];
+        let d = parse(&bytes, &mut scratch, &mut findings).unwrap();
+        assert_eq!(rules(&findings), vec![]);
+        assert_eq!((d.header.sequence(), d.header.tick(), d.header.payload_len()), (7, 9, 4));
+        assert_eq!(d.message.unwrap().name, "CLIENT_PING");
+        assert!(d.crc_ok());
+        assert_eq!(d.payload(&scratch).unwrap(), &[0, 0, 0, 5]);
+    }
+
+    #[test]
+    fn crc_length_version_direction() {
+        let mut bytes = datagram(2, 2, 4, &[0, 0, 0, 5], 0);
+        *bytes.last_mut().unwrap() ^= 1;
+        let mut scratch = vec![0; MAX_PAYLOAD];
+        let mut findings = vec![];
+        parse(&bytes, &mut scratch, &mut findings).unwrap();
+        assert_eq!(rules(&findings), vec![Rule::RtypeCrc, Rule::RtypeVersion, Rule::RtypeDirection]);
+    }
+
+    #[test]
+    fn compression() {
+        let plain: Vec<u8> = (0..200u8).map(|i| i % 7).collect();
+        let packed = lz4_flex::block::compress(&plain);
+        let bytes = datagram(0x81, 2, 0x14, &packed, 200);
+        let mut scratch = vec![0; MAX_PAYLOAD];
+        let mut findings = vec![];
+        let d = parse(&bytes, &mut scratch, &mut findings).unwrap();
+        assert_eq!(rules(&findings), vec![]);
+        assert_eq!(d.payload(&scratch).unwrap(), &plain[..]);
+        let bytes = datagram(0x81, 2, 0x14, &packed, 199);
+        findings.clear();
+        parse(&bytes, &mut scratch, &mut findings).unwrap();
+        assert_eq!(rules(&findings), vec![Rule::RtypeOrigSize]);
+        let bytes = datagram(0x81, 2, 0x14, &[0xF0, 1, 2], 40);
+        findings.clear();
+        let d = parse(&bytes, &mut scratch, &mut findings).unwrap();
+        assert_eq!(rules(&findings), vec![Rule::RtypeCompressSmall, Rule::RtypeLz4]);
+        assert!(d.payload(&scratch).is_none());
+    }
+
+    #[test]
+    fn old_header_and_short() {
+        let mut d = MAGIC.to_vec();
+        d.extend([1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0]);
+        let crc = crc32fast::hash(&d);
+        d.extend(crc.to_be_bytes());
+        let mut scratch = vec![0; MAX_PAYLOAD];
+        let mut findings = vec![];
+        let h = parse(&d, &mut scratch, &mut findings).unwrap();
+        assert_eq!(h.header.layout(), HeaderLayout::Old15);
+        assert_eq!(rules(&findings), vec![Rule::RtypeOldHeader]);
+        findings.clear();
+        assert!(parse(&d[..10], &mut scratch, &mut findings).is_none());
+        assert_eq!(rules(&findings), vec![Rule::RtypeShortDatagram]);
+    }
+}
