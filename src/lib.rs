@@ -9,6 +9,11 @@
 //! - [`report`]: tables, JSON, `check`, the Lua generator.
 
 pub mod capture;
-pub mod proto;
-pub mod message;
+pub mod cli;
 pub mod datagram;
+pub mod message;
+pub mod pipeline;
+pub mod proto;
+pub mod report;
+pub mod samplegen;
+pub mod session;

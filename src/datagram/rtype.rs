@@ -3,7 +3,7 @@
 use std::ops::Range;
 
 use crate::message::{Detail, Endian, Finding, MessageRules};
-use crate::proto::rtype::{self as desc, COMPRESSED_BIT, COMPRESS_THRESHOLD, CRC_LEN, HEADER, HEADER_15, MAGIC};
+use crate::proto::rtype::{self as desc, COMPRESSED_BIT, COMPRESS_THRESHOLD, CRC_LEN, HEADER, HEADER_15};
 use crate::proto::schema::{field_range, Direction, Message, Node, Role};
 use crate::proto::Rule;
 
@@ -253,6 +253,7 @@ pub fn parse<'a>(bytes: &'a [u8], scratch: &mut [u8], findings: &mut Vec<Finding
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::proto::rtype::MAGIC;
 
     fn datagram(version: u8, ptype: u8, mtype: u8, payload: &[u8], orig: u16) -> Vec<u8> {
         let mut d = MAGIC.to_vec();

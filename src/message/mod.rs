@@ -56,6 +56,7 @@ pub trait Visitor {
 }
 
 /// A visitor for consumers that only need the findings and facts.
+#[derive(Debug, Default)]
 pub struct NoFields;
 
 impl Visitor for NoFields {

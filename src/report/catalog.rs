@@ -1,0 +1,22 @@
+//! The violation catalog as a table, for `rtype-inspect violations` and the README.
+
+use super::table;
+use crate::proto::CATALOG;
+
+/// The catalog as a text table.
+pub fn text() -> String {
+    let mut t = table::new(&["ID", "Severity", "Section", "What it means"]);
+    for rule in CATALOG {
+        t.add_row(vec![rule.id, rule.severity.name(), rule.section, rule.summary]);
+    }
+    format!("{t}\n")
+}
+
+/// The catalog as a Markdown table, for the documentation.
+pub fn markdown() -> String {
+    let mut out = String::from("| ID | Severity | Section | What it means |\n|---|---|---|---|\n");
+    for rule in CATALOG {
+        out += &format!("| `{}` | {} | {} | {} |\n", rule.id, rule.severity.name(), rule.section, rule.summary);
+    }
+    out
+}

@@ -1,0 +1,235 @@
+//! The default report: what the capture holds, message counts per type and direction, and the
+//! findings per rule.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde_json::{json, Value as Json};
+
+use super::table;
+use crate::datagram::Dialect;
+use crate::message::NoFields;
+use crate::pipeline::{DatagramEvent, FrameCounts, LooseFinding, RunEnd, Sink};
+use crate::proto::{Direction, Rule, Severity};
+
+/// Occurrences of one rule.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RuleCount {
+    pub count: u64,
+    pub first_frame: u64,
+}
+
+/// Findings per rule, in catalog order.
+#[derive(Clone, Debug)]
+pub struct RuleCounts(Vec<RuleCount>);
+
+impl Default for RuleCounts {
+    fn default() -> Self {
+        RuleCounts(vec![RuleCount::default(); Rule::ALL.len()])
+    }
+}
+
+impl RuleCounts {
+    pub fn add(&mut self, rule: Rule, frame: u64) {
+        let c = &mut self.0[rule as usize];
+        if c.count == 0 {
+            c.first_frame = frame;
+        }
+        c.count += 1;
+    }
+    /// Rules with at least one finding, most severe first, then by ID.
+    pub fn present(&self) -> Vec<(Rule, RuleCount)> {
+        let mut v: Vec<_> = Rule::ALL.iter().map(|r| (*r, self.0[*r as usize])).filter(|(_, c)| c.count > 0).collect();
+        v.sort_by(|a, b| b.0.severity().cmp(&a.0.severity()).then(a.0.id().cmp(b.0.id())));
+        v
+    }
+    pub fn get(&self, rule: Rule) -> RuleCount {
+        self.0[rule as usize]
+    }
+}
+
+/// Key of a message count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct MessageKey {
+    dialect: Dialect,
+    direction: Option<Direction>,
+    code: u8,
+}
+
+/// Builds the summary while the pipeline runs.
+#[derive(Default)]
+pub struct Summary {
+    messages: BTreeMap<MessageKey, (&'static str, u64)>,
+    pub rules: RuleCounts,
+    crc_failures: u64,
+    compressed: u64,
+    json: Option<Json>,
+    no_fields: NoFields,
+}
+
+impl Sink for Summary {
+    type Fields = NoFields;
+    fn fields(&mut self) -> &mut NoFields {
+        &mut self.no_fields
+    }
+    fn datagram(&mut self, e: &DatagramEvent<'_>) {
+        let code = e.rtype.map_or(0, |d| d.header.msg_type());
+        let name = e.message.map_or("UNKNOWN", |m| m.name);
+        let key = MessageKey { dialect: e.dialect, direction: e.direction, code };
+        self.messages.entry(key).or_insert((name, 0)).1 += 1;
+        if let Some(d) = e.rtype {
+            self.crc_failures += u64::from(!d.crc_ok());
+            self.compressed += u64::from(d.header.compressed());
+        }
+        for f in e.findings {
+            self.rules.add(f.rule, e.frame);
+        }
+    }
+    fn loose(&mut self, f: &LooseFinding) {
+        self.rules.add(f.finding.rule, f.frame);
+    }
+    fn end(&mut self, end: &RunEnd<'_>) {
+        self.json = Some(self.to_json(end));
+    }
+}
+
+impl Summary {
+    fn to_json(&self, end: &RunEnd<'_>) -> Json {
+        let info = end.info;
+        let seconds = match (end.first_ts, end.last_ts) {
+            (Some(a), Some(b)) => (b - a) as f64 / 1e9,
+            _ => 0.0,
+        };
+        let messages: Vec<Json> = self
+            .messages
+            .iter()
+            .map(|(k, (name, count))| {
+                json!({
+                    "dialect": k.dialect.name(),
+                    "code": k.code,
+                    "name": name,
+                    "direction": k.direction.map_or("unknown", Direction::name),
+                    "count": count,
+                })
+            })
+            .collect();
+        let violations: Vec<Json> = self
+            .rules
+            .present()
+            .into_iter()
+            .map(|(rule, c)| {
+                let i = rule.info();
+                json!({
+                    "id": i.id, "severity": i.severity, "count": c.count, "first_frame": c.first_frame,
+                    "section": i.section, "summary": i.summary,
+                })
+            })
+            .collect();
+        let conversations: Vec<Json> = end
+            .conversations
+            .all()
+            .iter()
+            .map(|c| json!({"id": c.id, "client": c.client.to_string(), "server": c.server.to_string(), "first_frame": c.first_frame}))
+            .collect();
+        json!({
+            "capture": {
+                "format": info.format.to_string(),
+                "gzip": info.gzip,
+                "link_types": info.link_types.iter().map(|l| l.name()).collect::<Vec<_>>(),
+                "frames": end.read.frames,
+                "truncated": end.read.truncated.as_ref().map(|t| json!({"frame": t.frame, "offset": t.offset, "reason": t.reason})),
+                "first_time": end.first_ts.map(super::time::rfc3339),
+                "duration_s": seconds,
+            },
+            "counts": end.counts,
+            "crc_failures": self.crc_failures,
+            "compressed_payloads": self.compressed,
+            "snapshots_reassembled": end.snapshots_reassembled,
+            "conversations": conversations,
+            "messages": messages,
+            "violations": violations,
+        })
+    }
+
+    /// The summary as one JSON document (after the run).
+    pub fn json(&self) -> &Json {
+        self.json.as_ref().expect("summary read after the run")
+    }
+
+    /// The summary as text tables that fit 100 columns.
+    pub fn text(&self, path: &str, color: bool) -> String {
+        let j = self.json();
+        let cap = &j["capture"];
+        let counts: FrameCounts = serde_json::from_value(j["counts"].clone()).unwrap_or_default();
+        let mut out = String::new();
+        let truncated = match &cap["truncated"] {
+            Json::Null => "complete".to_string(),
+            t => format!("TRUNCATED at frame {} (byte offset {})", t["frame"], t["offset"]),
+        };
+        let links: Vec<&str> = cap["link_types"].as_array().into_iter().flatten().filter_map(|v| v.as_str()).collect();
+        let _ = writeln!(
+            out,
+            "{path}: {}{} ({}), {} frames over {:.3} s, {truncated}",
+            cap["format"].as_str().unwrap_or(""),
+            if cap["gzip"] == true { ".gz" } else { "" },
+            links.join(", "),
+            cap["frames"],
+            cap["duration_s"].as_f64().unwrap_or(0.0),
+        );
+        let _ = writeln!(
+            out,
+            "{} protocol datagrams, {} other UDP, {} not UDP, {} malformed; {} CRC failures, \
+             {} compressed, {} snapshots reassembled",
+            counts.datagrams,
+            counts.other_udp,
+            counts.not_udp + counts.unsupported_link,
+            counts.malformed,
+            j["crc_failures"],
+            j["compressed_payloads"],
+            j["snapshots_reassembled"],
+        );
+        let convs = j["conversations"].as_array().map_or(&[][..], |v| &v[..]);
+        let _ = writeln!(out, "\nConversations: {}", convs.len());
+        let mut t = table::new(&["#", "Client", "Server", "First frame"]);
+        for c in convs.iter().take(50) {
+            t.add_row(vec![c["id"].to_string(), str_of(&c["client"]), str_of(&c["server"]), c["first_frame"].to_string()]);
+        }
+        if !convs.is_empty() {
+            let _ = writeln!(out, "{t}");
+        }
+        let mut t = table::new(&["Dialect", "Direction", "Code", "Message", "Count"]);
+        for m in j["messages"].as_array().into_iter().flatten() {
+            let dir = match m["direction"].as_str() {
+                Some("client_to_server") => "C→S",
+                Some("server_to_client") => "S→C",
+                _ => "?",
+            };
+            let code = format!("0x{:02X}", m["code"].as_u64().unwrap_or(0));
+            t.add_row(vec![str_of(&m["dialect"]), dir.into(), code, str_of(&m["name"]), m["count"].to_string()]);
+        }
+        let _ = writeln!(out, "\nMessages\n{t}");
+        let violations = j["violations"].as_array().map_or(&[][..], |v| &v[..]);
+        if violations.is_empty() {
+            let _ = writeln!(out, "\nNo violations.");
+        } else {
+            let mut t = table::new(&["Violation", "Severity", "Count", "First", "Section", "What"]);
+            for v in violations {
+                let sev = Severity::parse(v["severity"].as_str().unwrap_or("")).unwrap_or(Severity::Info);
+                t.add_row(vec![
+                    table::cell(str_of(&v["id"])),
+                    table::severity_cell(sev, color),
+                    table::cell(v["count"].to_string()),
+                    table::cell(v["first_frame"].to_string()),
+                    table::cell(str_of(&v["section"])),
+                    table::cell(str_of(&v["summary"])),
+                ]);
+            }
+            let _ = writeln!(out, "\nViolations\n{t}");
+        }
+        out
+    }
+}
+
+fn str_of(v: &Json) -> String {
+    v.as_str().map_or_else(|| v.to_string(), str::to_owned)
+}

@@ -1,0 +1,98 @@
+//! Sessions: which conversation a datagram belongs to, what each conversation announced
+//! (LevelInit archetypes), and the chunk sets being reassembled.
+
+pub mod chunks;
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+
+use crate::proto::Direction;
+
+/// At most this many conversations are tracked; datagrams of further ones share conversation 0.
+pub const MAX_CONVERSATIONS: usize = 100_000;
+/// At most this many archetypes are remembered per conversation.
+pub const MAX_ARCHETYPES: usize = 1024;
+
+/// One client ↔ server pair. The reference server replies from another port than the one it
+/// listens on, so a conversation is the client's address and port with the server's address.
+#[derive(Debug)]
+pub struct Conversation {
+    pub id: u32,
+    pub client: SocketAddr,
+    pub server: SocketAddr,
+    pub first_frame: u64,
+    /// LevelInit's archetypes: typeId → spriteId.
+    pub archetypes: Vec<(u16, String)>,
+    /// The older 15-byte header was already reported for this conversation.
+    pub old_header_reported: bool,
+}
+
+impl Conversation {
+    pub fn sprite(&self, type_id: u16) -> Option<&str> {
+        self.archetypes.iter().find(|a| a.0 == type_id).map(|a| a.1.as_str())
+    }
+}
+
+/// The conversations of a capture, in order of first appearance (ids from 1).
+#[derive(Debug, Default)]
+pub struct Conversations {
+    index: HashMap<(SocketAddr, IpAddr), u32>,
+    list: Vec<Conversation>,
+}
+
+impl Conversations {
+    /// The conversation of a datagram from `src` to `dst` travelling in `direction`.
+    pub fn lookup(&mut self, src: SocketAddr, dst: SocketAddr, direction: Direction, frame: u64) -> u32 {
+        let (client, server) = match direction {
+            Direction::ClientToServer => (src, dst),
+            Direction::ServerToClient => (dst, src),
+        };
+        if let Some(id) = self.index.get(&(client, server.ip())) {
+            return *id;
+        }
+        if self.list.len() >= MAX_CONVERSATIONS {
+            return 0;
+        }
+        let id = self.list.len() as u32 + 1;
+        self.index.insert((client, server.ip()), id);
+        self.list.push(Conversation {
+            id,
+            client,
+            server,
+            first_frame: frame,
+            archetypes: Vec::new(),
+            old_header_reported: false,
+        });
+        id
+    }
+
+    pub fn get(&self, id: u32) -> Option<&Conversation> {
+        id.checked_sub(1).and_then(|i| self.list.get(i as usize))
+    }
+
+    pub fn get_mut(&mut self, id: u32) -> Option<&mut Conversation> {
+        id.checked_sub(1).and_then(|i| self.list.get_mut(i as usize))
+    }
+
+    pub fn all(&self) -> &[Conversation] {
+        &self.list
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_reply_port_joins_the_clients_conversation() {
+        let mut c = Conversations::default();
+        let client: SocketAddr = "10.0.0.2:41000".parse().unwrap();
+        let listen: SocketAddr = "10.0.0.1:50010".parse().unwrap();
+        let reply: SocketAddr = "10.0.0.1:49316".parse().unwrap();
+        let a = c.lookup(client, listen, Direction::ClientToServer, 1);
+        let b = c.lookup(reply, client, Direction::ServerToClient, 2);
+        let other = c.lookup("10.0.0.3:41000".parse().unwrap(), listen, Direction::ClientToServer, 3);
+        assert_eq!((a, b, other), (1, 1, 2));
+        assert_eq!(c.get(1).unwrap().server, listen);
+    }
+}
