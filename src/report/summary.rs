@@ -1,7 +1,6 @@
 //! The default report: what the capture holds, message counts per type and direction, and the
 //! findings per rule.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use serde_json::{json, Value as Json};
@@ -48,18 +47,22 @@ impl RuleCounts {
     }
 }
 
-/// Key of a message count.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct MessageKey {
+/// Datagrams of one message type in one direction.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct MessageCount {
     dialect: Dialect,
     direction: Option<Direction>,
-    code: u8,
+    code: Option<u8>,
+    name: String,
+    count: u64,
 }
 
 /// Builds the summary while the pipeline runs.
 #[derive(Default)]
 pub struct Summary {
-    messages: BTreeMap<MessageKey, (&'static str, u64)>,
+    /// Few distinct types exist, so a list searched from the last hit beats a map.
+    messages: Vec<MessageCount>,
+    last: usize,
     pub rules: RuleCounts,
     crc_failures: u64,
     compressed: u64,
@@ -73,14 +76,19 @@ impl Sink for Summary {
         &mut self.no_fields
     }
     fn datagram(&mut self, e: &DatagramEvent<'_>) {
-        let code = e.rtype.map_or(0, |d| d.header.msg_type());
-        let name = e.message.map_or("UNKNOWN", |m| m.name);
-        let key = MessageKey { dialect: e.dialect, direction: e.direction, code };
-        self.messages.entry(key).or_insert((name, 0)).1 += 1;
-        if let Some(d) = e.rtype {
-            self.crc_failures += u64::from(!d.crc_ok());
-            self.compressed += u64::from(d.header.compressed());
+        let same = |m: &MessageCount| m.code == e.code && m.direction == e.direction && m.dialect == e.dialect && m.name == e.name;
+        match self.messages.get(self.last).filter(|m| same(m)).map(|_| self.last).or_else(|| self.messages.iter().position(same)) {
+            Some(i) => {
+                self.messages[i].count += 1;
+                self.last = i;
+            }
+            None => {
+                let (dialect, direction, code, name) = (e.dialect, e.direction, e.code, e.name.to_owned());
+                self.messages.push(MessageCount { dialect, direction, code, name, count: 1 });
+            }
         }
+        self.crc_failures += u64::from(e.crc_failed());
+        self.compressed += u64::from(e.compressed());
         for f in e.findings {
             self.rules.add(f.rule, e.frame);
         }
@@ -100,16 +108,17 @@ impl Summary {
             (Some(a), Some(b)) => (b - a) as f64 / 1e9,
             _ => 0.0,
         };
-        let messages: Vec<Json> = self
-            .messages
+        let mut sorted = self.messages.clone();
+        sorted.sort();
+        let messages: Vec<Json> = sorted
             .iter()
-            .map(|(k, (name, count))| {
+            .map(|m| {
                 json!({
-                    "dialect": k.dialect.name(),
-                    "code": k.code,
-                    "name": name,
-                    "direction": k.direction.map_or("unknown", Direction::name),
-                    "count": count,
+                    "dialect": m.dialect.name(),
+                    "code": m.code,
+                    "name": m.name,
+                    "direction": m.direction.map_or("unknown", Direction::name),
+                    "count": m.count,
                 })
             })
             .collect();
@@ -204,7 +213,7 @@ impl Summary {
                 Some("server_to_client") => "S→C",
                 _ => "?",
             };
-            let code = format!("0x{:02X}", m["code"].as_u64().unwrap_or(0));
+            let code = m["code"].as_u64().map_or_else(String::new, |c| format!("0x{c:02X}"));
             t.add_row(vec![str_of(&m["dialect"]), dir.into(), code, str_of(&m["name"]), m["count"].to_string()]);
         }
         let _ = writeln!(out, "\nMessages\n{t}");

@@ -1,0 +1,255 @@
+//! The pipeline: frames from the capture layer, through dialect detection, datagram checks and
+//! message decoding, into the session layer, and out to a report [`Sink`].
+//!
+//! Buffers (decompression scratch, findings) are reused across datagrams: steady traffic
+//! allocates nothing per datagram. Each dialect's part of the pipeline is in its own file.
+
+mod rtype_arm;
+
+use std::net::SocketAddr;
+
+use crate::capture::{self, CaptureInfo, Defragmenter, Frame, LinkOutcome, ReadEnd};
+use crate::datagram::{rtype, Dialect};
+use crate::message::{Detail, Facts, Finding, Visitor};
+use crate::proto::profile::Profile;
+use crate::proto::rtype as desc;
+use crate::proto::schema::Group;
+use crate::proto::{Direction, Message, Rule};
+use crate::session::chunks::{ChunkSets, Closed};
+use crate::session::Conversations;
+
+/// The group the header's fields are reported in.
+pub static HEADER_GROUP: Group = Group { name: "header", filter: "", label: "Header", nodes: desc::HEADER };
+
+/// What the pipeline knows of one datagram once it is decoded.
+#[derive(Debug)]
+pub struct DatagramEvent<'a> {
+    pub frame: u64,
+    pub ts_nanos: i64,
+    pub src: SocketAddr,
+    pub dst: SocketAddr,
+    /// The UDP payload.
+    pub bytes: &'a [u8],
+    pub dialect: Dialect,
+    pub conversation: u32,
+    pub direction: Option<Direction>,
+    /// The dialect's checked header, when the datagram is long enough to carry one.
+    pub decoded: Option<Decoded<'a>>,
+    /// The message type as on the wire, known or not (binary dialects).
+    pub code: Option<u8>,
+    /// The header's sequence number and tick (or timestamp), where the dialect has them.
+    pub sequence: Option<u32>,
+    pub tick: Option<u32>,
+    pub message: Option<&'static Message>,
+    /// The message's name: the description's, or the type text of dialects that name types in text.
+    pub name: &'a str,
+    /// The message payload that was decoded (decompressed when it was compressed).
+    pub payload: Option<&'a [u8]>,
+    pub facts: Facts,
+    pub findings: &'a [Finding],
+}
+
+/// A dialect's checked header and footer.
+#[derive(Clone, Copy, Debug)]
+pub enum Decoded<'a> {
+    Rtype(rtype::Datagram<'a>),
+}
+
+impl DatagramEvent<'_> {
+    /// Whether the datagram's integrity check (CRC) failed.
+    pub fn crc_failed(&self) -> bool {
+        match self.decoded {
+            Some(Decoded::Rtype(d)) => !d.crc_ok(),
+            None => false,
+        }
+    }
+    /// Whether the payload was compressed on the wire.
+    pub fn compressed(&self) -> bool {
+        match self.decoded {
+            Some(Decoded::Rtype(d)) => d.header.compressed(),
+            None => false,
+        }
+    }
+}
+
+/// A snapshot put back together from its chunks, reported right after the chunk that completed it.
+#[derive(Debug)]
+pub struct ReassembledEvent<'a> {
+    pub frame: u64,
+    pub conversation: u32,
+    pub tick: u32,
+    pub chunks: u16,
+    pub first_frame: u64,
+    pub payload: &'a [u8],
+    pub findings: &'a [Finding],
+}
+
+/// A finding that belongs to no single decoded datagram: the capture's, or a session's.
+#[derive(Clone, Copy, Debug)]
+pub struct LooseFinding {
+    pub frame: u64,
+    pub conversation: u32,
+    pub finding: Finding,
+}
+
+/// Frame counts by what became of them.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct FrameCounts {
+    pub frames: u64,
+    pub udp: u64,
+    pub datagrams: u64,
+    pub other_udp: u64,
+    pub not_udp: u64,
+    pub unsupported_link: u64,
+    pub malformed: u64,
+    pub reassembled_fragments: u64,
+}
+
+/// The end of a run.
+#[derive(Debug)]
+pub struct RunEnd<'a> {
+    pub info: &'a CaptureInfo,
+    pub read: &'a ReadEnd,
+    pub counts: FrameCounts,
+    pub first_ts: Option<i64>,
+    pub last_ts: Option<i64>,
+    pub conversations: &'a Conversations,
+    pub snapshots_reassembled: u64,
+}
+
+/// Where decoded traffic goes: a report.
+pub trait Sink {
+    /// The visitor receiving each message's fields (header first, in [`HEADER_GROUP`]).
+    type Fields: Visitor;
+    fn fields(&mut self) -> &mut Self::Fields;
+    /// Called before a datagram's fields are visited, with its conversation's archetypes.
+    fn begin(&mut self, _conversations: &Conversations, _conversation: u32) {}
+    fn datagram(&mut self, event: &DatagramEvent<'_>);
+    /// A reassembled snapshot, whose fields were just visited.
+    fn reassembled(&mut self, _event: &ReassembledEvent<'_>) {}
+    fn loose(&mut self, finding: &LooseFinding);
+    fn end(&mut self, end: &RunEnd<'_>);
+}
+
+/// Decoding state carried across datagrams.
+pub struct Pipeline {
+    /// Decompression buffer; apart from the rest so decoded payloads can borrow it.
+    scratch: Vec<u8>,
+    state: State,
+}
+
+/// Everything but the scratch buffer.
+struct State {
+    profile: Profile,
+    port: Option<u16>,
+    findings: Vec<Finding>,
+    closed: Vec<Closed>,
+    conversations: Conversations,
+    chunks: ChunkSets,
+    defrag: Defragmenter,
+    counts: FrameCounts,
+    first_ts: Option<i64>,
+    last_ts: Option<i64>,
+}
+
+impl Pipeline {
+    pub fn new(profile: Profile, port: Option<u16>) -> Pipeline {
+        Pipeline { scratch: vec![0; rtype::MAX_PAYLOAD], state: State {
+            profile,
+            port,
+            findings: Vec::with_capacity(64),
+            closed: Vec::new(),
+            conversations: Conversations::default(),
+            chunks: ChunkSets::default(),
+            defrag: Defragmenter::new(),
+            counts: FrameCounts::default(),
+            first_ts: None,
+            last_ts: None,
+        } }
+    }
+
+    /// Reads a whole capture into `sink`.
+    pub fn run<S: Sink>(mut self, reader: &mut capture::CaptureReader, sink: &mut S) -> Result<(), capture::CaptureError> {
+        let read = reader.for_each_frame(|frame| self.frame(frame, sink))?;
+        if let Some(cut) = &read.truncated {
+            let finding = Finding { rule: Rule::CaptureTruncated, at: 0, detail: Detail::Value(cut.offset) };
+            sink.loose(&LooseFinding { frame: cut.frame, conversation: 0, finding });
+        }
+        self.state.chunks.finish(&mut self.state.closed);
+        self.state.flush_closed(sink);
+        let stats = self.state.defrag.stats();
+        self.state.counts.reassembled_fragments = stats.reassembled;
+        sink.end(&RunEnd {
+            info: reader.info(),
+            read: &read,
+            counts: self.state.counts,
+            first_ts: self.state.first_ts,
+            last_ts: self.state.last_ts,
+            conversations: &self.state.conversations,
+            snapshots_reassembled: self.state.chunks.completed,
+        });
+        Ok(())
+    }
+
+    /// Handles one captured frame.
+    pub fn frame<S: Sink>(&mut self, frame: &Frame<'_>, sink: &mut S) {
+        self.state.frame(&mut self.scratch, frame, sink);
+    }
+}
+
+impl State {
+    fn frame<S: Sink>(&mut self, scratch: &mut [u8], frame: &Frame<'_>, sink: &mut S) {
+        self.counts.frames += 1;
+        self.first_ts.get_or_insert(frame.ts_nanos);
+        self.last_ts = Some(frame.ts_nanos);
+        let loose = |sink: &mut S, rule, at: usize, detail| {
+            let finding = Finding { rule, at: at as u32, detail };
+            sink.loose(&LooseFinding { frame: frame.number, conversation: 0, finding });
+        };
+        match capture::udp_from_frame(frame.link_type, frame.data) {
+            LinkOutcome::Udp(udp) => {
+                if udp.truncated_by > 0 {
+                    loose(sink, Rule::CaptureSnaplen, udp.payload_offset, Detail::Value(udp.truncated_by.into()));
+                }
+                self.datagram(scratch, frame.number, frame.ts_nanos, udp.src, udp.dst, udp.payload, sink);
+            }
+            LinkOutcome::Fragment => match self.defrag.push(frame.link_type, frame.data, frame.ts_nanos) {
+                capture::DefragOutcome::Complete(udp) => {
+                    self.datagram(scratch, frame.number, frame.ts_nanos, udp.src, udp.dst, &udp.payload, sink);
+                }
+                capture::DefragOutcome::Pending => {}
+                capture::DefragOutcome::Dropped { .. } => loose(sink, Rule::CaptureFragmentDropped, 0, Detail::None),
+            },
+            LinkOutcome::NotUdp => self.counts.not_udp += 1,
+            LinkOutcome::UnsupportedLink => self.counts.unsupported_link += 1,
+            LinkOutcome::Malformed { offset, what } => {
+                self.counts.malformed += 1;
+                loose(sink, Rule::CaptureMalformedPacket, offset, Detail::Field(what));
+            }
+        }
+    }
+
+    fn datagram<S: Sink>(&mut self, scratch: &mut [u8], frame: u64, ts_nanos: i64, src: SocketAddr, dst: SocketAddr, bytes: &[u8], sink: &mut S) {
+        self.counts.udp += 1;
+        if self.port.is_some_and(|p| src.port() != p && dst.port() != p) {
+            return;
+        }
+        let Some(dialect) = Dialect::detect(bytes) else {
+            self.counts.other_udp += 1;
+            return;
+        };
+        self.counts.datagrams += 1;
+        self.findings.clear();
+        match dialect {
+            Dialect::Rtype => self.rtype(scratch, frame, ts_nanos, src, dst, bytes, sink),
+        }
+        self.flush_closed(sink);
+    }
+
+    fn flush_closed<S: Sink>(&mut self, sink: &mut S) {
+        for closed in self.closed.drain(..) {
+            sink.loose(&LooseFinding { frame: closed.frame, conversation: closed.conversation, finding: closed.finding });
+        }
+    }
+}
+

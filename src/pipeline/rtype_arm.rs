@@ -1,0 +1,198 @@
+//! The rtype dialect's part of the pipeline: checks, decoding, archetypes and chunk sets.
+
+use std::net::SocketAddr;
+
+use super::{DatagramEvent, Decoded, LooseFinding, ReassembledEvent, Sink, State, HEADER_GROUP};
+use crate::datagram::{rtype, Dialect};
+use crate::message::{decode_message, decode_nodes, Detail, Facts, Finding, Open, Value, Visitor};
+use crate::proto::rtype as desc;
+use crate::proto::schema::{Field, Group, Role};
+use crate::proto::{Direction, Message, Rule};
+use crate::session::chunks::{Chunk, Reassembled};
+
+impl State {
+    pub(super) fn rtype<S: Sink>(&mut self, scratch: &mut [u8], frame: u64, ts_nanos: i64, src: SocketAddr, dst: SocketAddr, bytes: &[u8], sink: &mut S) {
+        let parsed = rtype::parse(bytes, scratch, &mut self.findings);
+        let scratch: &[u8] = scratch;
+        let message = parsed.and_then(|d| d.message);
+        // Direction: the header's packet type, else the message's, else the lower port is the server.
+        let direction = parsed
+            .and_then(|d| match d.header.packet_type() {
+                desc::PACKET_CLIENT => Some(Direction::ClientToServer),
+                desc::PACKET_SERVER => Some(Direction::ServerToClient),
+                _ => None,
+            })
+            .or(message.map(|m| m.direction));
+        let guess = direction.unwrap_or(if src.port() > dst.port() { Direction::ClientToServer } else { Direction::ServerToClient });
+        let conversation = self.conversations.lookup(src, dst, guess, frame);
+        if let Some(d) = &parsed {
+            if d.header.layout() == rtype::HeaderLayout::Old15 {
+                self.once_per_conversation(conversation);
+            }
+        }
+        sink.begin(&self.conversations, conversation);
+        let archetypes = self.conversations.get(conversation).map_or(&[][..], |c| &c.archetypes[..]);
+        let mut facts = Facts::default();
+        let mut payload = None;
+        if let Some(d) = &parsed {
+            let fields = sink.fields();
+            if S::Fields::WANTS_FIELDS {
+                fields.open(&HEADER_GROUP, Open::Case, 0);
+                decode_nodes(d.header.layout().nodes(), d.header.bytes(), rtype::ENDIAN, &self.profile, &rtype::MESSAGE_RULES, fields);
+                fields.close(Open::Case);
+            }
+            payload = d.payload(scratch);
+            if let (Some(message), Some(p)) = (message, payload) {
+                let mut check = EntityTypes { inner: fields, archetypes, findings: Vec::new(), at: d.payload_at };
+                facts = decode_message(message, p, d.payload_at, rtype::ENDIAN, &self.profile, &rtype::MESSAGE_RULES, &mut check, &mut self.findings);
+                self.findings.append(&mut check.findings);
+            }
+        }
+        if let (Some(m), Some(p)) = (message, payload) {
+            if m.code == 0x30 {
+                self.remember_archetypes(conversation, m, p);
+            }
+        }
+        let event = DatagramEvent {
+            frame,
+            ts_nanos,
+            src,
+            dst,
+            bytes,
+            dialect: Dialect::Rtype,
+            conversation,
+            direction,
+            decoded: parsed.map(Decoded::Rtype),
+            code: parsed.map(|d| d.header.msg_type()),
+            sequence: parsed.map(|d| d.header.sequence().into()),
+            tick: parsed.map(|d| d.header.tick()),
+            message,
+            name: message.map_or("UNKNOWN", |m| m.name),
+            payload,
+            facts,
+            findings: &self.findings,
+        };
+        sink.datagram(&event);
+        if let (Some(m), Some(p), Some(d)) = (message, payload, parsed) {
+            if m.code == 0x21 {
+                let chunk = Chunk {
+                    conversation,
+                    tick: d.header.tick(),
+                    frame,
+                    ts_nanos,
+                    total: facts.total_chunks.unwrap_or(0),
+                    index: facts.chunk_index.unwrap_or(0),
+                    entity_count: facts.entity_count.unwrap_or(0),
+                    blocks: facts.entities_at.map_or(&[][..], |at| &p[at.min(p.len())..]),
+                    at: d.payload_at as u32,
+                };
+                if facts.entities_at.is_some() {
+                    self.chunk(chunk, sink);
+                }
+            }
+        }
+    }
+
+    fn chunk<S: Sink>(&mut self, chunk: Chunk<'_>, sink: &mut S) {
+        let mut findings = Vec::new();
+        let (frame, conversation) = (chunk.frame, chunk.conversation);
+        let done = self.chunks.push(chunk, &mut findings, &mut self.closed);
+        for finding in findings.drain(..) {
+            sink.loose(&LooseFinding { frame, conversation, finding });
+        }
+        if let Some(Reassembled { tick, chunks, first_frame, payload }) = done {
+            let snapshot = desc::message(0x14).expect("SERVER_SNAPSHOT is described");
+            let archetypes = self.conversations.get(conversation).map_or(&[][..], |c| &c.archetypes[..]);
+            sink.begin(&self.conversations, conversation);
+            let mut check = EntityTypes { inner: sink.fields(), archetypes, findings: Vec::new(), at: 0 };
+            let mut found = Vec::new();
+            decode_message(snapshot, payload, 0, rtype::ENDIAN, &self.profile, &rtype::MESSAGE_RULES, &mut check, &mut found);
+            // Entity-level findings were already reported on the chunks themselves.
+            let event = ReassembledEvent { frame, conversation, tick, chunks, first_frame, payload, findings: &[] };
+            sink.reassembled(&event);
+        }
+    }
+
+    /// Keeps the 15-byte-header finding only for a conversation's first such datagram.
+    fn once_per_conversation(&mut self, conversation: u32) {
+        let Some(c) = self.conversations.get_mut(conversation) else { return };
+        if c.old_header_reported {
+            self.findings.retain(|f| f.rule != Rule::RtypeOldHeader);
+        }
+        c.old_header_reported = true;
+    }
+
+    fn remember_archetypes(&mut self, conversation: u32, message: &'static Message, payload: &[u8]) {
+        let mut collect = Archetypes::default();
+        let mut ignored = Vec::new();
+        decode_message(message, payload, 0, rtype::ENDIAN, &self.profile, &rtype::MESSAGE_RULES, &mut collect, &mut ignored);
+        if let Some(c) = self.conversations.get_mut(conversation) {
+            c.archetypes = collect.list;
+        }
+    }
+
+}
+
+/// Collects LevelInit's archetypes (typeId, spriteId).
+#[derive(Default)]
+struct Archetypes {
+    list: Vec<(u16, String)>,
+}
+
+impl Visitor for Archetypes {
+    fn field(&mut self, field: &'static Field, _: usize, _: usize, value: Value<'_>) {
+        match (field.role, value) {
+            (Role::ArchetypeTypeId, Value::U(id)) if self.list.len() < crate::session::MAX_ARCHETYPES => {
+                self.list.push((id as u16, String::new()))
+            }
+            (Role::ArchetypeSpriteId, Value::Str(s)) => {
+                if let Some(last) = self.list.last_mut() {
+                    last.1 = s.to_owned();
+                }
+            }
+            _ => {}
+        }
+    }
+    fn open(&mut self, _: &'static Group, _: Open, _: usize) {}
+    fn close(&mut self, _: Open) {}
+    fn undecoded(&mut self, _: usize, _: &[u8]) {}
+}
+
+/// Passes fields on to the sink's visitor, checking entity types against the LevelInit archetypes.
+struct EntityTypes<'a, V> {
+    inner: &'a mut V,
+    archetypes: &'a [(u16, String)],
+    findings: Vec<Finding>,
+    at: usize,
+}
+
+impl<V: Visitor> Visitor for EntityTypes<'_, V> {
+    fn field(&mut self, field: &'static Field, at: usize, len: usize, value: Value<'_>) {
+        if field.role == Role::EntityType && !self.archetypes.is_empty() {
+            if let Some(t) = value.as_u64() {
+                if !self.archetypes.iter().any(|a| u64::from(a.0) == t) {
+                    let finding = Finding { rule: Rule::RtypeUnknownEntityType, at: (self.at + at) as u32, detail: Detail::Value(t) };
+                    self.findings.push(finding);
+                }
+            }
+        }
+        if V::WANTS_FIELDS {
+            self.inner.field(field, at, len, value);
+        }
+    }
+    fn open(&mut self, group: &'static Group, how: Open, at: usize) {
+        if V::WANTS_FIELDS {
+            self.inner.open(group, how, at);
+        }
+    }
+    fn close(&mut self, how: Open) {
+        if V::WANTS_FIELDS {
+            self.inner.close(how);
+        }
+    }
+    fn undecoded(&mut self, at: usize, bytes: &[u8]) {
+        if V::WANTS_FIELDS {
+            self.inner.undecoded(at, bytes);
+        }
+    }
+}
