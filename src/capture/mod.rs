@@ -1,0 +1,25 @@
+//! Capture layer: files, link layers, IP and UDP.
+//!
+//! - [`reader`]: pcap / pcapng (optionally gzip) records, streamed in bounded memory;
+//! - [`link`]: link-layer, IP and UDP decoding of one frame, without allocation;
+//! - [`defrag`]: bounded reassembly of fragmented UDP datagrams.
+//!
+//! Everything here treats the capture as hostile: no input may panic, loop
+//! forever, or make memory grow with the file's size.
+
+pub mod defrag;
+mod ip;
+pub mod link;
+mod linktype;
+pub mod reader;
+mod source;
+mod timestamp;
+
+#[cfg(test)]
+mod testutil;
+
+pub use defrag::{DefragOutcome, DefragStats, Defragmenter, OwnedUdp};
+pub use link::{udp_from_frame, LinkOutcome, LinkType, UdpDatagram};
+pub use reader::{
+    CaptureError, CaptureFormat, CaptureInfo, CaptureReader, Frame, ReadEnd, Truncation,
+};

@@ -1,0 +1,1327 @@
+//! Streaming capture reader: pcap (both byte orders, µs and ns) and pcapng,
+//! optionally gzip-compressed, in constant memory.
+//!
+//! pcap-parser's streaming readers do the block parsing over a circular buffer.
+//! This module owns the policy around them, because the input is hostile:
+//! - before each record, its declared length is read from the bytes already in
+//!   the buffer; absurd lengths stop reading with a reason instead of growing
+//!   the buffer, and the buffer grows only when it is full of one legitimate
+//!   record that is bigger still;
+//! - every way of ending (end of file, cut record, corrupt block, I/O error)
+//!   becomes a [`ReadEnd`], with everything before it delivered;
+//! - refills that bring nothing are counted, so no input can make it spin.
+
+use std::fmt;
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use pcap_parser::pcapng::{Block, InterfaceDescriptionBlock, OptionCode};
+use pcap_parser::traits::{PcapNGPacketBlock, PcapReaderIterator};
+use pcap_parser::{create_reader, PcapBlockOwned, PcapError, PcapHeader};
+
+use super::linktype::LinkType;
+use super::source::{self, take_error, CountingReader, ErrorSlot, OpenFailure};
+use super::timestamp::{pcap_nanos, pcapng_nanos};
+
+/// Initial read buffer: large enough for any ordinary packet and many per refill.
+const INITIAL_BUFFER: usize = 256 * 1024;
+/// Largest record accepted: legacy caplen, or pcapng block length.
+pub const MAX_RECORD_LEN: usize = 16 * 1024 * 1024;
+/// The buffer never grows past this (one maximal record plus its header).
+const MAX_BUFFER: usize = MAX_RECORD_LEN + 64 * 1024;
+/// pcapng interfaces kept per section; EPBs naming later ones get [`LinkType::UNKNOWN`].
+const MAX_INTERFACES: usize = 65_536;
+/// Distinct link types listed in [`CaptureInfo`]: keeps the per-IDB lookup cheap
+/// on hostile files with millions of interfaces; real captures have a handful.
+const MAX_LINK_TYPES: usize = 64;
+/// Refills in a row that bring no byte before we give up on the input.
+const MAX_STALLS: u32 = 64;
+
+const SHB_MAGIC: u32 = 0x0a0d_0d0a;
+
+/// Capture file format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CaptureFormat {
+    Pcap,
+    PcapNg,
+}
+
+impl fmt::Display for CaptureFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            CaptureFormat::Pcap => "pcap",
+            CaptureFormat::PcapNg => "pcapng",
+        })
+    }
+}
+
+/// What the file says about itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaptureInfo {
+    pub format: CaptureFormat,
+    /// The file was gzip-compressed (detected by the 1f 8b magic, not the name).
+    pub gzip: bool,
+    /// pcap: nanosecond magic; pcapng: `if_tsresol` of the file's first interface is 9.
+    pub nanosecond: bool,
+    /// Byte order of the (first section of the) file.
+    pub big_endian: bool,
+    /// Distinct link types of the interfaces seen so far, in order of
+    /// appearance (pcap: the header's). Complete once all frames are read
+    /// (at most the first 64 distinct ones).
+    pub link_types: Vec<LinkType>,
+}
+
+/// One captured packet record, borrowed from the reader's buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Frame<'a> {
+    /// 1-based index among packet records (EPB/SPB/legacy records) in file order.
+    pub number: u64,
+    /// Absolute time, ns since the Unix epoch (0 for SPB, which has none).
+    pub ts_nanos: i64,
+    pub link_type: LinkType,
+    /// Captured bytes.
+    pub data: &'a [u8],
+    /// Original length on the wire.
+    pub orig_len: u32,
+    /// Byte offset of the record in the (decompressed) capture stream.
+    pub file_offset: u64,
+}
+
+/// Where and why reading stopped early.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Truncation {
+    /// The frame that was cut: frames delivered + 1.
+    pub frame: u64,
+    /// Byte offset (decompressed stream) where the cut record or block starts.
+    pub offset: u64,
+    pub reason: String,
+}
+
+impl fmt::Display for Truncation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "frame {} at byte offset {}: {}",
+            self.frame, self.offset, self.reason
+        )
+    }
+}
+
+/// How reading ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadEnd {
+    pub frames: u64,
+    /// Some when the file was cut or corrupt in the middle of a record/block.
+    pub truncated: Option<Truncation>,
+}
+
+/// Fatal errors: the input cannot be read as a capture at all.
+#[derive(Debug)]
+pub enum CaptureError {
+    Io { path: PathBuf, source: io::Error },
+    NotACapture { path: PathBuf, reason: String },
+}
+
+impl fmt::Display for CaptureError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CaptureError::Io { path, source } => write!(f, "{}: {}", path.display(), source),
+            CaptureError::NotACapture { path, reason } => {
+                write!(f, "{}: not a capture file: {}", path.display(), reason)
+            }
+        }
+    }
+}
+
+impl std::error::Error for CaptureError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            CaptureError::Io { source, .. } => Some(source),
+            CaptureError::NotACapture { .. } => None,
+        }
+    }
+}
+
+/// A pcapng interface, as far as decoding its packets needs.
+#[derive(Debug, Clone, Copy)]
+struct Interface {
+    link_type: LinkType,
+    snaplen: u32,
+    tsresol: u8,
+    tsoffset: i64,
+}
+
+/// Per-format decoding state.
+enum Layout {
+    Legacy {
+        big_endian: bool,
+        nanosecond: bool,
+        /// 16, or 24 for the "modified" (Kuznetzov) format.
+        record_header: usize,
+        snaplen: u32,
+        link_type: LinkType,
+    },
+    Ng {
+        /// Byte order of the current section.
+        big_endian: bool,
+        /// Interfaces of the current section, by id.
+        interfaces: Vec<Interface>,
+        seen_interface: bool,
+    },
+}
+
+/// Reads a capture file record by record. See the module doc.
+pub struct CaptureReader {
+    path: PathBuf,
+    info: CaptureInfo,
+    parser: Box<dyn PcapReaderIterator + Send>,
+    layout: Layout,
+    progress: Arc<AtomicU64>,
+    io_errors: ErrorSlot,
+    /// Capacity of the parser's buffer: it changes only through our `grow` calls.
+    capacity: usize,
+    frames: u64,
+    end: Option<ReadEnd>,
+}
+
+/// What to do after one `next()` call, decided while the parser is borrowed.
+enum Step {
+    Consume(usize),
+    /// A packet block in prelude mode: leave it for `for_each_frame`.
+    Pause,
+    Refill,
+    /// The buffer is full and the record (of this length) is bigger.
+    Grow(usize),
+    End(Option<String>),
+}
+
+impl CaptureReader {
+    /// Opens a capture file: gzip, pcap (both byte orders, µs and ns) or pcapng.
+    pub fn open(path: &Path) -> Result<CaptureReader, CaptureError> {
+        let file = File::open(path).map_err(|source| CaptureError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::from_read(path, Box::new(file))
+    }
+
+    /// Reads a capture from any stream (stdin...). `name` is used in messages.
+    pub fn from_read(name: &Path, r: Box<dyn Read + Send>) -> Result<CaptureReader, CaptureError> {
+        let path = name.to_path_buf();
+        let not_capture = |reason: String| CaptureError::NotACapture {
+            path: path.clone(),
+            reason,
+        };
+        let progress = Arc::new(AtomicU64::new(0));
+        let io_errors = ErrorSlot::default();
+        let counted = Box::new(CountingReader::new(r, progress.clone()));
+        let opened = match source::open_source(counted, io_errors.clone()) {
+            Ok(o) => o,
+            Err(OpenFailure::Io(source)) => return Err(CaptureError::Io { path, source }),
+            Err(OpenFailure::BadGzip(e)) => {
+                return Err(not_capture(format!("corrupt gzip data: {e}")))
+            }
+            Err(OpenFailure::Empty { gzip: false }) => {
+                return Err(not_capture("empty file".into()))
+            }
+            Err(OpenFailure::Empty { gzip: true }) => {
+                return Err(not_capture("empty after gzip decompression".into()))
+            }
+        };
+        let gzip = opened.gzip;
+        let magic = &opened.magic[..opened.magic_len];
+        let shown: Vec<String> = magic.iter().map(|b| format!("{b:02x}")).collect();
+        let shown = shown.join(" ");
+        let looks_ng = magic == [0x0a, 0x0d, 0x0d, 0x0a];
+        let created = create_reader(INITIAL_BUFFER, opened.source);
+        if created.is_err() {
+            // An I/O error cut the header: it is the cause, whatever the parser says.
+            if let Some(source) = take_error(&io_errors) {
+                let corrupt = matches!(
+                    source.kind(),
+                    io::ErrorKind::InvalidInput
+                        | io::ErrorKind::InvalidData
+                        | io::ErrorKind::UnexpectedEof
+                );
+                return Err(if gzip && corrupt {
+                    not_capture(format!("corrupt gzip data: {source}"))
+                } else {
+                    CaptureError::Io { path, source }
+                });
+            }
+        }
+        let mut parser = match created {
+            Ok(p) => p,
+            Err(PcapError::Incomplete(_)) | Err(PcapError::Eof) if !looks_ng => {
+                return Err(not_capture(format!(
+                    "too short for a capture file header (starts with {shown})"
+                )))
+            }
+            Err(_) if looks_ng => {
+                return Err(not_capture(
+                    "pcapng section header block is invalid or cut".into(),
+                ))
+            }
+            Err(_) => {
+                return Err(not_capture(format!(
+                    "not a pcap or pcapng file (starts with {shown})"
+                )))
+            }
+        };
+        let (info, layout, header_len) = match parser.next() {
+            Ok((n, PcapBlockOwned::LegacyHeader(h))) => {
+                let (info, layout) = legacy_layout(&h, gzip);
+                (info, layout, n)
+            }
+            Ok((n, PcapBlockOwned::NG(Block::SectionHeader(shb)))) => {
+                let big_endian = shb.big_endian();
+                let info = CaptureInfo {
+                    format: CaptureFormat::PcapNg,
+                    gzip,
+                    nanosecond: false,
+                    big_endian,
+                    link_types: Vec::new(),
+                };
+                let layout = Layout::Ng {
+                    big_endian,
+                    interfaces: Vec::new(),
+                    seen_interface: false,
+                };
+                (info, layout, n)
+            }
+            _ => return Err(not_capture("unreadable capture header".into())),
+        };
+        parser.consume(header_len);
+        let mut reader = CaptureReader {
+            path,
+            info,
+            parser,
+            layout,
+            progress,
+            io_errors,
+            capacity: INITIAL_BUFFER,
+            frames: 0,
+            end: None,
+        };
+        // pcapng: read the interface descriptions before the first packet, so
+        // `info()` is meaningful before `for_each_frame`.
+        reader.pump(true, &mut |_: &Frame<'_>| {});
+        Ok(reader)
+    }
+
+    /// The capture's path (or the name given to [`CaptureReader::from_read`]).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn info(&self) -> &CaptureInfo {
+        &self.info
+    }
+
+    /// Bytes of the underlying file consumed so far (compressed bytes for .gz).
+    pub fn bytes_read(&self) -> u64 {
+        self.progress.load(Ordering::Relaxed)
+    }
+
+    /// The counter behind [`CaptureReader::bytes_read`], to poll from a progress thread.
+    pub fn progress_counter(&self) -> Arc<AtomicU64> {
+        self.progress.clone()
+    }
+
+    /// Current capacity of the read buffer: starts at 256 KiB, grows only to fit
+    /// one record, never past 16 MiB + 64 KiB.
+    pub fn buffer_capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Calls `on_frame` for every packet record, in file order.
+    ///
+    /// Corrupt or cut data after a valid header is not an error: it ends reading
+    /// with [`ReadEnd::truncated`] set, after delivering every frame before it.
+    /// So does an I/O error mid-file. Calling again after the end returns the
+    /// same [`ReadEnd`] without frames.
+    pub fn for_each_frame(
+        &mut self,
+        mut on_frame: impl FnMut(&Frame<'_>),
+    ) -> Result<ReadEnd, CaptureError> {
+        self.pump(false, &mut on_frame);
+        Ok(self.end.clone().unwrap_or(ReadEnd {
+            frames: self.frames,
+            truncated: None,
+        }))
+    }
+
+    /// The reading loop. With `stop_before_packet`, returns (without consuming)
+    /// at the first packet record; otherwise runs to the end. Either way, an end
+    /// of input is recorded in `self.end`.
+    fn pump<F: FnMut(&Frame<'_>)>(&mut self, stop_before_packet: bool, on_frame: &mut F) {
+        if self.end.is_some() {
+            return;
+        }
+        let mut stalls = 0u32;
+        loop {
+            let offset = self.parser.consumed() as u64;
+            let available = self.parser.data().len();
+            let declared = match declared_len(&self.layout, self.parser.data()) {
+                Ok(d) => d,
+                Err(reason) => return self.finish(offset, Some(reason)),
+            };
+            let unit = self.unit();
+            let step = match self.parser.next() {
+                Ok((size, block)) => {
+                    let is_packet = matches!(
+                        block,
+                        PcapBlockOwned::Legacy(_)
+                            | PcapBlockOwned::NG(Block::EnhancedPacket(_))
+                            | PcapBlockOwned::NG(Block::SimplePacket(_))
+                    );
+                    if size == 0 {
+                        Step::End(Some("parser made no progress".into()))
+                    } else if stop_before_packet && is_packet {
+                        Step::Pause
+                    } else {
+                        handle_block(
+                            block,
+                            offset,
+                            &mut self.layout,
+                            &mut self.info,
+                            &mut self.frames,
+                            on_frame,
+                        );
+                        Step::Consume(size)
+                    }
+                }
+                Err(PcapError::Eof) => Step::End(None),
+                Err(PcapError::Incomplete(_)) | Err(PcapError::BufferTooSmall) => match declared {
+                    Some(len) if len <= available => Step::End(Some(format!(
+                        "corrupt {unit}: contents disagree with its length {len}"
+                    ))),
+                    // Grow only once the buffer is full of this record: a cut
+                    // file claiming a huge record never allocates for it.
+                    _ if available < self.capacity => Step::Refill,
+                    Some(len) => Step::Grow(len),
+                    None => Step::End(Some(format!("{unit} does not fit in the read buffer"))),
+                },
+                Err(PcapError::UnexpectedEof) => {
+                    if available == 0 {
+                        Step::End(None)
+                    } else {
+                        let of = declared.map_or(String::new(), |d| format!(" of {d}"));
+                        Step::End(Some(format!(
+                            "file ends inside a {unit} ({available}{of} bytes present)"
+                        )))
+                    }
+                }
+                Err(PcapError::ReadError) => Step::End(Some("read error".into())),
+                Err(e) => Step::End(Some(format!("corrupt {unit}: {}", describe(&e)))),
+            };
+            match step {
+                Step::Consume(size) => {
+                    stalls = 0;
+                    self.parser.consume(size);
+                }
+                Step::Pause => return,
+                Step::Grow(len) => {
+                    // pcap-parser wants strictly more room than the record;
+                    // declared_len() already capped len at MAX_RECORD_LEN.
+                    let want = (self.capacity * 2).max(len + 1).min(MAX_BUFFER);
+                    if !self.parser.grow(want) {
+                        return self.finish(
+                            offset,
+                            Some(format!("{unit} does not fit in the read buffer")),
+                        );
+                    }
+                    self.capacity = want;
+                }
+                Step::Refill => {
+                    let before = self.parser.data().len();
+                    if self.parser.refill().is_err() {
+                        return self.finish(offset, Some("read error".into()));
+                    }
+                    if self.parser.data().len() == before && !self.parser.reader_exhausted() {
+                        stalls += 1;
+                        if stalls > MAX_STALLS {
+                            return self.finish(offset, Some("input makes no progress".into()));
+                        }
+                    }
+                }
+                Step::End(reason) => return self.finish(offset, reason),
+            }
+        }
+    }
+
+    /// "record" for pcap, "block" for pcapng: the word the messages use.
+    fn unit(&self) -> &'static str {
+        match self.layout {
+            Layout::Legacy { .. } => "record",
+            Layout::Ng { .. } => "block",
+        }
+    }
+
+    /// Records the end of reading. A kept I/O error wins over any other reason:
+    /// it is the cause, the rest is a consequence.
+    fn finish(&mut self, offset: u64, reason: Option<String>) {
+        let reason = match take_error(&self.io_errors) {
+            Some(e) => Some(format!("read error: {e}")),
+            None => reason,
+        };
+        self.end = Some(ReadEnd {
+            frames: self.frames,
+            truncated: reason.map(|reason| Truncation {
+                frame: self.frames + 1,
+                offset,
+                reason,
+            }),
+        });
+    }
+}
+
+fn legacy_layout(h: &PcapHeader, gzip: bool) -> (CaptureInfo, Layout) {
+    // The upper bits of the link type field carry FCS information (LT_LINKTYPE).
+    let link_type = LinkType(h.network.0 as u32 & 0x03ff_ffff);
+    let big_endian = h.is_bigendian();
+    let nanosecond = h.is_nanosecond_precision();
+    let info = CaptureInfo {
+        format: CaptureFormat::Pcap,
+        gzip,
+        nanosecond,
+        big_endian,
+        link_types: vec![link_type],
+    };
+    let layout = Layout::Legacy {
+        big_endian,
+        nanosecond,
+        record_header: if h.is_modified_format() { 24 } else { 16 },
+        snaplen: h.snaplen,
+        link_type,
+    };
+    (info, layout)
+}
+
+fn read_u32(bytes: &[u8], at: usize, big_endian: bool) -> Option<u32> {
+    let b: [u8; 4] = bytes.get(at..at + 4)?.try_into().ok()?;
+    Some(if big_endian {
+        u32::from_be_bytes(b)
+    } else {
+        u32::from_le_bytes(b)
+    })
+}
+
+/// The length of the next record or block, from the bytes already buffered:
+/// `Ok(None)` when too few bytes are there to tell, `Err` when the length alone
+/// proves the data unusable.
+fn declared_len(layout: &Layout, data: &[u8]) -> Result<Option<usize>, String> {
+    match layout {
+        Layout::Legacy {
+            big_endian,
+            record_header,
+            snaplen,
+            ..
+        } => {
+            if data.len() < *record_header {
+                return Ok(None);
+            }
+            let caplen = read_u32(data, 8, *big_endian).unwrap_or(0);
+            if caplen as usize > MAX_RECORD_LEN {
+                return Err(format!(
+                    "record length {caplen} exceeds the maximum of {MAX_RECORD_LEN} bytes"
+                ));
+            }
+            if *snaplen != 0 && caplen > *snaplen {
+                return Err(format!(
+                    "record length {caplen} exceeds the snaplen {snaplen}"
+                ));
+            }
+            Ok(Some(record_header + caplen as usize))
+        }
+        Layout::Ng { big_endian, .. } => {
+            let Some(block_type) = read_u32(data, 0, false) else {
+                return Ok(None);
+            };
+            let big_endian = if block_type == SHB_MAGIC {
+                // A new section states its own byte order.
+                match read_u32(data, 8, false) {
+                    None => return Ok(None),
+                    Some(0x1a2b_3c4d) => false,
+                    Some(0x4d3c_2b1a) => true,
+                    Some(_) => {
+                        return Err("section header block with a bad byte-order magic".into())
+                    }
+                }
+            } else {
+                *big_endian
+            };
+            let Some(len) = read_u32(data, 4, big_endian) else {
+                return Ok(None);
+            };
+            if len < 12 || len % 4 != 0 {
+                return Err(format!("bad block length {len}"));
+            }
+            if len as usize > MAX_RECORD_LEN {
+                return Err(format!(
+                    "block length {len} exceeds the maximum of {MAX_RECORD_LEN} bytes"
+                ));
+            }
+            Ok(Some(len as usize))
+        }
+    }
+}
+
+/// One parser error, for people.
+fn describe(e: &PcapError<&[u8]>) -> String {
+    match e {
+        PcapError::NomError(_, kind) | PcapError::OwnedNomError(_, kind) => {
+            format!("parser rejected it ({})", kind.description())
+        }
+        other => format!("{other}"),
+    }
+}
+
+/// `if_tsresol` and `if_tsoffset` from an IDB, in the section's byte order
+/// (pcap-parser always reads the offset as little-endian).
+fn interface_timing(idb: &InterfaceDescriptionBlock<'_>, big_endian: bool) -> (u8, i64) {
+    let mut tsresol = 6;
+    let mut tsoffset = 0;
+    for opt in &idb.options {
+        let value = opt.value();
+        if opt.code == OptionCode::IfTsresol && opt.len >= 1 && !value.is_empty() {
+            tsresol = value[0];
+        } else if opt.code == OptionCode::IfTsoffset && opt.len == 8 && value.len() >= 8 {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&value[..8]);
+            tsoffset = if big_endian {
+                i64::from_be_bytes(b)
+            } else {
+                i64::from_le_bytes(b)
+            };
+        }
+    }
+    (tsresol, tsoffset)
+}
+
+/// Applies one parsed block: updates interface state, or delivers a frame.
+fn handle_block<F: FnMut(&Frame<'_>)>(
+    block: PcapBlockOwned<'_>,
+    offset: u64,
+    layout: &mut Layout,
+    info: &mut CaptureInfo,
+    frames: &mut u64,
+    on_frame: &mut F,
+) {
+    match (block, layout) {
+        (
+            PcapBlockOwned::Legacy(b),
+            Layout::Legacy {
+                nanosecond,
+                link_type,
+                ..
+            },
+        ) => {
+            *frames += 1;
+            on_frame(&Frame {
+                number: *frames,
+                ts_nanos: pcap_nanos(b.ts_sec, b.ts_usec, *nanosecond),
+                link_type: *link_type,
+                data: b.data,
+                orig_len: b.origlen,
+                file_offset: offset,
+            });
+        }
+        (
+            PcapBlockOwned::NG(block),
+            Layout::Ng {
+                big_endian,
+                interfaces,
+                seen_interface,
+            },
+        ) => match block {
+            Block::SectionHeader(shb) => {
+                *big_endian = shb.big_endian();
+                interfaces.clear();
+            }
+            Block::InterfaceDescription(idb) => {
+                let (tsresol, tsoffset) = interface_timing(&idb, *big_endian);
+                let link_type = LinkType(u32::from(idb.linktype.0 as u16));
+                if !*seen_interface {
+                    *seen_interface = true;
+                    info.nanosecond = tsresol == 9;
+                }
+                if info.link_types.len() < MAX_LINK_TYPES && !info.link_types.contains(&link_type) {
+                    info.link_types.push(link_type);
+                }
+                if interfaces.len() < MAX_INTERFACES {
+                    interfaces.push(Interface {
+                        link_type,
+                        snaplen: idb.snaplen,
+                        tsresol,
+                        tsoffset,
+                    });
+                }
+            }
+            Block::EnhancedPacket(epb) => {
+                let iface = interfaces.get(epb.if_id as usize);
+                let (link_type, tsresol, tsoffset) = iface.map_or((LinkType::UNKNOWN, 6, 0), |i| {
+                    (i.link_type, i.tsresol, i.tsoffset)
+                });
+                let units = (u64::from(epb.ts_high) << 32) | u64::from(epb.ts_low);
+                *frames += 1;
+                on_frame(&Frame {
+                    number: *frames,
+                    ts_nanos: pcapng_nanos(units, tsresol, tsoffset),
+                    link_type,
+                    data: epb.packet_data(),
+                    orig_len: epb.origlen,
+                    file_offset: offset,
+                });
+            }
+            Block::SimplePacket(spb) => {
+                // SPB: interface 0, no timestamp; captured length is implied.
+                let iface = interfaces.first();
+                let mut len = spb.data.len().min(spb.origlen as usize);
+                if let Some(i) = iface {
+                    if i.snaplen != 0 {
+                        len = len.min(i.snaplen as usize);
+                    }
+                }
+                *frames += 1;
+                on_frame(&Frame {
+                    number: *frames,
+                    ts_nanos: 0,
+                    link_type: iface.map_or(LinkType::UNKNOWN, |i| i.link_type),
+                    data: &spb.data[..len],
+                    orig_len: spb.origlen,
+                    file_offset: offset,
+                });
+            }
+            // NRB, ISB, DSB, custom, journal, process info: nothing we need.
+            _ => {}
+        },
+        // A legacy header mid-stream or a block of the other format cannot
+        // come from pcap-parser's readers; ignore rather than panic.
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capture::testutil::*;
+    use std::io::{Cursor, Write};
+
+    /// A delivered frame, copied out of the reader's buffer.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    struct Got {
+        number: u64,
+        ts: i64,
+        link_type: LinkType,
+        data: Vec<u8>,
+        orig_len: u32,
+        offset: u64,
+    }
+
+    fn read_all(bytes: Vec<u8>) -> Result<(CaptureInfo, Vec<Got>, ReadEnd), CaptureError> {
+        read_from(Box::new(Cursor::new(bytes)))
+    }
+
+    fn read_from(
+        r: Box<dyn Read + Send>,
+    ) -> Result<(CaptureInfo, Vec<Got>, ReadEnd), CaptureError> {
+        let mut reader = CaptureReader::from_read(Path::new("test.pcap"), r)?;
+        let mut got = Vec::new();
+        let end = reader.for_each_frame(|f| {
+            got.push(Got {
+                number: f.number,
+                ts: f.ts_nanos,
+                link_type: f.link_type,
+                data: f.data.to_vec(),
+                orig_len: f.orig_len,
+                offset: f.file_offset,
+            })
+        })?;
+        // Reading again after the end delivers nothing and ends the same way.
+        assert_eq!(reader.for_each_frame(|_| panic!("frame after end"))?, end);
+        Ok((reader.info().clone(), got, end))
+    }
+
+    fn not_capture(bytes: Vec<u8>) -> String {
+        match read_all(bytes) {
+            Err(e @ CaptureError::NotACapture { .. }) => e.to_string(),
+            other => panic!("expected NotACapture, got {other:?}"),
+        }
+    }
+
+    fn three_packets() -> [Vec<u8>; 3] {
+        [
+            eth_v4_udp(b"one"),
+            eth_v4_udp(b"second"),
+            eth_v4_udp(b"the third"),
+        ]
+    }
+
+    fn legacy(big: bool, nanos: bool) -> Vec<u8> {
+        let mut f = pcap_header(big, nanos, 1, 65535);
+        for (i, p) in three_packets().iter().enumerate() {
+            pcap_record(
+                &mut f,
+                big,
+                1_700_000_000 + i as u32,
+                250 + i as u32,
+                p,
+                p.len() as u32 + 4,
+            );
+        }
+        f
+    }
+
+    #[test]
+    fn legacy_pcap_both_byte_orders_us_and_ns() {
+        for big in [false, true] {
+            for nanos in [false, true] {
+                let (info, got, end) = read_all(legacy(big, nanos)).unwrap();
+                assert_eq!(
+                    info,
+                    CaptureInfo {
+                        format: CaptureFormat::Pcap,
+                        gzip: false,
+                        nanosecond: nanos,
+                        big_endian: big,
+                        link_types: vec![LinkType::ETHERNET],
+                    }
+                );
+                assert_eq!(
+                    end,
+                    ReadEnd {
+                        frames: 3,
+                        truncated: None
+                    }
+                );
+                let packets = three_packets();
+                let mut offset = 24;
+                for (i, g) in got.iter().enumerate() {
+                    let frac = 250 + i as i64;
+                    let expect_ts = (1_700_000_000 + i as i64) * 1_000_000_000
+                        + if nanos { frac } else { frac * 1000 };
+                    assert_eq!(g.number, i as u64 + 1);
+                    assert_eq!(g.ts, expect_ts);
+                    assert_eq!(g.link_type, LinkType::ETHERNET);
+                    assert_eq!(g.data, packets[i]);
+                    assert_eq!(g.orig_len, packets[i].len() as u32 + 4);
+                    assert_eq!(g.offset, offset);
+                    offset += 16 + packets[i].len() as u64;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn legacy_link_type_fcs_bits_are_masked() {
+        let mut f = pcap_header(false, false, 0x1000_0000 | 101, 0);
+        pcap_record(&mut f, false, 0, 0, &raw_v4_udp(b"x"), 29);
+        let (info, got, _) = read_all(f).unwrap();
+        assert_eq!(info.link_types, vec![LinkType::RAW]);
+        assert_eq!(got[0].link_type, LinkType::RAW);
+    }
+
+    /// Two interfaces with different link types and resolutions, SPB, skipped
+    /// blocks, a dangling interface id, and a second section.
+    fn pcapng(big: bool) -> Vec<u8> {
+        let eth = eth_v4_udp(b"on eth");
+        let raw = raw_v4_udp(b"on raw");
+        let mut ng = PcapNg::new(big);
+        ng.idb(1, 0, Some(6), None) // if 0: ethernet, µs
+            .block(4, &[0, 0, 0, 0]) // NRB, empty
+            .idb(101, 0, Some(9), Some(100)) // if 1: raw, ns, +100 s
+            .epb(0, 1_700_000_000_123_456, &eth, eth.len() as u32)
+            .epb(1, 1_700_000_000_123_456_789, &raw, 1000)
+            .block(5, &[0u8; 12]) // ISB
+            .block(0x0000_0bad, &[1, 2, 3, 4, 0, 0, 0, 0]) // custom
+            .spb(&eth, eth.len() as u32)
+            .epb(7, 5, &raw, raw.len() as u32) // no interface 7
+            .shb() // new section: interfaces reset
+            .idb(228, 0, Some(0x80 | 10), None) // if 0: ipv4, 2^-10 s
+            .epb(0, 3 * 1024 + 512, &raw, raw.len() as u32)
+            .epb(1, 1, &raw, raw.len() as u32); // if 1 no longer exists
+        ng.out.clone()
+    }
+
+    #[test]
+    fn pcapng_interfaces_resolutions_spb_and_sections() {
+        for big in [false, true] {
+            let bytes = pcapng(big);
+            // Interfaces before the first packet are known right after open.
+            let early =
+                CaptureReader::from_read(Path::new("x"), Box::new(Cursor::new(bytes.clone())))
+                    .unwrap();
+            assert_eq!(
+                early.info().link_types,
+                vec![LinkType::ETHERNET, LinkType::RAW]
+            );
+
+            let (info, got, end) = read_all(bytes).unwrap();
+            assert_eq!(
+                info,
+                CaptureInfo {
+                    format: CaptureFormat::PcapNg,
+                    gzip: false,
+                    nanosecond: false,
+                    big_endian: big,
+                    link_types: vec![LinkType::ETHERNET, LinkType::RAW, LinkType::IPV4],
+                }
+            );
+            assert_eq!(
+                end,
+                ReadEnd {
+                    frames: 6,
+                    truncated: None
+                }
+            );
+            let summary: Vec<(u64, i64, LinkType)> =
+                got.iter().map(|g| (g.number, g.ts, g.link_type)).collect();
+            assert_eq!(
+                summary,
+                vec![
+                    (1, 1_700_000_000_123_456_000, LinkType::ETHERNET),
+                    (2, 1_700_000_100_123_456_789, LinkType::RAW),
+                    (3, 0, LinkType::ETHERNET),
+                    (4, 5000, LinkType::UNKNOWN),
+                    (5, 3_500_000_000, LinkType::IPV4),
+                    (6, 1000, LinkType::UNKNOWN),
+                ]
+            );
+            assert_eq!(got[0].data, eth_v4_udp(b"on eth"));
+            assert_eq!(got[1].data, raw_v4_udp(b"on raw"));
+            assert_eq!(got[1].orig_len, 1000);
+            assert_eq!(
+                got[2].data,
+                eth_v4_udp(b"on eth"),
+                "SPB data without padding"
+            );
+            // Offsets: SHB 28, IDB 40 (name, tsresol), NRB 16, IDB 52 (+tsoffset), EPB...
+            assert_eq!(got[0].offset, 28 + 40 + 16 + 52);
+        }
+    }
+
+    #[test]
+    fn pcapng_first_interface_in_ns_sets_nanosecond() {
+        let mut ng = PcapNg::new(false);
+        ng.idb(1, 0, Some(9), None)
+            .epb(0, 42, &eth_v4_udp(b"x"), 43);
+        let (info, got, _) = read_all(ng.out).unwrap();
+        assert!(info.nanosecond);
+        assert_eq!(got[0].ts, 42);
+    }
+
+    #[test]
+    fn spb_length_is_min_of_orig_len_snaplen_and_data() {
+        let p = eth_v4_udp(b"0123456789abcdef");
+        let mut ng = PcapNg::new(false);
+        ng.idb(1, 20, None, None)
+            .spb(&p, p.len() as u32) // snaplen 20 wins
+            .spb(&p[..10], 5); // orig_len 5 wins over the padded data
+        let (_, got, end) = read_all(ng.out).unwrap();
+        assert_eq!(end.frames, 2);
+        assert_eq!(got[0].data, &p[..20]);
+        assert_eq!(got[1].data, &p[..5]);
+        // SPB before any IDB: unknown link type, not a panic.
+        let mut ng = PcapNg::new(false);
+        ng.spb(&p, p.len() as u32);
+        let (_, got, _) = read_all(ng.out).unwrap();
+        assert_eq!(
+            (got[0].link_type, got[0].data.len()),
+            (LinkType::UNKNOWN, p.len())
+        );
+    }
+
+    #[test]
+    fn truncated_pcap_reports_frame_and_offset() {
+        let full = legacy(false, false);
+        let packets = three_packets();
+        let third_at = 24 + 16 + packets[0].len() + 16 + packets[1].len();
+        // Cut inside the third record's data, then inside its header.
+        for cut in [full.len() - 3, third_at + 7] {
+            let (_, got, end) = read_all(full[..cut].to_vec()).unwrap();
+            assert_eq!(got.len(), 2);
+            assert_eq!(got[1].data, packets[1]);
+            let t = end.truncated.expect("truncated");
+            assert_eq!(end.frames, 2);
+            assert_eq!((t.frame, t.offset), (3, third_at as u64));
+            assert!(
+                t.reason.starts_with("file ends inside a record"),
+                "{}",
+                t.reason
+            );
+        }
+        // A cut exactly between records is a clean end.
+        let (_, got, end) = read_all(full[..third_at].to_vec()).unwrap();
+        assert_eq!((got.len(), end.truncated), (2, None));
+    }
+
+    #[test]
+    fn truncated_and_corrupt_pcapng() {
+        let full = pcapng(false);
+        let (_, all, _) = read_all(full.clone()).unwrap();
+        let fourth = all[3].offset as usize;
+        let (_, got, end) = read_all(full[..fourth + 30].to_vec()).unwrap();
+        assert_eq!(got, all[..3]);
+        let t = end.truncated.unwrap();
+        assert_eq!((t.frame, t.offset), (4, fourth as u64));
+        assert!(
+            t.reason.starts_with("file ends inside a block"),
+            "{}",
+            t.reason
+        );
+        assert_eq!(
+            t.to_string(),
+            format!("frame 4 at byte offset {fourth}: {}", t.reason)
+        );
+
+        // Trailing length that disagrees with the leading one.
+        let mut bad = full.clone();
+        let len = u32::from_le_bytes(bad[fourth + 4..fourth + 8].try_into().unwrap()) as usize;
+        bad[fourth + len - 4] ^= 0x40;
+        let (_, got, end) = read_all(bad).unwrap();
+        assert_eq!(got.len(), 3);
+        let t = end.truncated.unwrap();
+        assert_eq!((t.frame, t.offset), (4, fourth as u64));
+        assert!(t.reason.starts_with("corrupt block"), "{}", t.reason);
+
+        // EPB whose caplen points past its block.
+        let mut bad = full.clone();
+        bad[fourth + 20..fourth + 24].copy_from_slice(&4000u32.to_le_bytes());
+        let (_, got, end) = read_all(bad).unwrap();
+        assert_eq!(got.len(), 3);
+        assert!(end.truncated.unwrap().reason.starts_with("corrupt block"));
+
+        // Block length not a multiple of 4, and absurdly large.
+        for (len, reason) in [
+            (30u32, "bad block length 30".to_string()),
+            (
+                0x7fff_fff0,
+                format!(
+                    "block length {} exceeds the maximum of 16777216 bytes",
+                    0x7fff_fff0u32
+                ),
+            ),
+        ] {
+            let mut bad = full.clone();
+            bad[fourth + 4..fourth + 8].copy_from_slice(&len.to_le_bytes());
+            let (_, got, end) = read_all(bad).unwrap();
+            assert_eq!(got.len(), 3);
+            assert_eq!(end.truncated.unwrap().reason, reason);
+        }
+    }
+
+    #[test]
+    fn record_length_limits() {
+        let p = eth_v4_udp(b"hi");
+        let mut f = pcap_header(false, false, 1, 40);
+        pcap_record(&mut f, false, 0, 0, &p[..40], 100);
+        let second = f.len() as u64;
+        pcap_record(&mut f, false, 0, 0, &p, p.len() as u32);
+        let (_, got, end) = read_all(f).unwrap();
+        assert_eq!(got.len(), 1);
+        let t = end.truncated.unwrap();
+        assert_eq!((t.frame, t.offset), (2, second));
+        assert_eq!(
+            t.reason,
+            format!("record length {} exceeds the snaplen 40", p.len())
+        );
+
+        // Over 16 MiB, with snaplen 0 (no declared limit): stops without allocating.
+        let mut f = pcap_header(true, false, 1, 0);
+        f.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 0]);
+        f.extend_from_slice(&(16 * 1024 * 1024 + 1u32).to_be_bytes());
+        f.extend_from_slice(&[0u8; 100]);
+        let mut r =
+            CaptureReader::from_read(Path::new("huge.pcap"), Box::new(Cursor::new(f))).unwrap();
+        let end = r.for_each_frame(|_| {}).unwrap();
+        let t = end.truncated.unwrap();
+        assert_eq!((t.frame, t.offset), (1, 24));
+        assert_eq!(
+            t.reason,
+            "record length 16777217 exceeds the maximum of 16777216 bytes"
+        );
+        assert_eq!(r.buffer_capacity(), INITIAL_BUFFER);
+    }
+
+    #[test]
+    fn a_big_record_grows_the_buffer_just_enough() {
+        let big: Vec<u8> = (0..3_000_000u32).map(|i| i as u8).collect();
+        let mut f = pcap_header(false, false, 1, 0);
+        pcap_record(&mut f, false, 0, 0, b"small", 5);
+        pcap_record(&mut f, false, 0, 0, &big, big.len() as u32);
+        pcap_record(&mut f, false, 0, 0, b"after", 5);
+        let mut r =
+            CaptureReader::from_read(Path::new("big.pcap"), Box::new(Cursor::new(f))).unwrap();
+        let mut lens = Vec::new();
+        let end = r
+            .for_each_frame(|fr| {
+                if fr.data.len() == big.len() {
+                    assert!(fr.data == &big[..]);
+                }
+                lens.push(fr.data.len())
+            })
+            .unwrap();
+        assert_eq!(
+            end,
+            ReadEnd {
+                frames: 3,
+                truncated: None
+            }
+        );
+        assert_eq!(lens, [5, big.len(), 5]);
+        assert!(r.buffer_capacity() > big.len() && r.buffer_capacity() <= 2 * 4 * 1024 * 1024);
+    }
+
+    /// Produces a pcap of `n` identical records on the fly, never holding the file.
+    struct Generated {
+        header: Vec<u8>,
+        record: Vec<u8>,
+        remaining: u64,
+        pos: usize,
+        in_header: bool,
+    }
+
+    impl Read for Generated {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let mut n = 0;
+            while n < buf.len() {
+                let src = if self.in_header {
+                    &self.header
+                } else {
+                    &self.record
+                };
+                if !self.in_header && self.remaining == 0 {
+                    break;
+                }
+                let take = (src.len() - self.pos).min(buf.len() - n);
+                buf[n..n + take].copy_from_slice(&src[self.pos..self.pos + take]);
+                n += take;
+                self.pos += take;
+                if self.pos == src.len() {
+                    self.pos = 0;
+                    if self.in_header {
+                        self.in_header = false;
+                    } else {
+                        self.remaining -= 1;
+                    }
+                }
+            }
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn many_records_keep_the_buffer_bounded() {
+        let p = eth_v4_udp(&[0x5a; 200]);
+        let mut record = Vec::new();
+        pcap_record(&mut record, false, 1, 2, &p, p.len() as u32);
+        let n = 100_000u64;
+        let gen = Generated {
+            header: pcap_header(false, false, 1, 65535),
+            record,
+            remaining: n,
+            pos: 0,
+            in_header: true,
+        };
+        let mut r = CaptureReader::from_read(Path::new("gen.pcap"), Box::new(gen)).unwrap();
+        let mut count = 0u64;
+        let mut last_offset = 0;
+        let end = r
+            .for_each_frame(|f| {
+                count += 1;
+                assert_eq!(f.number, count);
+                assert_eq!(f.data.len(), p.len());
+                last_offset = f.file_offset;
+            })
+            .unwrap();
+        assert_eq!(
+            end,
+            ReadEnd {
+                frames: n,
+                truncated: None
+            }
+        );
+        assert_eq!(count, n);
+        assert_eq!(last_offset, 24 + (n - 1) * (16 + p.len() as u64));
+        assert!(r.buffer_capacity() < 1024 * 1024, "{}", r.buffer_capacity());
+        assert_eq!(r.bytes_read(), 24 + n * (16 + p.len() as u64));
+    }
+
+    #[test]
+    fn gzip_is_read_transparently() {
+        let plain = legacy(true, true);
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        enc.write_all(&plain).unwrap();
+        let gz = enc.finish().unwrap();
+        let (_, expected, _) = read_all(plain).unwrap();
+
+        let mut r =
+            CaptureReader::from_read(Path::new("c.pcap.gz"), Box::new(Cursor::new(gz.clone())))
+                .unwrap();
+        assert!(r.info().gzip);
+        assert!(r.info().nanosecond && r.info().big_endian);
+        let mut got = 0;
+        let end = r.for_each_frame(|_| got += 1).unwrap();
+        assert_eq!((got, end.frames, end.truncated), (3, 3, None));
+        assert_eq!(r.bytes_read(), gz.len() as u64);
+        assert_eq!(
+            r.progress_counter().load(Ordering::Relaxed),
+            gz.len() as u64
+        );
+
+        let (info, frames, _) = read_all(gz.clone()).unwrap();
+        assert!(info.gzip);
+        assert_eq!(frames, expected);
+
+        // A cut gzip stream ends with a truncation, never an error or a hang.
+        let (_, frames, end) = read_all(gz[..gz.len() - 20].to_vec()).unwrap();
+        assert!(end.truncated.is_some());
+        assert_eq!(frames[..], expected[..frames.len()]);
+
+        // gzip of something that is not a capture.
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        enc.write_all(b"hello world, not a capture").unwrap();
+        let msg = not_capture(enc.finish().unwrap());
+        assert!(
+            msg.contains("not a pcap or pcapng file (starts with 68 65 6c 6c)"),
+            "{msg}"
+        );
+        // Corrupt gzip right away.
+        let msg = not_capture(vec![0x1f, 0x8b, 0xff, 0xff, 0xff, 0xff]);
+        assert!(msg.contains("gzip"), "{msg}");
+    }
+
+    #[test]
+    fn not_captures() {
+        assert_eq!(
+            not_capture(Vec::new()),
+            "test.pcap: not a capture file: empty file"
+        );
+        assert_eq!(
+            not_capture(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n".to_vec()),
+            "test.pcap: not a capture file: not a pcap or pcapng file (starts with 47 45 54 20)"
+        );
+        assert!(not_capture(pcap_header(false, false, 1, 0)[..10].to_vec()).contains("too short"));
+        assert!(
+            not_capture(PcapNg::new(false).out[..20].to_vec()).contains("pcapng section header")
+        );
+        // A valid header and nothing else is an empty capture, not an error.
+        let (_, got, end) = read_all(pcap_header(false, false, 1, 0)).unwrap();
+        assert_eq!(
+            (got.len(), end),
+            (
+                0,
+                ReadEnd {
+                    frames: 0,
+                    truncated: None
+                }
+            )
+        );
+
+        let err = CaptureReader::open(Path::new("/nonexistent/x.pcap"))
+            .err()
+            .unwrap();
+        assert!(matches!(err, CaptureError::Io { .. }));
+        assert!(err.to_string().starts_with("/nonexistent/x.pcap: "));
+        assert!(!err.to_string().contains('\n'));
+    }
+
+    #[test]
+    fn reader_can_move_to_another_thread() {
+        fn is_send<T: Send>() {}
+        is_send::<CaptureReader>();
+    }
+
+    #[test]
+    fn open_reads_a_real_file() {
+        let path =
+            std::env::temp_dir().join(format!("rtype-inspect-capture-{}.pcap", std::process::id()));
+        std::fs::write(&path, legacy(false, false)).unwrap();
+        let mut r = CaptureReader::open(&path).unwrap();
+        let end = r.for_each_frame(|_| {}).unwrap();
+        std::fs::remove_file(&path).ok();
+        assert_eq!(end.frames, 3);
+        assert_eq!(r.path(), path.as_path());
+    }
+
+    #[test]
+    fn io_error_mid_file_ends_with_truncation() {
+        struct FailAfter(Cursor<Vec<u8>>, usize);
+        impl Read for FailAfter {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                if self.0.position() as usize >= self.1 {
+                    return Err(io::Error::other("cable unplugged"));
+                }
+                let room = (self.1 - self.0.position() as usize).min(buf.len());
+                self.0.read(&mut buf[..room])
+            }
+        }
+        let full = legacy(false, false);
+        let (_, got, end) =
+            read_from(Box::new(FailAfter(Cursor::new(full), 24 + 16 + 45 + 10))).unwrap();
+        assert_eq!(got.len(), 1);
+        let t = end.truncated.unwrap();
+        assert_eq!((t.frame, t.offset), (2, 24 + 16 + 45));
+        assert_eq!(t.reason, "read error: cable unplugged");
+    }
+
+    #[test]
+    fn slow_input_one_byte_per_read() {
+        struct Trickle(Cursor<Vec<u8>>);
+        impl Read for Trickle {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                let n = buf.len().min(1);
+                self.0.read(&mut buf[..n])
+            }
+        }
+        let (_, expected, _) = read_all(pcapng(true)).unwrap();
+        let (_, got, end) = read_from(Box::new(Trickle(Cursor::new(pcapng(true))))).unwrap();
+        assert_eq!((got, end.truncated), (expected, None));
+    }
+
+    #[test]
+    fn mutated_files_never_panic_or_hang() {
+        let seeds = [
+            legacy(false, false),
+            legacy(true, true),
+            pcapng(false),
+            pcapng(true),
+        ];
+        let mut rng = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        for seed in &seeds {
+            for _ in 0..150 {
+                let mut f = seed.clone();
+                for _ in 0..(next() % 4 + 1) {
+                    let at = next() as usize % f.len();
+                    match next() % 3 {
+                        0 => f[at] = next() as u8,
+                        1 => f[at] ^= 0x80,
+                        _ => f.truncate(at.max(1)),
+                    }
+                }
+                if let Ok(mut r) =
+                    CaptureReader::from_read(Path::new("m"), Box::new(Cursor::new(f)))
+                {
+                    let mut n = 0u64;
+                    let end = r.for_each_frame(|fr| {
+                        n += 1;
+                        assert_eq!(fr.number, n);
+                        let _ = crate::capture::udp_from_frame(fr.link_type, fr.data);
+                    });
+                    assert_eq!(end.unwrap().frames, n);
+                    assert!(r.buffer_capacity() <= MAX_BUFFER);
+                }
+            }
+        }
+    }
+}
