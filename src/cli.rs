@@ -54,6 +54,34 @@ enum Command {
         #[command(flatten)]
         read: ReadOpts,
     },
+    /// One line per datagram; -V for the decoded tree, -x for a hex dump.
+    Packets {
+        file: PathBuf,
+        /// Print every decoded field.
+        #[arg(short = 'V', long)]
+        verbose: bool,
+        /// Add a hex dump of each datagram.
+        #[arg(short = 'x', long)]
+        hex: bool,
+        #[command(flatten)]
+        filter: report::filter::FilterArgs,
+        #[command(flatten)]
+        read: ReadOpts,
+    },
+    /// Export the JSON timeline (NDJSON by default).
+    Export {
+        file: PathBuf,
+        /// Output file, - for standard output.
+        #[arg(short, long, default_value = "-")]
+        output: PathBuf,
+        /// One JSON array instead of one record per line.
+        #[arg(long)]
+        json_array: bool,
+        #[command(flatten)]
+        filter: report::filter::FilterArgs,
+        #[command(flatten)]
+        read: ReadOpts,
+    },
     /// List the catalog of violations.
     Violations {
         #[arg(long, value_enum, default_value = "text")]
@@ -80,7 +108,7 @@ enum Command {
     },
 }
 
-const SUBCOMMANDS: &[&str] = &["summary", "violations", "dissector", "generate", "help"];
+const SUBCOMMANDS: &[&str] = &["summary", "packets", "export", "violations", "dissector", "generate", "help"];
 
 /// Runs the command line; `rtype-inspect FILE` means `rtype-inspect summary FILE`.
 pub fn main() -> ExitCode {
@@ -116,6 +144,24 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 Format::Text => summary.text(&file.display().to_string(), std::io::stdout().is_terminal()),
             };
             write_stdout(text.as_bytes())
+        }
+        Command::Packets { file, verbose, hex, filter, read } => {
+            let options = report::packets::PacketsOptions { verbose, hex };
+            let out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+            let mut packets = report::packets::Packets::new(out, options, filter.build()?);
+            read_capture(&file, &read, &mut packets)?;
+            quiet_on_broken_pipe(packets.error)
+        }
+        Command::Export { file, output, json_array, filter, read } => {
+            let out: Box<dyn Write> = if output.as_os_str() == "-" {
+                Box::new(std::io::stdout().lock())
+            } else {
+                Box::new(std::fs::File::create(&output).map_err(|e| format!("{}: {e}", output.display()))?)
+            };
+            let out = std::io::BufWriter::with_capacity(1 << 16, out);
+            let mut export = report::export::Export::new(out, json_array, filter.build()?);
+            read_capture(&file, &read, &mut export)?;
+            quiet_on_broken_pipe(export.error)
         }
         Command::Violations { format } => {
             let text = match format {
@@ -180,6 +226,14 @@ fn progress_bar(file: &Path, reader: &CaptureReader) -> (indicatif::ProgressBar,
         }
     });
     (bar, stop)
+}
+
+/// A closed pipe (`| head`) ends quietly; other write errors are reported.
+fn quiet_on_broken_pipe(error: Option<std::io::Error>) -> Result<ExitCode, String> {
+    match error {
+        Some(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(format!("writing output: {e}")),
+        _ => Ok(ExitCode::SUCCESS),
+    }
 }
 
 /// Writes to stdout; a closed pipe (`| head`) ends quietly.

@@ -81,7 +81,6 @@ pub struct ReassembledEvent<'a> {
     pub chunks: u16,
     pub first_frame: u64,
     pub payload: &'a [u8],
-    pub findings: &'a [Finding],
 }
 
 /// A finding that belongs to no single decoded datagram: the capture's, or a session's.
@@ -122,6 +121,8 @@ pub trait Sink {
     /// The visitor receiving each message's fields (header first, in [`HEADER_GROUP`]).
     type Fields: Visitor;
     fn fields(&mut self) -> &mut Self::Fields;
+    /// Called once the capture's header has been read, before any frame.
+    fn start(&mut self, _info: &CaptureInfo) {}
     /// Called before a datagram's fields are visited, with its conversation's archetypes.
     fn begin(&mut self, _conversations: &Conversations, _conversation: u32) {}
     fn datagram(&mut self, event: &DatagramEvent<'_>);
@@ -170,6 +171,7 @@ impl Pipeline {
 
     /// Reads a whole capture into `sink`.
     pub fn run<S: Sink>(mut self, reader: &mut capture::CaptureReader, sink: &mut S) -> Result<(), capture::CaptureError> {
+        sink.start(reader.info());
         let read = reader.for_each_frame(|frame| self.frame(frame, sink))?;
         if let Some(cut) = &read.truncated {
             let finding = Finding { rule: Rule::CaptureTruncated, at: 0, detail: Detail::Value(cut.offset) };

@@ -2,7 +2,7 @@
 
 use std::net::SocketAddr;
 
-use super::{DatagramEvent, Decoded, LooseFinding, ReassembledEvent, Sink, State, HEADER_GROUP};
+use super::{DatagramEvent, Decoded, ReassembledEvent, Sink, State, HEADER_GROUP};
 use crate::datagram::{rtype, Dialect};
 use crate::message::{decode_message, decode_nodes, Detail, Facts, Finding, Open, Value, Visitor};
 use crate::proto::rtype as desc;
@@ -49,8 +49,27 @@ impl State {
             }
         }
         if let (Some(m), Some(p)) = (message, payload) {
-            if m.code == 0x30 {
+            if m.code == desc::LEVEL_INIT {
                 self.remember_archetypes(conversation, m, p);
+            }
+        }
+        // Chunks join their set before the datagram is reported, so that chunk findings are the
+        // datagram's own; the snapshot they complete is reported right after it.
+        let mut reassembled = None;
+        if let (Some(m), Some(p), Some(d), Some(at)) = (message, payload, parsed, facts.entities_at) {
+            if m.code == desc::SNAPSHOT_CHUNK {
+                let chunk = Chunk {
+                    conversation,
+                    tick: d.header.tick(),
+                    frame,
+                    ts_nanos,
+                    total: facts.total_chunks.unwrap_or(0),
+                    index: facts.chunk_index.unwrap_or(0),
+                    entity_count: facts.entity_count.unwrap_or(0),
+                    blocks: &p[at.min(p.len())..],
+                    at: d.payload_at as u32,
+                };
+                reassembled = self.chunks.push(chunk, &mut self.findings, &mut self.closed);
             }
         }
         let event = DatagramEvent {
@@ -73,43 +92,15 @@ impl State {
             findings: &self.findings,
         };
         sink.datagram(&event);
-        if let (Some(m), Some(p), Some(d)) = (message, payload, parsed) {
-            if m.code == 0x21 {
-                let chunk = Chunk {
-                    conversation,
-                    tick: d.header.tick(),
-                    frame,
-                    ts_nanos,
-                    total: facts.total_chunks.unwrap_or(0),
-                    index: facts.chunk_index.unwrap_or(0),
-                    entity_count: facts.entity_count.unwrap_or(0),
-                    blocks: facts.entities_at.map_or(&[][..], |at| &p[at.min(p.len())..]),
-                    at: d.payload_at as u32,
-                };
-                if facts.entities_at.is_some() {
-                    self.chunk(chunk, sink);
-                }
-            }
-        }
-    }
-
-    fn chunk<S: Sink>(&mut self, chunk: Chunk<'_>, sink: &mut S) {
-        let mut findings = Vec::new();
-        let (frame, conversation) = (chunk.frame, chunk.conversation);
-        let done = self.chunks.push(chunk, &mut findings, &mut self.closed);
-        for finding in findings.drain(..) {
-            sink.loose(&LooseFinding { frame, conversation, finding });
-        }
-        if let Some(Reassembled { tick, chunks, first_frame, payload }) = done {
-            let snapshot = desc::message(0x14).expect("SERVER_SNAPSHOT is described");
+        if let Some(Reassembled { tick, chunks, first_frame, payload }) = reassembled {
+            let snapshot = desc::message(desc::SNAPSHOT).expect("SERVER_SNAPSHOT is described");
             let archetypes = self.conversations.get(conversation).map_or(&[][..], |c| &c.archetypes[..]);
             sink.begin(&self.conversations, conversation);
             let mut check = EntityTypes { inner: sink.fields(), archetypes, findings: Vec::new(), at: 0 };
-            let mut found = Vec::new();
-            decode_message(snapshot, payload, 0, rtype::ENDIAN, &self.profile, &rtype::MESSAGE_RULES, &mut check, &mut found);
+            let mut ignored = Vec::new();
             // Entity-level findings were already reported on the chunks themselves.
-            let event = ReassembledEvent { frame, conversation, tick, chunks, first_frame, payload, findings: &[] };
-            sink.reassembled(&event);
+            decode_message(snapshot, payload, 0, rtype::ENDIAN, &self.profile, &rtype::MESSAGE_RULES, &mut check, &mut ignored);
+            sink.reassembled(&ReassembledEvent { frame, conversation, tick, chunks, first_frame, payload });
         }
     }
 

@@ -16,6 +16,10 @@ pub const COMPRESSED_BIT: u8 = 0x80;
 pub const VERSION: u8 = 1;
 /// Payloads of this size or less must not be compressed (002 §9; spec-notes A).
 pub const COMPRESS_THRESHOLD: usize = 64;
+/// Message codes the pipeline treats specially.
+pub const SNAPSHOT: u8 = 0x14;
+pub const SNAPSHOT_CHUNK: u8 = 0x21;
+pub const LEVEL_INIT: u8 = 0x30;
 /// Packet type values of the header.
 pub const PACKET_CLIENT: u8 = 0x01;
 pub const PACKET_SERVER: u8 = 0x02;
@@ -173,7 +177,7 @@ macro_rules! id_event {
     };
 }
 
-const LEVEL_EVENT: &[Node] = &[Node::Switch {
+const LEVEL_EVENT_BODY: &[Node] = &[Node::Switch {
     tag: Field::new("event_type", "Event Type", Ty::U8)
         .display(Display::Enum(EVENT_TYPES))
         .role(Role::EventType),
@@ -222,7 +226,7 @@ const LEVEL_EVENT: &[Node] = &[Node::Switch {
     ],
 }];
 
-const LEVEL_INIT: &[Node] = &[
+const LEVEL_INIT_BODY: &[Node] = &[
     Node::Field(Field::new("level_id", "Level ID", Ty::U16)),
     Node::Field(Field::new("seed", "Seed", Ty::U32)),
     str8("background_id", "Background ID"),
@@ -312,13 +316,13 @@ pub const MESSAGES: &[Message] = &[
     ]),
     Message {
         variants: &[Variant { extends_body: true, nodes: BOSS_TRAILER, rule: Rule::RtypeBossTrailer }],
-        ..msg(0x30, "SERVER_LEVEL_INIT", "levelinit", S2C, "001 §3", LEVEL_INIT)
+        ..msg(0x30, "SERVER_LEVEL_INIT", "levelinit", S2C, "001 §3", LEVEL_INIT_BODY)
     },
     Message {
         seen_rule: Some(Rule::RtypeLevelTransition),
         ..msg(0x31, "SERVER_LEVEL_TRANSITION", "leveltransition", S2C, "001 §5", &[])
     },
-    msg(0x32, "SERVER_LEVEL_EVENT", "levelevent", S2C, "001 §4", LEVEL_EVENT),
+    msg(0x32, "SERVER_LEVEL_EVENT", "levelevent", S2C, "001 §4", LEVEL_EVENT_BODY),
 ];
 
 /// The message with this code, if the documents define one.

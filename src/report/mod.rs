@@ -5,3 +5,8 @@ pub mod lua;
 pub mod summary;
 pub mod table;
 pub mod time;
+pub mod fields;
+pub mod filter;
+pub mod render;
+pub mod export;
+pub mod packets;

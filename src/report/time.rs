@@ -2,11 +2,19 @@
 
 /// `2026-01-01T00:00:00.000000000Z` for nanoseconds since the Unix epoch.
 pub fn rfc3339(nanos: i64) -> String {
+    let mut out = String::with_capacity(30);
+    write_rfc3339(&mut out, nanos);
+    out
+}
+
+/// Appends the RFC 3339 form of `nanos` to `out` (no allocation once `out` has room).
+pub fn write_rfc3339(out: &mut String, nanos: i64) {
+    use std::fmt::Write as _;
     let secs = nanos.div_euclid(1_000_000_000);
     let frac = nanos.rem_euclid(1_000_000_000);
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     let (y, m, d) = civil_from_days(days);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{frac:09}Z", rem / 3600, rem / 60 % 60, rem % 60)
+    let _ = write!(out, "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{frac:09}Z", rem / 3600, rem / 60 % 60, rem % 60);
 }
 
 /// Howard Hinnant's days-to-civil algorithm.

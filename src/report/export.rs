@@ -1,0 +1,225 @@
+//! `export`: the JSON timeline. One record per line (NDJSON, streamable) or one JSON array:
+//! the capture, every datagram with its decoded fields and violations, every reassembled
+//! snapshot, findings that belong to no single datagram, each conversation, and a summary.
+//! The record shapes are described by `docs/timeline.schema.json`.
+
+use std::fmt::Write as _;
+use std::io::{self, Write};
+
+use super::fields::JsonFields;
+use super::filter::Filter;
+use super::render::{self, json_str};
+use super::summary::Summary;
+use super::time::write_rfc3339;
+use crate::capture::CaptureInfo;
+use crate::message::Finding;
+use crate::pipeline::{DatagramEvent, Decoded, LooseFinding, ReassembledEvent, RunEnd, Sink};
+use crate::proto::Direction;
+use crate::session::Conversations;
+
+/// Writes timeline records to `out`. A write error (a closed pipe) stops the output quietly and
+/// is kept for the caller.
+pub struct Export<W: Write> {
+    out: W,
+    array: bool,
+    records: u64,
+    fields: JsonFields,
+    line: String,
+    filter: Filter,
+    first_ts: Option<i64>,
+    summary: Summary,
+    /// Whether the last datagram passed the filter (its reassembled snapshot follows it).
+    shown: bool,
+    pub error: Option<io::Error>,
+}
+
+impl<W: Write> Export<W> {
+    pub fn new(out: W, array: bool, filter: Filter) -> Self {
+        Export {
+            out,
+            array,
+            records: 0,
+            fields: JsonFields::default(),
+            line: String::with_capacity(4096),
+            filter,
+            first_ts: None,
+            summary: Summary::default(),
+            shown: false,
+            error: None,
+        }
+    }
+
+    /// Writes the record in `self.line`.
+    fn emit(&mut self) {
+        if self.error.is_some() {
+            return;
+        }
+        let separator: &[u8] = match (self.array, self.records) {
+            (true, 0) => b"[\n",
+            (true, _) => b",\n",
+            (false, _) => b"",
+        };
+        let result = self
+            .out
+            .write_all(separator)
+            .and_then(|_| self.out.write_all(self.line.as_bytes()))
+            .and_then(|_| if self.array { Ok(()) } else { self.out.write_all(b"\n") });
+        self.records += 1;
+        if let Err(e) = result {
+            self.error = Some(e);
+        }
+    }
+
+    fn relative(&mut self, ts: i64) -> f64 {
+        (ts - *self.first_ts.get_or_insert(ts)) as f64 / 1e9
+    }
+}
+
+/// Appends `"violations":[…]` for these findings.
+fn violations(line: &mut String, findings: &[Finding]) {
+    line.push_str(",\"violations\":[");
+    for (i, f) in findings.iter().enumerate() {
+        if i > 0 {
+            line.push(',');
+        }
+        let info = f.rule.info();
+        let _ = write!(line, "{{\"id\":\"{}\",\"severity\":\"{}\",\"offset\":{},\"detail\":", info.id, info.severity.name(), f.at);
+        json_str(line, &render::detail(f));
+        line.push('}');
+    }
+    line.push(']');
+}
+
+impl<W: Write> Sink for Export<W> {
+    type Fields = JsonFields;
+
+    fn fields(&mut self) -> &mut JsonFields {
+        &mut self.fields
+    }
+
+    fn start(&mut self, info: &CaptureInfo) {
+        self.line.clear();
+        let _ = write!(self.line, "{{\"kind\":\"capture\",\"format\":\"{}\",\"gzip\":{},\"nanosecond\":{},\"link_types\":[", info.format, info.gzip, info.nanosecond);
+        for (i, l) in info.link_types.iter().enumerate() {
+            let _ = write!(self.line, "{}\"{}\"", if i > 0 { "," } else { "" }, l.name());
+        }
+        self.line.push_str("]}");
+        self.emit();
+    }
+
+    fn begin(&mut self, conversations: &Conversations, conversation: u32) {
+        self.fields.clear();
+        self.fields.sprites.refresh(conversations, conversation);
+    }
+
+    fn datagram(&mut self, e: &DatagramEvent<'_>) {
+        self.summary.datagram(e);
+        let rel = self.relative(e.ts_nanos);
+        self.shown = self.filter.matches(e, rel);
+        if !self.shown {
+            return;
+        }
+        let line = &mut self.line;
+        line.clear();
+        let _ = write!(line, "{{\"kind\":\"datagram\",\"frame\":{},\"time\":\"", e.frame);
+        write_rfc3339(line, e.ts_nanos);
+        let _ = write!(
+            line,
+            "\",\"time_rel\":{rel},\"src_ip\":\"{}\",\"src_port\":{},\"dst_ip\":\"{}\",\"dst_port\":{},\"conversation\":{},\
+             \"dialect\":\"{}\",\"direction\":\"{}\",\"length\":{}",
+            e.src.ip(),
+            e.src.port(),
+            e.dst.ip(),
+            e.dst.port(),
+            e.conversation,
+            e.dialect.name(),
+            e.direction.map_or("unknown", Direction::name),
+            e.bytes.len(),
+        );
+        if let Some(code) = e.code {
+            let _ = write!(line, ",\"code\":{code}");
+        }
+        line.push_str(",\"name\":");
+        json_str(line, e.name);
+        match e.decoded {
+            Some(Decoded::Rtype(d)) => {
+                let _ = write!(
+                    line,
+                    ",\"header_len\":{},\"compressed\":{},\"crc\":{{\"stored\":{},\"computed\":{},\"ok\":{}}}",
+                    d.header.layout().len(),
+                    d.header.compressed(),
+                    d.crc_stored,
+                    d.crc_computed,
+                    d.crc_ok()
+                );
+            }
+            None => {}
+        }
+        line.push_str(self.fields.finish());
+        violations(line, e.findings);
+        line.push('}');
+        self.emit();
+    }
+
+    fn reassembled(&mut self, e: &ReassembledEvent<'_>) {
+        if !self.shown {
+            return;
+        }
+        self.line.clear();
+        let _ = write!(
+            self.line,
+            "{{\"kind\":\"snapshot\",\"frame\":{},\"conversation\":{},\"tick\":{},\"chunks\":{},\"first_frame\":{}",
+            e.frame, e.conversation, e.tick, e.chunks, e.first_frame
+        );
+        self.line.push_str(self.fields.finish());
+        self.line.push('}');
+        self.emit();
+    }
+
+    fn loose(&mut self, f: &LooseFinding) {
+        self.summary.loose(f);
+        if !self.filter.matches_finding(f.frame, f.conversation, f.finding.rule) {
+            return;
+        }
+        let info = f.finding.rule.info();
+        self.line.clear();
+        let _ = write!(
+            self.line,
+            "{{\"kind\":\"finding\",\"frame\":{},\"conversation\":{},\"id\":\"{}\",\"severity\":\"{}\",\"offset\":{},\"detail\":",
+            f.frame,
+            f.conversation,
+            info.id,
+            info.severity.name(),
+            f.finding.at
+        );
+        json_str(&mut self.line, &render::detail(&f.finding));
+        self.line.push('}');
+        self.emit();
+    }
+
+    fn end(&mut self, end: &RunEnd<'_>) {
+        self.summary.end(end);
+        for c in end.conversations.all() {
+            self.line.clear();
+            let _ = write!(
+                self.line,
+                "{{\"kind\":\"conversation\",\"id\":{},\"client\":\"{}\",\"server\":\"{}\",\"first_frame\":{}}}",
+                c.id, c.client, c.server, c.first_frame
+            );
+            self.emit();
+        }
+        let mut summary = self.summary.json().clone();
+        summary["kind"] = "summary".into();
+        self.line = summary.to_string();
+        self.emit();
+        if self.array && self.error.is_none() {
+            let closing: &[u8] = if self.records == 0 { b"[]\n" } else { b"\n]\n" };
+            if let Err(e) = self.out.write_all(closing) {
+                self.error = Some(e);
+            }
+        }
+        if let Err(e) = self.out.flush() {
+            self.error.get_or_insert(e);
+        }
+    }
+}

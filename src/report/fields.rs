@@ -1,0 +1,245 @@
+//! Visitors that turn a decoded message into JSON (for `export`) or an indented tree (for
+//! `packets -V`). Both write into a buffer reused across datagrams; keys and labels come from
+//! the protocol description.
+
+use std::fmt::Write as _;
+
+use super::render;
+use crate::datagram::Dialect;
+use crate::message::{Open, Value, Visitor};
+use crate::pipeline::HEADER_GROUP;
+use crate::proto::schema::{Display, Field, Group, Role};
+use crate::session::Conversations;
+
+/// LevelInit sprites of the conversation being decoded, copied when they change.
+#[derive(Default)]
+pub struct Sprites {
+    key: (u32, usize),
+    list: Vec<(u16, String)>,
+}
+
+impl Sprites {
+    pub fn refresh(&mut self, conversations: &Conversations, conversation: u32) {
+        let Some(c) = conversations.get(conversation) else {
+            self.list.clear();
+            return;
+        };
+        if self.key != (conversation, c.archetypes.len()) {
+            self.key = (conversation, c.archetypes.len());
+            self.list.clone_from(&c.archetypes);
+        }
+    }
+    fn of(&self, field: &Field, value: Value<'_>) -> Option<&str> {
+        if field.role != Role::EntityType {
+            return None;
+        }
+        let t = value.as_u64()?;
+        self.list.iter().find(|a| u64::from(a.0) == t).map(|a| a.1.as_str())
+    }
+}
+
+/// Writes a message's fields as JSON members: `,"header":{…},"fields":{…}`, to follow the
+/// members of an object the caller has opened.
+pub struct JsonFields {
+    pub out: String,
+    /// For each open level: whether it is a list, and whether it has members yet.
+    stack: Vec<(bool, bool)>,
+    pub dialect: Dialect,
+    pub sprites: Sprites,
+}
+
+impl Default for JsonFields {
+    fn default() -> Self {
+        JsonFields { out: String::with_capacity(4096), stack: Vec::new(), dialect: Dialect::Rtype, sprites: Sprites::default() }
+    }
+}
+
+impl JsonFields {
+    /// Starts a new datagram.
+    pub fn clear(&mut self) {
+        self.out.clear();
+        self.stack.clear();
+    }
+
+    /// Closes what is open; the buffer then holds complete members.
+    pub fn finish(&mut self) -> &str {
+        while let Some((list, _)) = self.stack.pop() {
+            self.out.push(if list { ']' } else { '}' });
+        }
+        &self.out
+    }
+
+    /// Opens `"fields":{` before the first member outside the header.
+    fn ensure_fields(&mut self) {
+        if self.stack.is_empty() {
+            self.out.push_str(",\"fields\":{");
+            self.stack.push((false, false));
+        }
+    }
+
+    /// A comma unless this is the level's first member (the caller's object always has members).
+    fn separate(&mut self) {
+        match self.stack.last_mut() {
+            Some((_, has)) => {
+                if *has {
+                    self.out.push(',');
+                }
+                *has = true;
+            }
+            None => self.out.push(','),
+        }
+    }
+
+    fn key(&mut self, name: &str) {
+        self.separate();
+        render::json_str(&mut self.out, name);
+        self.out.push(':');
+    }
+}
+
+impl Visitor for JsonFields {
+    fn field(&mut self, field: &'static Field, _at: usize, _len: usize, value: Value<'_>) {
+        self.ensure_fields();
+        self.key(field.name);
+        render::json_value(&mut self.out, field, value);
+        let n = value.as_u64();
+        let name = match (field.display, n) {
+            (Display::Enum(table), Some(n)) => render::enum_name(table, n),
+            (Display::MessageType, Some(n)) => render::message_name(self.dialect, n),
+            _ => None,
+        };
+        if let Some(name) = name {
+            self.separate();
+            let _ = write!(self.out, "\"{}_name\":", field.name);
+            render::json_str(&mut self.out, name);
+        }
+        if let Some(sprite) = self.sprites.of(field, value) {
+            // The field was just written in this level, so a comma always comes first.
+            self.out.push_str(",\"sprite\":");
+            render::json_str(&mut self.out, sprite);
+        }
+    }
+
+    fn open(&mut self, group: &'static Group, how: Open, _at: usize) {
+        if std::ptr::eq(group, &HEADER_GROUP) {
+            self.key("header");
+            self.out.push('{');
+            self.stack.push((false, false));
+            return;
+        }
+        self.ensure_fields();
+        match how {
+            Open::List { .. } => {
+                self.key(group.name);
+                self.out.push('[');
+                self.stack.push((true, false));
+            }
+            Open::Item { .. } => {
+                self.separate();
+                self.out.push('{');
+                self.stack.push((false, false));
+            }
+            Open::Case => {
+                self.key(group.name);
+                self.out.push('{');
+                self.stack.push((false, false));
+            }
+        }
+    }
+
+    fn close(&mut self, _how: Open) {
+        if let Some((list, _)) = self.stack.pop() {
+            self.out.push(if list { ']' } else { '}' });
+        }
+    }
+
+    fn undecoded(&mut self, at: usize, bytes: &[u8]) {
+        self.ensure_fields();
+        self.key("undecoded");
+        let _ = write!(self.out, "{{\"offset\":{at},\"length\":{},\"hex\":\"", bytes.len());
+        render::hex(&mut self.out, bytes);
+        self.out.push_str("\"}");
+    }
+}
+
+/// Writes a message as an indented tree of labelled fields, for `packets -V`.
+pub struct TreeFields {
+    pub out: String,
+    depth: usize,
+    fields_open: bool,
+    pub dialect: Dialect,
+    pub sprites: Sprites,
+}
+
+impl Default for TreeFields {
+    fn default() -> Self {
+        TreeFields { out: String::with_capacity(4096), depth: 0, fields_open: false, dialect: Dialect::Rtype, sprites: Sprites::default() }
+    }
+}
+
+/// Indentation of the message's top level under the frame line.
+const BASE_INDENT: usize = 2;
+
+impl TreeFields {
+    pub fn clear(&mut self) {
+        self.out.clear();
+        self.depth = 0;
+        self.fields_open = false;
+    }
+    /// Puts the message's own fields under a "Fields" heading, after the header.
+    fn ensure_fields(&mut self) {
+        if self.depth == 0 && !self.fields_open {
+            self.fields_open = true;
+            self.indent();
+            self.out.push_str("Fields\n");
+        }
+        if self.depth == 0 {
+            self.depth = 1;
+        }
+    }
+    fn indent(&mut self) {
+        for _ in 0..BASE_INDENT + 2 * self.depth {
+            self.out.push(' ');
+        }
+    }
+}
+
+impl Visitor for TreeFields {
+    fn field(&mut self, field: &'static Field, at: usize, _len: usize, value: Value<'_>) {
+        self.ensure_fields();
+        self.indent();
+        let _ = write!(self.out, "{}: ", field.label);
+        let dialect = self.dialect;
+        render::text_value(&mut self.out, field, value, |n| render::message_name(dialect, n));
+        if let Some(sprite) = self.sprites.of(field, value) {
+            let _ = write!(self.out, " → sprite {sprite:?}");
+        }
+        let _ = writeln!(self.out, "  [@{at}]");
+    }
+
+    fn open(&mut self, group: &'static Group, how: Open, _at: usize) {
+        if !std::ptr::eq(group, &HEADER_GROUP) {
+            self.ensure_fields();
+        }
+        self.indent();
+        let _ = match how {
+            Open::List { count } => writeln!(self.out, "{} list ({count})", group.label),
+            Open::Item { index } => writeln!(self.out, "{} #{index}", group.label),
+            Open::Case => writeln!(self.out, "{}", group.label),
+        };
+        self.depth += 1;
+    }
+
+    fn close(&mut self, _how: Open) {
+        self.depth = self.depth.saturating_sub(1);
+    }
+
+    fn undecoded(&mut self, at: usize, bytes: &[u8]) {
+        self.ensure_fields();
+        self.indent();
+        let shown = &bytes[..bytes.len().min(32)];
+        let _ = write!(self.out, "Undecoded: {} bytes at @{at}: ", bytes.len());
+        render::hex(&mut self.out, shown);
+        let _ = writeln!(self.out, "{}", if shown.len() < bytes.len() { "…" } else { "" });
+    }
+}

@@ -1,0 +1,267 @@
+//! `packets`: one line per datagram, like tshark's packet list; `-V` adds the decoded tree,
+//! `-x` a hex dump. Lines fit 100 columns.
+
+use std::fmt::Write as _;
+use std::io::{self, Write};
+
+use super::fields::TreeFields;
+use super::filter::Filter;
+use super::render;
+use super::table::WIDTH;
+use super::time::write_rfc3339;
+use crate::message::{Facts, Finding, Open, Value, Visitor};
+use crate::pipeline::{DatagramEvent, Decoded, LooseFinding, ReassembledEvent, RunEnd, Sink};
+use crate::proto::schema::{Field, Group};
+use crate::proto::Direction;
+use crate::session::Conversations;
+
+/// The tree visitor, switched off when only the list is wanted.
+pub struct MaybeTree {
+    on: bool,
+    tree: TreeFields,
+}
+
+impl Visitor for MaybeTree {
+    fn field(&mut self, field: &'static Field, at: usize, len: usize, value: Value<'_>) {
+        if self.on {
+            self.tree.field(field, at, len, value);
+        }
+    }
+    fn open(&mut self, group: &'static Group, how: Open, at: usize) {
+        if self.on {
+            self.tree.open(group, how, at);
+        }
+    }
+    fn close(&mut self, how: Open) {
+        if self.on {
+            self.tree.close(how);
+        }
+    }
+    fn undecoded(&mut self, at: usize, bytes: &[u8]) {
+        if self.on {
+            self.tree.undecoded(at, bytes);
+        }
+    }
+}
+
+/// What `packets` prints.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PacketsOptions {
+    pub verbose: bool,
+    pub hex: bool,
+}
+
+/// Writes the packet list. A write error (a closed pipe) stops the output quietly.
+pub struct Packets<W: Write> {
+    out: W,
+    options: PacketsOptions,
+    fields: MaybeTree,
+    filter: Filter,
+    line: String,
+    first_ts: Option<i64>,
+    /// Whether the last datagram was shown (its reassembled snapshot is shown with it).
+    shown: bool,
+    pub error: Option<io::Error>,
+}
+
+impl<W: Write> Packets<W> {
+    pub fn new(out: W, options: PacketsOptions, filter: Filter) -> Self {
+        Packets {
+            out,
+            options,
+            fields: MaybeTree { on: options.verbose, tree: TreeFields::default() },
+            filter,
+            line: String::with_capacity(1024),
+            first_ts: None,
+            shown: false,
+            error: None,
+        }
+    }
+
+    fn emit(&mut self) {
+        if self.error.is_none() {
+            if let Err(e) = self.out.write_all(self.line.as_bytes()) {
+                self.error = Some(e);
+            }
+        }
+    }
+}
+
+/// The key fields of a message, for the one-line list.
+fn key_fields(line: &mut String, e: &DatagramEvent<'_>) {
+    let f: &Facts = &e.facts;
+    if let Some(seq) = e.sequence {
+        let _ = write!(line, " seq={seq}");
+    }
+    if let Some(tick) = e.tick {
+        let _ = write!(line, " tick={tick}");
+    }
+    if let (Some(i), Some(n)) = (f.chunk_index, f.total_chunks) {
+        let _ = write!(line, " chunk={}/{n}", u32::from(i) + 1);
+    }
+    if let Some(n) = f.entity_count {
+        let _ = write!(line, " entities={n}");
+    }
+    if let Some(t) = f.event_type {
+        let name = render::enum_name(crate::proto::rtype::EVENT_TYPES, t.into()).unwrap_or("unknown");
+        let _ = write!(line, " event={name}");
+    }
+    if let Some(p) = f.player_id {
+        let _ = write!(line, " player={p}");
+    }
+    if let (Some(s), Some(t)) = (f.ack_sequence, f.ack_msg_type) {
+        let _ = write!(line, " ack={s}/0x{t:02X}");
+    }
+    if let Some(r) = f.reason {
+        let name = render::enum_name(crate::proto::rtype::REASON_CODES, r.into()).unwrap_or("unknown");
+        let _ = write!(line, " reason={name}");
+    }
+}
+
+/// Cuts `line` (one line, no newline) to `width` characters, marking the cut.
+fn fit(line: &mut String, from: usize, width: usize) {
+    if let Some((i, _)) = line[from..].char_indices().nth(width) {
+        line.truncate(from + i);
+        line.pop();
+        line.push('…');
+    }
+}
+
+fn findings_block(line: &mut String, findings: &[Finding], indent: &str) {
+    for f in findings {
+        let info = f.rule.info();
+        let _ = writeln!(line, "{indent}{} {} @{}: {} ({})", info.severity.name(), info.id, f.at, info.summary, info.section);
+        let detail = render::detail(f);
+        if !detail.is_empty() {
+            let _ = writeln!(line, "{indent}  {detail}");
+        }
+    }
+}
+
+/// A classic hex dump: offset, 16 bytes, ASCII.
+pub fn hex_dump(out: &mut String, bytes: &[u8], indent: &str) {
+    for (row, chunk) in bytes.chunks(16).enumerate() {
+        let _ = write!(out, "{indent}{:04x}  ", row * 16);
+        for i in 0..16 {
+            match chunk.get(i) {
+                Some(b) => {
+                    let _ = write!(out, "{b:02x} ");
+                }
+                None => out.push_str("   "),
+            }
+            if i == 7 {
+                out.push(' ');
+            }
+        }
+        out.push(' ');
+        out.extend(chunk.iter().map(|&b| if b.is_ascii_graphic() || b == b' ' { b as char } else { '.' }));
+        out.push('\n');
+    }
+}
+
+impl<W: Write> Sink for Packets<W> {
+    type Fields = MaybeTree;
+
+    fn fields(&mut self) -> &mut MaybeTree {
+        &mut self.fields
+    }
+
+    fn begin(&mut self, conversations: &Conversations, conversation: u32) {
+        if self.options.verbose {
+            self.fields.tree.clear();
+            self.fields.tree.sprites.refresh(conversations, conversation);
+        }
+    }
+
+    fn datagram(&mut self, e: &DatagramEvent<'_>) {
+        let rel = (e.ts_nanos - *self.first_ts.get_or_insert(e.ts_nanos)) as f64 / 1e9;
+        self.shown = self.error.is_none() && self.filter.matches(e, rel);
+        if !self.shown {
+            return;
+        }
+        let line = &mut self.line;
+        line.clear();
+        let dir = e.direction.map_or("?→?", Direction::arrow);
+        let _ = write!(line, "{:>7} {rel:>10.6} #{:<3} {dir} {:<5} {}", e.frame, e.conversation, e.dialect.name(), e.name);
+        key_fields(line, e);
+        if !e.findings.is_empty() {
+            line.push_str(" [");
+            for (i, f) in e.findings.iter().enumerate() {
+                if i > 0 {
+                    line.push(' ');
+                }
+                line.push_str(f.rule.id());
+            }
+            line.push(']');
+        }
+        fit(line, 0, WIDTH as usize);
+        line.push('\n');
+        if self.options.verbose {
+            let _ = write!(line, "  Frame {}: {} bytes at ", e.frame, e.bytes.len());
+            write_rfc3339(line, e.ts_nanos);
+            let _ = writeln!(line, ", {} → {}", e.src, e.dst);
+            let _ = write!(line, "  {} {}", e.dialect.name(), e.name);
+            if let Some(code) = e.code {
+                let _ = write!(line, " (0x{code:02X})");
+            }
+            if let Some(Decoded::Rtype(d)) = e.decoded {
+                let crc = if d.crc_ok() { "ok".to_string() } else { format!("BAD, computed 0x{:08X}", d.crc_computed) };
+                let _ = write!(line, ", {}-byte header, CRC 0x{:08X} {crc}", d.header.layout().len(), d.crc_stored);
+                if d.header.compressed() {
+                    let _ = write!(line, ", LZ4 {} → {} bytes", d.wire_payload.len(), e.payload.map_or(0, <[u8]>::len));
+                }
+            }
+            line.push('\n');
+            line.push_str(&self.fields.tree.out);
+            if !e.findings.is_empty() {
+                line.push_str("  Violations\n");
+                findings_block(line, e.findings, "    ");
+            }
+        }
+        if self.options.hex {
+            hex_dump(line, e.bytes, "  ");
+            if let (Some(p), Some(Decoded::Rtype(d))) = (e.payload, e.decoded) {
+                if d.header.compressed() {
+                    line.push_str("  Decompressed payload\n");
+                    hex_dump(line, p, "  ");
+                }
+            }
+        }
+        self.emit();
+    }
+
+    fn reassembled(&mut self, e: &ReassembledEvent<'_>) {
+        if !self.shown || !self.options.verbose {
+            return;
+        }
+        self.line.clear();
+        let _ = writeln!(
+            self.line,
+            "  Reassembled snapshot: tick {}, {} chunks from frame {} to {}",
+            e.tick, e.chunks, e.first_frame, e.frame
+        );
+        for l in self.fields.tree.out.lines() {
+            let _ = writeln!(self.line, "  {l}");
+        }
+        self.emit();
+    }
+
+    fn loose(&mut self, f: &LooseFinding) {
+        if self.error.is_some() || !self.filter.matches_finding(f.frame, f.conversation, f.finding.rule) {
+            return;
+        }
+        self.line.clear();
+        let _ = write!(self.line, "{:>7} {:>10} #{:<3} finding", f.frame, "", f.conversation);
+        let info = f.finding.rule.info();
+        let _ = write!(self.line, " [{}] {}", info.id, render::detail(&f.finding));
+        fit(&mut self.line, 0, WIDTH as usize);
+        self.line.push('\n');
+        self.emit();
+    }
+
+    fn end(&mut self, _end: &RunEnd<'_>) {
+        if let Err(e) = self.out.flush() {
+            self.error.get_or_insert(e);
+        }
+    }
+}
