@@ -187,8 +187,8 @@ impl Summary {
         );
         let _ = writeln!(
             out,
-            "{} protocol datagrams, {} other UDP, {} not UDP, {} malformed; {} CRC failures, \
-             {} compressed, {} snapshots reassembled",
+            "{} protocol datagrams, {} other UDP, {} not UDP, {} malformed\n\
+             {} CRC failures, {} compressed payloads, {} snapshots reassembled",
             counts.datagrams,
             counts.other_udp,
             counts.not_udp + counts.unsupported_link,
@@ -221,7 +221,8 @@ impl Summary {
         if violations.is_empty() {
             let _ = writeln!(out, "\nNo violations.");
         } else {
-            let mut t = table::new(&["Violation", "Severity", "Count", "First", "Section", "What"]);
+            let mut t = table::new(&["Violation", "Severity", "Count", "First", "What (document section)"]);
+            table::keep_whole(&mut t, 0);
             for v in violations {
                 let sev = Severity::parse(v["severity"].as_str().unwrap_or("")).unwrap_or(Severity::Info);
                 t.add_row(vec![
@@ -229,8 +230,7 @@ impl Summary {
                     table::severity_cell(sev, color),
                     table::cell(v["count"].to_string()),
                     table::cell(v["first_frame"].to_string()),
-                    table::cell(str_of(&v["section"])),
-                    table::cell(str_of(&v["summary"])),
+                    table::cell(format!("{} ({})", str_of(&v["summary"]), str_of(&v["section"]))),
                 ]);
             }
             let _ = writeln!(out, "\nViolations\n{t}");

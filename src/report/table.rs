@@ -1,6 +1,6 @@
 //! Text tables that fit 100 columns, coloured only when asked (on a TTY).
 
-use comfy_table::{presets, Cell, Color, ContentArrangement, Table};
+use comfy_table::{presets, Cell, Color, ColumnConstraint, ContentArrangement, Table};
 
 use crate::proto::Severity;
 
@@ -32,4 +32,11 @@ pub fn severity_cell(severity: Severity, color: bool) -> Cell {
         Severity::Warning => Color::Yellow,
         Severity::Info => Color::Blue,
     })
+}
+
+/// Keeps column `index` as wide as its widest cell (identifiers should not wrap).
+pub fn keep_whole(table: &mut Table, index: usize) {
+    if let Some(column) = table.column_mut(index) {
+        column.set_constraint(ColumnConstraint::ContentWidth);
+    }
 }
