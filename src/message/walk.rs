@@ -2,7 +2,7 @@
 
 use super::{Detail, Facts, Finding, NoFields, Open, Value, Visitor};
 use crate::proto::profile::{BitSlot, Profile, MASK_BITS};
-use crate::proto::schema::{Check, Field, Group, Message, Node, Role, Ty};
+use crate::proto::schema::{Check, Display, Field, Group, Message, Node, Role, Ty};
 use crate::proto::Rule;
 
 /// Byte order of a dialect's numbers.
@@ -115,7 +115,24 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
     /// Reads one field; returns its raw integer (0 for text).
     fn field(&mut self, field: &'static Field) -> Result<u64, Stop> {
         let at = self.pos;
-        let (value, raw) = match field.ty.width() {
+        let (value, raw) = match field.width() {
+            // A fixed byte array: text up to the first NUL (`char name[32]`), or bytes.
+            Some(len) if field.array > 0 => {
+                let bytes = self.take(field, len)?;
+                let value = if matches!(field.display, Display::Text) {
+                    let text = bytes.iter().position(|b| *b == 0).map_or(bytes, |nul| &bytes[..nul]);
+                    match std::str::from_utf8(text) {
+                        Ok(text) => Value::Str(text),
+                        Err(_) => {
+                            self.report(self.rules.utf8, at, Detail::Field(field.name));
+                            Value::Bytes(text)
+                        }
+                    }
+                } else {
+                    Value::Bytes(bytes)
+                };
+                (value, 0)
+            }
             None => {
                 let len = self.take(field, 1)?[0] as usize;
                 let bytes = self.take(field, len)?;
@@ -155,6 +172,16 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
     fn check(&mut self, field: &'static Field, at: usize, value: Value<'_>) {
         match (field.check, value) {
             (Check::Finite(rule), Value::F(f)) if !f.is_finite() => self.report(rule, at, Detail::Field(field.name)),
+            (Check::Known(rule), Value::U(n)) => {
+                if let Display::Enum(names) = field.display {
+                    if !names.iter().any(|e| u64::from(e.value) == n) {
+                        self.report(rule, at, Detail::Value(n));
+                    }
+                }
+            }
+            (Check::Unused { mask, rule }, Value::U(n)) if n & u64::from(mask) != 0 => {
+                self.report(rule, at, Detail::Value(n & u64::from(mask)))
+            }
             (Check::Ascending(rule), Value::F(f)) => {
                 if self.previous.is_some_and(|p| f < p) {
                     self.report(rule, at, Detail::Field(field.name));

@@ -94,7 +94,7 @@ pub const INPUT_FLAGS: &[Named] = &[
     Named { value: 0x0200, name: "charge5" },
 ];
 /// Input flag bits the game leaves unused.
-pub const INPUT_UNUSED_BITS: u16 = 0xFC00;
+pub const INPUT_UNUSED_BITS: u32 = 0xFC00;
 
 pub const STATUS_FLAGS: &[Named] = &[Named { value: 0x02, name: "invincible" }];
 
@@ -117,7 +117,8 @@ const fn reason() -> Node {
     Node::Field(
         hex("reason", "Reason Code", Ty::U8)
             .display(Display::Enum(REASON_CODES))
-            .role(Role::ReasonCode),
+            .role(Role::ReasonCode)
+            .check(Check::Known(Rule::RtypeReason)),
     )
 }
 
@@ -275,7 +276,11 @@ pub const MESSAGES: &[Message] = &[
     msg(0x04, "CLIENT_PING", "ping", C2S, "002 §5.1", CLIENT_TIME),
     msg(0x05, "CLIENT_INPUT", "input", C2S, "002 §6.2", &[
         player_id("Player ID"),
-        Node::Field(hex("input_flags", "Input Flags", Ty::U16).display(Display::Flags(INPUT_FLAGS))),
+        Node::Field(
+            hex("input_flags", "Input Flags", Ty::U16)
+                .display(Display::Flags(INPUT_FLAGS))
+                .check(Check::Unused { mask: INPUT_UNUSED_BITS, rule: Rule::RtypeInputUnusedBits }),
+        ),
         input_float("pos_x", "Position X"),
         input_float("pos_y", "Position Y"),
         input_float("angle", "Angle"),

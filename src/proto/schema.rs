@@ -92,6 +92,10 @@ pub enum Role {
     ArchetypeTypeId,
     ArchetypeSpriteId,
     EventType,
+    /// A header's flag bits (rt).
+    Flags,
+    /// A header's timestamp in milliseconds (rt), as opposed to a game tick.
+    Timestamp,
 }
 
 /// A check the decoder applies to a field's value as it reads it.
@@ -102,6 +106,10 @@ pub enum Check {
     Finite(Rule),
     /// Within one repeated group, the value must not decrease.
     Ascending(Rule),
+    /// The value must be one the field's [`Display::Enum`] names.
+    Known(Rule),
+    /// These bits must be clear.
+    Unused { mask: u32, rule: Rule },
 }
 
 /// One field, declared once.
@@ -117,6 +125,11 @@ pub struct Field {
     pub check: Check,
     /// Divide the raw integer by this to get the value (1 = no scaling); profiles use it for fixed point.
     pub divisor: u32,
+    /// For `Ty::U8` only: a fixed array of this many bytes, as C declares `char name[32]` or
+    /// `uint8_t data[7]`; 0 for a single value. Shown as text up to the first NUL when the
+    /// display is [`Display::Text`], as bytes otherwise. An attribute rather than a `Ty` variant
+    /// so that code matching `Ty` exhaustively keeps compiling; use [`Field::width`] for sizes.
+    pub array: u16,
 }
 
 impl Field {
@@ -133,7 +146,20 @@ impl Field {
             role: Role::None,
             check: Check::None,
             divisor: 1,
+            array: 0,
         }
+    }
+    /// A fixed byte array of `len` bytes (see [`Field::array`]).
+    pub const fn array(mut self, len: u16) -> Field {
+        self.array = len;
+        self
+    }
+    /// Width on the wire, or `None` for variable-length fields; counts a byte array whole.
+    pub const fn width(&self) -> Option<usize> {
+        if self.array > 0 {
+            return Some(self.array as usize);
+        }
+        self.ty.width()
     }
     pub const fn display(mut self, display: Display) -> Field {
         self.display = display;
@@ -238,7 +264,7 @@ impl Message {
 /// Fixed width of a node sequence, `None` when any part varies.
 pub fn nodes_fixed_size(nodes: &[Node]) -> Option<usize> {
     nodes.iter().try_fold(0usize, |sum, node| match node {
-        Node::Field(f) => f.ty.width().map(|w| sum + w),
+        Node::Field(f) => f.width().map(|w| sum + w),
         _ => None,
     })
 }
@@ -250,7 +276,7 @@ pub const fn field_range(nodes: &[Node], role: Role) -> core::ops::Range<usize> 
     let mut i = 0;
     while i < nodes.len() {
         if let Node::Field(f) = &nodes[i] {
-            let width = match f.ty.width() {
+            let width = match f.width() {
                 Some(w) => w,
                 None => panic!("field_range over a variable-width field"),
             };
@@ -272,7 +298,7 @@ pub const fn fixed_len(nodes: &[Node]) -> usize {
     let mut i = 0;
     while i < nodes.len() {
         match &nodes[i] {
-            Node::Field(f) => match f.ty.width() {
+            Node::Field(f) => match f.width() {
                 Some(w) => at += w,
                 None => panic!("fixed_len over a variable-width field"),
             },

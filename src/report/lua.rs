@@ -16,8 +16,8 @@ use std::fmt::Write as _;
 use crate::datagram::rtype::{MAX_PAYLOAD, MESSAGE_RULES};
 use crate::proto::profile::{BitSlot, Profile, MASK_BITS};
 use crate::proto::rtype::{
-    COMPRESSED_BIT, COMPRESS_THRESHOLD, CRC_LEN, HEADER, HEADER_15, INPUT_FLAGS, INPUT_UNUSED_BITS, MAGIC,
-    MESSAGES, PACKET_CLIENT, PACKET_SERVER, VERSION,
+    COMPRESSED_BIT, COMPRESS_THRESHOLD, CRC_LEN, HEADER, HEADER_15, MAGIC, MESSAGES, PACKET_CLIENT, PACKET_SERVER,
+    VERSION,
 };
 use crate::proto::schema::{Check, Direction, Display, Field, Message, Named, Node, Role, Ty};
 use crate::proto::{Rule, Severity, CATALOG};
@@ -239,7 +239,7 @@ impl<'p> Gen<'p> {
         let mut offset = 0;
         for node in nodes {
             let Node::Field(f) = node else { panic!("a header holds fields only") };
-            let width = f.ty.width().expect("header fields have fixed widths");
+            let width = f.width().expect("header fields have fixed widths");
             let abbrev = self.declare(format!("{PROTO}.{}", f.name), f, PROTO);
             fields.push(format!("F[{}]", lua_str(&abbrev)));
             if f.role != Role::None {
@@ -418,11 +418,14 @@ impl<'p> Gen<'p> {
             _ => None,
         };
         let signed = matches!(f.ty, Ty::I16 | Ty::I32);
+        let unsigned = matches!(f.ty, Ty::U8 | Ty::U16 | Ty::U32);
         let base = match f.display {
             Display::Hex | Display::Flags(_) | Display::MessageType if !signed => "base.HEX",
             _ => "base.DEC",
         };
-        let scaled = f.divisor != 1 && f.ty != Ty::F32 && f.ty != Ty::Str8;
+        let array = f.array > 0;
+        let text_array = array && matches!(f.display, Display::Text);
+        let scaled = !array && f.divisor != 1 && f.ty != Ty::F32 && f.ty != Ty::Str8;
         let int_ctor = |ty: Ty| match ty {
             Ty::U8 => "uint8",
             Ty::U16 => "uint16",
@@ -431,20 +434,25 @@ impl<'p> Gen<'p> {
             Ty::I32 => "int32",
             Ty::F32 | Ty::Str8 => unreachable!(),
         };
-        let pf = match f.ty {
-            Ty::F32 => format!("ProtoField.float({}, {label})", lua_str(&name)),
-            Ty::Str8 => format!("ProtoField.string({}, {label})", lua_str(&name)),
-            _ if scaled => format!("ProtoField.double({}, {label})", lua_str(&name)),
-            ty => format!(
-                "ProtoField.{}({}, {label}, {base}{})",
-                int_ctor(ty),
-                lua_str(&name),
-                vs.as_ref().map(|v| format!(", {v}")).unwrap_or_default()
+        let (pf, ty) = match f.ty {
+            _ if text_array => (format!("ProtoField.string({}, {label})", lua_str(&name)), "text"),
+            _ if array => (format!("ProtoField.bytes({}, {label})", lua_str(&name)), "bytes"),
+            Ty::F32 => (format!("ProtoField.float({}, {label})", lua_str(&name)), "f32"),
+            Ty::Str8 => (format!("ProtoField.string({}, {label})", lua_str(&name)), "str8"),
+            ty if scaled => (format!("ProtoField.double({}, {label})", lua_str(&name)), ty.name()),
+            ty => (
+                format!(
+                    "ProtoField.{}({}, {label}, {base}{})",
+                    int_ctor(ty),
+                    lua_str(&name),
+                    vs.as_ref().map(|v| format!(", {v}")).unwrap_or_default()
+                ),
+                ty.name(),
             ),
         };
         desc.push(format!("pf = reg({pf})"));
-        desc.push(format!("ty = \"{}\"", f.ty.name()));
-        if let Some(w) = f.ty.width() {
+        desc.push(format!("ty = \"{ty}\""));
+        if let Some(w) = f.width() {
             desc.push(format!("w = {w}"));
         }
         desc.push(format!("name = {}", lua_str(f.name)));
@@ -461,51 +469,50 @@ impl<'p> Gen<'p> {
                 lua_str(&format!("{} (raw)", f.label))
             ));
         }
+        // The walker checks integers only when they are not scaled (its value is then unsigned).
+        let plain_unsigned = unsigned && !scaled && !array;
         match f.check {
             Check::None => {}
             Check::Finite(rule) => desc.push(format!("finite = {}", lua_str(rule.id()))),
             Check::Ascending(rule) => desc.push(format!("ascending = {}", lua_str(rule.id()))),
-        }
-        if let (Role::ReasonCode, Display::Enum(_)) = (f.role, f.display) {
-            let vs = vs.clone().expect("enum fields have a value string");
-            desc.push(format!("known = {vs}, unknown_rule = {}", lua_str(Rule::RtypeReason.id())));
-        }
-        if let Display::Flags(named) = f.display {
-            let width_bits = f.ty.width().unwrap_or(0) * 8;
-            let unsigned = matches!(f.ty, Ty::U8 | Ty::U16 | Ty::U32);
-            if unsigned && !scaled {
-                let max = if width_bits >= 32 { u32::MAX } else { (1u32 << width_bits) - 1 };
-                let parent = if bits_prefix.is_empty() { name.clone() } else { bits_prefix.to_string() };
-                let mut bits = Vec::new();
-                for flag in named.iter().filter(|n| n.value != 0 && n.value & !max == 0) {
-                    let bit_abbrev = self.unique(format!("{parent}.{}", flag.name));
-                    let ctor = if flag.value.count_ones() == 1 {
-                        format!(
-                            "ProtoField.bool({}, {}, {width_bits}, nil, 0x{:X})",
-                            lua_str(&bit_abbrev),
-                            lua_str(flag.name),
-                            flag.value
-                        )
-                    } else {
-                        format!(
-                            "ProtoField.{}({}, {}, base.DEC, nil, 0x{:X})",
-                            int_ctor(f.ty),
-                            lua_str(&bit_abbrev),
-                            lua_str(flag.name),
-                            flag.value
-                        )
-                    };
-                    bits.push(format!("reg({ctor})"));
-                }
-                if !bits.is_empty() {
-                    desc.push(format!("bits = {{ {} }}", bits.join(", ")));
+            Check::Known(rule) => {
+                if let (true, Some(vs)) = (plain_unsigned, &vs) {
+                    desc.push(format!("known = {vs}, unknown_rule = {}", lua_str(rule.id())));
                 }
             }
-            if std::ptr::eq(named, INPUT_FLAGS) {
-                desc.push(format!(
-                    "unused = 0x{INPUT_UNUSED_BITS:04X}, unused_rule = {}",
-                    lua_str(Rule::RtypeInputUnusedBits.id())
-                ));
+            Check::Unused { mask, rule } => {
+                if plain_unsigned {
+                    desc.push(format!("unused = 0x{mask:X}, unused_rule = {}", lua_str(rule.id())));
+                }
+            }
+        }
+        if let (Display::Flags(named), true) = (f.display, plain_unsigned) {
+            let width_bits = f.ty.width().unwrap_or(0) * 8;
+            let max = if width_bits >= 32 { u32::MAX } else { (1u32 << width_bits) - 1 };
+            let parent = if bits_prefix.is_empty() { name.clone() } else { bits_prefix.to_string() };
+            let mut bits = Vec::new();
+            for flag in named.iter().filter(|n| n.value != 0 && n.value & !max == 0) {
+                let bit_abbrev = self.unique(format!("{parent}.{}", flag.name));
+                let ctor = if flag.value.count_ones() == 1 {
+                    format!(
+                        "ProtoField.bool({}, {}, {width_bits}, nil, 0x{:X})",
+                        lua_str(&bit_abbrev),
+                        lua_str(flag.name),
+                        flag.value
+                    )
+                } else {
+                    format!(
+                        "ProtoField.{}({}, {}, base.DEC, nil, 0x{:X})",
+                        int_ctor(f.ty),
+                        lua_str(&bit_abbrev),
+                        lua_str(flag.name),
+                        flag.value
+                    )
+                };
+                bits.push(format!("reg({ctor})"));
+            }
+            if !bits.is_empty() {
+                desc.push(format!("bits = {{ {} }}", bits.join(", ")));
             }
         }
         let _ = writeln!(self.fields, "F[{}] = {{ {} }}", lua_str(&name), desc.join(", "));
