@@ -30,18 +30,27 @@ pub enum Format {
     Json,
 }
 
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CatalogFormat {
+    Text,
+    Json,
+    Markdown,
+}
+
 /// Options shared by the commands that read captures.
 #[derive(clap::Args, Clone)]
 pub struct ReadOpts {
     /// Snapshot field profile (TOML) replacing the document's mask-bit table.
     #[arg(long, value_name = "FILE")]
-    profile: Option<PathBuf>,
+    pub profile: Option<PathBuf>,
     /// Only datagrams to or from this UDP port (default: any port, found by magic bytes).
     #[arg(long)]
-    port: Option<u16>,
+    pub port: Option<u16>,
     /// No progress bar.
     #[arg(short, long)]
-    quiet: bool,
+    pub quiet: bool,
+    #[command(flatten)]
+    pub analysis: report::stats::AnalysisOpts,
 }
 
 #[derive(Subcommand)]
@@ -82,10 +91,14 @@ enum Command {
         #[command(flatten)]
         read: ReadOpts,
     },
+    /// Per-conversation session analysis: handshake, rates, round trips, loss, LevelInit.
+    Stats(report::stats::StatsArgs),
+    /// Judge captures for CI: exit 0 clean, 1 when a finding reaches --fail-on, 2 on errors.
+    Check(report::check::CheckArgs),
     /// List the catalog of violations.
     Violations {
         #[arg(long, value_enum, default_value = "text")]
-        format: Format,
+        format: CatalogFormat,
     },
     /// Write the Wireshark Lua dissector generated from the protocol description.
     Dissector {
@@ -108,7 +121,7 @@ enum Command {
     },
 }
 
-const SUBCOMMANDS: &[&str] = &["summary", "packets", "export", "violations", "dissector", "generate", "help"];
+const SUBCOMMANDS: &[&str] = &["summary", "stats", "check", "packets", "export", "violations", "dissector", "generate", "help"];
 
 /// Runs the command line; `rtype-inspect FILE` means `rtype-inspect summary FILE`.
 pub fn main() -> ExitCode {
@@ -163,15 +176,18 @@ fn run(command: Command) -> Result<ExitCode, String> {
             read_capture(&file, &read, &mut export)?;
             quiet_on_broken_pipe(export.error)
         }
+        Command::Stats(args) => report::stats::run(args),
+        Command::Check(args) => report::check::run(args),
         Command::Violations { format } => {
             let text = match format {
-                Format::Json => serde_json::to_string_pretty(CATALOG).unwrap_or_default() + "\n",
-                Format::Text => report::catalog::text(),
+                CatalogFormat::Json => serde_json::to_string_pretty(CATALOG).unwrap_or_default() + "\n",
+                CatalogFormat::Text => report::catalog::text(),
+                CatalogFormat::Markdown => report::catalog::markdown(),
             };
             write_stdout(text.as_bytes())
         }
         Command::Dissector { output, profile } => {
-            let lua = { let _ = load_profile(profile.as_deref())?; String::new() };
+            let lua = report::lua::generate(&load_profile(profile.as_deref())?);
             match output {
                 Some(path) => std::fs::write(&path, lua).map_err(|e| format!("{}: {e}", path.display()))?,
                 None => return write_stdout(lua.as_bytes()),
@@ -180,8 +196,8 @@ fn run(command: Command) -> Result<ExitCode, String> {
         }
         Command::Generate { all, large, output } => {
             let result = match (all, large, output) {
-                (Some(dir), None, None) => {let _=dir; Ok(())},
-                (None, Some(n), Some(out)) => {let _=(out,n); Ok::<(),std::io::Error>(())},
+                (Some(dir), None, None) => crate::samplegen::scenarios::write_all(&dir),
+                (None, Some(n), Some(out)) => crate::samplegen::generate_large(&out, n, 4),
                 _ => return Err("generate takes --all DIR, or --large N --output FILE".into()),
             };
             result.map_err(|e| e.to_string())?;
@@ -199,7 +215,8 @@ pub fn read_capture<S: Sink>(file: &Path, opts: &ReadOpts, sink: &mut S) -> Resu
     let profile = load_profile(opts.profile.as_deref())?;
     let mut reader = CaptureReader::open(file).map_err(|e| e.to_string())?;
     let progress = (!opts.quiet && std::io::stderr().is_terminal()).then(|| progress_bar(file, &reader));
-    let result = Pipeline::new(profile, opts.port).run(&mut reader, sink);
+    let analysis = opts.analysis.config()?;
+    let result = Pipeline::new(profile, opts.port).with_analysis(analysis).run(&mut reader, sink);
     if let Some((bar, stop)) = progress {
         stop.store(true, Ordering::Relaxed);
         bar.finish_and_clear();
