@@ -1,6 +1,8 @@
 //! Datagrams: which dialect a UDP payload speaks (by its first bytes), and each dialect's
 //! header, integrity and compression checks.
 
+pub mod rt;
+pub mod rtnp;
 pub mod rtype;
 
 /// The protocol dialects, told apart by their first bytes.
@@ -8,17 +10,51 @@ pub mod rtype;
 pub enum Dialect {
     /// Document 002/001: magic `A3 5F C8 1D`.
     Rtype,
+    /// Document 003: magic 0x5254, `52 54` big-endian as documented or `54 52` little-endian.
+    Rt,
+    /// Document 004: a JSON object (`{`), a Cap'n Proto single-segment message
+    /// (`00 00 00 00`, a plausible word count, a struct pointer), or a bare `PING` / `PONG`.
+    Rtnp,
 }
 
 impl Dialect {
     pub const fn name(self) -> &'static str {
         match self {
             Dialect::Rtype => "rtype",
+            Dialect::Rt => "rt",
+            Dialect::Rtnp => "rtnp",
         }
     }
 
     /// The dialect whose magic starts `payload`, if any. New dialects plug in here.
     pub fn detect(payload: &[u8]) -> Option<Dialect> {
-        payload.starts_with(&crate::proto::rtype::MAGIC).then_some(Dialect::Rtype)
+        if payload.starts_with(&crate::proto::rtype::MAGIC) {
+            Some(Dialect::Rtype)
+        } else if rt::endian_of(payload).is_some() {
+            Some(Dialect::Rt)
+        } else if rtnp::looks_like(payload) {
+            Some(Dialect::Rtnp)
+        } else {
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn detection_by_first_bytes() {
+        assert_eq!(Dialect::detect(&[0xA3, 0x5F, 0xC8, 0x1D, 1]), Some(Dialect::Rtype));
+        assert_eq!(Dialect::detect(b"RT\x01\x00"), Some(Dialect::Rt));
+        assert_eq!(Dialect::detect(b"TR\x10\x01"), Some(Dialect::Rt));
+        assert_eq!(Dialect::detect(b"{\"type\":\"snapshot\"}"), Some(Dialect::Rtnp));
+        assert_eq!(Dialect::detect(b"PING"), Some(Dialect::Rtnp));
+        let envelope = [0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0x2a, 0, 0, 0, b'P', b'I', b'N', b'G', 0, 0, 0, 0];
+        assert_eq!(Dialect::detect(&envelope), Some(Dialect::Rtnp));
+        assert_eq!(Dialect::detect(&[0; 32]), None);
+        assert_eq!(Dialect::detect(b"R"), None);
+        assert_eq!(Dialect::detect(b"GET / HTTP/1.1"), None);
     }
 }

@@ -4,17 +4,20 @@
 //! Buffers (decompression scratch, findings) are reused across datagrams: steady traffic
 //! allocates nothing per datagram. Each dialect's part of the pipeline is in its own file.
 
+mod rt_arm;
+mod rtnp_arm;
 mod rtype_arm;
 
 use std::net::SocketAddr;
 
 use crate::capture::{self, CaptureInfo, Defragmenter, Frame, LinkOutcome, ReadEnd};
-use crate::datagram::{rtype, Dialect};
+use crate::datagram::{rt, rtnp, rtype, Dialect};
 use crate::message::{Detail, Facts, Finding, Visitor};
 use crate::proto::profile::Profile;
 use crate::proto::rtype as desc;
 use crate::proto::schema::Group;
 use crate::proto::{Direction, Message, Rule};
+use crate::session::analysis::{self, Analysis};
 use crate::session::chunks::{ChunkSets, Closed};
 use crate::session::Conversations;
 
@@ -53,6 +56,9 @@ pub struct DatagramEvent<'a> {
 #[derive(Clone, Copy, Debug)]
 pub enum Decoded<'a> {
     Rtype(rtype::Datagram<'a>),
+    Rt(rt::Datagram<'a>),
+    /// An rtnp message: its framing, its text (when UTF-8), and its JSON (when it parsed), whole.
+    Rtnp { framing: rtnp::Framing, text: Option<&'a str>, json: Option<&'a serde_json::Value> },
 }
 
 impl DatagramEvent<'_> {
@@ -60,14 +66,15 @@ impl DatagramEvent<'_> {
     pub fn crc_failed(&self) -> bool {
         match self.decoded {
             Some(Decoded::Rtype(d)) => !d.crc_ok(),
-            None => false,
+            Some(Decoded::Rt(_) | Decoded::Rtnp { .. }) | None => false,
         }
     }
     /// Whether the payload was compressed on the wire.
     pub fn compressed(&self) -> bool {
         match self.decoded {
             Some(Decoded::Rtype(d)) => d.header.compressed(),
-            None => false,
+            Some(Decoded::Rt(d)) => d.header.compressed(),
+            Some(Decoded::Rtnp { .. }) | None => false,
         }
     }
 }
@@ -114,6 +121,8 @@ pub struct RunEnd<'a> {
     pub last_ts: Option<i64>,
     pub conversations: &'a Conversations,
     pub snapshots_reassembled: u64,
+    /// Per-conversation session analysis (handshake, rates, RTT, loss...).
+    pub analysis: &'a Analysis,
 }
 
 /// Where decoded traffic goes: a report.
@@ -146,11 +155,14 @@ struct State {
     findings: Vec<Finding>,
     closed: Vec<Closed>,
     conversations: Conversations,
+    analysis: Analysis,
     chunks: ChunkSets,
     defrag: Defragmenter,
     counts: FrameCounts,
     first_ts: Option<i64>,
     last_ts: Option<i64>,
+    rt: rt_arm::RtState,
+    rtnp: rtnp_arm::RtnpState,
 }
 
 impl Pipeline {
@@ -161,12 +173,21 @@ impl Pipeline {
             findings: Vec::with_capacity(64),
             closed: Vec::new(),
             conversations: Conversations::default(),
+            analysis: Analysis::default(),
             chunks: ChunkSets::default(),
             defrag: Defragmenter::new(),
             counts: FrameCounts::default(),
             first_ts: None,
             last_ts: None,
+            rt: rt_arm::RtState::default(),
+            rtnp: rtnp_arm::RtnpState::default(),
         } }
+    }
+
+    /// Judges sessions against `config` (nominal snapshot rate) instead of the defaults.
+    pub fn with_analysis(mut self, config: analysis::Config) -> Pipeline {
+        self.state.analysis = Analysis::new(config);
+        self
     }
 
     /// Reads a whole capture into `sink`.
@@ -179,6 +200,8 @@ impl Pipeline {
         }
         self.state.chunks.finish(&mut self.state.closed);
         self.state.flush_closed(sink);
+        self.state.rt_finish(sink);
+        self.state.analysis.finish(&mut |f| sink.loose(&f));
         let stats = self.state.defrag.stats();
         self.state.counts.reassembled_fragments = stats.reassembled;
         sink.end(&RunEnd {
@@ -189,6 +212,7 @@ impl Pipeline {
             last_ts: self.state.last_ts,
             conversations: &self.state.conversations,
             snapshots_reassembled: self.state.chunks.completed,
+            analysis: &self.state.analysis,
         });
         Ok(())
     }
@@ -244,6 +268,8 @@ impl State {
         self.findings.clear();
         match dialect {
             Dialect::Rtype => self.rtype(scratch, frame, ts_nanos, src, dst, bytes, sink),
+            Dialect::Rt => self.rt(frame, ts_nanos, src, dst, bytes, sink),
+            Dialect::Rtnp => self.rtnp(frame, ts_nanos, src, dst, bytes, sink),
         }
         self.flush_closed(sink);
     }

@@ -92,6 +92,7 @@ impl State {
             findings: &self.findings,
         };
         sink.datagram(&event);
+        self.analysis.observe(&event, &mut |f| sink.loose(&f));
         if let Some(Reassembled { tick, chunks, first_frame, payload }) = reassembled {
             let snapshot = desc::message(desc::SNAPSHOT).expect("SERVER_SNAPSHOT is described");
             let archetypes = self.conversations.get(conversation).map_or(&[][..], |c| &c.archetypes[..]);

@@ -2,6 +2,8 @@
 //! field profiles, and the catalog of rules. Everything else reads these; nothing restates them.
 
 pub mod profile;
+pub mod rt;
+pub mod rtnp;
 pub mod rtype;
 pub mod rules;
 pub mod schema;

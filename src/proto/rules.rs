@@ -140,6 +140,104 @@ rules! {
         "a chunk set never completed: chunks were missing when it was closed";
     RtypeChunkLimit = "rtype.chunk.limit", Warning, "SECURITY.md",
         "too many chunk sets open at once, or a set grew too large; the oldest was closed";
+    // rt datagram (document 003).
+    RtByteOrder = "rt.byte-order", Error, "003 Serialization Format",
+        "little-endian traffic (magic bytes 54 52): the document sends every integer big-endian; decoded little-endian (reported once per conversation)";
+    RtShort = "rt.header.short", Error, "003 Packet Header",
+        "datagram shorter than the 12-byte header";
+    RtPacketType = "rt.header.packet-type", Error, "003 Packet Header",
+        "packet type outside the valid range 0x01-0x7F";
+    RtReservedFlags = "rt.header.reserved-flags", Warning, "003 Packet Flags",
+        "flag bits 5-7, reserved for future use, are set";
+    RtOpaquePayload = "rt.payload.opaque", Info, "003 Packet Flags",
+        "COMPRESSED, ENCRYPTED or FRAGMENTED flag set: the document defines no algorithm or format, so the payload is shown as bytes";
+    RtDatagramSize = "rt.datagram.size", Error, "003 Packet Structure",
+        "payload larger than the 1188 bytes the document allows";
+    // rt messages.
+    RtUnknownType = "rt.message.unknown-type", Warning, "003 Packet Types",
+        "packet type not defined by the document; shown as bytes";
+    RtUndocumentedType = "rt.message.undocumented-type", Warning, "003 Packet Types",
+        "packet type real servers use (0x11 PLAYER_IS_READY, 0x12 PLAYER_NOT_READY) that the document does not define";
+    RtDirection = "rt.message.direction", Warning, "003 Packet Types",
+        "message sent by the side the document does not name as its sender";
+    RtTruncated = "rt.message.truncated", Error, "003 Packet Types",
+        "payload ends inside a field";
+    RtTrailing = "rt.message.trailing", Warning, "003 Packet Types",
+        "bytes left after the message's last field";
+    RtSize = "rt.message.size", Error, "003 Packet Types",
+        "wrong payload size for a fixed-size message";
+    RtUtf8 = "rt.string.utf8", Warning, "003 Packet Types",
+        "a text field is not valid UTF-8; shown as bytes";
+    RtUnknownComponent = "rt.component.undescribed", Info, "003 ECS Component System",
+        "component type whose data structure the document does not give; its data is shown as bytes";
+    RtSnapshotNoWorldTick = "rt.snapshot.no-world-tick", Warning, "003 Component Snapshots",
+        "component snapshot without world_tick (u16 count, then entries; the tick is in the header's sequence number)";
+    RtInput10Byte = "rt.input.10-byte", Warning, "003 PLAYER_INPUT",
+        "PLAYER_INPUT payload of 10 bytes with signed aim, not the document's 24-byte packet";
+    RtAckNoClientId = "rt.ack.no-client-id", Warning, "003 ACKNOWLEDGMENT",
+        "ACKNOWLEDGMENT without client_id";
+    RtPingNoClientId = "rt.ping.no-client-id", Warning, "003 PING",
+        "PING without client_id";
+    RtConnectHeaderCopy = "rt.connect.header-copy", Warning, "003 CLIENT_CONNECT",
+        "CLIENT_CONNECT payload is the whole 49-byte struct, starting with a second copy of the header";
+    RtDisconnectUnreliable = "rt.disconnect.unreliable", Error, "003 CLIENT_DISCONNECT",
+        "CLIENT_DISCONNECT without FLAG_RELIABLE, which it MUST have";
+    RtReliableFlagMissing = "rt.reliable.flag-missing", Warning, "003 Packet Types",
+        "message the document marks FLAG_RELIABLE sent without the flag";
+    RtUnacknowledged = "rt.reliable.unacknowledged", Error, "003 Reliability Mechanism",
+        "RELIABLE packets never acknowledged in the conversation; they MUST be (one finding per conversation, with the count)";
+    // rtnp (document 004).
+    RtnpEnvelope = "rtnp.envelope.malformed", Error, "004 §5.3, spec-notes A",
+        "Cap'n Proto envelope is not one segment holding a struct whose first pointer is a NUL-terminated Text";
+    RtnpDatagramSize = "rtnp.datagram.size", Error, "004 §4.3",
+        "datagram larger than 8192 bytes, which it MUST NOT be";
+    RtnpJsonInvalid = "rtnp.json.invalid", Error, "004 §5.2",
+        "message is not a valid UTF-8 JSON object; shown as text";
+    RtnpJsonLimit = "rtnp.json.limit", Warning, "SECURITY.md",
+        "JSON over 64 KiB or nested deeper than 32 levels: not parsed, shown as text";
+    RtnpJsonNonAscii = "rtnp.json.non-ascii", Error, "004 §5.4",
+        "raw non-ASCII characters in the JSON text; they MUST be written as escape sequences";
+    RtnpKeepaliveText = "rtnp.keepalive.not-json", Error, "004 §5.2",
+        "bare PING / PONG text instead of a JSON message; every message MUST be a JSON object";
+    RtnpTypeMissing = "rtnp.type.missing", Error, "004 §5.2",
+        "message has no string \"type\" field";
+    RtnpTypeNotFirst = "rtnp.type-not-first", Error, "004 §5.2",
+        "\"type\" is not the first field of the JSON object (real servers sort keys alphabetically)";
+    RtnpUnknownType = "rtnp.message.unknown-type", Warning, "004 §6.1",
+        "message type the document does not define; decoded generically";
+    RtnpDirection = "rtnp.message.direction", Error, "004 §6",
+        "message sent in the direction the document does not allow";
+    RtnpMissingField = "rtnp.schema.missing-field", Error, "004 Appendix B",
+        "a field the message's schema requires is missing (once per field path and message)";
+    RtnpWrongType = "rtnp.schema.wrong-type", Error, "004 Appendix B",
+        "a field has another JSON type than the schema's (once per field path and message)";
+    RtnpRange = "rtnp.schema.range", Error, "004 Appendix B",
+        "a number is below the schema's minimum";
+    RtnpEpochMissing = "rtnp.epoch.missing", Error, "004 §6.4, §8.5",
+        "snapshot without the epoch field it MUST carry";
+    RtnpEpochSequence = "rtnp.epoch.sequence", Error, "004 §6.4, §8.5",
+        "snapshot epoch is not the previous one + 1";
+    RtnpClientId = "rtnp.client-id.mismatch", Error, "004 §6.3",
+        "client_id differs from the one assign_id gave the client";
+    RtnpPlayerName = "rtnp.player-name.length", Error, "004 §6.5",
+        "player_name is not 1 to 32 characters long";
+    RtnpClientSilent = "rtnp.client.silent", Error, "004 §7.3, §9.1",
+        "the server kept sending to a client silent for over 30 s; it MUST drop clients inactive for 30 s";
+    // Sessions (src/session/analysis.rs), judged per conversation.
+    SessionHandshakeOrder = "session.handshake-order", Warning, "002 §5",
+        "a message came before the handshake step it needs (e.g. CLIENT_INPUT before JOIN_ACCEPT, SNAPSHOT before GAME_START)";
+    SessionLevelInitUnacknowledged = "session.levelinit-unacknowledged", Warning, "spec-notes A, 001 §9",
+        "LevelInit was never acknowledged (CLIENT_ACKNOWLEDGE with messageType 0x30) within the capture";
+    SessionLevelInitNotRetried = "session.levelinit-not-retried", Warning, "001 §9",
+        "LevelInit went unacknowledged and was not sent again; it SHOULD be retried until acknowledged";
+    SessionTickBackwards = "session.tick-backwards", Warning, "002 §3, 001 §4",
+        "a snapshot's tick is below one already seen in the conversation (reordered, or the tick restarted)";
+    SessionSnapshotRate = "session.snapshot-rate", Warning, "002 §6.1",
+        "snapshot rate far from nominal (default 60 Hz ± 20 %, judged from 20 snapshot ticks)";
+    SessionAfterDisconnect = "session.after-disconnect", Warning, "002 §5",
+        "traffic after DISCONNECT (or KICK, BAN, SERVER_DISCONNECT), beyond 100 ms of datagrams in flight";
+    SessionDuplicateDatagram = "session.duplicate-datagram", Warning, "spec-notes B",
+        "the same datagram, byte for byte, sent again within 100 ms in the same direction";
 }
 
 impl Rule {

@@ -153,6 +153,24 @@ impl<W: Write> Sink for Export<W> {
                     d.crc_ok()
                 );
             }
+            Some(Decoded::Rt(_)) => {}
+            // rtnp has no described fields: its header is the framing, its fields the JSON message
+            // whole (or its text, when it is not JSON).
+            Some(Decoded::Rtnp { framing, text, json }) => {
+                let _ = write!(line, ",\"header\":{{\"framing\":\"{}\"}}", framing.name());
+                match (json, text) {
+                    (Some(json), _) => {
+                        line.push_str(",\"fields\":");
+                        line.push_str(&json.to_string());
+                    }
+                    (None, Some(text)) => {
+                        line.push_str(",\"fields\":{\"text\":");
+                        json_str(line, text);
+                        line.push('}');
+                    }
+                    (None, None) => {}
+                }
+            }
             None => {}
         }
         line.push_str(self.fields.finish());

@@ -116,9 +116,13 @@ impl<'p> Gen<'p> {
 
     /// Constants, rules, experts, value strings, ProtoFields, field descriptors and header layouts.
     fn declarations(&mut self, out: &mut String, headers: &str) {
-        out.push_str("-- ---------------------------------------------------------------------------------------------\n");
+        out.push_str(
+            "-- ---------------------------------------------------------------------------------------------\n",
+        );
         out.push_str("-- Generated from the protocol description.\n");
-        out.push_str("-- ---------------------------------------------------------------------------------------------\n");
+        out.push_str(
+            "-- ---------------------------------------------------------------------------------------------\n",
+        );
         let magic = u32::from_be_bytes(MAGIC);
         let _ = writeln!(
             out,
@@ -257,10 +261,14 @@ impl<'p> Gen<'p> {
     fn message_code(&mut self) -> String {
         let mut text = String::new();
         let out = &mut text;
-        out.push_str("-- ---------------------------------------------------------------------------------------------\n");
+        out.push_str(
+            "-- ---------------------------------------------------------------------------------------------\n",
+        );
         out.push_str("-- Message layouts, compiled from the protocol description (one function per layout).\n");
         out.push_str("-- Each returns true when its nodes were all read, false when the walk stopped.\n");
-        out.push_str("-- ---------------------------------------------------------------------------------------------\n");
+        out.push_str(
+            "-- ---------------------------------------------------------------------------------------------\n",
+        );
         out.push_str("local MSG = {}\n");
         for m in MESSAGES {
             let prefix = format!("{PROTO}.{}", m.short);
@@ -328,13 +336,24 @@ impl<'p> Gen<'p> {
                     let _ = writeln!(out, "{p}    local {n} = rd(c, {t}, F[{}])", lua_str(&abbrev));
                     let _ = writeln!(out, "{p}    if {n} == nil then return false end");
                     if count.role == Role::EntityCount {
-                        let _ = writeln!(out, "{p}    if c.entities_at == nil then c.entity_count, c.entities_at = {n}, c.pos end");
+                        let _ = writeln!(
+                            out,
+                            "{p}    if c.entities_at == nil then c.entity_count, c.entities_at = {n}, c.pos end"
+                        );
                     }
                     let _ = writeln!(out, "{p}    c.prev = nil");
-                    let _ = writeln!(out, "{p}    local {l} = open(c, {t}, {} .. \" [\" .. {n} .. \"]\")", lua_str(item.name));
+                    let _ = writeln!(
+                        out,
+                        "{p}    local {l} = open(c, {t}, {} .. {n} .. \"]\")",
+                        lua_str(&format!("{} [", item.name))
+                    );
                     let _ = writeln!(out, "{p}    local {tl} = {l} and {l}.item");
                     let _ = writeln!(out, "{p}    for {i} = 0, {n} - 1 do");
-                    let _ = writeln!(out, "{p}        local {g} = open(c, {tl}, {} .. {i})", lua_str(&format!("{} ", item.label)));
+                    let _ = writeln!(
+                        out,
+                        "{p}        local {g} = open(c, {tl}, {} .. {i})",
+                        lua_str(&format!("{} ", item.label))
+                    );
                     let _ = writeln!(out, "{p}        local {ti} = {g} and {g}.item");
                     let inner = format!("{prefix}.{}", item.filter);
                     self.nodes(out, item.nodes, &inner, &ti, indent + 2, depth + 1);
@@ -358,7 +377,8 @@ impl<'p> Gen<'p> {
                         self.nodes(out, case.group.nodes, &inner, &ti, indent + 2, depth + 1);
                         let _ = writeln!(out, "{p}        close(c, {g})");
                     }
-                    let call = format!("return unknown_case(c, {t}, {}, {v}, {})", lua_str(tag.name), lua_str(unknown.id()));
+                    let call =
+                        format!("return unknown_case(c, {t}, {}, {v}, {})", lua_str(tag.name), lua_str(unknown.id()));
                     if cases.is_empty() {
                         let _ = writeln!(out, "{p}    {call}");
                     } else {
@@ -374,13 +394,19 @@ impl<'p> Gen<'p> {
                         match self.profile.bits[bit] {
                             BitSlot::Field(f) => {
                                 let abbrev = self.declare(format!("{prefix}.{}", f.name), f, "");
-                                let _ = writeln!(out, "{test} if rd(c, {t}, F[{}]) == nil then return false end end", lua_str(&abbrev));
+                                let _ = writeln!(
+                                    out,
+                                    "{test} if rd(c, {t}, F[{}]) == nil then return false end end",
+                                    lua_str(&abbrev)
+                                );
                             }
                             BitSlot::Reserved => {
-                                let _ = writeln!(out, "{test} return unknown_bit(c, {t}, {bit}, RULE.reserved_bit) end");
+                                let _ =
+                                    writeln!(out, "{test} return unknown_bit(c, {t}, {bit}, RULE.reserved_bit) end");
                             }
                             BitSlot::Undefined => {
-                                let _ = writeln!(out, "{test} return unknown_bit(c, {t}, {bit}, RULE.undefined_bit) end");
+                                let _ =
+                                    writeln!(out, "{test} return unknown_bit(c, {t}, {bit}, RULE.undefined_bit) end");
                             }
                         }
                     }

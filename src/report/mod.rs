@@ -1,6 +1,9 @@
 //! Reports: tables, JSON, check, and the Lua dissector.
 
 pub mod catalog;
+pub mod check;
+pub mod junit;
+pub mod stats;
 pub mod lua;
 pub mod summary;
 pub mod table;

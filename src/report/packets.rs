@@ -130,12 +130,33 @@ fn fit(line: &mut String, from: usize, width: usize) {
 fn findings_block(line: &mut String, findings: &[Finding], indent: &str) {
     for f in findings {
         let info = f.rule.info();
-        let _ = writeln!(line, "{indent}{} {} @{}: {} ({})", info.severity.name(), info.id, f.at, info.summary, info.section);
+        let _ = writeln!(line, "{indent}{} {} @{} ({})", info.severity.name(), info.id, f.at, info.section);
         let detail = render::detail(f);
-        if !detail.is_empty() {
-            let _ = writeln!(line, "{indent}  {detail}");
-        }
+        let text = if detail.is_empty() { info.summary.to_string() } else { format!("{}: {detail}", info.summary) };
+        wrap(line, &text, &format!("{indent}  "), WIDTH as usize);
     }
+}
+
+/// Appends `text` as lines of at most `width` characters, each starting with `indent`.
+fn wrap(out: &mut String, text: &str, indent: &str, width: usize) {
+    let mut column = 0;
+    for word in text.split(' ') {
+        let len = word.chars().count();
+        if column > 0 && column + 1 + len > width {
+            out.push('\n');
+            column = 0;
+        }
+        if column == 0 {
+            out.push_str(indent);
+            column = indent.chars().count();
+        } else {
+            out.push(' ');
+            column += 1;
+        }
+        out.push_str(word);
+        column += len;
+    }
+    out.push('\n');
 }
 
 /// A classic hex dump: offset, 16 bytes, ASCII.
@@ -211,8 +232,20 @@ impl<W: Write> Sink for Packets<W> {
                     let _ = write!(line, ", LZ4 {} → {} bytes", d.wire_payload.len(), e.payload.map_or(0, <[u8]>::len));
                 }
             }
+            if let Some(Decoded::Rt(d)) = e.decoded {
+                let little = d.header.endian() == crate::message::Endian::Little;
+                line.push_str(if little { ", little-endian" } else { ", big-endian" });
+            }
             line.push('\n');
             line.push_str(&self.fields.tree.out);
+            // rtnp messages are JSON, shown whole rather than field by field.
+            if let Some(Decoded::Rtnp { framing, text, json }) = e.decoded {
+                let _ = writeln!(line, "  Message ({})", framing.name());
+                let shown = json.and_then(|j| serde_json::to_string_pretty(j).ok());
+                for l in shown.as_deref().or(text).unwrap_or("(not UTF-8)").lines() {
+                    let _ = writeln!(line, "    {l}");
+                }
+            }
             if !e.findings.is_empty() {
                 line.push_str("  Violations\n");
                 findings_block(line, e.findings, "    ");

@@ -131,6 +131,8 @@ pub fn text_value(out: &mut String, field: &Field, value: Value<'_>, message_nam
 pub fn message_name(dialect: Dialect, code: u64) -> Option<&'static str> {
     match dialect {
         Dialect::Rtype => u8::try_from(code).ok().and_then(crate::proto::rtype::message).map(|m| m.name),
+        Dialect::Rt => u8::try_from(code).ok().and_then(crate::proto::rt::message).map(|m| m.name),
+        Dialect::Rtnp => None,
     }
 }
 

@@ -18,32 +18,46 @@ pub struct RuleCount {
     pub first_frame: u64,
 }
 
-/// Findings per rule, in catalog order.
+/// Frames remembered per rule (for `check`'s lists of where a rule broke); the count goes on.
+pub const MAX_FRAMES: usize = 20;
+
+/// Findings per rule, in catalog order, with the first [`MAX_FRAMES`] distinct frames of each.
 #[derive(Clone, Debug)]
-pub struct RuleCounts(Vec<RuleCount>);
+pub struct RuleCounts {
+    counts: Vec<RuleCount>,
+    frames: Vec<Vec<u64>>,
+}
 
 impl Default for RuleCounts {
     fn default() -> Self {
-        RuleCounts(vec![RuleCount::default(); Rule::ALL.len()])
+        RuleCounts { counts: vec![RuleCount::default(); Rule::ALL.len()], frames: vec![Vec::new(); Rule::ALL.len()] }
     }
 }
 
 impl RuleCounts {
     pub fn add(&mut self, rule: Rule, frame: u64) {
-        let c = &mut self.0[rule as usize];
+        let c = &mut self.counts[rule as usize];
         if c.count == 0 {
             c.first_frame = frame;
         }
         c.count += 1;
+        let frames = &mut self.frames[rule as usize];
+        if frames.len() < MAX_FRAMES && frames.last() != Some(&frame) {
+            frames.push(frame);
+        }
     }
     /// Rules with at least one finding, most severe first, then by ID.
     pub fn present(&self) -> Vec<(Rule, RuleCount)> {
-        let mut v: Vec<_> = Rule::ALL.iter().map(|r| (*r, self.0[*r as usize])).filter(|(_, c)| c.count > 0).collect();
+        let mut v: Vec<_> = Rule::ALL.iter().map(|r| (*r, self.counts[*r as usize])).filter(|(_, c)| c.count > 0).collect();
         v.sort_by(|a, b| b.0.severity().cmp(&a.0.severity()).then(a.0.id().cmp(b.0.id())));
         v
     }
     pub fn get(&self, rule: Rule) -> RuleCount {
-        self.0[rule as usize]
+        self.counts[rule as usize]
+    }
+    /// The first distinct frames (at most [`MAX_FRAMES`]) where `rule` broke.
+    pub fn frames(&self, rule: Rule) -> &[u64] {
+        &self.frames[rule as usize]
     }
 }
 

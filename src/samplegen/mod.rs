@@ -15,6 +15,8 @@ mod clean;
 pub mod encode;
 mod large;
 pub mod pcap;
+pub mod rt;
+pub mod rtnp;
 pub mod rtype;
 pub mod scenarios;
 pub mod script;

@@ -280,6 +280,8 @@ fn samples_read_back_through_the_capture_layer() {
 /// which the datagram and message layers alone cannot show.
 const LATER_LAYERS: &[Rule] = &[
     Rule::CaptureTruncated,
+    // The datagram layer raises it per datagram; the session layer keeps one per conversation.
+    Rule::RtypeOldHeader,
     Rule::RtypeUnknownEntityType,
     Rule::RtypeChunkTotalZero,
     Rule::RtypeChunkIndex,

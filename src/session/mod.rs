@@ -1,6 +1,7 @@
 //! Sessions: which conversation a datagram belongs to, what each conversation announced
 //! (LevelInit archetypes), and the chunk sets being reassembled.
 
+pub mod analysis;
 pub mod chunks;
 
 use std::collections::HashMap;

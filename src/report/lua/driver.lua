@@ -96,6 +96,9 @@ local function show_reassembled(set, root)
     end
     rt:add(PF.reassembled_length, rtvb:len()):set_generated()
     local c = decode_message(REASSEMBLED, rtvb, 0, rtvb:len(), rt)
+    for _, fd in ipairs(c.findings) do
+        fd.detail = "in the reassembled snapshot" .. ((fd.detail and fd.detail ~= "") and ": " .. fd.detail or "")
+    end
     emit(rt, rtvb, 0, c.findings)
 end
 
@@ -151,7 +154,7 @@ local function dissect_datagram(tvb, pinfo, root)
     end
 
     if h ~= HEADERS[1] then
-        report(RULE.old_header, 0, h.len, sfmt("%d-byte header", h.len))
+        report(RULE.old_header, 0, h.len, "")
     end
     local payload_at, payload_end = h.len, n - C.CRC_LEN
     local wire_len = payload_end - payload_at

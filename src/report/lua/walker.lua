@@ -64,6 +64,28 @@ local function rd(c, t, f)
                 finding(c, RULE.utf8, at, 1 + l, f.name)
             end
         end
+    elseif f.ty == "text" or f.ty == "bytes" then
+        -- A fixed byte array: text up to the first NUL, or bytes.
+        local w = f.w
+        if c.len - c.pos < w then return truncated(c, f, w) end
+        local r = c.tvb(c.base + at, w)
+        c.pos = c.pos + w
+        raw = 0
+        if not c.silent then
+            if f.ty == "bytes" then
+                t:add(f.pf, r)
+            else
+                local s = r:raw()
+                local nul = s:find("\0", 1, true)
+                if nul then s = s:sub(1, nul - 1) end
+                if utf8_valid(s) then
+                    t:add(f.pf, r, s)
+                else
+                    t:add(f.pf, r, "<not UTF-8: " .. ByteArray.new(s, true):tohex() .. ">")
+                    finding(c, RULE.utf8, at, w, f.name)
+                end
+            end
+        end
     else
         local w = f.w
         if c.len - c.pos < w then return truncated(c, f, w) end
@@ -84,7 +106,7 @@ local function rd(c, t, f)
         if f.finite and not is_finite(value) then
             finding(c, f.finite, at, w, f.name)
         end
-        if f.ascending and f.ty == "f32" then
+        if f.ascending and (f.ty == "f32" or f.div) then
             if c.prev ~= nil and value < c.prev then
                 finding(c, f.ascending, at, w, sfmt("%s %g after %g", f.name, value, c.prev))
             end

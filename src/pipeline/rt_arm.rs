@@ -1,0 +1,297 @@
+//! The rt dialect's part of the pipeline: the header in the byte order of its magic, the payload
+//! decoded by the description, the direction from which side is the server (rt has no direction
+//! bit), and RELIABLE packets matched with ACKNOWLEDGMENTs.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::net::SocketAddr;
+
+use super::{DatagramEvent, Decoded, LooseFinding, Sink, State, HEADER_GROUP};
+use crate::datagram::{rt, Dialect};
+use crate::message::{decode_message, decode_nodes, Detail, Facts, Finding, Open, Value, Visitor};
+use crate::proto::rt as desc;
+use crate::proto::schema::{Field, Group, Role};
+use crate::proto::{Direction, Message, Rule};
+
+/// At most this many server endpoints are remembered; past it, direction falls back to guesses.
+const MAX_SERVERS: usize = 4096;
+/// Reliable packets awaiting an acknowledgment, per conversation: an ACK comes within the
+/// retransmit timeout (100-500 ms) or not at all, so older ones are counted as unacknowledged.
+const MAX_PENDING_PER_CONVERSATION: usize = 1024;
+/// Reliable packets awaiting an acknowledgment, over all conversations (16 bytes each).
+const MAX_PENDING: usize = 1 << 20;
+
+/// Server endpoints learned from the traffic: the side that received CLIENT_CONNECT or sent
+/// SERVER_ACCEPT (rt), or that a one-way message type names (rtnp). Bounded.
+#[derive(Debug, Default)]
+pub(super) struct Servers {
+    set: HashSet<SocketAddr>,
+}
+
+impl Servers {
+    /// The direction of a datagram from `src` to `dst`, when either is a known server.
+    pub(super) fn side(&self, src: SocketAddr, dst: SocketAddr) -> Option<Direction> {
+        if self.set.contains(&src) {
+            Some(Direction::ServerToClient)
+        } else if self.set.contains(&dst) {
+            Some(Direction::ClientToServer)
+        } else {
+            None
+        }
+    }
+
+    pub(super) fn learn(&mut self, server: SocketAddr) {
+        if self.set.len() < MAX_SERVERS {
+            self.set.insert(server);
+        }
+    }
+}
+
+/// The last resort for a datagram's direction: the lower port is the server's (well-known ports
+/// are low, clients' ephemeral ports high).
+pub(super) fn lower_port_is_server(src: SocketAddr, dst: SocketAddr) -> Direction {
+    if src.port() > dst.port() {
+        Direction::ClientToServer
+    } else {
+        Direction::ServerToClient
+    }
+}
+
+/// A reliable packet awaiting its acknowledgment.
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    direction: Direction,
+    sequence: u32,
+    frame: u64,
+}
+
+/// What one conversation's rt traffic has shown so far.
+#[derive(Debug, Default)]
+struct RtConversation {
+    byte_order_reported: bool,
+    pending: VecDeque<Pending>,
+    reliable: u64,
+    acknowledged: u64,
+    /// The first reliable packet that left the window unacknowledged.
+    first_expired: Option<u64>,
+}
+
+/// The rt arm's state across datagrams.
+#[derive(Debug, Default)]
+pub(super) struct RtState {
+    servers: Servers,
+    conversations: HashMap<u32, RtConversation>,
+    pending: usize,
+}
+
+impl RtState {
+    /// The datagram's direction, and whether it comes from a known server (so that the message
+    /// type's own direction can be judged against it).
+    fn direction(&mut self, src: SocketAddr, dst: SocketAddr, message: Option<&'static Message>) -> (Direction, bool) {
+        if let Some(direction) = self.servers.side(src, dst) {
+            return (direction, true);
+        }
+        match message {
+            Some(m) if m.code == desc::CLIENT_CONNECT => self.servers.learn(dst),
+            Some(m) if m.code == desc::SERVER_ACCEPT || m.code == desc::SERVER_REJECT => self.servers.learn(src),
+            _ => {}
+        }
+        let direction = match message {
+            Some(m) if !desc::both_ways(m.code) => m.direction,
+            _ => lower_port_is_server(src, dst),
+        };
+        (direction, false)
+    }
+
+    fn sent_reliable(&mut self, conversation: u32, pending: Pending) {
+        let c = self.conversations.entry(conversation).or_default();
+        c.reliable += 1;
+        if c.pending.len() >= MAX_PENDING_PER_CONVERSATION || (self.pending >= MAX_PENDING && !c.pending.is_empty()) {
+            if let Some(old) = c.pending.pop_front() {
+                c.first_expired.get_or_insert(old.frame);
+                self.pending -= 1;
+            }
+        }
+        if self.pending < MAX_PENDING {
+            c.pending.push_back(pending);
+            self.pending += 1;
+        } else {
+            c.first_expired.get_or_insert(pending.frame);
+        }
+    }
+
+    /// Matches an ACKNOWLEDGMENT sent in `direction` with the oldest pending packet of the other
+    /// direction that has the acknowledged sequence number.
+    fn acknowledged(&mut self, conversation: u32, direction: Direction, sequence: u32) {
+        let Some(c) = self.conversations.get_mut(&conversation) else { return };
+        if let Some(i) = c.pending.iter().position(|p| p.direction != direction && p.sequence == sequence) {
+            c.pending.remove(i);
+            c.acknowledged += 1;
+            self.pending -= 1;
+        }
+    }
+}
+
+impl State {
+    pub(super) fn rt<S: Sink>(&mut self, frame: u64, ts_nanos: i64, src: SocketAddr, dst: SocketAddr, bytes: &[u8], sink: &mut S) {
+        let parsed = rt::parse(bytes, &mut self.findings);
+        let message = parsed.and_then(|d| d.message);
+        let (direction, known) = self.rt.direction(src, dst, message);
+        let conversation = self.conversations.lookup(src, dst, direction, frame);
+        if let Some(m) = message.filter(|m| known && !desc::both_ways(m.code) && m.direction != direction) {
+            self.findings.push(Finding { rule: Rule::RtDirection, at: 2, detail: Detail::Value(m.code.into()) });
+        }
+        // The byte order is the document's rule broken by the whole conversation: say it once.
+        if self.findings.iter().any(|f| f.rule == Rule::RtByteOrder) {
+            let c = self.rt.conversations.entry(conversation).or_default();
+            if c.byte_order_reported {
+                self.findings.retain(|f| f.rule != Rule::RtByteOrder);
+            }
+            c.byte_order_reported = true;
+        }
+        sink.begin(&self.conversations, conversation);
+        let mut facts = Facts::default();
+        let mut acked = None;
+        if let Some(d) = &parsed {
+            let fields = sink.fields();
+            let endian = d.header.endian();
+            if S::Fields::WANTS_FIELDS {
+                fields.open(&HEADER_GROUP, Open::Case, 0);
+                decode_nodes(desc::HEADER, d.header.bytes(), endian, &self.profile, &rt::MESSAGE_RULES, fields);
+                fields.close(Open::Case);
+            }
+            match message {
+                Some(m) if d.decodable() && m.code == desc::ACKNOWLEDGMENT => {
+                    let mut ack = AckSequence { inner: fields, sequence: None };
+                    facts = decode_message(m, d.payload, d.payload_at, endian, &self.profile, &rt::MESSAGE_RULES, &mut ack, &mut self.findings);
+                    acked = ack.sequence;
+                }
+                Some(m) if d.decodable() => {
+                    facts = decode_message(m, d.payload, d.payload_at, endian, &self.profile, &rt::MESSAGE_RULES, fields, &mut self.findings);
+                }
+                _ if S::Fields::WANTS_FIELDS && !d.payload.is_empty() => fields.undecoded(0, d.payload),
+                _ => {}
+            }
+        }
+        let event = DatagramEvent {
+            frame,
+            ts_nanos,
+            src,
+            dst,
+            bytes,
+            dialect: Dialect::Rt,
+            conversation,
+            direction: Some(direction),
+            decoded: parsed.map(Decoded::Rt),
+            code: parsed.map(|d| d.header.packet_type()),
+            sequence: parsed.map(|d| d.header.sequence()),
+            tick: parsed.map(|d| d.header.timestamp()),
+            message,
+            name: message.map_or("UNKNOWN", |m| m.name),
+            payload: parsed.map(|d| d.payload),
+            facts,
+            findings: &self.findings,
+        };
+        sink.datagram(&event);
+        if let Some(d) = parsed {
+            if d.header.reliable() {
+                self.rt.sent_reliable(conversation, Pending { direction, sequence: d.header.sequence(), frame });
+            }
+            if let Some(sequence) = acked {
+                self.rt.acknowledged(conversation, direction, sequence);
+            }
+        }
+    }
+
+    /// At the end of the run: one finding per conversation whose reliable packets were not all
+    /// acknowledged, at the first one left unacknowledged, with how many of how many were.
+    pub(super) fn rt_finish<S: Sink>(&mut self, sink: &mut S) {
+        let mut ids: Vec<u32> = self.rt.conversations.keys().copied().collect();
+        ids.sort_unstable();
+        for conversation in ids {
+            let c = &self.rt.conversations[&conversation];
+            if c.acknowledged == c.reliable {
+                continue;
+            }
+            let first = c.first_expired.or(c.pending.front().map(|p| p.frame)).unwrap_or(0);
+            let detail = Detail::Sizes { expected: c.reliable, found: c.acknowledged };
+            let finding = Finding { rule: Rule::RtUnacknowledged, at: 0, detail };
+            sink.loose(&LooseFinding { frame: first, conversation, finding });
+        }
+    }
+}
+
+/// Passes fields on, keeping the acknowledged sequence number whole (the walker's facts keep
+/// rtype's 16-bit one).
+struct AckSequence<'a, V> {
+    inner: &'a mut V,
+    sequence: Option<u32>,
+}
+
+impl<V: Visitor> Visitor for AckSequence<'_, V> {
+    fn field(&mut self, field: &'static Field, at: usize, len: usize, value: Value<'_>) {
+        if field.role == Role::AckSequence {
+            self.sequence = value.as_u64().and_then(|v| u32::try_from(v).ok());
+        }
+        if V::WANTS_FIELDS {
+            self.inner.field(field, at, len, value);
+        }
+    }
+    fn open(&mut self, group: &'static Group, how: Open, at: usize) {
+        if V::WANTS_FIELDS {
+            self.inner.open(group, how, at);
+        }
+    }
+    fn close(&mut self, how: Open) {
+        if V::WANTS_FIELDS {
+            self.inner.close(how);
+        }
+    }
+    fn undecoded(&mut self, at: usize, bytes: &[u8]) {
+        if V::WANTS_FIELDS {
+            self.inner.undecoded(at, bytes);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addr(s: &str) -> SocketAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn direction_from_the_server_side() {
+        let mut state = RtState::default();
+        let (client, server) = (addr("127.0.0.1:49308"), addr("127.0.0.1:4242"));
+        let input = desc::message(desc::PLAYER_INPUT);
+        // Before the handshake, a both-ways type is judged by port.
+        assert_eq!(state.direction(server, client, input), (Direction::ServerToClient, false));
+        assert_eq!(state.direction(client, server, desc::message(desc::CLIENT_CONNECT)), (Direction::ClientToServer, false));
+        assert_eq!(state.direction(server, client, input), (Direction::ServerToClient, true));
+        assert_eq!(state.direction(client, server, input), (Direction::ClientToServer, true));
+        let high = addr("127.0.0.1:60000");
+        assert_eq!(state.direction(addr("127.0.0.1:1000"), high, None), (Direction::ServerToClient, false));
+    }
+
+    #[test]
+    fn reliable_packets_matched_and_bounded() {
+        let mut state = RtState::default();
+        let c2s = Direction::ClientToServer;
+        for seq in 0..3 {
+            state.sent_reliable(1, Pending { direction: c2s, sequence: seq, frame: u64::from(seq) + 10 });
+        }
+        // An ACK in the same direction acknowledges nothing; one in the other direction matches.
+        state.acknowledged(1, c2s, 1);
+        state.acknowledged(1, Direction::ServerToClient, 1);
+        let c = &state.conversations[&1];
+        assert_eq!((c.reliable, c.acknowledged, c.pending.len(), state.pending), (3, 1, 2, 2));
+        for seq in 0..(MAX_PENDING_PER_CONVERSATION as u32 + 5) {
+            state.sent_reliable(2, Pending { direction: c2s, sequence: seq, frame: u64::from(seq) });
+        }
+        let c = &state.conversations[&2];
+        assert_eq!((c.pending.len(), c.first_expired), (MAX_PENDING_PER_CONVERSATION, Some(0)));
+        assert_eq!(state.pending, 2 + MAX_PENDING_PER_CONVERSATION);
+    }
+}

@@ -1,0 +1,449 @@
+//! `rtype-inspect check FILE...`: judges captures for CI.
+//!
+//! Exit 0 when no finding reaches `--fail-on` (error by default), 1 when one does, 2 when a file
+//! cannot be read or the arguments (or the config file) are wrong; unreadable files do not stop
+//! the others from being judged and reported. A team adopts the check on an imperfect
+//! implementation by allowing rules (`--allow ID`, or the config file), then tightens it.
+//!
+//! The config file is `rtype-inspect.toml` in the working directory, or `--config FILE`:
+//!
+//! ```toml
+//! fail_on = "warning"                         # error (default), warning or info
+//! allow = ["rtype.pong.empty"]                # rule IDs whose findings never fail
+//! profile = "samples/profiles/x.toml"         # relative to the config file's directory
+//! snapshot_hz = 60                            # nominal snapshot rate
+//! snapshot_tolerance = 20                     # percent
+//! ```
+//!
+//! Unknown keys and unknown rule IDs are errors. Command-line options win over the file;
+//! allow-lists add up.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::ValueEnum;
+use serde::Deserialize;
+use serde_json::{json, Value as Json};
+
+use super::summary::{RuleCounts, MAX_FRAMES};
+use super::table;
+use crate::cli::{read_capture, write_stdout, ReadOpts};
+use crate::message::NoFields;
+use crate::pipeline::{DatagramEvent, LooseFinding, RunEnd, Sink};
+use crate::proto::profile::Profile;
+use crate::proto::{Rule, Severity};
+
+/// The config file looked for in the working directory.
+pub const CONFIG_FILE: &str = "rtype-inspect.toml";
+/// Frames listed per rule in the text report (JSON and JUnit list up to [`MAX_FRAMES`]).
+const TEXT_FRAMES: usize = 8;
+
+/// The lowest severity that fails the check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FailOn {
+    Error,
+    Warning,
+    Info,
+}
+
+impl FailOn {
+    fn severity(self) -> Severity {
+        match self {
+            FailOn::Error => Severity::Error,
+            FailOn::Warning => Severity::Warning,
+            FailOn::Info => Severity::Info,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CheckFormat {
+    /// Per file, a table of the rules with findings; then the tally.
+    Text,
+    /// One document: policy, result, and per file the findings with their frames.
+    Json,
+    /// JUnit XML: one test suite per file, one test case per rule of the catalog.
+    Junit,
+}
+
+/// Arguments of `rtype-inspect check`.
+#[derive(clap::Args)]
+pub struct CheckArgs {
+    /// Captures to judge, each on its own.
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<PathBuf>,
+    /// Lowest severity that fails the check [default: error, or the config file's fail_on].
+    #[arg(long, value_enum)]
+    fail_on: Option<FailOn>,
+    /// A rule ID whose findings never fail the check (repeatable).
+    #[arg(long = "allow", value_name = "ID")]
+    allow: Vec<String>,
+    /// Config file [default: rtype-inspect.toml in the working directory, when there is one].
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "text")]
+    format: CheckFormat,
+    #[command(flatten)]
+    read: ReadOpts,
+}
+
+/// The config file's keys.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigFile {
+    fail_on: Option<String>,
+    #[serde(default)]
+    allow: Vec<String>,
+    profile: Option<PathBuf>,
+    snapshot_hz: Option<f64>,
+    snapshot_tolerance: Option<f64>,
+}
+
+/// What the check judges by, once arguments and config file are merged.
+#[derive(Clone, Debug)]
+pub struct Policy {
+    pub fail_on: Severity,
+    /// Indexed by rule.
+    allowed: Vec<bool>,
+    /// The config file that was read, if any.
+    pub config: Option<PathBuf>,
+}
+
+impl Policy {
+    pub fn allowed(&self, rule: Rule) -> bool {
+        self.allowed[rule as usize]
+    }
+
+    /// Allowed rule IDs, in catalog order.
+    pub fn allowed_ids(&self) -> Vec<&'static str> {
+        Rule::ALL.iter().filter(|r| self.allowed(**r)).map(|r| r.id()).collect()
+    }
+
+    pub fn verdict(&self, rule: Rule, count: u64) -> Verdict {
+        if self.allowed(rule) {
+            Verdict::Allowed
+        } else if count == 0 {
+            Verdict::Pass
+        } else if rule.severity() >= self.fail_on {
+            Verdict::Fail
+        } else {
+            Verdict::Below
+        }
+    }
+}
+
+/// What became of one rule in one file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// No findings.
+    Pass,
+    /// Findings at or above fail-on.
+    Fail,
+    /// Findings below fail-on: reported, not failing.
+    Below,
+    /// Allowed: never fails, whatever its findings.
+    Allowed,
+}
+
+impl Verdict {
+    pub const fn name(self) -> &'static str {
+        match self {
+            Verdict::Pass => "pass",
+            Verdict::Fail => "fail",
+            Verdict::Below => "below fail-on",
+            Verdict::Allowed => "allowed",
+        }
+    }
+}
+
+/// Counts findings per rule, keeping the first frames of each.
+#[derive(Default)]
+pub struct Judge {
+    pub rules: RuleCounts,
+    no_fields: NoFields,
+}
+
+impl Sink for Judge {
+    type Fields = NoFields;
+    fn fields(&mut self) -> &mut NoFields {
+        &mut self.no_fields
+    }
+    fn datagram(&mut self, e: &DatagramEvent<'_>) {
+        for f in e.findings {
+            self.rules.add(f.rule, e.frame);
+        }
+    }
+    fn loose(&mut self, f: &LooseFinding) {
+        self.rules.add(f.finding.rule, f.frame);
+    }
+    fn end(&mut self, _: &RunEnd<'_>) {}
+}
+
+/// One judged file: its findings, or why it could not be read.
+pub struct FileResult {
+    pub path: String,
+    pub outcome: Result<RuleCounts, String>,
+}
+
+impl FileResult {
+    /// 0 passed, 1 failed, 2 unreadable.
+    pub fn exit_code(&self, policy: &Policy) -> u8 {
+        match &self.outcome {
+            Err(_) => 2,
+            Ok(counts) => u8::from(Rule::ALL.iter().any(|r| policy.verdict(*r, counts.get(*r).count) == Verdict::Fail)),
+        }
+    }
+}
+
+/// Runs `rtype-inspect check`.
+pub fn run(mut args: CheckArgs) -> Result<ExitCode, String> {
+    let policy = policy(&mut args)?;
+    let mut results = Vec::with_capacity(args.files.len());
+    for file in &args.files {
+        let mut judge = Judge::default();
+        let path = file.display().to_string();
+        let outcome = read_capture(file, &args.read, &mut judge).map(|()| judge.rules).map_err(|e| {
+            eprintln!("rtype-inspect: {e}");
+            // The reader's messages start with the path, which the reports already show.
+            e.strip_prefix(&format!("{path}: ")).map_or(e.clone(), str::to_owned)
+        });
+        results.push(FileResult { path, outcome });
+    }
+    let code = results.iter().map(|r| r.exit_code(&policy)).max().unwrap_or(0);
+    let out = match args.format {
+        CheckFormat::Text => text(&results, &policy, code),
+        CheckFormat::Json => serde_json::to_string_pretty(&to_json(&results, &policy, code)).unwrap_or_default() + "\n",
+        CheckFormat::Junit => super::junit::write(&results, &policy),
+    };
+    write_stdout(out.as_bytes())?;
+    Ok(ExitCode::from(code))
+}
+
+/// Merges the command line with the config file; checks rule IDs, severities and the profile.
+fn policy(args: &mut CheckArgs) -> Result<Policy, String> {
+    let path = match &args.config {
+        Some(p) => Some(p.clone()),
+        None => Some(PathBuf::from(CONFIG_FILE)).filter(|p| p.is_file()),
+    };
+    let file = match &path {
+        Some(p) => load_config(p)?,
+        None => ConfigFile::default(),
+    };
+    let fail_on = match (args.fail_on, &file.fail_on) {
+        (Some(f), _) => f.severity(),
+        (None, Some(s)) => Severity::parse(s).ok_or_else(|| {
+            format!("{}: fail_on must be \"error\", \"warning\" or \"info\", not {s:?}", path_text(&path))
+        })?,
+        (None, None) => Severity::Error,
+    };
+    let mut allowed = vec![false; Rule::ALL.len()];
+    let mut unknown = Vec::new();
+    for id in file.allow.iter().chain(&args.allow) {
+        match Rule::from_id(id) {
+            Some(rule) => allowed[rule as usize] = true,
+            None => unknown.push(id.as_str()),
+        }
+    }
+    if !unknown.is_empty() {
+        return Err(format!(
+            "unknown rule ID{} to allow: {} (`rtype-inspect violations` lists them)",
+            if unknown.len() == 1 { "" } else { "s" },
+            unknown.join(", ")
+        ));
+    }
+    if args.read.profile.is_none() {
+        if let (Some(profile), Some(config)) = (&file.profile, &path) {
+            let dir = config.parent().unwrap_or(Path::new(""));
+            args.read.profile = Some(dir.join(profile));
+        }
+    }
+    if let Some(p) = &args.read.profile {
+        Profile::load(p)?;
+    }
+    let opts = &mut args.read.analysis;
+    opts.snapshot_hz = opts.snapshot_hz.or(file.snapshot_hz);
+    opts.snapshot_tolerance = opts.snapshot_tolerance.or(file.snapshot_tolerance);
+    opts.config()?;
+    Ok(Policy { fail_on, allowed, config: path })
+}
+
+fn path_text(path: &Option<PathBuf>) -> String {
+    path.as_ref().map_or_else(String::new, |p| p.display().to_string())
+}
+
+fn load_config(path: &Path) -> Result<ConfigFile, String> {
+    const MAX_CONFIG: u64 = 1 << 20;
+    let too_big = std::fs::metadata(path).map(|m| m.len() > MAX_CONFIG).unwrap_or(false);
+    if too_big {
+        return Err(format!("{}: config file larger than {MAX_CONFIG} bytes", path.display()));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    toml::from_str(&text).map_err(|e| format!("{}: invalid config: {e}", path.display()))
+}
+
+/// Findings of one rule in one file, for the reports.
+pub struct RuleLine {
+    pub rule: Rule,
+    pub count: u64,
+    /// Sorted; at most [`MAX_FRAMES`].
+    pub frames: Vec<u64>,
+    pub verdict: Verdict,
+}
+
+impl RuleLine {
+    /// Frames as `1, 2, 3, …` with at most `limit` listed.
+    pub fn frames_text(&self, limit: usize) -> String {
+        let mut s: Vec<String> = self.frames.iter().take(limit).map(u64::to_string).collect();
+        if self.count > s.len() as u64 {
+            s.push("…".into());
+        }
+        s.join(", ")
+    }
+}
+
+/// Every rule of the catalog for one file's counts, in catalog order.
+pub fn lines(counts: &RuleCounts, policy: &Policy) -> Vec<RuleLine> {
+    Rule::ALL
+        .iter()
+        .map(|&rule| {
+            let count = counts.get(rule).count;
+            let mut frames = counts.frames(rule).to_vec();
+            frames.sort_unstable();
+            frames.dedup();
+            RuleLine { rule, count, frames, verdict: policy.verdict(rule, count) }
+        })
+        .collect()
+}
+
+fn result_name(code: u8) -> &'static str {
+    match code {
+        0 => "pass",
+        1 => "fail",
+        _ => "error",
+    }
+}
+
+fn to_json(results: &[FileResult], policy: &Policy, code: u8) -> Json {
+    let files: Vec<Json> = results
+        .iter()
+        .map(|r| match &r.outcome {
+            Err(e) => json!({"file": r.path, "result": "error", "error": e, "findings": []}),
+            Ok(counts) => {
+                let findings: Vec<Json> = lines(counts, policy)
+                    .into_iter()
+                    .filter(|l| l.count > 0)
+                    .map(|l| {
+                        json!({
+                            "id": l.rule.id(), "severity": l.rule.severity(), "count": l.count,
+                            "frames": l.frames, "frames_complete": l.count <= l.frames.len() as u64,
+                            "verdict": l.verdict.name(),
+                        })
+                    })
+                    .collect();
+                json!({"file": r.path, "result": result_name(r.exit_code(policy)), "error": null, "findings": findings})
+            }
+        })
+        .collect();
+    json!({
+        "fail_on": policy.fail_on,
+        "allow": policy.allowed_ids(),
+        "config": policy.config.as_ref().map(|p| p.display().to_string()),
+        "max_frames": MAX_FRAMES,
+        "result": result_name(code),
+        "exit_code": code,
+        "files": files,
+    })
+}
+
+fn text(results: &[FileResult], policy: &Policy, code: u8) -> String {
+    let mut out = String::new();
+    let allowed = policy.allowed_ids();
+    out += &format!(
+        "check: failing on {} and above{}{}\n",
+        policy.fail_on.name(),
+        if allowed.is_empty() { String::new() } else { format!("; allowed: {}", allowed.join(", ")) },
+        policy.config.as_ref().map_or_else(String::new, |p| format!("; config {}", p.display())),
+    );
+    let mut tally = [0usize; 3];
+    for r in results {
+        let file_code = r.exit_code(policy);
+        tally[usize::from(file_code.min(2))] += 1;
+        match &r.outcome {
+            Err(e) => out += &format!("\n{}: ERROR, cannot be read: {e}\n", r.path),
+            Ok(counts) => {
+                let found: Vec<RuleLine> = lines(counts, policy).into_iter().filter(|l| l.count > 0).collect();
+                let failing = found.iter().filter(|l| l.verdict == Verdict::Fail).count();
+                let head = if failing > 0 { format!("FAIL ({failing} rule{})", if failing == 1 { "" } else { "s" }) } else { "pass".into() };
+                out += &format!("\n{}: {head}\n", r.path);
+                if found.is_empty() {
+                    out += "No findings.\n";
+                    continue;
+                }
+                let mut t = table::new(&["Rule", "Severity", "Count", "Verdict", "Frames"]);
+                for l in &found {
+                    t.add_row(vec![
+                        l.rule.id().to_string(),
+                        l.rule.severity().name().to_string(),
+                        l.count.to_string(),
+                        l.verdict.name().to_string(),
+                        l.frames_text(TEXT_FRAMES),
+                    ]);
+                }
+                out += &format!("{t}\n");
+            }
+        }
+    }
+    out += &format!(
+        "\n{} file{}: {} passed, {} failed, {} unreadable; exit {code}\n",
+        results.len(),
+        if results.len() == 1 { "" } else { "s" },
+        tally[0],
+        tally[1],
+        tally[2],
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(fail_on: Severity, allow: &[Rule]) -> Policy {
+        let mut allowed = vec![false; Rule::ALL.len()];
+        for r in allow {
+            allowed[*r as usize] = true;
+        }
+        Policy { fail_on, allowed, config: None }
+    }
+
+    #[test]
+    fn verdicts_follow_severity_and_allow_list() {
+        let p = policy(Severity::Warning, &[Rule::RtypeEmptyPong]);
+        assert_eq!(p.verdict(Rule::RtypeCrc, 1), Verdict::Fail);
+        assert_eq!(p.verdict(Rule::RtypeBossTrailer, 1), Verdict::Fail);
+        assert_eq!(p.verdict(Rule::RtypeReason, 3), Verdict::Below);
+        assert_eq!(p.verdict(Rule::RtypeEmptyPong, 15), Verdict::Allowed);
+        assert_eq!(p.verdict(Rule::RtypeCrc, 0), Verdict::Pass);
+        let mut counts = RuleCounts::default();
+        counts.add(Rule::RtypeEmptyPong, 3);
+        let r = FileResult { path: "x".into(), outcome: Ok(counts.clone()) };
+        assert_eq!(r.exit_code(&p), 0);
+        counts.add(Rule::RtypeReason, 4);
+        assert_eq!(FileResult { path: "x".into(), outcome: Ok(counts.clone()) }.exit_code(&p), 0);
+        assert_eq!(FileResult { path: "x".into(), outcome: Ok(counts) }.exit_code(&policy(Severity::Info, &[])), 1);
+        assert_eq!(FileResult { path: "x".into(), outcome: Err("gone".into()) }.exit_code(&p), 2);
+    }
+
+    #[test]
+    fn frames_are_listed_up_to_the_limit() {
+        let mut counts = RuleCounts::default();
+        for frame in (1..=30).rev() {
+            counts.add(Rule::RtypeCrc, frame);
+        }
+        let line = lines(&counts, &policy(Severity::Error, &[])).into_iter().find(|l| l.rule == Rule::RtypeCrc).unwrap();
+        assert_eq!(line.count, 30);
+        assert_eq!(line.frames.len(), MAX_FRAMES);
+        assert_eq!(line.frames[0], 11);
+        assert_eq!(line.frames_text(3), "11, 12, 13, …");
+    }
+}

@@ -1,0 +1,397 @@
+//! `rtype-inspect stats FILE`: the session analysis of every conversation — handshake, traffic,
+//! snapshot rate and jitter, round trips, sequence loss, LevelInit delivery, compression — as
+//! text tables that fit 100 columns, or as JSON holding the same data.
+//!
+//! The JSON is built first and the text is rendered from it, so the two cannot disagree.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use serde_json::{json, Value as Json};
+
+use super::table;
+use crate::cli::{read_capture, write_stdout, Format, ReadOpts};
+use crate::datagram::Dialect;
+use crate::message::NoFields;
+use crate::pipeline::{DatagramEvent, LooseFinding, RunEnd, Sink};
+use crate::proto::{Direction, Rule};
+use crate::session::analysis::{Config, Durations, Sequence, Session};
+use crate::session::Conversation;
+
+/// Conversations shown in the text report; JSON holds them all.
+const TEXT_CONVERSATIONS: usize = 50;
+
+/// How sessions are judged: the nominal snapshot rate (`session.snapshot-rate`).
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct AnalysisOpts {
+    /// Nominal snapshot rate in Hz that session.snapshot-rate judges against [default: 60].
+    #[arg(long, value_name = "HZ")]
+    pub snapshot_hz: Option<f64>,
+    /// How far the snapshot rate may be from nominal, in percent [default: 20].
+    #[arg(long, value_name = "PERCENT")]
+    pub snapshot_tolerance: Option<f64>,
+}
+
+impl AnalysisOpts {
+    /// The analysis configuration, checked: a positive rate, a tolerance from 0 to 100 %.
+    pub fn config(&self) -> Result<Config, String> {
+        let mut config = Config::default();
+        if let Some(hz) = self.snapshot_hz {
+            if !(hz.is_finite() && hz > 0.0) {
+                return Err(format!("--snapshot-hz must be a positive number of Hz, not {hz}"));
+            }
+            config.snapshot_hz = hz;
+        }
+        if let Some(pct) = self.snapshot_tolerance {
+            if !(pct.is_finite() && (0.0..=100.0).contains(&pct)) {
+                return Err(format!("--snapshot-tolerance must be a percentage from 0 to 100, not {pct}"));
+            }
+            config.snapshot_tolerance = pct / 100.0;
+        }
+        Ok(config)
+    }
+}
+
+/// Arguments of `rtype-inspect stats`.
+#[derive(clap::Args)]
+pub struct StatsArgs {
+    file: PathBuf,
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+    #[command(flatten)]
+    read: ReadOpts,
+}
+
+/// Runs `rtype-inspect stats`.
+pub fn run(args: StatsArgs) -> Result<ExitCode, String> {
+    let mut stats = Stats::default();
+    read_capture(&args.file, &args.read, &mut stats)?;
+    let json = stats.json.take().unwrap_or(Json::Null);
+    let text = match args.format {
+        Format::Json => serde_json::to_string_pretty(&json).unwrap_or_default() + "\n",
+        _ => text(&args.file.display().to_string(), &json),
+    };
+    write_stdout(text.as_bytes())
+}
+
+/// Collects the session findings per conversation while the pipeline runs; the rest is read
+/// from the analysis at the end.
+#[derive(Default)]
+pub struct Stats {
+    /// Session findings per (conversation, rule): at most conversations × 7 entries.
+    findings: BTreeMap<(u32, Rule), u64>,
+    json: Option<Json>,
+    no_fields: NoFields,
+}
+
+impl Sink for Stats {
+    type Fields = NoFields;
+    fn fields(&mut self) -> &mut NoFields {
+        &mut self.no_fields
+    }
+    fn datagram(&mut self, _: &DatagramEvent<'_>) {}
+    fn loose(&mut self, f: &LooseFinding) {
+        if f.finding.rule.id().starts_with("session.") {
+            *self.findings.entry((f.conversation, f.finding.rule)).or_default() += 1;
+        }
+    }
+    fn end(&mut self, end: &RunEnd<'_>) {
+        let config = *end.analysis.config();
+        let conversations: Vec<Json> = end
+            .analysis
+            .sessions()
+            .map(|s| {
+                let findings: serde_json::Map<String, Json> = self
+                    .findings
+                    .range((s.id, Rule::ALL[0])..=(s.id, Rule::ALL[Rule::ALL.len() - 1]))
+                    .map(|((_, rule), n)| (rule.id().to_string(), json!(n)))
+                    .collect();
+                session_json(s, end.conversations.get(s.id), &config, findings)
+            })
+            .collect();
+        self.json = Some(json!({
+            "config": {"snapshot_hz": config.snapshot_hz, "snapshot_tolerance": config.snapshot_tolerance},
+            "conversations": conversations,
+            "unanalysed_datagrams": end.analysis.unanalysed_datagrams(),
+        }));
+    }
+}
+
+impl Stats {
+    /// The report as JSON (after the run).
+    pub fn json(&self) -> Option<&Json> {
+        self.json.as_ref()
+    }
+}
+
+/// Which messages each direction's sequence analysis follows, and why those.
+fn families(dialect: Dialect) -> [&'static str; 2] {
+    match dialect {
+        Dialect::Rtype => [
+            "client messages: header sequence (one counter for all types)",
+            "snapshots: header tick of SERVER_SNAPSHOT, once per SNAPSHOT_CHUNK set",
+        ],
+        #[allow(unreachable_patterns)]
+        _ => ["client messages: header sequence", "snapshots: tick"],
+    }
+}
+
+fn durations_json(d: &Durations) -> Json {
+    json!({
+        "count": d.count(), "min": d.min_ms(), "p50": d.quantile_ms(0.5), "p99": d.quantile_ms(0.99),
+        "max": d.max_ms(), "mean": d.mean_ms(),
+    })
+}
+
+fn sequence_json(direction: Direction, family: &str, s: &Sequence) -> Json {
+    json!({
+        "direction": direction.name(), "family": family, "analysed": s.started(), "received": s.received,
+        "lost": s.lost, "loss_ratio": s.loss_ratio(), "duplicates": s.duplicates, "reordered": s.reordered,
+        "resets": s.resets,
+    })
+}
+
+fn session_json(s: &Session, c: Option<&Conversation>, config: &Config, findings: serde_json::Map<String, Json>) -> Json {
+    let since = |ts: i64| (ts - s.first_ts) as f64 / 1e9;
+    let steps: Vec<Json> = s
+        .steps()
+        .iter()
+        .map(|st| json!({"step": st.step.name(), "frame": st.frame, "time_s": since(st.ts_nanos), "count": st.count}))
+        .collect();
+    let traffic = |i: usize| {
+        let t = &s.traffic[i];
+        json!({"datagrams": t.datagrams, "bytes": t.bytes, "duplicates": t.duplicates})
+    };
+    let [client_family, server_family] = families(s.dialect);
+    let li = &s.level_init;
+    json!({
+        "id": s.id,
+        "dialect": s.dialect.name(),
+        "client": c.map(|c| c.client.to_string()),
+        "server": c.map(|c| c.server.to_string()),
+        "first_frame": s.first_frame,
+        "last_frame": s.last_frame,
+        "first_time": super::time::rfc3339(s.first_ts),
+        "last_time": super::time::rfc3339(s.last_ts),
+        "duration_s": since(s.last_ts),
+        "player_id": s.player_id,
+        "player_id_changes": s.player_id_changes,
+        "handshake": {"outcome": s.outcome().name(), "order_judged": s.from_start(), "steps": steps},
+        "traffic": {"client_to_server": traffic(0), "server_to_client": traffic(1), "unknown": traffic(2)},
+        "snapshots": {
+            "ticks": s.snapshot_tick_count(),
+            "rate_hz": s.snapshot_rate_hz(),
+            "tick_rate_hz": s.tick_rate_hz(),
+            "gap_ms": durations_json(&s.snapshot_gaps),
+            "rate_judged": s.rate_judged(),
+            "rate_ok": s.snapshot_rate_hz().filter(|_| s.rate_judged()).map(|r| config.rate_ok(r)),
+        },
+        "rtt_ms": {
+            "pings": s.pings, "pongs": s.pongs, "pairs": s.rtt.count(), "unanswered_pings": s.unanswered_pings(),
+            "unmatched_pongs": s.unmatched_pongs, "min": s.rtt.min_ms(), "median": s.rtt.quantile_ms(0.5),
+            "max": s.rtt.max_ms(),
+        },
+        "sequences": [
+            sequence_json(Direction::ClientToServer, client_family, &s.client_sequence),
+            sequence_json(Direction::ServerToClient, server_family, &s.snapshot_ticks),
+        ],
+        "level_init": {
+            "sent": li.sent,
+            "first_frame": li.first.map(|f| f.0),
+            "acknowledged": li.acknowledged.is_some(),
+            "ack_frame": li.acknowledged.map(|a| a.0),
+            "ack_delay_ms": li.first.zip(li.acknowledged).map(|(f, a)| (a.1 - f.1) as f64 / 1e6),
+            "retried": li.sent > 1,
+        },
+        "compression": {
+            "datagrams": s.compression.datagrams, "wire_bytes": s.compression.wire_bytes,
+            "decompressed_bytes": s.compression.decompressed_bytes, "ratio": s.compression.ratio(),
+        },
+        "disconnect": {
+            "after": s.after_disconnect, "flagged": s.after_disconnect_flagged, "reconnects": s.reconnects,
+        },
+        "findings": findings,
+    })
+}
+
+/// The report as text tables.
+pub fn text(path: &str, j: &Json) -> String {
+    let mut out = String::new();
+    let convs = j["conversations"].as_array().map_or(&[][..], |v| &v[..]);
+    let cfg = &j["config"];
+    let _ = writeln!(
+        out,
+        "{path}\n{} conversation{} analysed; snapshot rate judged against {} Hz ± {}%",
+        convs.len(),
+        if convs.len() == 1 { "" } else { "s" },
+        num(&cfg["snapshot_hz"], 1),
+        num(&json!(cfg["snapshot_tolerance"].as_f64().unwrap_or(0.0) * 100.0), 1),
+    );
+    if j["unanalysed_datagrams"].as_u64().unwrap_or(0) > 0 {
+        let _ = writeln!(out, "{} datagrams of further conversations were not analysed", j["unanalysed_datagrams"]);
+    }
+    for c in convs.iter().take(TEXT_CONVERSATIONS) {
+        conversation_text(&mut out, c);
+    }
+    if convs.len() > TEXT_CONVERSATIONS {
+        let _ = writeln!(out, "\n… {} more conversations (see --format json)", convs.len() - TEXT_CONVERSATIONS);
+    }
+    out
+}
+
+fn conversation_text(out: &mut String, c: &Json) {
+    let player = c["player_id"].as_u64().map_or_else(|| "unknown".to_string(), |p| p.to_string());
+    let _ = writeln!(
+        out,
+        "\nConversation {} ({}): client {} ↔ server {}, player {player}\n  frames {}–{}, {} s from {}",
+        c["id"],
+        str_of(&c["dialect"]),
+        str_of(&c["client"]),
+        str_of(&c["server"]),
+        c["first_frame"],
+        c["last_frame"],
+        num(&c["duration_s"], 3),
+        str_of(&c["first_time"]),
+    );
+    let hs = &c["handshake"];
+    let steps = hs["steps"].as_array().map_or(&[][..], |v| &v[..]);
+    let path: Vec<String> = steps.iter().map(|s| str_of(&s["step"])).collect();
+    let judged = if hs["order_judged"] == true { "" } else { " (order not judged: the capture misses the HELLO)" };
+    let head = format!("  handshake: {}{judged}:", str_of(&hs["outcome"]));
+    let _ = writeln!(out, "{}", wrap(head, &path, " →", usize::from(table::WIDTH)));
+    if !steps.is_empty() {
+        let mut t = table::new(&["Step", "Frame", "Time (s)", "Count"]);
+        for s in steps {
+            t.add_row(vec![str_of(&s["step"]), s["frame"].to_string(), num(&s["time_s"], 6), s["count"].to_string()]);
+        }
+        let _ = writeln!(out, "{t}");
+    }
+
+    let mut t = table::new(&["Direction", "Datagrams", "Bytes", "Byte-identical duplicates"]);
+    for (key, label) in [("client_to_server", "C→S"), ("server_to_client", "S→C"), ("unknown", "?")] {
+        let d = &c["traffic"][key];
+        if key == "unknown" && d["datagrams"] == 0 {
+            continue;
+        }
+        t.add_row(vec![label.to_string(), d["datagrams"].to_string(), d["bytes"].to_string(), d["duplicates"].to_string()]);
+    }
+    let _ = writeln!(out, "Traffic\n{t}");
+
+    let snaps = &c["snapshots"];
+    let rtt = &c["rtt_ms"];
+    let mut t = table::new(&["Timing (ms)", "Count", "Min", "p50", "p99", "Max"]);
+    let gap = &snaps["gap_ms"];
+    t.add_row(vec![
+        "snapshot gap".into(),
+        gap["count"].to_string(),
+        num(&gap["min"], 3),
+        num(&gap["p50"], 3),
+        num(&gap["p99"], 3),
+        num(&gap["max"], 3),
+    ]);
+    t.add_row(vec!["round trip".into(), rtt["pairs"].to_string(), num(&rtt["min"], 3), num(&rtt["median"], 3), "".into(), num(&rtt["max"], 3)]);
+    let _ = writeln!(out, "Timing\n{t}");
+    let verdict = match snaps["rate_ok"].as_bool() {
+        Some(true) => "within tolerance",
+        Some(false) => "OUTSIDE tolerance",
+        None => "not judged (fewer than 20 ticks)",
+    };
+    let _ = writeln!(
+        out,
+        "  snapshots: {} ticks at {} Hz (server tick advancing at {} Hz), {verdict}",
+        snaps["ticks"],
+        num(&snaps["rate_hz"], 2),
+        num(&snaps["tick_rate_hz"], 2),
+    );
+    let _ = writeln!(
+        out,
+        "  pings: {} sent, {} answered, {} unanswered, {} pongs without a ping",
+        rtt["pings"], rtt["pairs"], rtt["unanswered_pings"], rtt["unmatched_pongs"],
+    );
+
+    let mut t = table::new(&["Dir", "Sequence family", "Received", "Lost (est.)", "Loss %", "Dup", "Reord", "Resets"]);
+    for s in c["sequences"].as_array().into_iter().flatten() {
+        let dir = if s["direction"] == "client_to_server" { "C→S" } else { "S→C" };
+        if s["analysed"] != true {
+            t.add_row(vec![dir.into(), str_of(&s["family"]), "-".into(), "-".into(), "-".into(), "-".into(), "-".into(), "-".into()]);
+            continue;
+        }
+        t.add_row(vec![
+            dir.into(),
+            str_of(&s["family"]),
+            s["received"].to_string(),
+            s["lost"].to_string(),
+            num(&json!(s["loss_ratio"].as_f64().unwrap_or(0.0) * 100.0), 2),
+            s["duplicates"].to_string(),
+            s["reordered"].to_string(),
+            s["resets"].to_string(),
+        ]);
+    }
+    let _ = writeln!(out, "Sequences\n{t}");
+
+    let li = &c["level_init"];
+    if li["sent"].as_u64().unwrap_or(0) > 0 {
+        let ack = match li["ack_frame"].as_u64() {
+            Some(f) => format!("acknowledged at frame {f} ({} ms later)", num(&li["ack_delay_ms"], 3)),
+            None => "never acknowledged".into(),
+        };
+        let retried = if li["retried"] == true { "retried" } else { "not retried" };
+        let _ = writeln!(out, "  LevelInit: sent {} time(s) from frame {}, {ack}, {retried}", li["sent"], li["first_frame"]);
+    }
+    let comp = &c["compression"];
+    if comp["datagrams"].as_u64().unwrap_or(0) > 0 {
+        let _ = writeln!(
+            out,
+            "  compression: {} payloads, {} bytes on the wire for {} decompressed (ratio {}:1)",
+            comp["datagrams"],
+            comp["wire_bytes"],
+            comp["decompressed_bytes"],
+            num(&comp["ratio"], 2),
+        );
+    }
+    let dis = &c["disconnect"];
+    if dis["after"].as_u64().unwrap_or(0) > 0 || dis["reconnects"].as_u64().unwrap_or(0) > 0 {
+        let _ = writeln!(
+            out,
+            "  after disconnect: {} datagrams ({} flagged, the rest within 100 ms in flight), {} reconnects",
+            dis["after"], dis["flagged"], dis["reconnects"],
+        );
+    }
+    if let Some(f) = c["findings"].as_object().filter(|f| !f.is_empty()) {
+        let list: Vec<String> = f.iter().map(|(id, n)| format!("{id} ×{n}")).collect();
+        let _ = writeln!(out, "  session findings: {}", list.join(", "));
+    }
+}
+
+/// `head` followed by `items` joined with `sep`, broken into lines of at most `width` characters
+/// (continuation lines indented by four spaces).
+fn wrap(head: String, items: &[String], sep: &str, width: usize) -> String {
+    let mut out = head;
+    let mut line = out.chars().count();
+    for (i, item) in items.iter().enumerate() {
+        let piece = if i + 1 < items.len() { format!("{item}{sep}") } else { item.clone() };
+        let n = piece.chars().count() + 1;
+        if line + n > width {
+            out += "\n   ";
+            line = 3;
+        }
+        out += " ";
+        out += &piece;
+        line += n;
+    }
+    if items.is_empty() {
+        out += " -";
+    }
+    out
+}
+
+/// A number with `digits` decimals, or "-" when absent.
+fn num(v: &Json, digits: usize) -> String {
+    v.as_f64().map_or_else(|| "-".to_string(), |x| format!("{x:.digits$}"))
+}
+
+fn str_of(v: &Json) -> String {
+    v.as_str().map_or_else(|| v.to_string(), str::to_owned)
+}

@@ -1,0 +1,144 @@
+//! What a message means to a session, whatever the dialect: a handshake step, a ping, a
+//! snapshot... Everything else in the analysis works on these roles, so a new dialect only has to
+//! say here which of its messages play which role.
+
+use crate::datagram::Dialect;
+use crate::pipeline::DatagramEvent;
+use crate::proto::Direction;
+
+/// The steps of a session, in the order the rtype handshake takes them (001, 002 §5):
+/// HELLO → SERVER_HELLO → JOIN_REQUEST → JOIN_ACCEPT or JOIN_DENY → READY → ALL_READY /
+/// COUNTDOWN → GAME_START → LEVEL_INIT → … → GAME_END → DISCONNECT.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    Hello,
+    ServerHello,
+    JoinRequest,
+    JoinAccept,
+    JoinDeny,
+    Ready,
+    AllReady,
+    Countdown,
+    GameStart,
+    LevelInit,
+    GameEnd,
+    /// The client's DISCONNECT.
+    Disconnect,
+    /// The server ending the session: SERVER_DISCONNECT, KICK or BAN.
+    ServerEnd,
+}
+
+impl Step {
+    pub const ALL: [Step; 13] = [
+        Step::Hello,
+        Step::ServerHello,
+        Step::JoinRequest,
+        Step::JoinAccept,
+        Step::JoinDeny,
+        Step::Ready,
+        Step::AllReady,
+        Step::Countdown,
+        Step::GameStart,
+        Step::LevelInit,
+        Step::GameEnd,
+        Step::Disconnect,
+        Step::ServerEnd,
+    ];
+
+    pub const fn name(self) -> &'static str {
+        match self {
+            Step::Hello => "HELLO",
+            Step::ServerHello => "SERVER_HELLO",
+            Step::JoinRequest => "JOIN_REQUEST",
+            Step::JoinAccept => "JOIN_ACCEPT",
+            Step::JoinDeny => "JOIN_DENY",
+            Step::Ready => "READY",
+            Step::AllReady => "ALL_READY",
+            Step::Countdown => "COUNTDOWN",
+            Step::GameStart => "GAME_START",
+            Step::LevelInit => "LEVEL_INIT",
+            Step::GameEnd => "GAME_END",
+            Step::Disconnect => "DISCONNECT",
+            Step::ServerEnd => "SERVER_DISCONNECT",
+        }
+    }
+
+    pub const fn bit(self) -> u16 {
+        1 << self as u16
+    }
+}
+
+/// What one message is to the session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    Step(Step),
+    Ping,
+    Pong,
+    Input,
+    /// The client acknowledging a reliable message (CLIENT_ACKNOWLEDGE).
+    Ack,
+    Snapshot,
+    SnapshotChunk,
+    /// Other game state the server sends once the game runs (spawns, destroys, level events).
+    GameState,
+    Other,
+}
+
+impl Role {
+    /// The role of a decoded datagram's message.
+    pub fn of(event: &DatagramEvent<'_>) -> Role {
+        match (event.dialect, event.code) {
+            (Dialect::Rtype, Some(code)) => rtype(code),
+            _ => by_name(event.name, event.direction),
+        }
+    }
+}
+
+/// rtype message types (002 §5, 001 §2).
+fn rtype(code: u8) -> Role {
+    match code {
+        0x01 => Role::Step(Step::Hello),
+        0x02 => Role::Step(Step::JoinRequest),
+        0x03 => Role::Step(Step::Ready),
+        0x04 => Role::Ping,
+        0x05 => Role::Input,
+        0x06 => Role::Ack,
+        0x07 => Role::Step(Step::Disconnect),
+        0x10 => Role::Step(Step::ServerHello),
+        0x11 => Role::Step(Step::JoinAccept),
+        0x12 => Role::Step(Step::JoinDeny),
+        0x13 => Role::Pong,
+        0x14 => Role::Snapshot,
+        0x15 => Role::Step(Step::GameStart),
+        0x16 => Role::Step(Step::GameEnd),
+        0x17 | 0x18 | 0x1A => Role::Step(Step::ServerEnd),
+        0x1D | 0x1E | 0x32 => Role::GameState,
+        0x1F => Role::Step(Step::AllReady),
+        0x20 => Role::Step(Step::Countdown),
+        0x21 => Role::SnapshotChunk,
+        0x30 => Role::Step(Step::LevelInit),
+        _ => Role::Other,
+    }
+}
+
+/// Dialects that name their messages (rt's document names, rtnp's JSON `type` and keep-alive
+/// strings): the names of documents 003 and 004 that play a session role. A name sent the wrong
+/// way plays none.
+fn by_name(name: &str, direction: Option<Direction>) -> Role {
+    let client = direction == Some(Direction::ClientToServer);
+    let server = direction == Some(Direction::ServerToClient);
+    match name {
+        "CLIENT_CONNECT" | "connect_request" if client => Role::Step(Step::Hello),
+        "SERVER_ACCEPT" if server => Role::Step(Step::JoinAccept),
+        "SERVER_REJECT" if server => Role::Step(Step::JoinDeny),
+        "PLAYER_IS_READY" if client => Role::Step(Step::Ready),
+        "GAME_START" | "LEVEL_START" | "game_started" if server => Role::Step(Step::GameStart),
+        "GAME_END" if server => Role::Step(Step::GameEnd),
+        "CLIENT_DISCONNECT" | "disconnect" | "leave_lobby" if client => Role::Step(Step::Disconnect),
+        "PING" if client => Role::Ping,
+        "PONG" if server => Role::Pong,
+        "PLAYER_INPUT" | "player_input" if client => Role::Input,
+        "TRANSFORM_SNAPSHOT" | "snapshot" if server => Role::Snapshot,
+        _ => Role::Other,
+    }
+}

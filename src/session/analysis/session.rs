@@ -1,0 +1,484 @@
+//! The analysis of one conversation: fed one datagram at a time, fixed size.
+
+use super::dist::Durations;
+use super::recent::{self, Recent};
+use super::role::{Role, Step};
+use super::seq::{Arrival, Sequence};
+use super::Config;
+use crate::datagram::Dialect;
+use crate::message::{Detail, Finding};
+use crate::pipeline::{DatagramEvent, Decoded, LooseFinding};
+use crate::proto::{Direction, Rule};
+
+/// Pings awaiting their pong.
+const PENDING_PINGS: usize = 16;
+/// Datagrams still in flight when a peer disconnects: traffic this soon after is not flagged.
+pub const DISCONNECT_GRACE_NANOS: i64 = 100_000_000;
+/// LevelInit's acknowledgement is only judged once the conversation went on this long after it.
+pub const LEVELINIT_JUDGED_AFTER_NANOS: i64 = 1_000_000_000;
+/// The snapshot rate is only judged from this many snapshot ticks.
+pub const MIN_RATE_TICKS: u64 = 20;
+/// CLIENT_ACKNOWLEDGE's messageType for LevelInit (spec-notes A).
+const LEVEL_INIT_CODE: u8 = 0x30;
+
+/// Datagrams and bytes (UDP payload) sent one way.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Traffic {
+    pub datagrams: u64,
+    pub bytes: u64,
+    /// Byte-identical repeats within the duplicate window.
+    pub duplicates: u64,
+}
+
+/// Compressed datagrams: payload bytes on the wire and once decompressed.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Compression {
+    pub datagrams: u64,
+    pub wire_bytes: u64,
+    pub decompressed_bytes: u64,
+}
+
+impl Compression {
+    /// Decompressed size over wire size (2.0 means the wire carries half the bytes).
+    pub fn ratio(&self) -> Option<f64> {
+        (self.wire_bytes > 0).then(|| self.decompressed_bytes as f64 / self.wire_bytes as f64)
+    }
+}
+
+/// When a step was first seen, and how often.
+#[derive(Clone, Copy, Debug)]
+pub struct StepSeen {
+    pub step: Step,
+    pub frame: u64,
+    pub ts_nanos: i64,
+    pub count: u64,
+}
+
+/// LevelInit's delivery (001 §9: sent reliably, retried until acknowledged).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LevelInit {
+    pub sent: u64,
+    pub first: Option<(u64, i64)>,
+    /// The first CLIENT_ACKNOWLEDGE of messageType 0x30 after a LevelInit: frame and time.
+    pub acknowledged: Option<(u64, i64)>,
+}
+
+/// How the conversation's handshake went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Accepted,
+    Denied,
+    /// JOIN_REQUEST without an answer.
+    Unanswered,
+    /// HELLO but no JOIN_REQUEST.
+    NoJoinRequest,
+    /// The capture starts after the handshake.
+    MidSession,
+    /// No handshake message at all.
+    None,
+}
+
+impl Outcome {
+    pub const fn name(self) -> &'static str {
+        match self {
+            Outcome::Accepted => "accepted",
+            Outcome::Denied => "denied",
+            Outcome::Unanswered => "unanswered",
+            Outcome::NoJoinRequest => "no join request",
+            Outcome::MidSession => "mid-session",
+            Outcome::None => "none",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Ping {
+    sequence: Option<u32>,
+    ts_nanos: i64,
+}
+
+/// Who ended the session, and when.
+#[derive(Clone, Copy, Debug)]
+struct End {
+    by: Direction,
+    frame: u64,
+    ts_nanos: i64,
+}
+
+/// Everything analysed about one conversation.
+#[derive(Clone, Debug)]
+pub struct Session {
+    pub id: u32,
+    pub dialect: Dialect,
+    pub first_frame: u64,
+    pub last_frame: u64,
+    pub first_ts: i64,
+    pub last_ts: i64,
+    /// Client to server, server to client, direction unknown.
+    pub traffic: [Traffic; 3],
+    /// The client's player id, from its first input carrying one.
+    pub player_id: Option<u32>,
+    /// Inputs whose player id differs from the first one.
+    pub player_id_changes: u64,
+    steps: [Option<StepSeen>; Step::ALL.len()],
+    /// The first datagram seen was HELLO: the whole handshake is in the capture.
+    from_start: bool,
+    /// Handshake-order kinds already reported (one finding per kind and conversation).
+    order_reported: u32,
+    /// All client messages share one monotonic header sequence.
+    pub client_sequence: Sequence,
+    /// Snapshot ticks: SERVER_SNAPSHOT's, and each SNAPSHOT_CHUNK set's once.
+    pub snapshot_ticks: Sequence,
+    chunk_tick: Option<u32>,
+    chunk_indices: u64,
+    last_snapshot_tick: Option<u32>,
+    first_tick: Option<u32>,
+    /// Time between the arrivals of successive snapshot ticks.
+    pub snapshot_gaps: Durations,
+    first_arrival: Option<(u64, i64)>,
+    last_arrival: i64,
+    pub rtt: Durations,
+    pending: [Option<Ping>; PENDING_PINGS],
+    pending_next: usize,
+    pub pings: u64,
+    pub pongs: u64,
+    pub unmatched_pongs: u64,
+    pub level_init: LevelInit,
+    pub compression: Compression,
+    recent: [Recent; 2],
+    ended: Option<End>,
+    /// Datagrams after a DISCONNECT (or KICK, BAN, SERVER_DISCONNECT), and those of them flagged:
+    /// the ender's own, and the peer's once the grace for datagrams in flight is over.
+    pub after_disconnect: u64,
+    pub after_disconnect_flagged: u64,
+    /// HELLOs after a DISCONNECT: the client came back from the same address.
+    pub reconnects: u64,
+}
+
+fn slot(direction: Option<Direction>) -> usize {
+    match direction {
+        Some(Direction::ClientToServer) => 0,
+        Some(Direction::ServerToClient) => 1,
+        None => 2,
+    }
+}
+
+/// One handshake-order check: the kind (for reporting once), and the step that must come first.
+fn prerequisite(role: Role) -> Option<(u32, Step)> {
+    let check = |kind: u32, needs| Some((1 << kind, needs));
+    match role {
+        Role::Step(s @ Step::ServerHello) => check(s as u32, Step::Hello),
+        Role::Step(s @ Step::JoinRequest) => check(s as u32, Step::ServerHello),
+        Role::Step(s @ (Step::JoinAccept | Step::JoinDeny)) => check(s as u32, Step::JoinRequest),
+        Role::Step(
+            s @ (Step::Ready | Step::AllReady | Step::Countdown | Step::GameStart | Step::LevelInit),
+        ) => check(s as u32, Step::JoinAccept),
+        Role::Input => check(20, Step::JoinAccept),
+        Role::Snapshot => check(21, Step::GameStart),
+        Role::SnapshotChunk => check(22, Step::GameStart),
+        Role::GameState => check(23, Step::GameStart),
+        _ => None,
+    }
+}
+
+impl Session {
+    pub(super) fn new(event: &DatagramEvent<'_>) -> Session {
+        // rtype's header sequence is a u16; other dialects' are taken as u32.
+        let bits = if event.dialect == Dialect::Rtype { 16 } else { 32 };
+        Session {
+            id: event.conversation,
+            dialect: event.dialect,
+            first_frame: event.frame,
+            last_frame: event.frame,
+            first_ts: event.ts_nanos,
+            last_ts: event.ts_nanos,
+            traffic: [Traffic::default(); 3],
+            player_id: None,
+            player_id_changes: 0,
+            steps: [None; Step::ALL.len()],
+            from_start: !event.crc_failed() && Role::of(event) == Role::Step(Step::Hello),
+            order_reported: 0,
+            client_sequence: Sequence::new(bits),
+            snapshot_ticks: Sequence::new(32),
+            chunk_tick: None,
+            chunk_indices: 0,
+            last_snapshot_tick: None,
+            first_tick: None,
+            snapshot_gaps: Durations::default(),
+            first_arrival: None,
+            last_arrival: 0,
+            rtt: Durations::default(),
+            pending: [None; PENDING_PINGS],
+            pending_next: 0,
+            pings: 0,
+            pongs: 0,
+            unmatched_pongs: 0,
+            level_init: LevelInit::default(),
+            compression: Compression::default(),
+            recent: [Recent::default(), Recent::default()],
+            ended: None,
+            after_disconnect: 0,
+            after_disconnect_flagged: 0,
+            reconnects: 0,
+        }
+    }
+
+    pub(super) fn observe<F: FnMut(LooseFinding)>(&mut self, event: &DatagramEvent<'_>, emit: &mut F) {
+        let (frame, ts) = (event.frame, event.ts_nanos);
+        let conversation = self.id;
+        let mut report = |rule, detail| emit(LooseFinding { frame, conversation, finding: Finding { rule, at: 0, detail } });
+        self.last_frame = frame;
+        self.last_ts = self.last_ts.max(ts);
+        let dir = slot(event.direction);
+        let t = &mut self.traffic[dir];
+        t.datagrams += 1;
+        t.bytes += event.bytes.len() as u64;
+        if dir < 2 {
+            if let Some(original) = self.recent[dir].push(recent::hash(event.bytes), frame, ts) {
+                t.duplicates += 1;
+                report(Rule::SessionDuplicateDatagram, Detail::Frames { first: original });
+            }
+        }
+        if event.compressed() {
+            if let (Some(Decoded::Rtype(d)), Some(p)) = (event.decoded, event.payload) {
+                self.compression.datagrams += 1;
+                self.compression.wire_bytes += d.wire_payload.len() as u64;
+                self.compression.decompressed_bytes += p.len() as u64;
+            }
+        }
+        // A header that fails its integrity check says nothing reliable about the session.
+        if event.crc_failed() || event.message.is_none() && event.dialect == Dialect::Rtype {
+            return;
+        }
+        let role = Role::of(event);
+        self.after_end(role, event, &mut report);
+        if self.dialect == Dialect::Rtype && self.from_start {
+            if let Some((kind, needs)) = prerequisite(role) {
+                if self.steps[needs as usize].is_none() && self.order_reported & kind == 0 {
+                    self.order_reported |= kind;
+                    report(Rule::SessionHandshakeOrder, Detail::Field(needs.name()));
+                }
+            }
+        }
+        if event.direction == Some(Direction::ClientToServer) {
+            if let Some(seq) = event.sequence {
+                self.client_sequence.push(seq);
+            }
+        }
+        match role {
+            Role::Step(step) => self.record_step(step, event),
+            Role::Ping => self.ping(event),
+            Role::Pong => self.pong(event),
+            Role::Input => {
+                if let Some(id) = event.facts.player_id {
+                    match self.player_id {
+                        None => self.player_id = Some(id),
+                        Some(first) if first != id => self.player_id_changes += 1,
+                        Some(_) => {}
+                    }
+                }
+            }
+            Role::Ack => {
+                if event.facts.ack_msg_type == Some(LEVEL_INIT_CODE) && self.level_init.sent > 0 {
+                    self.level_init.acknowledged.get_or_insert((frame, ts));
+                }
+            }
+            Role::Snapshot => {
+                if let Some(tick) = event.tick.or(event.sequence) {
+                    // A delta snapshot of the tick a full-state chunk set just carried is the same
+                    // tick, not a duplicate.
+                    if self.chunk_tick != Some(tick) {
+                        self.snapshot_tick(tick, event, &mut report);
+                    }
+                    self.last_snapshot_tick = Some(tick);
+                }
+            }
+            Role::SnapshotChunk => {
+                if let Some(tick) = event.tick {
+                    let bit = 1u64 << (event.facts.chunk_index.unwrap_or(0) % 64);
+                    if self.chunk_tick != Some(tick) {
+                        self.chunk_tick = Some(tick);
+                        self.chunk_indices = bit;
+                        if self.last_snapshot_tick != Some(tick) {
+                            self.snapshot_tick(tick, event, &mut report);
+                        }
+                    } else if self.chunk_indices & bit == 0 {
+                        // Another chunk of the set whose tick was counted.
+                        self.chunk_indices |= bit;
+                    } else {
+                        // The same chunk again: a duplicate of its tick.
+                        self.snapshot_tick(tick, event, &mut report);
+                    }
+                }
+            }
+            Role::GameState | Role::Other => {}
+        }
+    }
+
+    fn record_step(&mut self, step: Step, event: &DatagramEvent<'_>) {
+        let seen = &mut self.steps[step as usize];
+        match seen {
+            Some(s) => s.count += 1,
+            None => *seen = Some(StepSeen { step, frame: event.frame, ts_nanos: event.ts_nanos, count: 1 }),
+        }
+        match step {
+            Step::LevelInit => {
+                self.level_init.sent += 1;
+                self.level_init.first.get_or_insert((event.frame, event.ts_nanos));
+            }
+            Step::Disconnect | Step::ServerEnd if self.ended.is_none() => {
+                let by = if step == Step::Disconnect { Direction::ClientToServer } else { Direction::ServerToClient };
+                self.ended = Some(End { by, frame: event.frame, ts_nanos: event.ts_nanos });
+            }
+            _ => {}
+        }
+    }
+
+    /// Traffic after the session ended. A new HELLO starts the session again.
+    fn after_end(&mut self, role: Role, event: &DatagramEvent<'_>, report: &mut impl FnMut(Rule, Detail)) {
+        let Some(end) = self.ended else { return };
+        match role {
+            Role::Step(Step::Hello) => {
+                self.ended = None;
+                self.reconnects += 1;
+            }
+            // Repeating the goodbye is not more traffic.
+            Role::Step(Step::Disconnect | Step::ServerEnd) => {}
+            _ => {
+                self.after_disconnect += 1;
+                let own = event.direction == Some(end.by);
+                if own || event.ts_nanos.saturating_sub(end.ts_nanos) > DISCONNECT_GRACE_NANOS {
+                    self.after_disconnect_flagged += 1;
+                    report(Rule::SessionAfterDisconnect, Detail::Frames { first: end.frame });
+                }
+            }
+        }
+    }
+
+    fn ping(&mut self, event: &DatagramEvent<'_>) {
+        self.pings += 1;
+        self.pending[self.pending_next] = Some(Ping { sequence: event.sequence, ts_nanos: event.ts_nanos });
+        self.pending_next = (self.pending_next + 1) % PENDING_PINGS;
+    }
+
+    /// Pairs a pong with its ping: the one whose sequence it echoes (the reference rtype server
+    /// echoes the ping's sequence and tick in the header), else the oldest one waiting.
+    fn pong(&mut self, event: &DatagramEvent<'_>) {
+        self.pongs += 1;
+        let waiting = self.pending.iter().enumerate().filter_map(|(i, p)| p.map(|p| (i, p)));
+        let found = match event.sequence {
+            Some(seq) => waiting.filter(|(_, p)| p.sequence == Some(seq)).max_by_key(|(_, p)| p.ts_nanos),
+            None => waiting.min_by_key(|(_, p)| p.ts_nanos),
+        };
+        match found {
+            Some((i, ping)) => {
+                self.pending[i] = None;
+                self.rtt.add_nanos(event.ts_nanos - ping.ts_nanos);
+            }
+            None => self.unmatched_pongs += 1,
+        }
+    }
+
+    fn snapshot_tick(&mut self, tick: u32, event: &DatagramEvent<'_>, report: &mut impl FnMut(Rule, Detail)) {
+        let highest = self.snapshot_ticks.highest();
+        let arrival = self.snapshot_ticks.push(tick);
+        if arrival == Arrival::Duplicate {
+            return;
+        }
+        if matches!(arrival, Arrival::Late) || arrival == Arrival::Reset && highest.is_some_and(|h| tick < h) {
+            report(Rule::SessionTickBackwards, Detail::Value(tick.into()));
+        }
+        match self.first_arrival {
+            None => {
+                self.first_arrival = Some((event.frame, event.ts_nanos));
+                self.first_tick = Some(tick);
+            }
+            Some(_) => self.snapshot_gaps.add_nanos(event.ts_nanos - self.last_arrival),
+        }
+        self.last_arrival = event.ts_nanos;
+    }
+
+    pub(super) fn finish<F: FnMut(LooseFinding)>(&self, config: &Config, emit: &mut F) {
+        let conversation = self.id;
+        let mut report = |frame, rule, detail| emit(LooseFinding { frame, conversation, finding: Finding { rule, at: 0, detail } });
+        if let (Some((frame, ts)), None) = (self.level_init.first, self.level_init.acknowledged) {
+            if self.last_ts.saturating_sub(ts) >= LEVELINIT_JUDGED_AFTER_NANOS {
+                report(frame, Rule::SessionLevelInitUnacknowledged, Detail::None);
+                if self.level_init.sent == 1 {
+                    report(frame, Rule::SessionLevelInitNotRetried, Detail::None);
+                }
+            }
+        }
+        if let (Some(rate), Some((frame, _))) = (self.snapshot_rate_hz(), self.first_arrival) {
+            if self.rate_judged() && !config.rate_ok(rate) {
+                let detail = Detail::Sizes { expected: config.snapshot_hz.round() as u64, found: rate.round() as u64 };
+                report(frame, Rule::SessionSnapshotRate, detail);
+            }
+        }
+    }
+
+    // Read by the reports.
+
+    /// Steps seen, in the order they were first seen.
+    pub fn steps(&self) -> Vec<StepSeen> {
+        let mut v: Vec<StepSeen> = self.steps.iter().flatten().copied().collect();
+        v.sort_by_key(|s| (s.frame, s.step as u8));
+        v
+    }
+
+    pub fn step(&self, step: Step) -> Option<StepSeen> {
+        self.steps[step as usize]
+    }
+
+    pub fn outcome(&self) -> Outcome {
+        let seen = |s: Step| self.steps[s as usize].is_some();
+        if seen(Step::JoinAccept) {
+            Outcome::Accepted
+        } else if seen(Step::JoinDeny) {
+            Outcome::Denied
+        } else if seen(Step::JoinRequest) {
+            Outcome::Unanswered
+        } else if seen(Step::Hello) {
+            Outcome::NoJoinRequest
+        } else if self.traffic.iter().any(|t| t.datagrams > 0) && self.pings + self.snapshot_ticks.received > 0 {
+            Outcome::MidSession
+        } else {
+            Outcome::None
+        }
+    }
+
+    /// Whether the handshake order was judged (the capture holds the conversation's HELLO).
+    pub fn from_start(&self) -> bool {
+        self.from_start
+    }
+
+    /// Distinct snapshot ticks that arrived.
+    pub fn snapshot_tick_count(&self) -> u64 {
+        self.first_arrival.map_or(0, |_| self.snapshot_gaps.count() + 1)
+    }
+
+    /// Snapshot ticks arriving per second.
+    pub fn snapshot_rate_hz(&self) -> Option<f64> {
+        let (_, first) = self.first_arrival?;
+        let seconds = (self.last_arrival - first) as f64 / 1e9;
+        (seconds > 0.0).then(|| self.snapshot_gaps.count() as f64 / seconds)
+    }
+
+    /// The server's tick advancing per second, over the same span (no resets).
+    pub fn tick_rate_hz(&self) -> Option<f64> {
+        let (_, first) = self.first_arrival?;
+        let seconds = (self.last_arrival - first) as f64 / 1e9;
+        let ticks = self.snapshot_ticks.highest()?.checked_sub(self.first_tick?)?;
+        (seconds > 0.0 && self.snapshot_ticks.resets == 0).then(|| f64::from(ticks) / seconds)
+    }
+
+    /// Enough snapshot ticks to judge the rate.
+    pub fn rate_judged(&self) -> bool {
+        self.snapshot_tick_count() >= MIN_RATE_TICKS
+    }
+
+    /// Pings that got no pong (in the capture).
+    pub fn unanswered_pings(&self) -> u64 {
+        self.pings.saturating_sub(self.rtt.count())
+    }
+}
