@@ -197,3 +197,38 @@ fn clean_session_sample_has_a_denied_late_joiner() {
         assert_eq!(c["findings"], serde_json::json!({}), "a clean session has no session findings");
     }
 }
+
+#[test]
+fn rt_capture() {
+    let j = stats("tests/fixtures/rt-two-players.pcap", None);
+    let convs = j["conversations"].as_array().unwrap();
+    assert_eq!(convs.len(), 2);
+    for c in convs {
+        assert_eq!(c["dialect"], "rt");
+        assert_eq!(c["server"], "127.0.0.1:4242");
+        assert_eq!(c["handshake"]["outcome"], "accepted");
+    }
+    // TRANSFORM_SNAPSHOT carries its tick in the header sequence number: 423 ticks, none lost.
+    let c = &convs[0];
+    assert_eq!(c["snapshots"]["ticks"], 423);
+    near(&c["snapshots"]["rate_hz"], 56.48, 0.01);
+    let s2c = c["sequences"].as_array().unwrap().iter().find(|s| s["direction"] == "server_to_client").unwrap();
+    assert_eq!((s2c["received"].as_u64(), s2c["lost"].as_u64()), (Some(423), Some(0)));
+}
+
+#[test]
+fn rtnp_capture() {
+    let j = stats("tests/fixtures/rtnp-solo.pcap", None);
+    let c = &j["conversations"][0];
+    assert_eq!(c["dialect"], "rtnp");
+    // No epoch in real snapshots: rate and jitter come from arrivals alone.
+    assert_eq!(c["snapshots"]["ticks"], 321);
+    near(&c["snapshots"]["rate_hz"], 39.14, 0.01);
+    near(&c["snapshots"]["gap_ms"]["p50"], 32.0, 0.6);
+    assert_eq!(c["snapshots"]["rate_ok"], false);
+    assert_eq!((c["rtt_ms"]["pairs"].as_u64(), c["rtt_ms"]["unanswered_pings"].as_u64()), (Some(5), Some(0)));
+    near(&c["rtt_ms"]["min"], 1.124, 0.001);
+    near(&c["rtt_ms"]["max"], 15.604, 0.001);
+    // rtnp has no sequence numbers: repeated identical inputs are not duplicates.
+    assert_eq!(c["traffic"]["client_to_server"]["duplicates"], 0);
+}

@@ -184,7 +184,9 @@ impl State {
             decoded: parsed.map(Decoded::Rt),
             code: parsed.map(|d| d.header.packet_type()),
             sequence: parsed.map(|d| d.header.sequence()),
-            tick: parsed.map(|d| d.header.timestamp()),
+            // The header's timestamp is milliseconds since connection, not a game tick: rt carries
+            // its tick in the sequence number (spec-notes B).
+            tick: None,
             message,
             name: message.map_or("UNKNOWN", |m| m.name),
             payload: parsed.map(|d| d.payload),
@@ -192,6 +194,7 @@ impl State {
             findings: &self.findings,
         };
         sink.datagram(&event);
+        self.analysis.observe(&event, &mut |f| sink.loose(&f));
         if let Some(d) = parsed {
             if d.header.reliable() {
                 self.rt.sent_reliable(conversation, Pending { direction, sequence: d.header.sequence(), frame });

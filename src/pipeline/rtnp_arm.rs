@@ -140,6 +140,7 @@ impl State {
             findings: &self.findings,
         };
         sink.datagram(&event);
+        self.analysis.observe(&event, &mut |f| sink.loose(&f));
     }
 
     /// The checks that need the conversation: client_id against assign_id, player_name, the
@@ -170,9 +171,9 @@ impl State {
             }
             Direction::ServerToClient => {
                 if let Some(last) = c.last_client_ts {
-                    if ts_nanos - last > CLIENT_TIMEOUT_NANOS && !c.silence_reported {
+                    if ts_nanos.saturating_sub(last) > CLIENT_TIMEOUT_NANOS && !c.silence_reported {
                         c.silence_reported = true;
-                        report(Rule::RtnpClientSilent, Detail::Value(((ts_nanos - last) / 1_000_000_000) as u64));
+                        report(Rule::RtnpClientSilent, Detail::Value((ts_nanos.saturating_sub(last) / 1_000_000_000) as u64));
                     }
                 }
                 match name {

@@ -142,3 +142,10 @@ fn by_name(name: &str, direction: Option<Direction>) -> Role {
         _ => Role::Other,
     }
 }
+
+/// Whether a byte-identical repeat of a datagram is worth reporting: in dialects whose headers
+/// carry sequence numbers (rtype, rt) an exact repeat is a resend; rtnp has none, so unchanged
+/// inputs legitimately repeat byte for byte.
+pub fn repeats_are_suspect(dialect: Dialect) -> bool {
+    dialect != Dialect::Rtnp
+}

@@ -2,7 +2,7 @@
 
 use super::dist::Durations;
 use super::recent::{self, Recent};
-use super::role::{Role, Step};
+use super::role::{self, Role, Step};
 use super::seq::{Arrival, Sequence};
 use super::Config;
 use crate::datagram::Dialect;
@@ -233,7 +233,7 @@ impl Session {
         let t = &mut self.traffic[dir];
         t.datagrams += 1;
         t.bytes += event.bytes.len() as u64;
-        if dir < 2 {
+        if dir < 2 && role::repeats_are_suspect(event.dialect) {
             if let Some(original) = self.recent[dir].push(recent::hash(event.bytes), frame, ts) {
                 t.duplicates += 1;
                 report(Rule::SessionDuplicateDatagram, Detail::Frames { first: original });
@@ -283,8 +283,8 @@ impl Session {
                     self.level_init.acknowledged.get_or_insert((frame, ts));
                 }
             }
-            Role::Snapshot => {
-                if let Some(tick) = event.tick.or(event.sequence) {
+            Role::Snapshot => match event.tick.or(event.sequence) {
+                Some(tick) => {
                     // A delta snapshot of the tick a full-state chunk set just carried is the same
                     // tick, not a duplicate.
                     if self.chunk_tick != Some(tick) {
@@ -292,7 +292,10 @@ impl Session {
                     }
                     self.last_snapshot_tick = Some(tick);
                 }
-            }
+                // Dialects whose snapshots carry no tick (rtnp without `epoch`): rate and jitter
+                // still come from the arrivals.
+                None => self.snapshot_arrival(event),
+            },
             Role::SnapshotChunk => {
                 if let Some(tick) = event.tick {
                     let bit = 1u64 << (event.facts.chunk_index.unwrap_or(0) % 64);
@@ -373,7 +376,7 @@ impl Session {
         match found {
             Some((i, ping)) => {
                 self.pending[i] = None;
-                self.rtt.add_nanos(event.ts_nanos - ping.ts_nanos);
+                self.rtt.add_nanos(event.ts_nanos.saturating_sub(ping.ts_nanos));
             }
             None => self.unmatched_pongs += 1,
         }
@@ -388,12 +391,17 @@ impl Session {
         if matches!(arrival, Arrival::Late) || arrival == Arrival::Reset && highest.is_some_and(|h| tick < h) {
             report(Rule::SessionTickBackwards, Detail::Value(tick.into()));
         }
+        if self.first_arrival.is_none() {
+            self.first_tick = Some(tick);
+        }
+        self.snapshot_arrival(event);
+    }
+
+    /// Times a new snapshot's arrival, for the rate and the gaps.
+    fn snapshot_arrival(&mut self, event: &DatagramEvent<'_>) {
         match self.first_arrival {
-            None => {
-                self.first_arrival = Some((event.frame, event.ts_nanos));
-                self.first_tick = Some(tick);
-            }
-            Some(_) => self.snapshot_gaps.add_nanos(event.ts_nanos - self.last_arrival),
+            None => self.first_arrival = Some((event.frame, event.ts_nanos)),
+            Some(_) => self.snapshot_gaps.add_nanos(event.ts_nanos.saturating_sub(self.last_arrival)),
         }
         self.last_arrival = event.ts_nanos;
     }
