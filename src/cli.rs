@@ -108,6 +108,14 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         profile: Option<PathBuf>,
     },
+    /// Capture live on a Linux interface (root or CAP_NET_RAW): the packet list as datagrams
+    /// arrive, then the summary on Ctrl-C, --duration or --count.
+    Live(report::live::LiveArgs),
+    /// List the network interfaces live capture can use.
+    Interfaces {
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
     /// Write the deterministic sample captures (see samples/README.md).
     Generate {
         /// Directory to write every sample into.
@@ -121,7 +129,7 @@ enum Command {
     },
 }
 
-const SUBCOMMANDS: &[&str] = &["summary", "stats", "check", "packets", "export", "violations", "dissector", "generate", "help"];
+const SUBCOMMANDS: &[&str] = &["summary", "stats", "check", "packets", "export", "violations", "dissector", "generate", "live", "interfaces", "help"];
 
 /// Runs the command line; `rtype-inspect FILE` means `rtype-inspect summary FILE`.
 pub fn main() -> ExitCode {
@@ -194,6 +202,8 @@ fn run(command: Command) -> Result<ExitCode, String> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Live(args) => report::live::run(args),
+        Command::Interfaces { format } => report::live::interfaces(format),
         Command::Generate { all, large, output } => {
             let result = match (all, large, output) {
                 (Some(dir), None, None) => crate::samplegen::scenarios::write_all(&dir),

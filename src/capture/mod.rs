@@ -2,7 +2,9 @@
 //!
 //! - [`reader`]: pcap / pcapng (optionally gzip) records, streamed in bounded memory;
 //! - [`link`]: link-layer, IP and UDP decoding of one frame, without allocation;
-//! - [`defrag`]: bounded reassembly of fragmented UDP datagrams.
+//! - [`defrag`]: bounded reassembly of fragmented UDP datagrams;
+//! - [`writer`]: a streaming pcap writer (what `live -w` writes, and the sample generator);
+//! - [`live`]: live capture on a Linux interface (AF_PACKET, no libpcap).
 //!
 //! Everything here treats the capture as hostile: no input may panic, loop
 //! forever, or make memory grow with the file's size.
@@ -11,9 +13,11 @@ pub mod defrag;
 mod ip;
 pub mod link;
 mod linktype;
+pub mod live;
 pub mod reader;
 mod source;
 mod timestamp;
+pub mod writer;
 
 #[cfg(test)]
 mod testutil;

@@ -193,7 +193,15 @@ impl Pipeline {
     /// Reads a whole capture into `sink`.
     pub fn run<S: Sink>(mut self, reader: &mut capture::CaptureReader, sink: &mut S) -> Result<(), capture::CaptureError> {
         sink.start(reader.info());
-        let read = reader.for_each_frame(|frame| self.frame(frame, sink))?;
+        let read = reader.for_each_frame_threaded(|frame| self.frame(frame, sink))?;
+        self.finish(reader.info(), &read, sink);
+        Ok(())
+    }
+
+    /// The end of a capture read frame by frame with [`Pipeline::frame`] (a file, or a live
+    /// capture when it stops): reports a cut capture, closes chunk sets and sessions, reports what
+    /// they left, and calls `sink.end`. The caller called `sink.start(info)` before the frames.
+    pub fn finish<S: Sink>(mut self, info: &CaptureInfo, read: &ReadEnd, sink: &mut S) {
         if let Some(cut) = &read.truncated {
             let finding = Finding { rule: Rule::CaptureTruncated, at: 0, detail: Detail::Value(cut.offset) };
             sink.loose(&LooseFinding { frame: cut.frame, conversation: 0, finding });
@@ -205,8 +213,8 @@ impl Pipeline {
         let stats = self.state.defrag.stats();
         self.state.counts.reassembled_fragments = stats.reassembled;
         sink.end(&RunEnd {
-            info: reader.info(),
-            read: &read,
+            info,
+            read,
             counts: self.state.counts,
             first_ts: self.state.first_ts,
             last_ts: self.state.last_ts,
@@ -214,7 +222,6 @@ impl Pipeline {
             snapshots_reassembled: self.state.chunks.completed,
             analysis: &self.state.analysis,
         });
-        Ok(())
     }
 
     /// Handles one captured frame.
@@ -239,13 +246,23 @@ impl State {
                 }
                 self.datagram(scratch, frame.number, frame.ts_nanos, udp.src, udp.dst, udp.payload, sink);
             }
-            LinkOutcome::Fragment => match self.defrag.push(frame.link_type, frame.data, frame.ts_nanos) {
-                capture::DefragOutcome::Complete(udp) => {
+            LinkOutcome::Fragment => {
+                // Datagrams evicted (set or byte limit) or expired while this fragment was kept
+                // are dropped too: one finding for each, as for this fragment when it is dropped.
+                let dropped = |s: capture::DefragStats| s.expired + s.dropped_over_limit + s.overlapping + s.dropped_invalid;
+                let before = dropped(self.defrag.stats());
+                let outcome = self.defrag.push(frame.link_type, frame.data, frame.ts_nanos);
+                let mut lost = dropped(self.defrag.stats()) - before;
+                if matches!(outcome, capture::DefragOutcome::Dropped { .. }) {
+                    lost = lost.max(1);
+                }
+                for _ in 0..lost {
+                    loose(sink, Rule::CaptureFragmentDropped, 0, Detail::None);
+                }
+                if let capture::DefragOutcome::Complete(udp) = outcome {
                     self.datagram(scratch, frame.number, frame.ts_nanos, udp.src, udp.dst, &udp.payload, sink);
                 }
-                capture::DefragOutcome::Pending => {}
-                capture::DefragOutcome::Dropped { .. } => loose(sink, Rule::CaptureFragmentDropped, 0, Detail::None),
-            },
+            }
             LinkOutcome::NotUdp => self.counts.not_udp += 1,
             LinkOutcome::UnsupportedLink => self.counts.unsupported_link += 1,
             LinkOutcome::Malformed { offset, what } => {

@@ -13,3 +13,4 @@ pub mod filter;
 pub mod render;
 pub mod export;
 pub mod packets;
+pub mod live;

@@ -1,4 +1,4 @@
-//! Capture files: a legacy pcap writer (microsecond timestamps), a pcapng writer with several
+//! Capture files: a legacy pcap writer (microsecond timestamps, the capture layer's), a pcapng writer with several
 //! interfaces, frames built around UDP payloads with etherparse, and gzip.
 //!
 //! Both writers stream: each record goes straight to the underlying writer, so a capture of any
@@ -8,6 +8,9 @@ use std::io::{self, Write};
 use std::net::{IpAddr, SocketAddr};
 
 use etherparse::{PacketBuilder, VlanId};
+
+use crate::capture::writer::{self, Precision};
+use crate::capture::LinkType;
 
 /// LINKTYPE_ETHERNET.
 pub const LINKTYPE_ETHERNET: u32 = 1;
@@ -86,52 +89,31 @@ pub fn udp_frame(link: Link, from: SocketAddr, to: SocketAddr, payload: &[u8]) -
     Ok(frame)
 }
 
-/// Seconds and microseconds of a timestamp in microseconds since the epoch, as u32 each.
-fn split_micros(ts_us: u64) -> io::Result<(u32, u32)> {
-    let secs = u32::try_from(ts_us / 1_000_000).map_err(|_| invalid("timestamp past 2106"))?;
-    Ok((secs, (ts_us % 1_000_000) as u32))
-}
-
 fn len32(n: usize) -> io::Result<u32> {
     u32::try_from(n).map_err(|_| invalid("frame larger than 4 GiB"))
 }
 
-/// A legacy pcap file (magic `a1b2c3d4`, microsecond timestamps), one link type.
+/// A legacy pcap file (magic `a1b2c3d4`, microsecond timestamps), one link type: the capture
+/// layer's writer, with the samples' snapshot length.
 pub struct PcapWriter<W: Write> {
-    out: W,
+    inner: writer::PcapWriter<W>,
 }
 
 impl<W: Write> PcapWriter<W> {
     /// Writes the file header.
-    pub fn new(mut out: W, linktype: u32) -> io::Result<Self> {
-        let mut header = Vec::with_capacity(24);
-        header.extend(0xA1B2_C3D4u32.to_le_bytes());
-        header.extend(2u16.to_le_bytes());
-        header.extend(4u16.to_le_bytes());
-        header.extend(0i32.to_le_bytes()); // thiszone
-        header.extend(0u32.to_le_bytes()); // sigfigs
-        header.extend(SNAPLEN.to_le_bytes());
-        header.extend(linktype.to_le_bytes());
-        out.write_all(&header)?;
-        Ok(PcapWriter { out })
+    pub fn new(out: W, linktype: u32) -> io::Result<Self> {
+        Ok(PcapWriter { inner: writer::PcapWriter::new(out, LinkType(linktype), Precision::Micro, SNAPLEN)? })
     }
 
     /// Writes one record holding `frame` whole.
     pub fn record(&mut self, ts_us: u64, frame: &[u8]) -> io::Result<()> {
-        let (secs, micros) = split_micros(ts_us)?;
-        let len = len32(frame.len())?;
-        let mut header = [0u8; 16];
-        for (i, word) in [secs, micros, len, len].into_iter().enumerate() {
-            header[4 * i..4 * i + 4].copy_from_slice(&word.to_le_bytes());
-        }
-        self.out.write_all(&header)?;
-        self.out.write_all(frame)
+        let ts_nanos = ts_us.checked_mul(1000).and_then(|ns| i64::try_from(ns).ok()).ok_or_else(|| invalid("timestamp past 2106"))?;
+        self.inner.write(ts_nanos, frame, len32(frame.len())?)
     }
 
     /// Flushes and returns the underlying writer.
-    pub fn finish(mut self) -> io::Result<W> {
-        self.out.flush()?;
-        Ok(self.out)
+    pub fn finish(self) -> io::Result<W> {
+        self.inner.finish()
     }
 }
 

@@ -153,6 +153,8 @@ pub fn write_all(dir: &Path) -> io::Result<()> {
     for s in ALL {
         rows.push((s, s.write(dir)?));
     }
+    super::rt::write(dir)?;
+    super::rtnp::write(dir)?;
     fs::write(dir.join("README.md"), readme(&rows))
 }
 
@@ -241,8 +243,9 @@ fn readme(rows: &[(&Scenario, Sample)]) -> String {
 
 const README_HEAD: &str = "# Sample captures
 
-Deterministic captures of the `rtype` dialect (documents 002 and 001), written by
-`src/samplegen`. Every file is generated: do not edit it by hand. To regenerate them all (byte
+Deterministic captures of the three dialects, written by `src/samplegen`: the `rtype` samples
+below (documents 002 and 001), and the `rt` (document 003) and `rtnp` (document 004) samples
+listed after them. Every file is generated: do not edit it by hand. To regenerate them all (byte
 for byte the same on every run):
 
 ```sh
@@ -258,7 +261,13 @@ An empty file means zero findings.
 ";
 
 const README_TAIL: &str = "
-Common to all: the clock starts at 2026-01-01T00:00:00Z and advances at 60 Hz; clients
+| `rt-big-endian.pcap` | an rt session byte for byte as document 003 says (big-endian, magic `52 54`) | | see its `.expected.txt` |
+| `rt-little-endian.pcap` | the same session as the real server sends it (little-endian `54 52`, spec-notes B variants) | | see its `.expected.txt` |
+| `rtnp-envelope.pcap` | an rtnp session in Cap'n Proto envelopes, as document 004 says | | see its `.expected.txt` |
+| `rtnp-raw-json.pcap` | the same session as raw JSON datagrams | | see its `.expected.txt` |
+| `rtnp-fragmented.pcap` | 8 KiB snapshots in IPv4 fragments, and one over the 8192-byte limit | | see its `.expected.txt` |
+
+Common to the rtype samples: the clock starts at 2026-01-01T00:00:00Z and advances at 60 Hz; clients
 `10.0.0.X:4100X` send to the server at `10.0.0.1:50010`, which answers from `10.0.0.1:49316`
 (as real servers do). Client packets have packet type 0x01, the server's 0x02. Sequence numbers:
 per client, growing; server replies echo the client's, snapshots carry the tick, chunks tick +

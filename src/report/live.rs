@@ -1,0 +1,460 @@
+//! `live`: capture on a Linux interface and decode datagrams as they arrive, with the packet list
+//! of `packets` (same format, same filters) or, with `--format json`, the NDJSON timeline of
+//! `export`; the summary of `rtype-inspect FILE` when the capture stops (Ctrl-C, `--duration`,
+//! `--count`). `-w FILE` also writes every captured frame to a pcap file that reads back with the
+//! same results. `interfaces` lists what can be captured on.
+//!
+//! The capture loop allocates nothing per packet: one receive buffer (the capture layer's), one
+//! output buffer drained to stdout whenever the kernel's queue is empty, and the pipeline's own
+//! reused buffers.
+
+use std::cell::RefCell;
+use std::fs::File;
+use std::io::{self, BufWriter, IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use super::export::Export;
+use super::filter::FilterArgs;
+use super::packets::{Packets, PacketsOptions};
+use super::summary::Summary;
+use super::table;
+use crate::capture::live::{self, Interface, LiveCapture};
+use crate::capture::writer::PcapWriter;
+use crate::capture::{CaptureInfo, ReadEnd};
+use crate::cli::{write_stdout, Format, ReadOpts};
+use crate::pipeline::{DatagramEvent, LooseFinding, Pipeline, ReassembledEvent, RunEnd, Sink};
+use crate::proto::profile::Profile;
+use crate::session::Conversations;
+
+/// Arguments of `rtype-inspect live`.
+#[derive(clap::Args)]
+pub struct LiveArgs {
+    /// Interface to capture on (`rtype-inspect interfaces` lists them).
+    #[arg(short, long, value_name = "IFACE")]
+    interface: String,
+    /// Also write every captured frame to this pcap file (nanosecond timestamps).
+    #[arg(short = 'w', long = "write", value_name = "FILE")]
+    write: Option<PathBuf>,
+    /// Stop after this many protocol datagrams (other traffic does not count).
+    #[arg(short = 'c', long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    count: Option<u64>,
+    /// Stop after this many seconds.
+    #[arg(long, value_name = "SECS", value_parser = seconds)]
+    duration: Option<Duration>,
+    /// text: the packet list, then the summary; json: NDJSON timeline records as they come.
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+    /// Print every decoded field (text only).
+    #[arg(short = 'V', long)]
+    verbose: bool,
+    /// Add a hex dump of each datagram (text only).
+    #[arg(short = 'x', long)]
+    hex: bool,
+    #[command(flatten)]
+    filter: FilterArgs,
+    /// --quiet hides the status line.
+    #[command(flatten)]
+    read: ReadOpts,
+}
+
+fn seconds(text: &str) -> Result<Duration, String> {
+    match text.parse::<f64>() {
+        Ok(s) if s.is_finite() && s > 0.0 && s < 1e9 => Ok(Duration::from_secs_f64(s)),
+        _ => Err(format!("`{text}` is not a positive number of seconds")),
+    }
+}
+
+/// Set by SIGINT and SIGTERM: the capture stops and the summary is printed.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::Relaxed);
+}
+
+/// Catches SIGINT and SIGTERM without SA_RESTART, so a waiting poll returns at once.
+fn catch_signals() {
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: a zeroed sigaction is valid; the handler only stores to an atomic, which is
+        // async-signal-safe.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_signal as *const () as libc::sighandler_t;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(signal, &action, std::ptr::null_mut());
+        }
+    }
+}
+
+/// A second Ctrl-C while the summary is being written ends the program as usual.
+fn default_signals() {
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: restoring the default disposition.
+        unsafe {
+            libc::signal(signal, libc::SIG_DFL);
+        }
+    }
+}
+
+/// The report's output, kept in memory until the loop drains it to stdout (a writer the sink can
+/// own while the loop still reaches the bytes).
+#[derive(Clone, Default)]
+struct Pending(Rc<RefCell<Vec<u8>>>);
+
+impl Write for Pending {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.borrow_mut().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The report's sink, plus the summary and the counts the status line shows.
+struct Tee<S: Sink> {
+    inner: S,
+    summary: Summary,
+    datagrams: u64,
+    violations: u64,
+}
+
+impl<S: Sink> Sink for Tee<S> {
+    type Fields = S::Fields;
+    fn fields(&mut self) -> &mut S::Fields {
+        self.inner.fields()
+    }
+    fn start(&mut self, info: &CaptureInfo) {
+        self.inner.start(info);
+        self.summary.start(info);
+    }
+    fn begin(&mut self, conversations: &Conversations, conversation: u32) {
+        self.inner.begin(conversations, conversation);
+    }
+    fn datagram(&mut self, e: &DatagramEvent<'_>) {
+        self.datagrams += 1;
+        self.violations += e.findings.len() as u64;
+        self.inner.datagram(e);
+        self.summary.datagram(e);
+    }
+    fn reassembled(&mut self, e: &ReassembledEvent<'_>) {
+        self.inner.reassembled(e);
+        self.summary.reassembled(e);
+    }
+    fn loose(&mut self, f: &LooseFinding) {
+        self.violations += 1;
+        self.inner.loose(f);
+        self.summary.loose(f);
+    }
+    fn end(&mut self, end: &RunEnd<'_>) {
+        self.inner.end(end);
+        self.summary.end(end);
+    }
+}
+
+/// The one-line status on stderr, redrawn every second when stderr is a terminal.
+struct Status {
+    on: bool,
+    /// stdout shares the terminal: clear the status line before printing packets.
+    shared: bool,
+    shown: bool,
+    text: String,
+}
+
+impl Status {
+    fn clear(&mut self) {
+        if self.shown {
+            eprint!("\r\x1b[K");
+            self.shown = false;
+        }
+    }
+    fn show(&mut self) {
+        if self.on && !self.text.is_empty() {
+            eprint!("\r\x1b[K{}", self.text);
+            self.shown = true;
+        }
+    }
+}
+
+/// Why the capture stopped.
+enum Stop {
+    Running,
+    Done,
+    /// stdout was closed (`| head`): stop quietly.
+    OutputClosed,
+}
+
+/// Drains the pending report output to stdout.
+fn drain(pending: &Pending, status: &mut Status) -> io::Result<()> {
+    let mut buf = pending.0.borrow_mut();
+    if buf.is_empty() {
+        return Ok(());
+    }
+    if status.shared {
+        status.clear();
+    }
+    let mut out = io::stdout().lock();
+    let result = out.write_all(&buf).and_then(|_| out.flush());
+    buf.clear();
+    if status.shared {
+        status.show();
+    }
+    result
+}
+
+fn kernel_drops(stats: Option<live::KernelStats>) -> String {
+    stats.map_or_else(|| "n/a".to_string(), |s| s.dropped.to_string())
+}
+
+/// Runs `rtype-inspect live`.
+pub fn run(args: LiveArgs) -> Result<ExitCode, String> {
+    let profile = args.read.profile.as_deref().map_or_else(|| Ok(Profile::document()), Profile::load)?;
+    let analysis = args.read.analysis.config()?;
+    let filter = args.filter.build()?;
+    if args.format == Format::Json && (args.verbose || args.hex) {
+        return Err("-V and -x are for the text packet list, not --format json".into());
+    }
+    let mut capture = LiveCapture::open(&args.interface).map_err(|e| e.to_string())?;
+    let info = live::capture_info(capture.link_type());
+    let mut pcap = match &args.write {
+        Some(path) => {
+            let file = File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let w = PcapWriter::new(BufWriter::with_capacity(1 << 16, file), capture.link_type(), live::PRECISION, live::SNAPLEN);
+            Some((path.clone(), w.map_err(|e| format!("{}: {e}", path.display()))?))
+        }
+        None => None,
+    };
+    let pipeline = Pipeline::new(profile, args.read.port).with_analysis(analysis);
+    let pending = Pending::default();
+    let stderr_tty = io::stderr().is_terminal();
+    let stdout_tty = io::stdout().is_terminal();
+    let mut status = Status { on: stderr_tty && !args.read.quiet, shared: stderr_tty && stdout_tty, shown: false, text: String::new() };
+    catch_signals();
+    let mut until = String::from("Ctrl-C");
+    if let Some(n) = args.count {
+        until += &format!(", {n} datagrams");
+    }
+    if let Some(d) = args.duration {
+        until += &format!(", {} s", d.as_secs_f64());
+    }
+    eprintln!("listening on {} ({}), capturing until {until}", args.interface, capture.link_type().name());
+    let limits = Limits { count: args.count, duration: args.duration };
+    let mut live = Live { capture: &mut capture, pcap: pcap.as_mut().map(|(_, w)| w), pending: &pending, status: &mut status, limits };
+    let (stop, summary, write_error) = match args.format {
+        Format::Text => {
+            let options = PacketsOptions { verbose: args.verbose, hex: args.hex };
+            let mut tee = Tee { inner: Packets::new(pending.clone(), options, filter), summary: Summary::default(), datagrams: 0, violations: 0 };
+            let (stop, write_error) = live.run(pipeline, &info, &mut tee)?;
+            (stop, Some(tee.summary), write_error)
+        }
+        Format::Json => {
+            let mut tee = Tee { inner: Export::new(pending.clone(), false, filter), summary: Summary::default(), datagrams: 0, violations: 0 };
+            let (stop, write_error) = live.run(pipeline, &info, &mut tee)?;
+            (stop, None, write_error)
+        }
+    };
+    default_signals();
+    status.clear();
+    let mut output = drain(&pending, &mut status);
+    if let (Format::Text, Some(summary), Ok(())) = (args.format, &summary, &output) {
+        let text = format!("\n{}", summary.text(&format!("{} (live)", args.interface), stdout_tty));
+        let mut out = io::stdout().lock();
+        output = out.write_all(text.as_bytes()).and_then(|_| out.flush());
+    }
+    let finished = pcap.map(|(path, w)| (path.clone(), w.finish().map_err(|e| format!("{}: {e}", path.display()))));
+    let mut last = format!("{}: {} frames captured, {} dropped by the kernel", args.interface, capture.frames(), kernel_drops(capture.stats()));
+    if let Some((path, _)) = &finished {
+        last += &format!(", written to {}", path.display());
+    }
+    eprintln!("{last}");
+    if let Some(e) = write_error {
+        return Err(e);
+    }
+    if let Some((_, Err(e))) = finished {
+        return Err(e);
+    }
+    match (stop, output) {
+        (Stop::OutputClosed, _) => Ok(ExitCode::SUCCESS),
+        (_, Err(e)) if e.kind() != io::ErrorKind::BrokenPipe => Err(format!("writing output: {e}")),
+        _ => Ok(ExitCode::SUCCESS),
+    }
+}
+
+struct Limits {
+    count: Option<u64>,
+    duration: Option<Duration>,
+}
+
+/// The capture loop's state.
+struct Live<'a> {
+    capture: &'a mut LiveCapture,
+    pcap: Option<&'a mut PcapWriter<BufWriter<File>>>,
+    pending: &'a Pending,
+    status: &'a mut Status,
+    limits: Limits,
+}
+
+/// Drains the report output; a closed stdout stops the capture quietly.
+fn drain_now(pending: &Pending, status: &mut Status, stop: &mut Stop) -> Result<(), String> {
+    match drain(pending, status) {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
+            *stop = Stop::OutputClosed;
+            Ok(())
+        }
+        Err(e) => Err(format!("writing output: {e}")),
+        Ok(()) => Ok(()),
+    }
+}
+
+/// The report output waiting past this many bytes is written even while packets keep coming.
+const DRAIN_AT: usize = 1 << 16;
+
+impl Live<'_> {
+    /// Captures until a limit, a signal or a closed stdout; then finishes the pipeline (the
+    /// summary). Returns why it stopped and the error that stopped it early (writing the `-w`
+    /// file, or reading the socket), if any.
+    fn run<S: Sink>(&mut self, mut pipeline: Pipeline, info: &CaptureInfo, sink: &mut Tee<S>) -> Result<(Stop, Option<String>), String> {
+        sink.start(info);
+        let started = Instant::now();
+        let deadline = self.limits.duration.map(|d| started + d);
+        let mut next_tick = started + Duration::from_secs(1);
+        let mut frames = 0u64;
+        let mut write_error = None;
+        let mut stop = Stop::Running;
+        drain_now(self.pending, self.status, &mut stop)?;
+        while matches!(stop, Stop::Running) {
+            if STOP.load(Ordering::Relaxed) || self.limits.count.is_some_and(|n| sink.datagrams >= n) {
+                stop = Stop::Done;
+                break;
+            }
+            let now = Instant::now();
+            if deadline.is_some_and(|d| now >= d) {
+                stop = Stop::Done;
+                break;
+            }
+            if now >= next_tick {
+                self.tick(sink);
+                while next_tick <= now {
+                    next_tick += Duration::from_secs(1);
+                }
+            }
+            match self.capture.next_frame() {
+                Ok(Some(frame)) => {
+                    if let Some(w) = self.pcap.as_deref_mut() {
+                        if let Err(e) = w.write_frame(&frame) {
+                            write_error = Some(format!("writing the capture file: {e}"));
+                            stop = Stop::Done;
+                            break;
+                        }
+                    }
+                    frames += 1;
+                    pipeline.frame(&frame, sink);
+                    if self.pending.0.borrow().len() >= DRAIN_AT {
+                        drain_now(self.pending, self.status, &mut stop)?;
+                    }
+                }
+                Ok(None) => {
+                    // The queue is empty: show what came, then wait for more (or the next tick).
+                    drain_now(self.pending, self.status, &mut stop)?;
+                    let mut wait = next_tick.saturating_duration_since(now).min(Duration::from_millis(250));
+                    if let Some(d) = deadline {
+                        wait = wait.min(d.saturating_duration_since(now));
+                    }
+                    self.capture.wait(wait).map_err(|e| format!("live capture on {}: poll: {e}", self.capture.interface()))?;
+                }
+                Err(e) => {
+                    // The interface went away or down: what came so far is still reported.
+                    write_error = Some(format!("live capture on {}: recvmsg: {}", self.capture.interface(), e));
+                    stop = Stop::Done;
+                    break;
+                }
+            }
+        }
+        pipeline.finish(info, &ReadEnd { frames, truncated: None }, sink);
+        Ok((stop, write_error))
+    }
+
+    /// Every second: the status line, and the `-w` file flushed so it can be read as it grows.
+    fn tick<S: Sink>(&mut self, sink: &Tee<S>) {
+        if let Some(w) = self.pcap.as_deref_mut() {
+            let _ = w.flush();
+        }
+        if self.status.on {
+            let drops = kernel_drops(self.capture.stats());
+            self.status.text = format!(
+                "{}: {} frames, {} datagrams, {} violations, {drops} kernel drops",
+                self.capture.interface(),
+                self.capture.frames(),
+                sink.datagrams,
+                sink.violations
+            );
+            self.status.show();
+        }
+    }
+}
+
+/// Runs `rtype-inspect interfaces`.
+pub fn interfaces(format: Format) -> Result<ExitCode, String> {
+    let list = live::interfaces().map_err(|e| format!("listing interfaces: {e}"))?;
+    match format {
+        Format::Json => write_stdout((serde_json::to_string_pretty(&list).unwrap_or_default() + "\n").as_bytes()),
+        Format::Text => write_stdout(interfaces_text(&list).as_bytes()),
+    }
+}
+
+fn interfaces_text(list: &[Interface]) -> String {
+    let mut t = table::new(&["#", "Interface", "Flags", "Link", "Addresses"]);
+    for i in list {
+        let flags: Vec<&str> = [(i.up, "up"), (i.running, "running"), (i.loopback, "loopback")]
+            .into_iter()
+            .filter_map(|(on, name)| on.then_some(name))
+            .collect();
+        let flags = if flags.is_empty() { "down".to_string() } else { flags.join(", ") };
+        t.add_row(vec![i.index.to_string(), i.name.clone(), flags, i.link_type.unwrap_or("?").to_string(), i.addresses.join("\n")]);
+    }
+    format!("{t}\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(seconds("1.5"), Ok(Duration::from_millis(1500)));
+        for bad in ["0", "-1", "nan", "inf", "x", ""] {
+            assert!(seconds(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn interface_table() {
+        let list = vec![
+            Interface {
+                name: "lo".into(),
+                index: 1,
+                up: true,
+                running: true,
+                loopback: true,
+                link_type: Some("ethernet"),
+                addresses: vec!["127.0.0.1/8".into(), "::1/128".into()],
+            },
+            Interface { name: "eth9".into(), index: 2, up: false, running: false, loopback: false, link_type: None, addresses: vec![] },
+        ];
+        let text = interfaces_text(&list);
+        assert!(text.contains("up, running, loopback"), "{text}");
+        assert!(text.contains("127.0.0.1/8") && text.contains("::1/128"), "{text}");
+        assert!(text.contains("down"), "{text}");
+    }
+
+    #[test]
+    fn pending_output_is_shared() {
+        let p = Pending::default();
+        let mut w = p.clone();
+        w.write_all(b"abc").unwrap();
+        assert_eq!(&*p.0.borrow(), b"abc");
+    }
+}
