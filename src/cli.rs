@@ -95,6 +95,8 @@ enum Command {
     Stats(report::stats::StatsArgs),
     /// Judge captures for CI: exit 0 clean, 1 when a finding reaches --fail-on, 2 on errors.
     Check(report::check::CheckArgs),
+    /// Print the protocol reference (every message and field) generated from the description.
+    Protocol,
     /// List the catalog of violations.
     Violations {
         #[arg(long, value_enum, default_value = "text")]
@@ -129,7 +131,7 @@ enum Command {
     },
 }
 
-const SUBCOMMANDS: &[&str] = &["summary", "stats", "check", "packets", "export", "violations", "dissector", "generate", "live", "interfaces", "help"];
+const SUBCOMMANDS: &[&str] = &["summary", "stats", "check", "packets", "export", "violations", "protocol", "dissector", "generate", "live", "interfaces", "help"];
 
 /// Runs the command line; `rtype-inspect FILE` means `rtype-inspect summary FILE`.
 pub fn main() -> ExitCode {
@@ -186,6 +188,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
         }
         Command::Stats(args) => report::stats::run(args),
         Command::Check(args) => report::check::run(args),
+        Command::Protocol => write_stdout(report::protocol_doc::markdown().as_bytes()),
         Command::Violations { format } => {
             let text = match format {
                 CatalogFormat::Json => serde_json::to_string_pretty(CATALOG).unwrap_or_default() + "\n",

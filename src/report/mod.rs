@@ -13,4 +13,5 @@ pub mod filter;
 pub mod render;
 pub mod export;
 pub mod packets;
+pub mod protocol_doc;
 pub mod live;
