@@ -2,7 +2,8 @@
 
 use super::rules::Rule;
 use super::schema::{
-    fixed_len, Case, Check, Direction, Display, Field, Group, Message, Named, Node, Role, Ty, Variant,
+    fixed_len, index_by_code, Case, Check, Direction, Display, Field, Group, Message, Named, Node,
+    Role, Ty, Variant,
 };
 use Direction::{ClientToServer as C2S, ServerToClient as S2C};
 
@@ -29,13 +30,25 @@ const fn hex(name: &'static str, label: &'static str, ty: Ty) -> Field {
 }
 
 pub const PACKET_TYPES: &[Named] = &[
-    Named { value: 1, name: "client_to_server" },
-    Named { value: 2, name: "server_to_client" },
+    Named {
+        value: 1,
+        name: "client_to_server",
+    },
+    Named {
+        value: 2,
+        name: "server_to_client",
+    },
 ];
 
 const VERSION_BITS: &[Named] = &[
-    Named { value: 0x80, name: "compressed" },
-    Named { value: 0x7F, name: "version" },
+    Named {
+        value: 0x80,
+        name: "compressed",
+    },
+    Named {
+        value: 0x7F,
+        name: "version",
+    },
 ];
 
 /// The 17-byte header of document 002 §4.
@@ -68,49 +81,139 @@ pub const HEADER_LEN: usize = fixed_len(HEADER);
 pub const HEADER_15_LEN: usize = fixed_len(HEADER_15);
 
 pub const REASON_CODES: &[Named] = &[
-    Named { value: 0x00, name: "unknown" },
-    Named { value: 0x01, name: "requested_by_client" },
-    Named { value: 0x10, name: "inactivity" },
-    Named { value: 0x11, name: "protocol_violation" },
-    Named { value: 0x12, name: "overflow_spam" },
-    Named { value: 0x13, name: "unauthorized_action" },
-    Named { value: 0x20, name: "cheating_detected" },
-    Named { value: 0x21, name: "manual_ban" },
-    Named { value: 0x30, name: "server_shutdown" },
-    Named { value: 0x31, name: "server_restart" },
+    Named {
+        value: 0x00,
+        name: "unknown",
+    },
+    Named {
+        value: 0x01,
+        name: "requested_by_client",
+    },
+    Named {
+        value: 0x10,
+        name: "inactivity",
+    },
+    Named {
+        value: 0x11,
+        name: "protocol_violation",
+    },
+    Named {
+        value: 0x12,
+        name: "overflow_spam",
+    },
+    Named {
+        value: 0x13,
+        name: "unauthorized_action",
+    },
+    Named {
+        value: 0x20,
+        name: "cheating_detected",
+    },
+    Named {
+        value: 0x21,
+        name: "manual_ban",
+    },
+    Named {
+        value: 0x30,
+        name: "server_shutdown",
+    },
+    Named {
+        value: 0x31,
+        name: "server_restart",
+    },
 ];
 
 /// Input flag bits as the reference game uses them (spec-notes A).
 pub const INPUT_FLAGS: &[Named] = &[
-    Named { value: 0x0001, name: "up" },
-    Named { value: 0x0002, name: "down" },
-    Named { value: 0x0004, name: "left" },
-    Named { value: 0x0008, name: "right" },
-    Named { value: 0x0010, name: "fire" },
-    Named { value: 0x0020, name: "charge1" },
-    Named { value: 0x0040, name: "charge2" },
-    Named { value: 0x0080, name: "charge3" },
-    Named { value: 0x0100, name: "charge4" },
-    Named { value: 0x0200, name: "charge5" },
+    Named {
+        value: 0x0001,
+        name: "up",
+    },
+    Named {
+        value: 0x0002,
+        name: "down",
+    },
+    Named {
+        value: 0x0004,
+        name: "left",
+    },
+    Named {
+        value: 0x0008,
+        name: "right",
+    },
+    Named {
+        value: 0x0010,
+        name: "fire",
+    },
+    Named {
+        value: 0x0020,
+        name: "charge1",
+    },
+    Named {
+        value: 0x0040,
+        name: "charge2",
+    },
+    Named {
+        value: 0x0080,
+        name: "charge3",
+    },
+    Named {
+        value: 0x0100,
+        name: "charge4",
+    },
+    Named {
+        value: 0x0200,
+        name: "charge5",
+    },
 ];
 /// Input flag bits the game leaves unused.
 pub const INPUT_UNUSED_BITS: u32 = 0xFC00;
 
-pub const STATUS_FLAGS: &[Named] = &[Named { value: 0x02, name: "invincible" }];
+pub const STATUS_FLAGS: &[Named] = &[Named {
+    value: 0x02,
+    name: "invincible",
+}];
 
 pub const EVENT_TYPES: &[Named] = &[
-    Named { value: 1, name: "set_scroll" },
-    Named { value: 2, name: "set_background" },
-    Named { value: 3, name: "set_music" },
-    Named { value: 4, name: "set_camera_bounds" },
-    Named { value: 5, name: "gate_open" },
-    Named { value: 6, name: "gate_close" },
+    Named {
+        value: 1,
+        name: "set_scroll",
+    },
+    Named {
+        value: 2,
+        name: "set_background",
+    },
+    Named {
+        value: 3,
+        name: "set_music",
+    },
+    Named {
+        value: 4,
+        name: "set_camera_bounds",
+    },
+    Named {
+        value: 5,
+        name: "gate_open",
+    },
+    Named {
+        value: 6,
+        name: "gate_close",
+    },
 ];
 
 const SCROLL_MODES: &[Named] = &[
-    Named { value: 0, name: "constant" },
-    Named { value: 1, name: "stopped" },
-    Named { value: 2, name: "curve" },
+    Named {
+        value: 0,
+        name: "constant",
+    },
+    Named {
+        value: 1,
+        name: "stopped",
+    },
+    Named {
+        value: 2,
+        name: "curve",
+    },
 ];
 
 const fn reason() -> Node {
@@ -123,15 +226,19 @@ const fn reason() -> Node {
 }
 
 const ACK: &[Node] = &[
-        Node::Field(Field::new("ack_sequence", "Acknowledged Sequence ID", Ty::U16).role(Role::AckSequence)),
-        Node::Field(
-            hex("ack_msg_type", "Acknowledged Message Type", Ty::U8)
-                .display(Display::MessageType)
-                .role(Role::AckMessageType),
-        ),
+    Node::Field(
+        Field::new("ack_sequence", "Acknowledged Sequence ID", Ty::U16).role(Role::AckSequence),
+    ),
+    Node::Field(
+        hex("ack_msg_type", "Acknowledged Message Type", Ty::U8)
+            .display(Display::MessageType)
+            .role(Role::AckMessageType),
+    ),
 ];
 
-const CLIENT_TIME: &[Node] = &[Node::Field(Field::new("client_time", "Client Time", Ty::U32).role(Role::ClientTime))];
+const CLIENT_TIME: &[Node] = &[Node::Field(
+    Field::new("client_time", "Client Time", Ty::U32).role(Role::ClientTime),
+)];
 
 const fn player_id(label: &'static str) -> Node {
     Node::Field(Field::new("player_id", label, Ty::U32).role(Role::PlayerId))
@@ -173,7 +280,12 @@ macro_rules! id_event {
     ($case:literal, $name:literal, $field:literal, $label:literal) => {
         Case {
             value: $case,
-            group: Group { name: $name, filter: $name, label: $name, nodes: &[str8($field, $label)] },
+            group: Group {
+                name: $name,
+                filter: $name,
+                label: $name,
+                nodes: &[str8($field, $label)],
+            },
         }
     };
 }
@@ -191,7 +303,9 @@ const LEVEL_EVENT_BODY: &[Node] = &[Node::Switch {
                 filter: "set_scroll",
                 label: "set_scroll",
                 nodes: &[
-                    Node::Field(Field::new("mode", "Mode", Ty::U8).display(Display::Enum(SCROLL_MODES))),
+                    Node::Field(
+                        Field::new("mode", "Mode", Ty::U8).display(Display::Enum(SCROLL_MODES)),
+                    ),
                     f32("speed_x", "Speed X"),
                     Node::Repeat {
                         count: Field::new("keyframe_count", "Keyframe Count", Ty::U8),
@@ -219,7 +333,12 @@ const LEVEL_EVENT_BODY: &[Node] = &[Node::Switch {
                 name: "set_camera_bounds",
                 filter: "set_camera_bounds",
                 label: "set_camera_bounds",
-                nodes: &[f32("min_x", "Min X"), f32("max_x", "Max X"), f32("min_y", "Min Y"), f32("max_y", "Max Y")],
+                nodes: &[
+                    f32("min_x", "Min X"),
+                    f32("max_x", "Max X"),
+                    f32("min_y", "Min Y"),
+                    f32("max_y", "Max Y"),
+                ],
             },
         },
         id_event!(5, "gate_open", "gate_id", "Gate ID"),
@@ -240,7 +359,9 @@ const LEVEL_INIT_BODY: &[Node] = &[
             label: "Archetype",
             nodes: &[
                 Node::Field(Field::new("type_id", "Type ID", Ty::U16).role(Role::ArchetypeTypeId)),
-                Node::Field(Field::new("sprite_id", "Sprite ID", Ty::Str8).role(Role::ArchetypeSpriteId)),
+                Node::Field(
+                    Field::new("sprite_id", "Sprite ID", Ty::Str8).role(Role::ArchetypeSpriteId),
+                ),
                 str8("anim_id", "Animation ID"),
                 Node::Field(Field::new("layer", "Layer", Ty::U8)),
             ],
@@ -264,70 +385,225 @@ const BOSS_TRAILER: &[Node] = &[Node::Repeat {
     },
 }];
 
-const fn msg(code: u8, name: &'static str, short: &'static str, direction: Direction, section: &'static str, body: &'static [Node]) -> Message {
-    Message { code, name, short, direction, section, body, variants: &[], seen_rule: None }
+const fn msg(
+    code: u8,
+    name: &'static str,
+    short: &'static str,
+    direction: Direction,
+    section: &'static str,
+    body: &'static [Node],
+) -> Message {
+    Message {
+        code,
+        name,
+        short,
+        direction,
+        section,
+        body,
+        variants: &[],
+        seen_rule: None,
+    }
 }
 
 /// Every message type of documents 002 and 001, in code order.
 pub const MESSAGES: &[Message] = &[
     msg(0x01, "CLIENT_HELLO", "hello", C2S, "002 §5.1", &[]),
-    msg(0x02, "CLIENT_JOIN_REQUEST", "join_request", C2S, "002 §5.1", &[]),
+    msg(
+        0x02,
+        "CLIENT_JOIN_REQUEST",
+        "join_request",
+        C2S,
+        "002 §5.1",
+        &[],
+    ),
     msg(0x03, "CLIENT_READY", "ready", C2S, "002 §5.1", &[]),
     msg(0x04, "CLIENT_PING", "ping", C2S, "002 §5.1", CLIENT_TIME),
-    msg(0x05, "CLIENT_INPUT", "input", C2S, "002 §6.2", &[
-        player_id("Player ID"),
-        Node::Field(
-            hex("input_flags", "Input Flags", Ty::U16)
-                .display(Display::Flags(INPUT_FLAGS))
-                .check(Check::Unused { mask: INPUT_UNUSED_BITS, rule: Rule::RtypeInputUnusedBits }),
-        ),
-        input_float("pos_x", "Position X"),
-        input_float("pos_y", "Position Y"),
-        input_float("angle", "Angle"),
-    ]),
+    msg(
+        0x05,
+        "CLIENT_INPUT",
+        "input",
+        C2S,
+        "002 §6.2",
+        &[
+            player_id("Player ID"),
+            Node::Field(
+                hex("input_flags", "Input Flags", Ty::U16)
+                    .display(Display::Flags(INPUT_FLAGS))
+                    .check(Check::Unused {
+                        mask: INPUT_UNUSED_BITS,
+                        rule: Rule::RtypeInputUnusedBits,
+                    }),
+            ),
+            input_float("pos_x", "Position X"),
+            input_float("pos_y", "Position Y"),
+            input_float("angle", "Angle"),
+        ],
+    ),
     msg(0x06, "CLIENT_ACKNOWLEDGE", "ack", C2S, "002 §5.1", ACK),
-    msg(0x07, "CLIENT_DISCONNECT", "disconnect", C2S, "002 §5.1", &[reason()]),
+    msg(
+        0x07,
+        "CLIENT_DISCONNECT",
+        "disconnect",
+        C2S,
+        "002 §5.1",
+        &[reason()],
+    ),
     msg(0x10, "SERVER_HELLO", "server_hello", S2C, "002 §5.2", &[]),
-    msg(0x11, "SERVER_JOIN_ACCEPT", "join_accept", S2C, "002 §5.2", &[]),
+    msg(
+        0x11,
+        "SERVER_JOIN_ACCEPT",
+        "join_accept",
+        S2C,
+        "002 §5.2",
+        &[],
+    ),
     msg(0x12, "SERVER_JOIN_DENY", "join_deny", S2C, "002 §5.2", &[]),
     Message {
-        variants: &[Variant { extends_body: false, nodes: &[], rule: Rule::RtypeEmptyPong }],
+        variants: &[Variant {
+            extends_body: false,
+            nodes: &[],
+            rule: Rule::RtypeEmptyPong,
+        }],
         ..msg(0x13, "SERVER_PONG", "pong", S2C, "002 §5.2", CLIENT_TIME)
     },
-    msg(0x14, "SERVER_SNAPSHOT", "snapshot", S2C, "001 §6", &[entities("entity_count", "Entity Count")]),
-    msg(0x15, "SERVER_GAME_START", "game_start", S2C, "002 §5.2", &[]),
-    msg(0x16, "SERVER_GAME_END", "game_end", S2C, "002 §5.2", &[player_id("Winning Player ID")]),
+    msg(
+        0x14,
+        "SERVER_SNAPSHOT",
+        "snapshot",
+        S2C,
+        "001 §6",
+        &[entities("entity_count", "Entity Count")],
+    ),
+    msg(
+        0x15,
+        "SERVER_GAME_START",
+        "game_start",
+        S2C,
+        "002 §5.2",
+        &[],
+    ),
+    msg(
+        0x16,
+        "SERVER_GAME_END",
+        "game_end",
+        S2C,
+        "002 §5.2",
+        &[player_id("Winning Player ID")],
+    ),
     msg(0x17, "SERVER_KICK", "kick", S2C, "002 §5.2", &[reason()]),
     msg(0x18, "SERVER_BAN", "ban", S2C, "002 §5.2", &[reason()]),
-    msg(0x19, "SERVER_BROADCAST", "broadcast", S2C, "002 §5.2", &[str8("text", "Text")]),
-    msg(0x1A, "SERVER_DISCONNECT", "server_disconnect", S2C, "002 §5.2", &[reason()]),
-    msg(0x1B, "SERVER_ACKNOWLEDGE", "server_ack", S2C, "002 §5.2", ACK),
-    msg(0x1C, "SERVER_PLAYER_DISCONNECTED", "player_disconnected", S2C, "002 §5.2", &[player_id("Player ID")]),
-    msg(0x1D, "SERVER_ENTITY_SPAWN", "entity_spawn", S2C, "002 §5.2", &[
-        Node::Field(Field::new("entity_id", "Entity ID", Ty::U32).role(Role::EntityId)),
-        Node::Field(Field::new("entity_type", "Entity Type", Ty::U8).role(Role::EntityType)),
-        f32("pos_x", "Position X"),
-        f32("pos_y", "Position Y"),
-    ]),
-    msg(0x1E, "SERVER_ENTITY_DESTROYED", "entity_destroyed", S2C, "002 §5.2", &[
-        Node::Field(Field::new("entity_id", "Entity ID", Ty::U32).role(Role::EntityId)),
-    ]),
+    msg(
+        0x19,
+        "SERVER_BROADCAST",
+        "broadcast",
+        S2C,
+        "002 §5.2",
+        &[str8("text", "Text")],
+    ),
+    msg(
+        0x1A,
+        "SERVER_DISCONNECT",
+        "server_disconnect",
+        S2C,
+        "002 §5.2",
+        &[reason()],
+    ),
+    msg(
+        0x1B,
+        "SERVER_ACKNOWLEDGE",
+        "server_ack",
+        S2C,
+        "002 §5.2",
+        ACK,
+    ),
+    msg(
+        0x1C,
+        "SERVER_PLAYER_DISCONNECTED",
+        "player_disconnected",
+        S2C,
+        "002 §5.2",
+        &[player_id("Player ID")],
+    ),
+    msg(
+        0x1D,
+        "SERVER_ENTITY_SPAWN",
+        "entity_spawn",
+        S2C,
+        "002 §5.2",
+        &[
+            Node::Field(Field::new("entity_id", "Entity ID", Ty::U32).role(Role::EntityId)),
+            Node::Field(Field::new("entity_type", "Entity Type", Ty::U8).role(Role::EntityType)),
+            f32("pos_x", "Position X"),
+            f32("pos_y", "Position Y"),
+        ],
+    ),
+    msg(
+        0x1E,
+        "SERVER_ENTITY_DESTROYED",
+        "entity_destroyed",
+        S2C,
+        "002 §5.2",
+        &[Node::Field(
+            Field::new("entity_id", "Entity ID", Ty::U32).role(Role::EntityId),
+        )],
+    ),
     msg(0x1F, "SERVER_ALL_READY", "all_ready", S2C, "002 §5.2", &[]),
-    msg(0x20, "SERVER_COUNTDOWN_TICK", "countdown", S2C, "002 §5.2", &[Node::Field(Field::new("value", "Value", Ty::U8))]),
-    msg(0x21, "SERVER_SNAPSHOT_CHUNK", "snapshot_chunk", S2C, "001 §7", &[
-        Node::Field(Field::new("total_chunks", "Total Chunks", Ty::U16).role(Role::TotalChunks)),
-        Node::Field(Field::new("chunk_index", "Chunk Index", Ty::U16).role(Role::ChunkIndex)),
-        entities("entity_count", "Entity Count in Chunk"),
-    ]),
+    msg(
+        0x20,
+        "SERVER_COUNTDOWN_TICK",
+        "countdown",
+        S2C,
+        "002 §5.2",
+        &[Node::Field(Field::new("value", "Value", Ty::U8))],
+    ),
+    msg(
+        0x21,
+        "SERVER_SNAPSHOT_CHUNK",
+        "snapshot_chunk",
+        S2C,
+        "001 §7",
+        &[
+            Node::Field(
+                Field::new("total_chunks", "Total Chunks", Ty::U16).role(Role::TotalChunks),
+            ),
+            Node::Field(Field::new("chunk_index", "Chunk Index", Ty::U16).role(Role::ChunkIndex)),
+            entities("entity_count", "Entity Count in Chunk"),
+        ],
+    ),
     Message {
-        variants: &[Variant { extends_body: true, nodes: BOSS_TRAILER, rule: Rule::RtypeBossTrailer }],
-        ..msg(0x30, "SERVER_LEVEL_INIT", "levelinit", S2C, "001 §3", LEVEL_INIT_BODY)
+        variants: &[Variant {
+            extends_body: true,
+            nodes: BOSS_TRAILER,
+            rule: Rule::RtypeBossTrailer,
+        }],
+        ..msg(
+            0x30,
+            "SERVER_LEVEL_INIT",
+            "levelinit",
+            S2C,
+            "001 §3",
+            LEVEL_INIT_BODY,
+        )
     },
     Message {
         seen_rule: Some(Rule::RtypeLevelTransition),
-        ..msg(0x31, "SERVER_LEVEL_TRANSITION", "leveltransition", S2C, "001 §5", &[])
+        ..msg(
+            0x31,
+            "SERVER_LEVEL_TRANSITION",
+            "leveltransition",
+            S2C,
+            "001 §5",
+            &[],
+        )
     },
-    msg(0x32, "SERVER_LEVEL_EVENT", "levelevent", S2C, "001 §4", LEVEL_EVENT_BODY),
+    msg(
+        0x32,
+        "SERVER_LEVEL_EVENT",
+        "levelevent",
+        S2C,
+        "001 §4",
+        LEVEL_EVENT_BODY,
+    ),
 ];
 
 /// The message with this code, if the documents define one.
@@ -335,13 +611,4 @@ pub fn message(code: u8) -> Option<&'static Message> {
     MESSAGE_BY_CODE[code as usize].map(|i| &MESSAGES[i as usize])
 }
 
-/// Index of each code's message in [`MESSAGES`], built at compile time.
-const MESSAGE_BY_CODE: [Option<u8>; 256] = {
-    let mut table = [None; 256];
-    let mut i = 0;
-    while i < MESSAGES.len() {
-        table[MESSAGES[i].code as usize] = Some(i as u8);
-        i += 1;
-    }
-    table
-};
+const MESSAGE_BY_CODE: [Option<u8>; 256] = index_by_code(MESSAGES);

@@ -109,7 +109,10 @@ pub enum Check {
     /// The value must be one the field's [`Display::Enum`] names.
     Known(Rule),
     /// These bits must be clear.
-    Unused { mask: u32, rule: Rule },
+    Unused {
+        mask: u32,
+        rule: Rule,
+    },
 }
 
 /// One field, declared once.
@@ -198,9 +201,16 @@ pub struct Case {
 pub enum Node {
     Field(Field),
     /// A count field, then that many repetitions of `item`.
-    Repeat { count: Field, item: Group },
+    Repeat {
+        count: Field,
+        item: Group,
+    },
     /// A tag field choosing one case; an unknown tag raises `unknown` and leaves the rest undecoded.
-    Switch { tag: Field, cases: &'static [Case], unknown: Rule },
+    Switch {
+        tag: Field,
+        cases: &'static [Case],
+        unknown: Rule,
+    },
     /// The fields gated by the last [`Role::UpdateMask`] value, laid out by the snapshot profile.
     Masked,
 }
@@ -307,4 +317,16 @@ pub const fn fixed_len(nodes: &[Node]) -> usize {
         i += 1;
     }
     at
+}
+
+/// Index of each code's message in `messages`, built at compile time so looking a message up by
+/// its wire code is one array read.
+pub const fn index_by_code(messages: &[Message]) -> [Option<u8>; 256] {
+    let mut table = [None; 256];
+    let mut i = 0;
+    while i < messages.len() {
+        table[messages[i].code as usize] = Some(i as u8);
+        i += 1;
+    }
+    table
 }
