@@ -12,7 +12,9 @@ use std::ops::Range;
 use serde_json::{Map, Value};
 
 use crate::message::{Detail, Finding};
-use crate::proto::rtnp::{JsonField, JsonMessage, JsonType, MAX_DATAGRAM, MAX_DEPTH, MAX_JSON, PING, PONG};
+use crate::proto::rtnp::{
+    JsonField, JsonMessage, JsonType, MAX_DATAGRAM, MAX_DEPTH, MAX_JSON, PING, PONG,
+};
 use crate::proto::Rule;
 
 /// How the message travels.
@@ -37,15 +39,19 @@ impl Framing {
 const SEGMENT_TABLE: usize = 8;
 const WORD: usize = 8;
 /// Largest segment a datagram can hold, in words: bounds the detection heuristic.
-const MAX_WORDS: u32 = (65_536 / WORD) as u32;
+pub const MAX_WORDS: u32 = (65_536 / WORD) as u32;
 
 fn u32_le(bytes: &[u8], at: usize) -> Option<u32> {
-    bytes.get(at..at + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    bytes
+        .get(at..at + 4)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
 }
 
 fn word(bytes: &[u8], index: usize) -> Option<u64> {
     let at = SEGMENT_TABLE.checked_add(index.checked_mul(WORD)?)?;
-    bytes.get(at..at + WORD).map(|b| u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
+    bytes
+        .get(at..at + WORD)
+        .map(|b| u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
 }
 
 /// Whether `bytes` looks like rtnp: a JSON object, a bare keep-alive, or a Cap'n Proto
@@ -54,7 +60,8 @@ pub fn looks_like(bytes: &[u8]) -> bool {
     if bytes.first() == Some(&b'{') || bytes == PING.as_bytes() || bytes == PONG.as_bytes() {
         return true;
     }
-    let (Some(0), Some(words), Some(root)) = (u32_le(bytes, 0), u32_le(bytes, 4), word(bytes, 0)) else {
+    let (Some(0), Some(words), Some(root)) = (u32_le(bytes, 0), u32_le(bytes, 4), word(bytes, 0))
+    else {
         return false;
     };
     (1..=MAX_WORDS).contains(&words) && root & 3 == 0
@@ -85,7 +92,9 @@ pub fn read_envelope(bytes: &[u8]) -> Result<Range<usize>, EnvelopeError> {
     // Offsets are relative to the word after the pointer, signed 30-bit counts of words.
     let target = |index: usize, pointer: u64| -> Option<usize> {
         let offset = i64::from((pointer as u32 as i32) >> 2);
-        usize::try_from(index as i64 + 1 + offset).ok().filter(|w| *w <= words)
+        usize::try_from(index as i64 + 1 + offset)
+            .ok()
+            .filter(|w| *w <= words)
     };
     let Some(root) = word(bytes, 0).filter(|_| words >= 1) else {
         return fail(SEGMENT_TABLE, "root pointer (empty segment)");
@@ -139,24 +148,54 @@ pub struct Datagram<'a> {
 /// Reads the framing of a datagram [`looks_like`] accepted; problems go to `findings`.
 pub fn parse<'a>(bytes: &'a [u8], findings: &mut Vec<Finding>) -> Datagram<'a> {
     if bytes.len() > MAX_DATAGRAM {
-        let detail = Detail::Sizes { expected: MAX_DATAGRAM as u64, found: bytes.len() as u64 };
-        findings.push(Finding { rule: Rule::RtnpDatagramSize, at: 0, detail });
+        let detail = Detail::Sizes {
+            expected: MAX_DATAGRAM as u64,
+            found: bytes.len() as u64,
+        };
+        findings.push(Finding {
+            rule: Rule::RtnpDatagramSize,
+            at: 0,
+            detail,
+        });
     }
     if bytes.first() == Some(&b'{') || bytes == PING.as_bytes() || bytes == PONG.as_bytes() {
-        return Datagram { framing: Framing::Raw, text: Some(bytes), text_at: 0 };
+        return Datagram {
+            framing: Framing::Raw,
+            text: Some(bytes),
+            text_at: 0,
+        };
     }
     match read_envelope(bytes) {
         Ok(range) => {
             let end = u32_le(bytes, 4).map_or(bytes.len(), |w| SEGMENT_TABLE + w as usize * WORD);
             if end < bytes.len() {
-                let detail = Detail::Sizes { expected: end as u64, found: bytes.len() as u64 };
-                findings.push(Finding { rule: Rule::RtnpEnvelope, at: end as u32, detail });
+                let detail = Detail::Sizes {
+                    expected: end as u64,
+                    found: bytes.len() as u64,
+                };
+                findings.push(Finding {
+                    rule: Rule::RtnpEnvelope,
+                    at: end as u32,
+                    detail,
+                });
             }
-            Datagram { framing: Framing::Envelope, text_at: range.start, text: Some(&bytes[range]) }
+            Datagram {
+                framing: Framing::Envelope,
+                text_at: range.start,
+                text: Some(&bytes[range]),
+            }
         }
         Err(e) => {
-            findings.push(Finding { rule: Rule::RtnpEnvelope, at: e.at as u32, detail: Detail::Field(e.what) });
-            Datagram { framing: Framing::Envelope, text: None, text_at: 0 }
+            findings.push(Finding {
+                rule: Rule::RtnpEnvelope,
+                at: e.at as u32,
+                detail: Detail::Field(e.what),
+            });
+            Datagram {
+                framing: Framing::Envelope,
+                text: None,
+                text_at: 0,
+            }
         }
     }
 }
@@ -193,9 +232,21 @@ pub fn too_deep(text: &[u8], limit: usize) -> bool {
 /// Parses message text as JSON within the limits; `None` (with a finding) when it is not UTF-8,
 /// too large or deep, or not JSON. Raw non-ASCII characters are reported but do not stop parsing.
 pub fn parse_json(text: &[u8], at: usize, findings: &mut Vec<Finding>) -> Option<Value> {
-    let mut report = |rule, detail| findings.push(Finding { rule, at: at as u32, detail });
+    let mut report = |rule, detail| {
+        findings.push(Finding {
+            rule,
+            at: at as u32,
+            detail,
+        })
+    };
     if text.len() > MAX_JSON {
-        report(Rule::RtnpJsonLimit, Detail::Sizes { expected: MAX_JSON as u64, found: text.len() as u64 });
+        report(
+            Rule::RtnpJsonLimit,
+            Detail::Sizes {
+                expected: MAX_JSON as u64,
+                found: text.len() as u64,
+            },
+        );
         return None;
     }
     if too_deep(text, MAX_DEPTH) {
@@ -235,7 +286,9 @@ pub fn first_key(text: &str) -> Option<std::borrow::Cow<'_, str>> {
             (false, '"') => {
                 let raw = &body[..i];
                 return if raw.contains('\\') {
-                    serde_json::from_str::<String>(&rest[..i + 2]).ok().map(Into::into)
+                    serde_json::from_str::<String>(&rest[..i + 2])
+                        .ok()
+                        .map(Into::into)
                 } else {
                     Some(raw.into())
                 };
@@ -250,7 +303,9 @@ pub fn first_key(text: &str) -> Option<std::borrow::Cow<'_, str>> {
 fn has_type(value: &Value, ty: JsonType) -> bool {
     match ty {
         JsonType::String => value.is_string(),
-        JsonType::Integer => value.is_i64() || value.is_u64() || value.as_f64().is_some_and(|f| f.fract() == 0.0),
+        JsonType::Integer => {
+            value.is_i64() || value.is_u64() || value.as_f64().is_some_and(|f| f.fract() == 0.0)
+        }
         JsonType::Number => value.is_number(),
         JsonType::Boolean => value.is_boolean(),
         JsonType::Object => value.is_object(),
@@ -262,12 +317,24 @@ fn has_type(value: &Value, ty: JsonType) -> bool {
 /// of 50 entities missing a field is one problem, not 50.
 fn once(findings: &mut Vec<Finding>, rule: Rule, at: usize, path: &'static str) {
     let detail = Detail::Field(path);
-    if !findings.iter().any(|f| f.rule == rule && f.detail == detail) {
-        findings.push(Finding { rule, at: at as u32, detail });
+    if !findings
+        .iter()
+        .any(|f| f.rule == rule && f.detail == detail)
+    {
+        findings.push(Finding {
+            rule,
+            at: at as u32,
+            detail,
+        });
     }
 }
 
-fn check_fields(object: &Map<String, Value>, fields: &'static [JsonField], at: usize, findings: &mut Vec<Finding>) {
+fn check_fields(
+    object: &Map<String, Value>,
+    fields: &'static [JsonField],
+    at: usize,
+    findings: &mut Vec<Finding>,
+) {
     for field in fields {
         match object.get(field.key()) {
             None if field.required => once(findings, field.missing, at, field.path),
@@ -301,7 +368,12 @@ fn check_value(value: &Value, field: &'static JsonField, at: usize, findings: &m
 }
 
 /// Judges a message against its type's schema (the `type` field is the caller's).
-pub fn check_schema(json: &Value, message: &'static JsonMessage, at: usize, findings: &mut Vec<Finding>) {
+pub fn check_schema(
+    json: &Value,
+    message: &'static JsonMessage,
+    at: usize,
+    findings: &mut Vec<Finding>,
+) {
     if let Value::Object(object) = json {
         check_fields(object, message.fields, at, findings);
     }
@@ -335,31 +407,104 @@ mod tests {
     #[test]
     fn reads_the_real_envelope() {
         // Frame 1 of rtnp-solo.pcap: PING.
-        let ping = [0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0x2a, 0, 0, 0, b'P', b'I', b'N', b'G', 0, 0, 0, 0];
+        let ping = [
+            0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0x2a, 0, 0, 0, b'P', b'I',
+            b'N', b'G', 0, 0, 0, 0,
+        ];
         assert_eq!(ping.to_vec(), envelope("PING"));
         assert!(looks_like(&ping));
         assert_eq!(read_envelope(&ping), Ok(24..28));
         let mut findings = vec![];
         let d = parse(&ping, &mut findings);
-        assert_eq!((d.framing, d.text, d.text_at), (Framing::Envelope, Some(&b"PING"[..]), 24));
+        assert_eq!(
+            (d.framing, d.text, d.text_at),
+            (Framing::Envelope, Some(&b"PING"[..]), 24)
+        );
         assert!(findings.is_empty());
         let json = envelope(r#"{"client_id":0,"type":"assign_id"}"#);
-        assert_eq!(parse(&json, &mut findings).text, Some(&br#"{"client_id":0,"type":"assign_id"}"#[..]));
+        assert_eq!(
+            parse(&json, &mut findings).text,
+            Some(&br#"{"client_id":0,"type":"assign_id"}"#[..])
+        );
     }
 
     #[test]
     fn malformed_envelopes_are_findings_never_panics() {
         let good = envelope("PING");
         let cases: &[(Vec<u8>, &str)] = &[
-            ({ let mut d = good.clone(); d[0] = 1; d }, "segment count (one segment expected)"),
-            ({ let mut d = good.clone(); d[4] = 9; d }, "segment size (past the datagram's end)"),
-            ({ let mut d = good.clone(); d[8] = 1; d }, "root pointer (not a struct)"),
-            ({ let mut d = good.clone(); d[8] = 0x40; d }, "root pointer (outside the segment)"),
-            ({ let mut d = good.clone(); d[12] = 1; d[14] = 0; d }, "root struct (no pointer for the Text)"),
-            ({ let mut d = good.clone(); d[16..24].fill(0); d }, "Text pointer (null)"),
-            ({ let mut d = good.clone(); d[20] = 0x2b; d }, "Text pointer (not a list of bytes)"),
-            ({ let mut d = good.clone(); d[20] = 0xFA; d }, "Text (past the segment's end)"),
-            ({ let mut d = good.clone(); d[28] = b'!'; d }, "Text (no NUL terminator)"),
+            (
+                {
+                    let mut d = good.clone();
+                    d[0] = 1;
+                    d
+                },
+                "segment count (one segment expected)",
+            ),
+            (
+                {
+                    let mut d = good.clone();
+                    d[4] = 9;
+                    d
+                },
+                "segment size (past the datagram's end)",
+            ),
+            (
+                {
+                    let mut d = good.clone();
+                    d[8] = 1;
+                    d
+                },
+                "root pointer (not a struct)",
+            ),
+            (
+                {
+                    let mut d = good.clone();
+                    d[8] = 0x40;
+                    d
+                },
+                "root pointer (outside the segment)",
+            ),
+            (
+                {
+                    let mut d = good.clone();
+                    d[12] = 1;
+                    d[14] = 0;
+                    d
+                },
+                "root struct (no pointer for the Text)",
+            ),
+            (
+                {
+                    let mut d = good.clone();
+                    d[16..24].fill(0);
+                    d
+                },
+                "Text pointer (null)",
+            ),
+            (
+                {
+                    let mut d = good.clone();
+                    d[20] = 0x2b;
+                    d
+                },
+                "Text pointer (not a list of bytes)",
+            ),
+            (
+                {
+                    let mut d = good.clone();
+                    d[20] = 0xFA;
+                    d
+                },
+                "Text (past the segment's end)",
+            ),
+            (
+                {
+                    let mut d = good.clone();
+                    d[28] = b'!';
+                    d
+                },
+                "Text (no NUL terminator)",
+            ),
         ];
         for (bytes, what) in cases {
             assert_eq!(read_envelope(bytes).map_err(|e| e.what), Err(*what));
@@ -381,7 +526,13 @@ mod tests {
         trailing.extend([0; 8]);
         let mut findings = vec![];
         assert_eq!(parse(&trailing, &mut findings).text, Some(&b"PING"[..]));
-        assert_eq!(findings[0].detail, Detail::Sizes { expected: 32, found: 40 });
+        assert_eq!(
+            findings[0].detail,
+            Detail::Sizes {
+                expected: 32,
+                found: 40
+            }
+        );
     }
 
     #[test]
@@ -390,8 +541,12 @@ mod tests {
         assert!(looks_like(b"PONG"));
         assert!(!looks_like(b"PINGS"));
         assert!(!looks_like(&[0; 15]));
-        assert!(!looks_like(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]));
-        assert!(!looks_like(&[0, 0, 0, 0, 3, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0]));
+        assert!(!looks_like(&[
+            0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
+        ]));
+        assert!(!looks_like(&[
+            0, 0, 0, 0, 3, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0
+        ]));
     }
 
     #[test]
@@ -399,16 +554,32 @@ mod tests {
         let mut findings = vec![];
         let deep = "[".repeat(33) + &"]".repeat(33);
         assert!(parse_json(deep.as_bytes(), 0, &mut findings).is_none());
-        assert_eq!(findings, vec![Finding { rule: Rule::RtnpJsonLimit, at: 0, detail: Detail::Value(32) }]);
+        assert_eq!(
+            findings,
+            vec![Finding {
+                rule: Rule::RtnpJsonLimit,
+                at: 0,
+                detail: Detail::Value(32)
+            }]
+        );
         findings.clear();
         let ok = format!("{{\"a\":{}1{}}}", "[".repeat(31), "]".repeat(31));
         assert!(parse_json(ok.as_bytes(), 0, &mut findings).is_some());
         assert!(findings.is_empty());
         // Brackets inside strings do not count.
-        assert!(!too_deep(format!("{{\"a\":\"{}\\\"\"}}", "[".repeat(100)).as_bytes(), 32));
+        assert!(!too_deep(
+            format!("{{\"a\":\"{}\\\"\"}}", "[".repeat(100)).as_bytes(),
+            32
+        ));
         let big = format!("{{\"a\":\"{}\"}}", "x".repeat(MAX_JSON));
         assert!(parse_json(big.as_bytes(), 5, &mut findings).is_none());
-        assert_eq!(findings[0].detail, Detail::Sizes { expected: 65536, found: 65544 });
+        assert_eq!(
+            findings[0].detail,
+            Detail::Sizes {
+                expected: 65536,
+                found: 65544
+            }
+        );
         for (text, rule) in [
             (&b"{\"a\":"[..], Rule::RtnpJsonInvalid),
             (b"[1]", Rule::RtnpJsonInvalid),
@@ -425,8 +596,14 @@ mod tests {
 
     #[test]
     fn first_keys() {
-        assert_eq!(first_key(r#" { "type":"x","a":1}"#).as_deref(), Some("type"));
-        assert_eq!(first_key(r#"{"client_id":0,"type":"assign_id"}"#).as_deref(), Some("client_id"));
+        assert_eq!(
+            first_key(r#" { "type":"x","a":1}"#).as_deref(),
+            Some("type")
+        );
+        assert_eq!(
+            first_key(r#"{"client_id":0,"type":"assign_id"}"#).as_deref(),
+            Some("client_id")
+        );
         assert_eq!(first_key(r#"{"\u0074ype":1}"#).as_deref(), Some("type"));
         assert_eq!(first_key(r#"{"a\"b":1}"#).as_deref(), Some("a\"b"));
         assert_eq!(first_key("{}"), None);
@@ -443,20 +620,32 @@ mod tests {
         let mut findings = vec![];
         check_schema(&json, snapshot, 24, &mut findings);
         let got: Vec<_> = findings.iter().map(|f| (f.rule, f.detail)).collect();
-        assert_eq!(got, vec![
-            (Rule::RtnpEpochMissing, Detail::Field("epoch")),
-            (Rule::RtnpMissingField, Detail::Field("entities[].networkId")),
-            (Rule::RtnpMissingField, Detail::Field("entities[].type")),
-            (Rule::RtnpWrongType, Detail::Field("entities[].health")),
-            (Rule::RtnpRange, Detail::Field("entities[].networkId")),
-            (Rule::RtnpRange, Detail::Field("entities[].sprite.scale")),
-        ]);
+        assert_eq!(
+            got,
+            vec![
+                (Rule::RtnpEpochMissing, Detail::Field("epoch")),
+                (
+                    Rule::RtnpMissingField,
+                    Detail::Field("entities[].networkId")
+                ),
+                (Rule::RtnpMissingField, Detail::Field("entities[].type")),
+                (Rule::RtnpWrongType, Detail::Field("entities[].health")),
+                (Rule::RtnpRange, Detail::Field("entities[].networkId")),
+                (Rule::RtnpRange, Detail::Field("entities[].sprite.scale")),
+            ]
+        );
         let input = rtnp::message("player_input").unwrap();
         let json: Value = serde_json::from_str(r#"{"type":"player_input","client_id":1.0,"keys":{"up":1,"down":false,"left":false,"right":false}}"#).unwrap();
         findings.clear();
         check_schema(&json, input, 0, &mut findings);
         let got: Vec<_> = findings.iter().map(|f| (f.rule, f.detail)).collect();
-        assert_eq!(got, vec![(Rule::RtnpWrongType, Detail::Field("keys.up")), (Rule::RtnpMissingField, Detail::Field("keys.space"))]);
+        assert_eq!(
+            got,
+            vec![
+                (Rule::RtnpWrongType, Detail::Field("keys.up")),
+                (Rule::RtnpMissingField, Detail::Field("keys.space"))
+            ]
+        );
     }
 
     #[test]
@@ -464,7 +653,9 @@ mod tests {
         let base = br#"{"type":"snapshot","epoch":3,"entities":[{"networkId":1,"type":"ship","sprite":{"scale":1.5}}],"x":"\u00e9"}"#;
         let snapshot = rtnp::message("snapshot").unwrap();
         for i in 0..base.len() {
-            for b in [b'{', b'}', b'[', b']', b'"', b'\\', b',', b':', b'0', b' ', 0xC3, 0xFF] {
+            for b in [
+                b'{', b'}', b'[', b']', b'"', b'\\', b',', b':', b'0', b' ', 0xC3, 0xFF,
+            ] {
                 let mut text = base.to_vec();
                 text[i] = b;
                 let mut findings = vec![];

@@ -5,6 +5,8 @@
 //! allocates nothing per datagram. Each dialect's part of the pipeline is in its own file.
 
 mod rt_arm;
+/// How many rt server endpoints the pipeline remembers (the Lua dissector keeps the same bound).
+pub use rt_arm::MAX_SERVERS as RT_MAX_SERVERS;
 mod rtnp_arm;
 mod rtype_arm;
 
@@ -22,7 +24,12 @@ use crate::session::chunks::{ChunkSets, Closed};
 use crate::session::Conversations;
 
 /// The group the header's fields are reported in.
-pub static HEADER_GROUP: Group = Group { name: "header", filter: "", label: "Header", nodes: desc::HEADER };
+pub static HEADER_GROUP: Group = Group {
+    name: "header",
+    filter: "",
+    label: "Header",
+    nodes: desc::HEADER,
+};
 
 /// What the pipeline knows of one datagram once it is decoded.
 #[derive(Debug)]
@@ -58,7 +65,11 @@ pub enum Decoded<'a> {
     Rtype(rtype::Datagram<'a>),
     Rt(rt::Datagram<'a>),
     /// An rtnp message: its framing, its text (when UTF-8), and its JSON (when it parsed), whole.
-    Rtnp { framing: rtnp::Framing, text: Option<&'a str>, json: Option<&'a serde_json::Value> },
+    Rtnp {
+        framing: rtnp::Framing,
+        text: Option<&'a str>,
+        json: Option<&'a serde_json::Value>,
+    },
 }
 
 impl DatagramEvent<'_> {
@@ -167,21 +178,24 @@ struct State {
 
 impl Pipeline {
     pub fn new(profile: Profile, port: Option<u16>) -> Pipeline {
-        Pipeline { scratch: vec![0; rtype::MAX_PAYLOAD], state: State {
-            profile,
-            port,
-            findings: Vec::with_capacity(64),
-            closed: Vec::new(),
-            conversations: Conversations::default(),
-            analysis: Analysis::default(),
-            chunks: ChunkSets::default(),
-            defrag: Defragmenter::new(),
-            counts: FrameCounts::default(),
-            first_ts: None,
-            last_ts: None,
-            rt: rt_arm::RtState::default(),
-            rtnp: rtnp_arm::RtnpState::default(),
-        } }
+        Pipeline {
+            scratch: vec![0; rtype::MAX_PAYLOAD],
+            state: State {
+                profile,
+                port,
+                findings: Vec::with_capacity(64),
+                closed: Vec::new(),
+                conversations: Conversations::default(),
+                analysis: Analysis::default(),
+                chunks: ChunkSets::default(),
+                defrag: Defragmenter::new(),
+                counts: FrameCounts::default(),
+                first_ts: None,
+                last_ts: None,
+                rt: rt_arm::RtState::default(),
+                rtnp: rtnp_arm::RtnpState::default(),
+            },
+        }
     }
 
     /// Judges sessions against `config` (nominal snapshot rate) instead of the defaults.
@@ -191,7 +205,11 @@ impl Pipeline {
     }
 
     /// Reads a whole capture into `sink`.
-    pub fn run<S: Sink>(mut self, reader: &mut capture::CaptureReader, sink: &mut S) -> Result<(), capture::CaptureError> {
+    pub fn run<S: Sink>(
+        mut self,
+        reader: &mut capture::CaptureReader,
+        sink: &mut S,
+    ) -> Result<(), capture::CaptureError> {
         sink.start(reader.info());
         let read = reader.for_each_frame_threaded(|frame| self.frame(frame, sink))?;
         self.finish(reader.info(), &read, sink);
@@ -203,8 +221,16 @@ impl Pipeline {
     /// they left, and calls `sink.end`. The caller called `sink.start(info)` before the frames.
     pub fn finish<S: Sink>(mut self, info: &CaptureInfo, read: &ReadEnd, sink: &mut S) {
         if let Some(cut) = &read.truncated {
-            let finding = Finding { rule: Rule::CaptureTruncated, at: 0, detail: Detail::Value(cut.offset) };
-            sink.loose(&LooseFinding { frame: cut.frame, conversation: 0, finding });
+            let finding = Finding {
+                rule: Rule::CaptureTruncated,
+                at: 0,
+                detail: Detail::Value(cut.offset),
+            };
+            sink.loose(&LooseFinding {
+                frame: cut.frame,
+                conversation: 0,
+                finding,
+            });
         }
         self.state.chunks.finish(&mut self.state.closed);
         self.state.flush_closed(sink);
@@ -236,22 +262,47 @@ impl State {
         self.first_ts.get_or_insert(frame.ts_nanos);
         self.last_ts = Some(frame.ts_nanos);
         let loose = |sink: &mut S, rule, at: usize, detail| {
-            let finding = Finding { rule, at: at as u32, detail };
-            sink.loose(&LooseFinding { frame: frame.number, conversation: 0, finding });
+            let finding = Finding {
+                rule,
+                at: at as u32,
+                detail,
+            };
+            sink.loose(&LooseFinding {
+                frame: frame.number,
+                conversation: 0,
+                finding,
+            });
         };
         match capture::udp_from_frame(frame.link_type, frame.data) {
             LinkOutcome::Udp(udp) => {
                 if udp.truncated_by > 0 {
-                    loose(sink, Rule::CaptureSnaplen, udp.payload_offset, Detail::Value(udp.truncated_by.into()));
+                    loose(
+                        sink,
+                        Rule::CaptureSnaplen,
+                        udp.payload_offset,
+                        Detail::Value(udp.truncated_by.into()),
+                    );
                 }
-                self.datagram(scratch, frame.number, frame.ts_nanos, udp.src, udp.dst, udp.payload, sink);
+                self.datagram(
+                    scratch,
+                    frame.number,
+                    frame.ts_nanos,
+                    udp.src,
+                    udp.dst,
+                    udp.payload,
+                    sink,
+                );
             }
             LinkOutcome::Fragment => {
                 // Datagrams evicted (set or byte limit) or expired while this fragment was kept
                 // are dropped too: one finding for each, as for this fragment when it is dropped.
-                let dropped = |s: capture::DefragStats| s.expired + s.dropped_over_limit + s.overlapping + s.dropped_invalid;
+                let dropped = |s: capture::DefragStats| {
+                    s.expired + s.dropped_over_limit + s.overlapping + s.dropped_invalid
+                };
                 let before = dropped(self.defrag.stats());
-                let outcome = self.defrag.push(frame.link_type, frame.data, frame.ts_nanos);
+                let outcome = self
+                    .defrag
+                    .push(frame.link_type, frame.data, frame.ts_nanos);
                 let mut lost = dropped(self.defrag.stats()) - before;
                 if matches!(outcome, capture::DefragOutcome::Dropped { .. }) {
                     lost = lost.max(1);
@@ -260,21 +311,46 @@ impl State {
                     loose(sink, Rule::CaptureFragmentDropped, 0, Detail::None);
                 }
                 if let capture::DefragOutcome::Complete(udp) = outcome {
-                    self.datagram(scratch, frame.number, frame.ts_nanos, udp.src, udp.dst, &udp.payload, sink);
+                    self.datagram(
+                        scratch,
+                        frame.number,
+                        frame.ts_nanos,
+                        udp.src,
+                        udp.dst,
+                        &udp.payload,
+                        sink,
+                    );
                 }
             }
             LinkOutcome::NotUdp => self.counts.not_udp += 1,
             LinkOutcome::UnsupportedLink => self.counts.unsupported_link += 1,
             LinkOutcome::Malformed { offset, what } => {
                 self.counts.malformed += 1;
-                loose(sink, Rule::CaptureMalformedPacket, offset, Detail::Field(what));
+                loose(
+                    sink,
+                    Rule::CaptureMalformedPacket,
+                    offset,
+                    Detail::Field(what),
+                );
             }
         }
     }
 
-    fn datagram<S: Sink>(&mut self, scratch: &mut [u8], frame: u64, ts_nanos: i64, src: SocketAddr, dst: SocketAddr, bytes: &[u8], sink: &mut S) {
+    fn datagram<S: Sink>(
+        &mut self,
+        scratch: &mut [u8],
+        frame: u64,
+        ts_nanos: i64,
+        src: SocketAddr,
+        dst: SocketAddr,
+        bytes: &[u8],
+        sink: &mut S,
+    ) {
         self.counts.udp += 1;
-        if self.port.is_some_and(|p| src.port() != p && dst.port() != p) {
+        if self
+            .port
+            .is_some_and(|p| src.port() != p && dst.port() != p)
+        {
             return;
         }
         let Some(dialect) = Dialect::detect(bytes) else {
@@ -293,8 +369,11 @@ impl State {
 
     fn flush_closed<S: Sink>(&mut self, sink: &mut S) {
         for closed in self.closed.drain(..) {
-            sink.loose(&LooseFinding { frame: closed.frame, conversation: closed.conversation, finding: closed.finding });
+            sink.loose(&LooseFinding {
+                frame: closed.frame,
+                conversation: closed.conversation,
+                finding: closed.finding,
+            });
         }
     }
 }
-

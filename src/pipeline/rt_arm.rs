@@ -13,7 +13,7 @@ use crate::proto::schema::{Field, Group, Role};
 use crate::proto::{Direction, Message, Rule};
 
 /// At most this many server endpoints are remembered; past it, direction falls back to guesses.
-const MAX_SERVERS: usize = 4096;
+pub const MAX_SERVERS: usize = 4096;
 /// Reliable packets awaiting an acknowledgment, per conversation: an ACK comes within the
 /// retransmit timeout (100-500 ms) or not at all, so older ones are counted as unacknowledged.
 const MAX_PENDING_PER_CONVERSATION: usize = 1024;
@@ -86,13 +86,20 @@ pub(super) struct RtState {
 impl RtState {
     /// The datagram's direction, and whether it comes from a known server (so that the message
     /// type's own direction can be judged against it).
-    fn direction(&mut self, src: SocketAddr, dst: SocketAddr, message: Option<&'static Message>) -> (Direction, bool) {
+    fn direction(
+        &mut self,
+        src: SocketAddr,
+        dst: SocketAddr,
+        message: Option<&'static Message>,
+    ) -> (Direction, bool) {
         if let Some(direction) = self.servers.side(src, dst) {
             return (direction, true);
         }
         match message {
             Some(m) if m.code == desc::CLIENT_CONNECT => self.servers.learn(dst),
-            Some(m) if m.code == desc::SERVER_ACCEPT || m.code == desc::SERVER_REJECT => self.servers.learn(src),
+            Some(m) if m.code == desc::SERVER_ACCEPT || m.code == desc::SERVER_REJECT => {
+                self.servers.learn(src)
+            }
             _ => {}
         }
         let direction = match message {
@@ -105,7 +112,9 @@ impl RtState {
     fn sent_reliable(&mut self, conversation: u32, pending: Pending) {
         let c = self.conversations.entry(conversation).or_default();
         c.reliable += 1;
-        if c.pending.len() >= MAX_PENDING_PER_CONVERSATION || (self.pending >= MAX_PENDING && !c.pending.is_empty()) {
+        if c.pending.len() >= MAX_PENDING_PER_CONVERSATION
+            || (self.pending >= MAX_PENDING && !c.pending.is_empty())
+        {
             if let Some(old) = c.pending.pop_front() {
                 c.first_expired.get_or_insert(old.frame);
                 self.pending -= 1;
@@ -122,8 +131,14 @@ impl RtState {
     /// Matches an ACKNOWLEDGMENT sent in `direction` with the oldest pending packet of the other
     /// direction that has the acknowledged sequence number.
     fn acknowledged(&mut self, conversation: u32, direction: Direction, sequence: u32) {
-        let Some(c) = self.conversations.get_mut(&conversation) else { return };
-        if let Some(i) = c.pending.iter().position(|p| p.direction != direction && p.sequence == sequence) {
+        let Some(c) = self.conversations.get_mut(&conversation) else {
+            return;
+        };
+        if let Some(i) = c
+            .pending
+            .iter()
+            .position(|p| p.direction != direction && p.sequence == sequence)
+        {
             c.pending.remove(i);
             c.acknowledged += 1;
             self.pending -= 1;
@@ -132,13 +147,27 @@ impl RtState {
 }
 
 impl State {
-    pub(super) fn rt<S: Sink>(&mut self, frame: u64, ts_nanos: i64, src: SocketAddr, dst: SocketAddr, bytes: &[u8], sink: &mut S) {
+    pub(super) fn rt<S: Sink>(
+        &mut self,
+        frame: u64,
+        ts_nanos: i64,
+        src: SocketAddr,
+        dst: SocketAddr,
+        bytes: &[u8],
+        sink: &mut S,
+    ) {
         let parsed = rt::parse(bytes, &mut self.findings);
         let message = parsed.and_then(|d| d.message);
         let (direction, known) = self.rt.direction(src, dst, message);
         let conversation = self.conversations.lookup(src, dst, direction, frame);
-        if let Some(m) = message.filter(|m| known && !desc::both_ways(m.code) && m.direction != direction) {
-            self.findings.push(Finding { rule: Rule::RtDirection, at: 2, detail: Detail::Value(m.code.into()) });
+        if let Some(m) =
+            message.filter(|m| known && !desc::both_ways(m.code) && m.direction != direction)
+        {
+            self.findings.push(Finding {
+                rule: Rule::RtDirection,
+                at: 2,
+                detail: Detail::Value(m.code.into()),
+            });
         }
         // The byte order is the document's rule broken by the whole conversation: say it once.
         if self.findings.iter().any(|f| f.rule == Rule::RtByteOrder) {
@@ -156,19 +185,49 @@ impl State {
             let endian = d.header.endian();
             if S::Fields::WANTS_FIELDS {
                 fields.open(&HEADER_GROUP, Open::Case, 0);
-                decode_nodes(desc::HEADER, d.header.bytes(), endian, &self.profile, &rt::MESSAGE_RULES, fields);
+                decode_nodes(
+                    desc::HEADER,
+                    d.header.bytes(),
+                    endian,
+                    &self.profile,
+                    &rt::MESSAGE_RULES,
+                    fields,
+                );
                 fields.close(Open::Case);
             }
             match message {
                 Some(m) if d.decodable() && m.code == desc::ACKNOWLEDGMENT => {
-                    let mut ack = AckSequence { inner: fields, sequence: None };
-                    facts = decode_message(m, d.payload, d.payload_at, endian, &self.profile, &rt::MESSAGE_RULES, &mut ack, &mut self.findings);
+                    let mut ack = AckSequence {
+                        inner: fields,
+                        sequence: None,
+                    };
+                    facts = decode_message(
+                        m,
+                        d.payload,
+                        d.payload_at,
+                        endian,
+                        &self.profile,
+                        &rt::MESSAGE_RULES,
+                        &mut ack,
+                        &mut self.findings,
+                    );
                     acked = ack.sequence;
                 }
                 Some(m) if d.decodable() => {
-                    facts = decode_message(m, d.payload, d.payload_at, endian, &self.profile, &rt::MESSAGE_RULES, fields, &mut self.findings);
+                    facts = decode_message(
+                        m,
+                        d.payload,
+                        d.payload_at,
+                        endian,
+                        &self.profile,
+                        &rt::MESSAGE_RULES,
+                        fields,
+                        &mut self.findings,
+                    );
                 }
-                _ if S::Fields::WANTS_FIELDS && !d.payload.is_empty() => fields.undecoded(0, d.payload),
+                _ if S::Fields::WANTS_FIELDS && !d.payload.is_empty() => {
+                    fields.undecoded(0, d.payload)
+                }
                 _ => {}
             }
         }
@@ -197,7 +256,14 @@ impl State {
         self.analysis.observe(&event, &mut |f| sink.loose(&f));
         if let Some(d) = parsed {
             if d.header.reliable() {
-                self.rt.sent_reliable(conversation, Pending { direction, sequence: d.header.sequence(), frame });
+                self.rt.sent_reliable(
+                    conversation,
+                    Pending {
+                        direction,
+                        sequence: d.header.sequence(),
+                        frame,
+                    },
+                );
             }
             if let Some(sequence) = acked {
                 self.rt.acknowledged(conversation, direction, sequence);
@@ -215,10 +281,24 @@ impl State {
             if c.acknowledged == c.reliable {
                 continue;
             }
-            let first = c.first_expired.or(c.pending.front().map(|p| p.frame)).unwrap_or(0);
-            let detail = Detail::Sizes { expected: c.reliable, found: c.acknowledged };
-            let finding = Finding { rule: Rule::RtUnacknowledged, at: 0, detail };
-            sink.loose(&LooseFinding { frame: first, conversation, finding });
+            let first = c
+                .first_expired
+                .or(c.pending.front().map(|p| p.frame))
+                .unwrap_or(0);
+            let detail = Detail::Sizes {
+                expected: c.reliable,
+                found: c.acknowledged,
+            };
+            let finding = Finding {
+                rule: Rule::RtUnacknowledged,
+                at: 0,
+                detail,
+            };
+            sink.loose(&LooseFinding {
+                frame: first,
+                conversation,
+                finding,
+            });
         }
     }
 }
@@ -270,12 +350,27 @@ mod tests {
         let (client, server) = (addr("127.0.0.1:49308"), addr("127.0.0.1:4242"));
         let input = desc::message(desc::PLAYER_INPUT);
         // Before the handshake, a both-ways type is judged by port.
-        assert_eq!(state.direction(server, client, input), (Direction::ServerToClient, false));
-        assert_eq!(state.direction(client, server, desc::message(desc::CLIENT_CONNECT)), (Direction::ClientToServer, false));
-        assert_eq!(state.direction(server, client, input), (Direction::ServerToClient, true));
-        assert_eq!(state.direction(client, server, input), (Direction::ClientToServer, true));
+        assert_eq!(
+            state.direction(server, client, input),
+            (Direction::ServerToClient, false)
+        );
+        assert_eq!(
+            state.direction(client, server, desc::message(desc::CLIENT_CONNECT)),
+            (Direction::ClientToServer, false)
+        );
+        assert_eq!(
+            state.direction(server, client, input),
+            (Direction::ServerToClient, true)
+        );
+        assert_eq!(
+            state.direction(client, server, input),
+            (Direction::ClientToServer, true)
+        );
         let high = addr("127.0.0.1:60000");
-        assert_eq!(state.direction(addr("127.0.0.1:1000"), high, None), (Direction::ServerToClient, false));
+        assert_eq!(
+            state.direction(addr("127.0.0.1:1000"), high, None),
+            (Direction::ServerToClient, false)
+        );
     }
 
     #[test]
@@ -283,18 +378,38 @@ mod tests {
         let mut state = RtState::default();
         let c2s = Direction::ClientToServer;
         for seq in 0..3 {
-            state.sent_reliable(1, Pending { direction: c2s, sequence: seq, frame: u64::from(seq) + 10 });
+            state.sent_reliable(
+                1,
+                Pending {
+                    direction: c2s,
+                    sequence: seq,
+                    frame: u64::from(seq) + 10,
+                },
+            );
         }
         // An ACK in the same direction acknowledges nothing; one in the other direction matches.
         state.acknowledged(1, c2s, 1);
         state.acknowledged(1, Direction::ServerToClient, 1);
         let c = &state.conversations[&1];
-        assert_eq!((c.reliable, c.acknowledged, c.pending.len(), state.pending), (3, 1, 2, 2));
+        assert_eq!(
+            (c.reliable, c.acknowledged, c.pending.len(), state.pending),
+            (3, 1, 2, 2)
+        );
         for seq in 0..(MAX_PENDING_PER_CONVERSATION as u32 + 5) {
-            state.sent_reliable(2, Pending { direction: c2s, sequence: seq, frame: u64::from(seq) });
+            state.sent_reliable(
+                2,
+                Pending {
+                    direction: c2s,
+                    sequence: seq,
+                    frame: u64::from(seq),
+                },
+            );
         }
         let c = &state.conversations[&2];
-        assert_eq!((c.pending.len(), c.first_expired), (MAX_PENDING_PER_CONVERSATION, Some(0)));
+        assert_eq!(
+            (c.pending.len(), c.first_expired),
+            (MAX_PENDING_PER_CONVERSATION, Some(0))
+        );
         assert_eq!(state.pending, 2 + MAX_PENDING_PER_CONVERSATION);
     }
 }

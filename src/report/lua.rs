@@ -1,63 +1,236 @@
 //! The Wireshark Lua dissector, generated from the protocol description.
 //!
-//! [`generate`] compiles the description (`HEADER`, `HEADER_15`, `MESSAGES`, the snapshot
-//! profile's mask bits and the rule `CATALOG`) into one Lua file: a `ProtoField` per described
-//! field, a `ProtoExpert` per rule, and a Lua function per message layout that reads the fields
-//! in the description's order, exactly as `message::walk` does. The only hand-written Lua is the
-//! fixed runtime in `lua/`: CRC-32, LZ4, the per-field reader, the datagram checks and the
-//! chunk reassembly. No field layout is written by hand.
+//! [`generate`] compiles the description of the three dialects into one Lua file holding three
+//! protocols: `rtype` (its `HEADER`, `HEADER_15`, `MESSAGES` and the snapshot profile's mask bits),
+//! `rt` (its `HEADER` and `MESSAGES`, with their variants) and `rtnp` (its message schemas), plus
+//! the rule `CATALOG`: a `ProtoField` per described field, a `ProtoExpert` per rule a single
+//! datagram can break, and a Lua function per message layout that reads the fields in the
+//! description's order, exactly as `message::walk` does. The only hand-written Lua is the fixed
+//! runtime in `lua/`: CRC-32, LZ4, JSON, the per-field reader, the datagram checks, the chunk
+//! reassembly and the per-conversation decisions. No field layout is written by hand.
 //!
 //! The output runs in Wireshark/tshark 4.0 (Lua 5.2) and later (Lua 5.4): it uses Wireshark's
 //! `bit` module, never `bit32` nor the Lua 5.3 operators.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt::Write as _;
 
 use crate::datagram::rtype::{MAX_PAYLOAD, MESSAGE_RULES};
 use crate::proto::profile::{BitSlot, Profile, MASK_BITS};
+use crate::proto::rtnp::{JsonField, MAX_DATAGRAM, MAX_DEPTH, MAX_JSON, PING, PONG};
 use crate::proto::rtype::{
-    COMPRESSED_BIT, COMPRESS_THRESHOLD, CRC_LEN, HEADER, HEADER_15, MAGIC, MESSAGES, PACKET_CLIENT, PACKET_SERVER,
-    VERSION,
+    COMPRESSED_BIT, COMPRESS_THRESHOLD, CRC_LEN, HEADER, HEADER_15, LEVEL_INIT, MAGIC, MESSAGES, PACKET_CLIENT,
+    PACKET_SERVER, SNAPSHOT_CHUNK, VERSION,
 };
 use crate::proto::schema::{Check, Direction, Display, Field, Message, Named, Node, Role, Ty};
-use crate::proto::{Rule, Severity, CATALOG};
+use crate::proto::{rt, rtnp, Rule, Severity, CATALOG};
+use crate::session::chunks::{MAX_AGE_NANOS, MAX_CHUNKS, MAX_OPEN_SETS, MAX_SET_BYTES};
 
-/// UDP port the dissector registers by default (the reference server's).
+/// UDP port the rtype dissector registers by default (the reference server's).
 pub const DEFAULT_PORT: u16 = 50010;
 
-/// Filter name of the protocol and prefix of every field.
+/// Filter name of the rtype protocol and prefix of its fields.
 const PROTO: &str = "rtype";
+/// Filter names of the rt and rtnp protocols.
+const PROTO_RT: &str = "rt";
+const PROTO_RTNP: &str = "rtnp";
 
-/// Expert info raised when the dissector itself fails (never expected; a safety net).
-const MALFORMED_ID: &str = "rtype.malformed";
+use crate::datagram::rtnp::MAX_WORDS as RTNP_MAX_WORDS;
+use crate::pipeline::RT_MAX_SERVERS;
+
+/// Expert infos raised when a dissector itself fails (never expected; a safety net).
+const MALFORMED: &[(&str, &str)] = &[("rtype", "rtype.malformed"), ("rt", "rt.malformed"), ("rtnp", "rtnp.malformed")];
 const MALFORMED_SUMMARY: &str = "malformed packet: the dissector stopped early";
 
 const PRELUDE: &str = include_str!("lua/prelude.lua");
 const WALKER: &str = include_str!("lua/walker.lua");
 const DRIVER: &str = include_str!("lua/driver.lua");
+const DRIVER_RT: &str = include_str!("lua/rt.lua");
+const DRIVER_RTNP: &str = include_str!("lua/rtnp.lua");
 
-/// Fields of the runtime (not of the description): name in the `PF` table, and constructor.
-const RUNTIME_FIELDS: &[(&str, &str, &str)] = &[
-    ("header_len", "rtype.header_len", "ProtoField.uint8(\"rtype.header_len\", \"Header Length\", base.DEC)"),
-    ("crc", "rtype.crc", "ProtoField.uint32(\"rtype.crc\", \"CRC32\", base.HEX)"),
+/// Fields of the runtime (not of the description): protocol, name in its `PF` table, filter name
+/// and constructor.
+const RUNTIME_FIELDS: &[(&str, &str, &str, &str)] = &[
+    ("rtype", "header_len", "rtype.header_len", "ProtoField.uint8(\"rtype.header_len\", \"Header Length\", base.DEC)"),
+    ("rtype", "crc", "rtype.crc", "ProtoField.uint32(\"rtype.crc\", \"CRC32\", base.HEX)"),
     (
+        "rtype",
         "crc_status",
         "rtype.crc.status",
         "ProtoField.uint8(\"rtype.crc.status\", \"CRC32 Status\", base.DEC, { [0] = \"Bad\", [1] = \"Good\", [2] = \"Unverified\" })",
     ),
-    ("payload", "rtype.payload", "ProtoField.bytes(\"rtype.payload\", \"Payload\")"),
-    ("undecoded", "rtype.undecoded", "ProtoField.bytes(\"rtype.undecoded\", \"Undecoded\")"),
-    ("reassembled_in", "rtype.chunk.reassembled_in", "ProtoField.framenum(\"rtype.chunk.reassembled_in\", \"Reassembled in\")"),
-    ("chunk_frame", "rtype.chunk.frame", "ProtoField.framenum(\"rtype.chunk.frame\", \"Chunk in frame\")"),
+    ("rtype", "payload", "rtype.payload", "ProtoField.bytes(\"rtype.payload\", \"Payload\")"),
+    ("rtype", "undecoded", "rtype.undecoded", "ProtoField.bytes(\"rtype.undecoded\", \"Undecoded\")"),
     (
+        "rtype",
+        "reassembled_in",
+        "rtype.chunk.reassembled_in",
+        "ProtoField.framenum(\"rtype.chunk.reassembled_in\", \"Reassembled in\")",
+    ),
+    ("rtype", "chunk_frame", "rtype.chunk.frame", "ProtoField.framenum(\"rtype.chunk.frame\", \"Chunk in frame\")"),
+    (
+        "rtype",
         "reassembled_length",
         "rtype.reassembled.length",
         "ProtoField.uint32(\"rtype.reassembled.length\", \"Reassembled Length\", base.DEC)",
     ),
+    (
+        "rtype",
+        "reassembled_undecoded",
+        "rtype.reassembled.undecoded",
+        "ProtoField.bytes(\"rtype.reassembled.undecoded\", \"Undecoded\")",
+    ),
+    ("rt", "undecoded", "rt.undecoded", "ProtoField.bytes(\"rt.undecoded\", \"Undecoded\")"),
+    ("rtnp", "framing", "rtnp.framing", "ProtoField.string(\"rtnp.framing\", \"Framing\")"),
+    (
+        "rtnp",
+        "segments",
+        "rtnp.envelope.segments",
+        "ProtoField.uint32(\"rtnp.envelope.segments\", \"Segment Count - 1\", base.DEC)",
+    ),
+    ("rtnp", "words", "rtnp.envelope.words", "ProtoField.uint32(\"rtnp.envelope.words\", \"Segment Words\", base.DEC)"),
+    ("rtnp", "text_bytes", "rtnp.envelope.text", "ProtoField.bytes(\"rtnp.envelope.text\", \"Text (with its NUL)\")"),
+    ("rtnp", "keepalive", "rtnp.keepalive", "ProtoField.string(\"rtnp.keepalive\", \"Keep-alive Text\")"),
+    ("rtnp", "text", "rtnp.text", "ProtoField.string(\"rtnp.text\", \"Message Text (not JSON)\")"),
+    ("rtnp", "type", "rtnp.type", "ProtoField.string(\"rtnp.type\", \"Message Type\")"),
 ];
 
 /// Filter prefix of the snapshot rebuilt from SNAPSHOT_CHUNK datagrams.
 const REASSEMBLED_PREFIX: &str = "rtype.reassembled";
+
+/// The rules the rtype runtime raises, by what they are about (the walker's first).
+fn rtype_rules() -> Vec<(&'static str, Rule)> {
+    let r = &MESSAGE_RULES;
+    vec![
+        ("truncated", r.truncated),
+        ("trailing", r.trailing),
+        ("size", r.size),
+        ("utf8", r.utf8),
+        ("reserved_bit", r.reserved_bit),
+        ("undefined_bit", r.undefined_bit),
+        ("unknown_entity_type", Rule::RtypeUnknownEntityType),
+        ("short", Rule::RtypeShortDatagram),
+        ("old_header", Rule::RtypeOldHeader),
+        ("version", Rule::RtypeVersion),
+        ("packet_type", Rule::RtypePacketType),
+        ("length", Rule::RtypeLength),
+        ("crc", Rule::RtypeCrc),
+        ("compress_small", Rule::RtypeCompressSmall),
+        ("compress_not_smaller", Rule::RtypeCompressNotSmaller),
+        ("orig_size_set", Rule::RtypeOrigSizeSet),
+        ("lz4", Rule::RtypeLz4),
+        ("orig_size", Rule::RtypeOrigSize),
+        ("unknown_type", Rule::RtypeUnknownType),
+        ("direction", Rule::RtypeDirection),
+        ("chunk_total_zero", Rule::RtypeChunkTotalZero),
+        ("chunk_index", Rule::RtypeChunkIndex),
+        ("chunk_total_mismatch", Rule::RtypeChunkTotalMismatch),
+        ("chunk_duplicate", Rule::RtypeChunkDuplicate),
+        ("chunk_limit", Rule::RtypeChunkLimit),
+    ]
+}
+
+/// The rules the rt runtime raises.
+fn rt_rules() -> Vec<(&'static str, Rule)> {
+    let r = &crate::datagram::rt::MESSAGE_RULES;
+    vec![
+        ("truncated", r.truncated),
+        ("trailing", r.trailing),
+        ("size", r.size),
+        ("utf8", r.utf8),
+        ("reserved_bit", r.reserved_bit),
+        ("undefined_bit", r.undefined_bit),
+        ("short", Rule::RtShort),
+        ("byte_order", Rule::RtByteOrder),
+        ("packet_type", Rule::RtPacketType),
+        ("unknown_type", Rule::RtUnknownType),
+        ("reserved_flags", Rule::RtReservedFlags),
+        ("opaque", Rule::RtOpaquePayload),
+        ("datagram_size", Rule::RtDatagramSize),
+        ("disconnect_unreliable", Rule::RtDisconnectUnreliable),
+        ("reliable_flag_missing", Rule::RtReliableFlagMissing),
+        ("direction", Rule::RtDirection),
+    ]
+}
+
+/// The rules the rtnp runtime raises.
+fn rtnp_rules() -> Vec<(&'static str, Rule)> {
+    vec![
+        ("datagram_size", Rule::RtnpDatagramSize),
+        ("envelope", Rule::RtnpEnvelope),
+        ("json_invalid", Rule::RtnpJsonInvalid),
+        ("json_limit", Rule::RtnpJsonLimit),
+        ("json_non_ascii", Rule::RtnpJsonNonAscii),
+        ("type_missing", Rule::RtnpTypeMissing),
+        ("type_not_first", Rule::RtnpTypeNotFirst),
+        ("unknown_type", Rule::RtnpUnknownType),
+        ("wrong_type", Rule::RtnpWrongType),
+        ("range", Rule::RtnpRange),
+    ]
+}
+
+/// Every rule the generated dissector raises: the runtime's, and those the description attaches
+/// to its fields, variants, switches, messages and schemas. Rules about a whole conversation or
+/// capture (a chunk set never completed, sequence and timing, unacknowledged packets, ...) are
+/// left to rtype-inspect; so are the rtnp rules that need the conversation (direction, client_id,
+/// player_name, epoch sequence, silent clients).
+pub fn dissector_rules() -> Vec<Rule> {
+    let mut rules = BTreeSet::new();
+    for (_, rule) in rtype_rules().into_iter().chain(rt_rules()).chain(rtnp_rules()) {
+        rules.insert(rule);
+    }
+    fn nodes(list: &'static [Node], rules: &mut BTreeSet<Rule>) {
+        for node in list {
+            match node {
+                Node::Field(f) => field(f, rules),
+                Node::Repeat { count, item } => {
+                    field(count, rules);
+                    nodes(item.nodes, rules);
+                }
+                Node::Switch { tag, cases, unknown } => {
+                    field(tag, rules);
+                    rules.insert(*unknown);
+                    for case in *cases {
+                        nodes(case.group.nodes, rules);
+                    }
+                }
+                Node::Masked => {}
+            }
+        }
+    }
+    fn field(f: &Field, rules: &mut BTreeSet<Rule>) {
+        match f.check {
+            Check::None => {}
+            Check::Finite(r) | Check::Ascending(r) | Check::Known(r) | Check::Unused { rule: r, .. } => {
+                rules.insert(r);
+            }
+        }
+    }
+    for m in MESSAGES.iter().chain(rt::MESSAGES) {
+        nodes(m.body, &mut rules);
+        for v in m.variants {
+            rules.insert(v.rule);
+            nodes(v.nodes, &mut rules);
+        }
+        rules.extend(m.seen_rule);
+    }
+    fn json(fields: &'static [JsonField], rules: &mut BTreeSet<Rule>) {
+        for f in fields {
+            rules.insert(f.missing);
+            json(f.fields, rules);
+        }
+    }
+    for m in rtnp::MESSAGES {
+        rules.extend(m.message.seen_rule);
+        json(m.fields, &mut rules);
+    }
+    rules.into_iter().collect()
+}
+
+/// The protocol a filter name or rule ID belongs to: its first segment.
+fn proto_of(name: &str) -> &str {
+    name.split('.').next().unwrap_or(name)
+}
 
 /// Writes the complete Lua dissector for `profile`'s snapshot layout.
 pub fn generate(profile: &Profile) -> String {
@@ -65,17 +238,20 @@ pub fn generate(profile: &Profile) -> String {
     // Compiling declares the fields, which the declarations then list.
     let headers = g.headers();
     let code = g.message_code();
-    let mut out = String::with_capacity(128 * 1024);
+    let mut out = String::with_capacity(256 * 1024);
     let _ = write!(
         out,
-        "-- R-Type UDP protocol (`rtype` dialect) dissector for Wireshark/tshark 4.0+ (Lua 5.2 to 5.4).\n\
+        "-- R-Type UDP protocols dissector for Wireshark/tshark 4.0+ (Lua 5.2 to 5.4): the `rtype`\n\
+         -- dialect (documents 002/001), `rt` (document 003) and `rtnp` (document 004).\n\
          --\n\
          -- GENERATED by rtype-inspect from its protocol description (src/proto) with the snapshot\n\
          -- profile {profile_name}. Do not edit: regenerate with\n\
          --     rtype-inspect dissector -o wireshark/rtype.lua\n\
          -- Install: copy to ~/.local/lib/wireshark/plugins/, or run tshark -X lua_script:rtype.lua\n\
          -- (see wireshark/README.md).\n\n\
-         local rtype = Proto(\"{PROTO}\", \"R-Type UDP Protocol\")\n\n",
+         local rtype = Proto(\"{PROTO}\", \"R-Type UDP Protocol\")\n\
+         local rt = Proto(\"{PROTO_RT}\", \"R-Type RT Protocol (document 003)\")\n\
+         local rtnp = Proto(\"{PROTO_RTNP}\", \"R-Type RTNP Protocol (document 004)\")\n\n",
         profile_name = lua_str(&profile.name),
     );
     out.push_str(PRELUDE);
@@ -85,6 +261,10 @@ pub fn generate(profile: &Profile) -> String {
     out.push('\n');
     out.push_str(&code);
     out.push_str(DRIVER);
+    out.push('\n');
+    out.push_str(DRIVER_RT);
+    out.push('\n');
+    out.push_str(DRIVER_RTNP);
     out
 }
 
@@ -97,21 +277,35 @@ struct Gen<'p> {
     /// Value-string tables by content; the Lua name is `VS[index + 1]`.
     value_strings: Vec<Vec<(u32, &'static str)>>,
     /// Field descriptor declarations (`F[...] = {...}`), in first-use order.
-    fields: String,
+    fields: Vec<String>,
+    /// Fields another of the same name and another integer type may share (see `Gen::share`):
+    /// the field and the index of its declaration.
+    shareable: HashMap<String, (&'static Field, usize)>,
 }
 
 impl<'p> Gen<'p> {
     fn new(profile: &'p Profile) -> Self {
         let mut used = HashSet::new();
-        for (_, abbrev, _) in RUNTIME_FIELDS {
+        for (_, _, abbrev, _) in RUNTIME_FIELDS {
             used.insert(abbrev.to_string());
         }
-        used.insert(PROTO.to_string());
-        for rule in CATALOG.iter().filter(|r| is_dissector_rule(r.id)) {
+        for name in [PROTO, PROTO_RT, PROTO_RTNP] {
+            used.insert(name.to_string());
+        }
+        for rule in CATALOG {
             used.insert(rule.id.to_string());
         }
-        used.insert(MALFORMED_ID.to_string());
-        Gen { profile, abbrevs: HashMap::new(), used, value_strings: Vec::new(), fields: String::new() }
+        for (_, id) in MALFORMED {
+            used.insert(id.to_string());
+        }
+        Gen {
+            profile,
+            abbrevs: HashMap::new(),
+            used,
+            value_strings: Vec::new(),
+            fields: Vec::new(),
+            shareable: HashMap::new(),
+        }
     }
 
     /// Constants, rules, experts, value strings, ProtoFields, field descriptors and header layouts.
@@ -128,70 +322,86 @@ impl<'p> Gen<'p> {
             out,
             "local C = {{\n    MAGIC = 0x{magic:08X}, CRC_LEN = {CRC_LEN}, VERSION = {VERSION}, COMPRESSED_BIT = 0x{COMPRESSED_BIT:02X},\n    \
              COMPRESS_THRESHOLD = {COMPRESS_THRESHOLD}, PACKET_CLIENT = {PACKET_CLIENT}, PACKET_SERVER = {PACKET_SERVER},\n    \
-             MAX_PAYLOAD = {MAX_PAYLOAD}, DEFAULT_PORT = {DEFAULT_PORT},\n}}\n"
+             MAX_PAYLOAD = {MAX_PAYLOAD}, DEFAULT_PORT = {DEFAULT_PORT}, LEVEL_INIT = 0x{LEVEL_INIT:02X}, SNAPSHOT_CHUNK = 0x{SNAPSHOT_CHUNK:02X},\n    \
+             CHUNK_MAX_AGE = {age}, CHUNK_MAX_CHUNKS = {MAX_CHUNKS}, CHUNK_MAX_OPEN = {MAX_OPEN_SETS}, CHUNK_MAX_BYTES = {MAX_SET_BYTES},\n}}",
+            age = MAX_AGE_NANOS as f64 / 1e9,
+        );
+        let codes = |list: &[u8]| list.iter().map(|c| format!("[0x{c:02X}] = true")).collect::<Vec<_>>().join(", ");
+        let _ = writeln!(
+            out,
+            "local C_RT = {{\n    MAGIC_BE = 0x{:04X}, MAGIC_LE = 0x{:04X}, HEADER_LEN = {}, MAX_PAYLOAD = {},\n    \
+             FLAG_RELIABLE = 0x{:02X}, RESERVED_FLAGS = 0x{:02X}, OPAQUE_FLAGS = 0x{:02X}, CLIENT = {PACKET_CLIENT},\n    \
+             CLIENT_CONNECT = 0x{:02X}, SERVER_ACCEPT = 0x{:02X}, SERVER_REJECT = 0x{:02X}, CLIENT_DISCONNECT = 0x{:02X},\n    \
+             MAX_SERVERS = {RT_MAX_SERVERS},\n    BOTH_WAYS = {{ {} }},\n    RELIABLE = {{ {} }},\n}}",
+            u16::from_be_bytes(rt::MAGIC_BE),
+            u16::from_be_bytes(rt::MAGIC_LE),
+            rt::HEADER_LEN,
+            rt::MAX_PAYLOAD,
+            rt::FLAG_RELIABLE,
+            rt::RESERVED_FLAGS,
+            rt::FLAG_COMPRESSED | rt::FLAG_ENCRYPTED | rt::FLAG_FRAGMENTED,
+            rt::CLIENT_CONNECT,
+            rt::SERVER_ACCEPT,
+            rt::SERVER_REJECT,
+            rt::CLIENT_DISCONNECT,
+            codes(rt::BOTH_WAYS),
+            codes(rt::RELIABLE_TYPES),
+        );
+        let _ = writeln!(
+            out,
+            "local C_RTNP = {{\n    MAX_DATAGRAM = {MAX_DATAGRAM}, MAX_JSON = {MAX_JSON}, MAX_DEPTH = {MAX_DEPTH}, MAX_WORDS = {RTNP_MAX_WORDS},\n    \
+             PING = {}, PONG = {},\n}}\n",
+            lua_str(PING),
+            lua_str(PONG),
         );
 
-        // The rules the runtime raises, by what they are about.
-        let r = &MESSAGE_RULES;
-        let named_rules: &[(&str, &str)] = &[
-            ("truncated", r.truncated.id()),
-            ("trailing", r.trailing.id()),
-            ("size", r.size.id()),
-            ("utf8", r.utf8.id()),
-            ("reserved_bit", r.reserved_bit.id()),
-            ("undefined_bit", r.undefined_bit.id()),
-            ("short", Rule::RtypeShortDatagram.id()),
-            ("old_header", Rule::RtypeOldHeader.id()),
-            ("version", Rule::RtypeVersion.id()),
-            ("packet_type", Rule::RtypePacketType.id()),
-            ("length", Rule::RtypeLength.id()),
-            ("crc", Rule::RtypeCrc.id()),
-            ("compress_small", Rule::RtypeCompressSmall.id()),
-            ("compress_not_smaller", Rule::RtypeCompressNotSmaller.id()),
-            ("orig_size_set", Rule::RtypeOrigSizeSet.id()),
-            ("lz4", Rule::RtypeLz4.id()),
-            ("orig_size", Rule::RtypeOrigSize.id()),
-            ("unknown_type", Rule::RtypeUnknownType.id()),
-            ("direction", Rule::RtypeDirection.id()),
-            ("chunk_total_zero", Rule::RtypeChunkTotalZero.id()),
-            ("chunk_index", Rule::RtypeChunkIndex.id()),
-            ("chunk_total_mismatch", Rule::RtypeChunkTotalMismatch.id()),
-            ("chunk_duplicate", Rule::RtypeChunkDuplicate.id()),
-            ("malformed", MALFORMED_ID),
-        ];
-        out.push_str("local RULE = {\n");
-        for (key, id) in named_rules {
-            let _ = writeln!(out, "    {key} = {},", lua_str(id));
+        // The rules each runtime raises, by what they are about.
+        for (table, rules, proto) in
+            [("RULE", rtype_rules(), PROTO), ("RULE_RT", rt_rules(), PROTO_RT), ("RULE_RTNP", rtnp_rules(), PROTO_RTNP)]
+        {
+            let _ = writeln!(out, "local {table} = {{");
+            for (key, rule) in rules {
+                let _ = writeln!(out, "    {key} = {},", lua_str(rule.id()));
+            }
+            let malformed = MALFORMED.iter().find(|(p, _)| *p == proto).map_or("", |m| m.1);
+            let _ = writeln!(out, "    malformed = {},\n}}", lua_str(malformed));
         }
-        out.push_str("}\n\n");
+        out.push('\n');
 
-        // One expert info per rule of the catalog the dissector can see.
-        out.push_str("local EX, SUMMARY, EXPERTS = {}, {}, {}\n");
-        out.push_str("local function expert_info(id, summary, group, severity)\n");
+        // One expert info per rule the dissector raises, registered with its dialect's protocol.
+        out.push_str("local EX, SUMMARY, EXPERTS = {}, {}, { rtype = {}, rt = {}, rtnp = {} }\n");
+        out.push_str("local function expert_info(proto, id, summary, group, severity)\n");
         out.push_str("    SUMMARY[id] = summary\n");
         out.push_str("    EX[id] = ProtoExpert.new(id, \"[\" .. id .. \"] \" .. summary, group, severity)\n");
-        out.push_str("    EXPERTS[#EXPERTS + 1] = EX[id]\n");
+        out.push_str("    EXPERTS[proto][#EXPERTS[proto] + 1] = EX[id]\n");
         out.push_str("end\n");
-        for rule in CATALOG.iter().filter(|r| is_dissector_rule(r.id)) {
-            let group = Rule::from_id(rule.id).map_or("PROTOCOL", expert_group);
-            let severity = match rule.severity {
+        let raised = dissector_rules();
+        for rule in raised {
+            let info = rule.info();
+            let severity = match info.severity {
                 Severity::Error => "ERROR",
                 Severity::Warning => "WARN",
                 Severity::Info => "NOTE",
             };
             let _ = writeln!(
                 out,
-                "expert_info({}, {}, expert.group.{group}, expert.severity.{severity})",
-                lua_str(rule.id),
-                lua_str(rule.summary)
+                "expert_info({}, {}, {}, expert.group.{}, expert.severity.{severity})",
+                lua_str(proto_of(info.id)),
+                lua_str(info.id),
+                lua_str(info.summary),
+                expert_group(rule),
             );
         }
-        let _ = writeln!(
-            out,
-            "expert_info({}, {}, expert.group.MALFORMED, expert.severity.ERROR)\n",
-            lua_str(MALFORMED_ID),
-            lua_str(MALFORMED_SUMMARY)
-        );
+        for (proto, id) in MALFORMED {
+            let _ = writeln!(
+                out,
+                "expert_info({}, {}, {}, expert.group.MALFORMED, expert.severity.ERROR)",
+                lua_str(proto),
+                lua_str(id),
+                lua_str(MALFORMED_SUMMARY)
+            );
+        }
+        out.push('\n');
 
         // Value strings.
         out.push_str("local VS_MSG = {\n");
@@ -209,42 +419,58 @@ impl<'p> Gen<'p> {
         }
         out.push_str("}\n\n");
 
-        // Fields: the runtime's, then every described field, each registered once.
-        out.push_str("local FIELDS = {}\n");
-        out.push_str("local function reg(field)\n    FIELDS[#FIELDS + 1] = field\n    return field\nend\n");
-        out.push_str("local PF = {\n");
-        for (key, _, ctor) in RUNTIME_FIELDS {
-            let _ = writeln!(out, "    {key} = reg({ctor}),");
+        // Fields: the runtime's, then every described field, each registered once with its protocol.
+        out.push_str("local FIELDS = { rtype = {}, rt = {}, rtnp = {} }\n");
+        out.push_str(
+            "local function reg(proto, field)\n    FIELDS[proto][#FIELDS[proto] + 1] = field\n    return field\nend\n",
+        );
+        for (table, proto) in [("PF", PROTO), ("PF_RT", PROTO_RT), ("PF_RTNP", PROTO_RTNP)] {
+            let _ = writeln!(out, "local {table} = {{");
+            for (p, key, _, ctor) in RUNTIME_FIELDS.iter().filter(|f| f.0 == proto) {
+                let _ = writeln!(out, "    {key} = reg({}, {ctor}),", lua_str(p));
+            }
+            out.push_str("}\n");
         }
-        out.push_str("}\n\n");
+        out.push_str("RULE.undecoded_pf, RULE_RT.undecoded_pf = PF.undecoded, PF_RT.undecoded\n");
+        out.push_str("local RULE_REASSEMBLED = setmetatable({ undecoded_pf = PF.reassembled_undecoded }, { __index = RULE })\n\n");
         out.push_str("-- Field descriptors: ProtoField, wire type, width, name, role and checks.\n");
         out.push_str("local F = {}\n");
-        out.push_str(&self.fields);
+        for line in &self.fields {
+            out.push_str(line);
+            out.push('\n');
+        }
         out.push('\n');
         out.push_str(headers);
-        out.push_str("rtype.fields = FIELDS\nrtype.experts = EXPERTS\n\n");
+        out.push_str(
+            "rtype.fields, rt.fields, rtnp.fields = FIELDS.rtype, FIELDS.rt, FIELDS.rtnp\n\
+             rtype.experts, rt.experts, rtnp.experts = EXPERTS.rtype, EXPERTS.rt, EXPERTS.rtnp\n\n",
+        );
     }
 
-    /// The header layouts, the document's first: `HEADERS[1]` is the 17-byte one.
+    /// The header layouts: `HEADERS[1]` is rtype's 17-byte one, `HEADERS[2]` the older 15-byte
+    /// one; `RT_HEADER` is rt's.
     fn headers(&mut self) -> String {
         let mut out = String::from("local HEADERS = {\n");
         for nodes in [HEADER, HEADER_15] {
-            self.header(&mut out, nodes);
+            self.header(&mut out, nodes, PROTO);
         }
-        out.push_str("}\n\n");
+        out.push_str("}\nlocal RT_HEADER = ");
+        self.header(&mut out, rt::HEADER, PROTO_RT);
+        out.truncate(out.trim_end_matches([',', '\n']).len());
+        out.push_str("\n\n");
         out
     }
 
     /// One header layout: its length, whether it has the compression bit, its fields in order
     /// and where each role's field is.
-    fn header(&mut self, out: &mut String, nodes: &'static [Node]) {
+    fn header(&mut self, out: &mut String, nodes: &'static [Node], proto: &str) {
         let mut fields = Vec::new();
         let mut at = Vec::new();
         let mut offset = 0;
         for node in nodes {
             let Node::Field(f) = node else { panic!("a header holds fields only") };
             let width = f.width().expect("header fields have fixed widths");
-            let abbrev = self.declare(format!("{PROTO}.{}", f.name), f, PROTO);
+            let abbrev = self.declare(format!("{proto}.{}", f.name), f, proto);
             fields.push(format!("F[{}]", lua_str(&abbrev)));
             if f.role != Role::None {
                 at.push(format!("{:?} = {{ {offset}, {width} }}", f.role));
@@ -257,7 +483,8 @@ impl<'p> Gen<'p> {
         let _ = writeln!(out, "        at = {{ {} }},\n    }},", at.join(", "));
     }
 
-    /// The message table and the reassembled snapshot's layout, as Lua.
+    /// The message tables (rtype's, the reassembled snapshot's layout, rt's) and rtnp's schemas,
+    /// as Lua.
     fn message_code(&mut self) -> String {
         let mut text = String::new();
         let out = &mut text;
@@ -269,15 +496,46 @@ impl<'p> Gen<'p> {
         out.push_str(
             "-- ---------------------------------------------------------------------------------------------\n",
         );
-        out.push_str("local MSG = {}\n");
-        for m in MESSAGES {
-            let prefix = format!("{PROTO}.{}", m.short);
-            let dir = match m.direction {
-                Direction::ClientToServer => "C.PACKET_CLIENT",
-                Direction::ServerToClient => "C.PACKET_SERVER",
-            };
-            let _ = writeln!(out, "MSG[0x{:02X}] = {{", m.code);
-            let _ = writeln!(out, "    name = {}, short = {}, dir = {dir},", lua_str(m.name), lua_str(m.short));
+        self.messages(out, "MSG", PROTO, MESSAGES);
+        let snapshot = snapshot_message();
+        out.push_str("\n-- The snapshot rebuilt from a complete set of SNAPSHOT_CHUNK datagrams: laid out as\n");
+        let _ = writeln!(out, "-- {} and shown under `{REASSEMBLED_PREFIX}.`.", snapshot.name);
+        out.push_str("local REASSEMBLED = {\n    name = \"Reassembled snapshot\", variants = {},\n    body = ");
+        self.function(out, &[snapshot.body], REASSEMBLED_PREFIX, 1);
+        out.push_str("}\n\n");
+        self.messages(out, "MSG_RT", PROTO_RT, rt::MESSAGES);
+        out.push('\n');
+        out.push_str("-- rtnp message types and their JSON schemas (document 004, Appendix B).\n");
+        out.push_str("local RTNP_MESSAGES = {\n");
+        for m in rtnp::MESSAGES {
+            let _ = write!(out, "    [{}] = {{ name = {}, dir = ", lua_str(m.message.name), lua_str(m.message.name));
+            out.push_str(direction(m.message.direction));
+            if let Some(rule) = m.message.seen_rule {
+                let _ = write!(out, ", seen = {}", lua_str(rule.id()));
+            }
+            out.push_str(", fields = ");
+            json_fields(out, m.fields, 2);
+            out.push_str(" },\n");
+        }
+        out.push_str("}\n\n");
+        text
+    }
+
+    /// A dialect's message table `table`: each message's name, direction, fixed size, the rule
+    /// its mere sight breaks, its body and its variants.
+    fn messages(&mut self, out: &mut String, table: &str, proto: &str, messages: &'static [Message]) {
+        let _ = writeln!(out, "local {table} = {{}}");
+        for m in messages {
+            let prefix = format!("{proto}.{}", m.short);
+            let _ = writeln!(out, "{table}[0x{:02X}] = {{", m.code);
+            let _ = writeln!(
+                out,
+                "    code = 0x{:02X}, name = {}, short = {}, dir = {},",
+                m.code,
+                lua_str(m.name),
+                lua_str(m.short),
+                direction(m.direction)
+            );
             if let Some(size) = m.fixed_size() {
                 let _ = writeln!(out, "    fixed = {size},");
             }
@@ -295,13 +553,6 @@ impl<'p> Gen<'p> {
             }
             out.push_str(if m.variants.is_empty() { "},\n}\n" } else { "\n    },\n}\n" });
         }
-        let snapshot = snapshot_message();
-        out.push_str("\n-- The snapshot rebuilt from a complete set of SNAPSHOT_CHUNK datagrams: laid out as\n");
-        let _ = writeln!(out, "-- {} and shown under `{REASSEMBLED_PREFIX}.`.", snapshot.name);
-        out.push_str("local REASSEMBLED = {\n    name = \"Reassembled snapshot\", variants = {},\n    body = ");
-        self.function(out, &[snapshot.body], REASSEMBLED_PREFIX, 1);
-        out.push_str("}\n\n");
-        text
     }
 
     /// A Lua function walking `parts` one after the other.
@@ -402,11 +653,13 @@ impl<'p> Gen<'p> {
                             }
                             BitSlot::Reserved => {
                                 let _ =
-                                    writeln!(out, "{test} return unknown_bit(c, {t}, {bit}, RULE.reserved_bit) end");
+                                    writeln!(out, "{test} return unknown_bit(c, {t}, {bit}, c.rules.reserved_bit) end");
                             }
                             BitSlot::Undefined => {
-                                let _ =
-                                    writeln!(out, "{test} return unknown_bit(c, {t}, {bit}, RULE.undefined_bit) end");
+                                let _ = writeln!(
+                                    out,
+                                    "{test} return unknown_bit(c, {t}, {bit}, c.rules.undefined_bit) end"
+                                );
                             }
                         }
                     }
@@ -421,6 +674,9 @@ impl<'p> Gen<'p> {
     /// `bits_prefix`, or under the field's own name when it is empty.
     fn declare(&mut self, abbrev: String, f: &'static Field, bits_prefix: &str) -> String {
         let signature = format!("{f:?}");
+        if let Some(key) = self.share(&abbrev, f, &signature) {
+            return key;
+        }
         let mut name = abbrev.clone();
         let mut n = 1;
         loop {
@@ -452,14 +708,6 @@ impl<'p> Gen<'p> {
         let array = f.array > 0;
         let text_array = array && matches!(f.display, Display::Text);
         let scaled = !array && f.divisor != 1 && f.ty != Ty::F32 && f.ty != Ty::Str8;
-        let int_ctor = |ty: Ty| match ty {
-            Ty::U8 => "uint8",
-            Ty::U16 => "uint16",
-            Ty::U32 => "uint32",
-            Ty::I16 => "int16",
-            Ty::I32 => "int32",
-            Ty::F32 | Ty::Str8 => unreachable!(),
-        };
         let (pf, ty) = match f.ty {
             _ if text_array => (format!("ProtoField.string({}, {label})", lua_str(&name)), "text"),
             _ if array => (format!("ProtoField.bytes({}, {label})", lua_str(&name)), "bytes"),
@@ -476,7 +724,8 @@ impl<'p> Gen<'p> {
                 ty.name(),
             ),
         };
-        desc.push(format!("pf = reg({pf})"));
+        let proto = proto_of(&name);
+        desc.push(format!("pf = reg(\"{proto}\", {pf})"));
         desc.push(format!("ty = \"{ty}\""));
         if let Some(w) = f.width() {
             desc.push(format!("w = {w}"));
@@ -489,7 +738,7 @@ impl<'p> Gen<'p> {
             let raw = self.unique(format!("{name}.raw"));
             desc.push(format!("div = {}", f.divisor));
             desc.push(format!(
-                "raw_pf = reg(ProtoField.{}({}, {}, {base}))",
+                "raw_pf = reg(\"{proto}\", ProtoField.{}({}, {}, {base}))",
                 int_ctor(f.ty),
                 lua_str(&raw),
                 lua_str(&format!("{} (raw)", f.label))
@@ -535,14 +784,58 @@ impl<'p> Gen<'p> {
                         flag.value
                     )
                 };
-                bits.push(format!("reg({ctor})"));
+                bits.push(format!("reg(\"{proto}\", {ctor})"));
             }
             if !bits.is_empty() {
                 desc.push(format!("bits = {{ {} }}", bits.join(", ")));
             }
         }
-        let _ = writeln!(self.fields, "F[{}] = {{ {} }}", lua_str(&name), desc.join(", "));
+        if shareable(f) {
+            self.shareable.insert(name.clone(), (f, self.fields.len()));
+        }
+        self.fields.push(format!("F[{}] = {{ {} }}", lua_str(&name), desc.join(", ")));
         name
+    }
+
+    /// A field of a variant that has the filter name of another field of the same message and
+    /// only differs from it by its integer type (PLAYER_INPUT's aim is u16 in the document, i16
+    /// in real traffic): both get one ProtoField, an int32 given each value as its own type
+    /// reads it, so that the filter name is the same whichever layout the datagram has. Returns
+    /// the key of the field's descriptor, `None` when the field is not such a one.
+    fn share(&mut self, abbrev: &str, f: &'static Field, signature: &str) -> Option<String> {
+        let (first, line) = *self.shareable.get(abbrev)?;
+        if !shareable(f) || self.abbrevs.get(abbrev).is_some_and(|s| s == signature) {
+            return None;
+        }
+        let mut n = 2;
+        let key = loop {
+            let key = format!("{abbrev}#{n}");
+            match self.abbrevs.get(&key) {
+                Some(s) if s == signature => return Some(key),
+                Some(_) => n += 1,
+                None => break key,
+            }
+        };
+        self.abbrevs.insert(key.clone(), signature.to_string());
+        let ctor = |ty: Ty| format!("ProtoField.{}(", if matches!(ty, Ty::U8) { "uint8" } else { int_ctor(ty) });
+        let shared = &mut self.fields[line];
+        if !shared.ends_with(", explicit = true }") {
+            *shared = shared.replacen(&ctor(first.ty), "ProtoField.int32(", 1);
+            shared.truncate(shared.len() - 2);
+            shared.push_str(", explicit = true }");
+        }
+        let mut desc = vec![
+            format!("pf = F[{}].pf", lua_str(abbrev)),
+            format!("ty = \"{}\"", f.ty.name()),
+            format!("w = {}", f.ty.width().unwrap_or(0)),
+            format!("name = {}", lua_str(f.name)),
+        ];
+        if f.role != Role::None {
+            desc.push(format!("role = \"{:?}\"", f.role));
+        }
+        desc.push("explicit = true".into());
+        self.fields.push(format!("F[{}] = {{ {} }}", lua_str(&key), desc.join(", ")));
+        Some(key)
     }
 
     /// A filter name nobody has taken yet, based on `abbrev`.
@@ -571,17 +864,70 @@ impl<'p> Gen<'p> {
     }
 }
 
+/// The ProtoField constructor of an integer type.
+fn int_ctor(ty: Ty) -> &'static str {
+    match ty {
+        Ty::U8 => "uint8",
+        Ty::U16 => "uint16",
+        Ty::U32 => "uint32",
+        Ty::I16 => "int16",
+        Ty::I32 => "int32",
+        Ty::F32 | Ty::Str8 => unreachable!("not an integer type"),
+    }
+}
+
+/// Whether a field can share its ProtoField with another of the same name and another integer
+/// type (see `Gen::share`): a plain decimal integer that an int32 holds.
+fn shareable(f: &Field) -> bool {
+    matches!(f.ty, Ty::U8 | Ty::U16 | Ty::I16 | Ty::I32)
+        && f.array == 0
+        && f.divisor == 1
+        && matches!(f.display, Display::Dec)
+        && f.check == Check::None
+}
+
+/// The Lua expression of a message's direction: the rtype packet type it travels with.
+fn direction(d: Direction) -> &'static str {
+    match d {
+        Direction::ClientToServer => "C.PACKET_CLIENT",
+        Direction::ServerToClient => "C.PACKET_SERVER",
+    }
+}
+
+/// An rtnp schema as a Lua list: each property's path, key, JSON type, whether it is required,
+/// its minimum, the rule its absence breaks, and its own properties.
+fn json_fields(out: &mut String, fields: &'static [JsonField], indent: usize) {
+    if fields.is_empty() {
+        out.push_str("{}");
+        return;
+    }
+    out.push_str("{\n");
+    for f in fields {
+        let _ = write!(
+            out,
+            "{}{{ path = {}, key = {}, ty = {}, required = {}, ",
+            pad(indent),
+            lua_str(f.path),
+            lua_str(f.key()),
+            lua_str(f.ty.name()),
+            f.required
+        );
+        if let Some(min) = f.minimum {
+            let _ = write!(out, "minimum = {min:?}, ");
+        }
+        let _ = write!(out, "missing = {}, fields = ", lua_str(f.missing.id()));
+        json_fields(out, f.fields, indent + 1);
+        out.push_str(" },\n");
+    }
+    let _ = write!(out, "{}}}", pad(indent - 1));
+}
+
 /// The message whose body is one entity repeat: SERVER_SNAPSHOT, the shape chunks reassemble to.
 fn snapshot_message() -> &'static Message {
     MESSAGES
         .iter()
         .find(|m| matches!(m.body, [Node::Repeat { count, .. }] if count.role == Role::EntityCount))
         .expect("the description has a snapshot message")
-}
-
-/// Rules a dissector can raise: the rtype ones (capture-file rules belong to Wireshark itself).
-fn is_dissector_rule(id: &str) -> bool {
-    id.starts_with("rtype.")
 }
 
 /// The expert group of a rule: a broken structure is malformed, a bad checksum a checksum
@@ -596,7 +942,14 @@ fn expert_group(rule: Rule) -> &'static str {
         | Rule::RtypeTruncated
         | Rule::RtypeTrailing
         | Rule::RtypeSize
-        | Rule::RtypeUtf8 => "MALFORMED",
+        | Rule::RtypeUtf8
+        | Rule::RtShort
+        | Rule::RtTruncated
+        | Rule::RtTrailing
+        | Rule::RtSize
+        | Rule::RtUtf8
+        | Rule::RtnpEnvelope
+        | Rule::RtnpJsonInvalid => "MALFORMED",
         _ => "PROTOCOL",
     }
 }
@@ -656,13 +1009,54 @@ mod tests {
             "rtype.levelinit.boss.name",
             "rtype.levelevent.set_scroll.keyframe.time",
             "rtype.reassembled.entity.id",
+            "rt.magic",
+            "rt.packet_type",
+            "rt.flags",
+            "rt.reliable",
+            "rt.sequence_number",
+            "rt.connect.player_name",
+            "rt.transform_snapshot.entity.pos_x",
+            "rt.full_state.component.transform.pos_x",
+            "rtnp.type",
+            "rtnp.framing",
         ] {
             assert!(lua.contains(&format!("(\"{name}\"")), "{name} not declared");
         }
-        for rule in CATALOG.iter().filter(|r| r.id.starts_with("rtype.")) {
-            assert!(lua.contains(&format!("expert_info(\"{}\"", rule.id)), "{} has no expert info", rule.id);
+        let raised = dissector_rules();
+        for rule in CATALOG
+            .iter()
+            .filter(|r| r.id.starts_with("rtype.") || r.id.starts_with("rt.") || r.id.starts_with("rtnp."))
+        {
+            let declared = lua.contains(&format!("expert_info(\"{}\", \"{}\"", proto_of(rule.id), rule.id));
+            let should = raised.contains(&Rule::from_id(rule.id).unwrap());
+            assert_eq!(declared, should, "{}: expert info declared {declared}, raised {should}", rule.id);
         }
+        // The rules left to rtype-inspect are the ones about conversations and captures.
+        let left: Vec<&str> = CATALOG
+            .iter()
+            .filter(|r| !r.id.starts_with("capture.") && !r.id.starts_with("session."))
+            .filter(|r| !raised.contains(&Rule::from_id(r.id).unwrap()))
+            .map(|r| r.id)
+            .collect();
+        assert_eq!(
+            left,
+            [
+                "rtype.chunk.missing",
+                "rt.reliable.unacknowledged",
+                "rtnp.message.direction",
+                "rtnp.epoch.sequence",
+                "rtnp.client-id.mismatch",
+                "rtnp.player-name.length",
+                "rtnp.client.silent",
+            ]
+        );
         assert!(!lua.contains("bit32.") && !lua.contains(" // "));
+        // The real PLAYER_INPUT's signed aim has the document's filter name.
+        assert!(lua.contains("ProtoField.int32(\"rt.input.aim_direction_x\""));
+        assert!(
+            lua.contains("F[\"rt.input.aim_direction_x#2\"] = { pf = F[\"rt.input.aim_direction_x\"].pf, ty = \"i16\"")
+        );
+        assert!(!lua.contains("aim_direction_x_2"));
     }
 
     #[test]

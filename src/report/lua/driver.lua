@@ -1,105 +1,107 @@
 -- ---------------------------------------------------------------------------------------------
--- Datagram driver (hand-written, fixed): header layout selection, the datagram checks in the
--- order of src/datagram/rtype.rs, message decoding with variants as in src/message/walk.rs,
--- snapshot-chunk reassembly, and registration. Offsets and widths come from the generated
--- HEADERS table; message layouts from the generated MSG table.
+-- rtype datagram driver (hand-written, fixed): header layout selection, the datagram checks in
+-- the order of src/datagram/rtype.rs, message decoding with variants as in src/message/walk.rs,
+-- what src/pipeline/rtype_arm.rs decides per conversation (the 15-byte header reported once, the
+-- LevelInit archetypes entity types are checked against, snapshot-chunk reassembly as in
+-- src/session/chunks.rs), and registration. Offsets and widths come from the generated HEADERS
+-- table; message layouts from the generated MSG table.
+--
+-- Two-pass dissection: what depends on earlier datagrams is decided the first time a frame is
+-- dissected (in frame order) and kept by frame number; later passes (pinfo.visited, or
+-- Wireshark's re-dissection of a selected packet) read it back.
 -- ---------------------------------------------------------------------------------------------
 
---- Adds the findings `list` (offsets relative to `base` in `tvb`) to `tree` as expert infos.
-local function emit(tree, tvb, base, list)
-    for _, fd in ipairs(list) do
-        local text = "[" .. fd.rule .. "] " .. SUMMARY[fd.rule]
-        if fd.detail and fd.detail ~= "" then text = text .. " (" .. fd.detail .. ")" end
-        tree:add_tvb_expert_info(EX[fd.rule], clamp_range(tvb, base + fd.at, fd.len), text)
+-- Per-capture state: frame decisions, conversations, open chunk sets (oldest first).
+local RS
+
+local function rtype_reset()
+    RS = { frames = {}, convs = {}, open = {} }
+end
+rtype_reset()
+
+--- The state of the conversation `key` (created on first use).
+local function rtype_conversation(key)
+    local conv = RS.convs[key]
+    if conv == nil then
+        conv = { old_header = false, archetypes = nil }
+        RS.convs[key] = conv
     end
+    return conv
 end
 
---- Decodes a message payload against its description, trying the known variants when the
---- document's layout does not fit (src/message/walk.rs `decode_message`).
-local function decode_message(m, tvb, base, len, tree)
-    if #m.variants > 0 then
-        local probe = new_walk(tvb, base, len, true)
-        if not (m.body(probe, nil) and probe.pos == len) then
-            for _, v in ipairs(m.variants) do
-                local try = new_walk(tvb, base, len, true)
-                if v.fn(try, nil) and try.pos == len then
-                    local c = new_walk(tvb, base, len, false)
-                    finding(c, v.rule, 0, len, "")
-                    v.fn(c, tree)
-                    return c
-                end
-            end
+--- Removes the open set at position `i` (closed as missing or for the limit: reported by
+--- rtype-inspect at the end of the set, not by a datagram).
+local function close_set(i)
+    table.remove(RS.open, i)
+end
+
+--- Adds a chunk to its set, as src/session/chunks.rs `ChunkSets::push` does. Returns the note
+--- the frame keeps: the rule it broke (if any) and the set it joined.
+local function push_chunk(key, tick, ts, frame, total, index, count, blocks)
+    if total == 0 then
+        return { rule = RULE.chunk_total_zero, detail = "totalChunks 0" }
+    end
+    if index >= total then
+        return { rule = RULE.chunk_index, detail = sfmt("chunkIndex %d, totalChunks %d", index, total) }
+    end
+    local i = 1
+    while i <= #RS.open do
+        if ts - RS.open[i].first_ts > C.CHUNK_MAX_AGE then close_set(i) else i = i + 1 end
+    end
+    local set
+    for _, s in ipairs(RS.open) do
+        if s.key == key and s.tick == tick then set = s break end
+    end
+    if set == nil then
+        if total > C.CHUNK_MAX_CHUNKS then
+            return { rule = RULE.chunk_limit, detail = sfmt("totalChunks %d", total) }
         end
+        if #RS.open == C.CHUNK_MAX_OPEN then close_set(1) end
+        set = { key = key, tick = tick, total = total, first_ts = ts, parts = {}, have = 0, bytes = 0 }
+        RS.open[#RS.open + 1] = set
     end
-    local c = new_walk(tvb, base, len, false)
-    local ok = m.body(c, tree)
-    if ok and c.pos < len then undecoded(c, tree, c.pos) end
-    if m.fixed and m.fixed ~= len then
-        -- The size finding says it all: drop the truncation it caused.
-        local kept = {}
-        for _, fd in ipairs(c.findings) do
-            if fd.rule ~= RULE.truncated then kept[#kept + 1] = fd end
-        end
-        c.findings = kept
-        finding(c, RULE.size, 0, len, sfmt("expected %d bytes, found %d", m.fixed, len))
-    elseif ok and c.pos < len then
-        finding(c, RULE.trailing, c.pos, len - c.pos, sfmt("%d bytes decoded, %d in the payload", c.pos, len))
-    end
-    return c
-end
-
--- Snapshot-chunk reassembly. First pass: each chunk is stored under its set, keyed by the
--- conversation's addresses and ports and the header's tick, and remembered by frame number.
--- Every pass: the frame that completed a set shows the reassembled snapshot; the other chunks
--- link to it.
-local chunk_sets, chunk_frames = {}, {}
-
-local function chunk_key(pinfo, tick)
-    return tostring(pinfo.src) .. ":" .. tostring(pinfo.src_port) .. ">" .. tostring(pinfo.dst) .. ":" ..
-        tostring(pinfo.dst_port) .. "#" .. tostring(tick)
-end
-
-local function store_chunk(pinfo, tick, total, index, count, blocks)
-    local key = chunk_key(pinfo, tick)
-    local set = chunk_sets[key]
-    if set == nil or set.complete then
-        set = { total = total, parts = {}, have = 0 }
-        chunk_sets[key] = set
-    end
-    local note = { set = set }
     if set.total ~= total then
-        set.bad = true
-        note.rule, note.detail = RULE.chunk_total_mismatch, sfmt("totalChunks %d, the set has %d", total, set.total)
-    elseif set.parts[index] then
-        note.rule, note.detail = RULE.chunk_duplicate, sfmt("chunk %d first seen in frame %d", index, set.parts[index].frame)
-    else
-        set.parts[index] = { frame = pinfo.number, count = count, blocks = blocks }
-        set.have = set.have + 1
-        if set.have == set.total and not set.bad then set.complete = pinfo.number end
+        set.discarded = true
+        return { rule = RULE.chunk_total_mismatch, detail = sfmt("totalChunks %d, the set has %d", total, set.total) }
     end
-    chunk_frames[pinfo.number] = note
+    if set.parts[index] then
+        return { rule = RULE.chunk_duplicate, detail = sfmt("chunk %d first seen in frame %d", index, set.parts[index].frame) }
+    end
+    if set.discarded then return {} end
+    if set.bytes + blocks:len() > C.CHUNK_MAX_BYTES then
+        set.discarded = true
+        return { rule = RULE.chunk_limit, detail = sfmt("the set holds %d bytes", set.bytes) }
+    end
+    set.parts[index] = { frame = frame, count = count, blocks = blocks }
+    set.have = set.have + 1
+    set.bytes = set.bytes + blocks:len()
+    if set.have < set.total then return { set = set } end
+    for k, s in ipairs(RS.open) do
+        if s == set then table.remove(RS.open, k) break end
+    end
+    set.complete = frame
+    local entities = 0
+    local all = ByteArray.new()
+    for k = 0, set.total - 1 do
+        entities = entities + set.parts[k].count
+        all:append(set.parts[k].blocks)
+    end
+    if entities > 65535 then entities = 65535 end
+    set.entities = entities
+    set.payload = ByteArray.new(sfmt("%02x%02x", math.floor(entities / 256), entities % 256))
+    set.payload:append(all)
+    return { set = set }
 end
 
-local function show_reassembled(set, root)
-    local count, blocks = 0, ByteArray.new()
-    for i = 0, set.total - 1 do
-        count = count + set.parts[i].count
-        blocks:append(set.parts[i].blocks)
-    end
-    count = count % 65536
-    local full = ByteArray.new(sfmt("%02x%02x", math.floor(count / 256), count % 256))
-    full:append(blocks)
-    local rtvb = full:tvb("Reassembled snapshot")
-    local rt = root:add(rtvb(), sfmt("Reassembled snapshot (%d entities from %d chunks)", count, set.total))
+local function show_reassembled(set, root, archetypes)
+    local rtvb = set.payload:tvb("Reassembled snapshot")
+    local rt = root:add(rtvb(), sfmt("Reassembled snapshot (%d entities from %d chunks)", set.entities, set.total))
     for i = 0, set.total - 1 do
         rt:add(PF.chunk_frame, set.parts[i].frame):set_generated()
     end
     rt:add(PF.reassembled_length, rtvb:len()):set_generated()
-    local c = decode_message(REASSEMBLED, rtvb, 0, rtvb:len(), rt)
-    for _, fd in ipairs(c.findings) do
-        fd.detail = "in the reassembled snapshot" .. ((fd.detail and fd.detail ~= "") and ": " .. fd.detail or "")
-    end
-    emit(rt, rtvb, 0, c.findings)
+    -- Entity-level findings were already reported on the chunks themselves.
+    decode_message(REASSEMBLED, rtvb, 0, rtvb:len(), rt, RULE_REASSEMBLED, false, function(c) c.archetypes = archetypes end)
 end
 
 --- The header layout whose length (and, for the older header, CRC) fits the datagram.
@@ -125,12 +127,18 @@ local function dissect_datagram(tvb, pinfo, root)
     local function report(rule, at, len, detail)
         found[#found + 1] = { rule = rule, at = at, len = len, detail = detail }
     end
+    local fi = RS.frames[pinfo.number]
+    local first = fi == nil
+    if first then
+        fi = {}
+        RS.frames[pinfo.number] = fi
+    end
 
     -- Header fields, as far as the datagram holds them.
     local hlen = h.len < n and h.len or n
     local ht = root:add(tvb(0, hlen), sfmt("Header (%d-byte layout)", h.len))
     ht:add(PF.header_len, h.len):set_generated()
-    local hc = new_walk(tvb, 0, hlen, false)
+    local hc = new_walk(tvb, 0, hlen, false, RULE, false)
     for _, f in ipairs(h.fields) do
         if rd(hc, ht, f) == nil then break end
     end
@@ -153,9 +161,6 @@ local function dissect_datagram(tvb, pinfo, root)
         return a and a[1] or 0, a and a[2] or 0
     end
 
-    if h ~= HEADERS[1] then
-        report(RULE.old_header, 0, h.len, "")
-    end
     local payload_at, payload_end = h.len, n - C.CRC_LEN
     local wire_len = payload_end - payload_at
     local announced = hv("PayloadLen")
@@ -237,6 +242,29 @@ local function dissect_datagram(tvb, pinfo, root)
         end
     end
 
+    -- The conversation: client and server by the packet type, else the message's direction, else
+    -- the lower port is the server's.
+    local c2s
+    if ptype_ok then
+        c2s = ptype == C.PACKET_CLIENT
+    elseif m then
+        c2s = m.dir == C.PACKET_CLIENT
+    else
+        c2s = pinfo.src_port > pinfo.dst_port
+    end
+    local conv = rtype_conversation(conversation_key(pinfo, c2s))
+    if first then
+        fi.archetypes = conv.archetypes
+        -- The 15-byte header is the whole conversation's departure: said once (spec-notes B).
+        if h ~= HEADERS[1] then
+            fi.old_header = not conv.old_header
+            conv.old_header = true
+        end
+    end
+    if fi.old_header then
+        report(RULE.old_header, 0, h.len, "the conversation's first datagram with it")
+    end
+
     local seq, tick = hv("Sequence"), hv("Tick")
     local name = m and m.name or sfmt("Unknown message 0x%02x", mtype)
     local info = sfmt("%s seq=%d tick=%d", name, seq, tick)
@@ -250,32 +278,34 @@ local function dissect_datagram(tvb, pinfo, root)
     end
 
     local mt = root:add(ptvb(pbase, plen), sfmt("%s (%d bytes)", m.name, plen))
-    local c = decode_message(m, ptvb, pbase, plen, mt)
+    local archetypes = fi.archetypes
+    local c = decode_message(m, ptvb, pbase, plen, mt, RULE, false, function(w) w.archetypes = archetypes end)
+
+    if first and mtype == C.LEVEL_INIT then
+        local a = { count = #c.types, sprites = {} }
+        for k, id in ipairs(c.types) do
+            if a.sprites[id] == nil then a.sprites[id] = (c.sprite_of and c.sprite_of[k]) or "" end
+        end
+        conv.archetypes = a
+    end
 
     local total, index = c.facts.TotalChunks, c.facts.ChunkIndex
-    if total ~= nil and index ~= nil then
+    if mtype == C.SNAPSHOT_CHUNK and c.entities_at ~= nil then
         info = info .. sfmt(" chunk %d/%d", index + 1, total)
-        if total == 0 then
-            finding(c, RULE.chunk_total_zero, c.at.TotalChunks, 2, "")
-        elseif index >= total then
-            finding(c, RULE.chunk_index, c.at.ChunkIndex, 2, sfmt("chunkIndex %d, totalChunks %d", index, total))
-        elseif c.entities_at ~= nil then
-            if not pinfo.visited and chunk_frames[pinfo.number] == nil then
-                local ea = c.entities_at
-                local blocks = plen > ea and ptvb(pbase + ea, plen - ea):bytes() or ByteArray.new()
-                store_chunk(pinfo, tick, total, index, c.entity_count, blocks)
-            end
-            local note = chunk_frames[pinfo.number]
-            if note then
-                if note.rule then finding(c, note.rule, c.at.TotalChunks, 4, note.detail) end
-                local set = note.set
-                if set.complete == pinfo.number then
-                    show_reassembled(set, root)
-                    info = info .. " [reassembled]"
-                elseif set.complete then
-                    mt:add(PF.reassembled_in, set.complete):set_generated()
-                end
-            end
+        if first then
+            local ea = c.entities_at
+            local blocks = plen > ea and ptvb(pbase + ea, plen - ea):bytes() or ByteArray.new()
+            fi.chunk = push_chunk(conversation_key(pinfo, c2s), tick, pinfo.abs_ts, pinfo.number, total, index,
+                c.entity_count, blocks)
+        end
+        local note = fi.chunk
+        if note.rule then finding(c, note.rule, 0, 4, note.detail) end
+        local set = note.set
+        if set and set.complete == pinfo.number then
+            show_reassembled(set, root, archetypes)
+            info = info .. " [reassembled]"
+        elseif set and set.complete then
+            mt:add(PF.reassembled_in, set.complete):set_generated()
         end
     end
 
@@ -303,7 +333,7 @@ end
 rtype.dissector = dissect
 
 rtype.init = function()
-    chunk_sets, chunk_frames = {}, {}
+    rtype_reset()
 end
 
 rtype:register_heuristic("udp", function(tvb, pinfo, tree)

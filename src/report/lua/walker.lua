@@ -5,11 +5,14 @@
 --
 -- A walk context `c`: tvb, base (payload offset in tvb), len (payload length), pos (offset in
 -- the payload), silent (true while only testing whether a layout fits: no tree, no findings),
--- findings, facts (raw values by field role) and at (their offsets), mask, entity, prev (for ascending checks).
+-- rules (the dialect's walker rules: truncated, trailing, size, utf8, reserved_bit,
+-- undefined_bit), le (numbers are little-endian), findings, facts (raw values by field role) and
+-- at (their offsets), mask, entity, prev (for ascending checks), types (LevelInit archetype type
+-- IDs read), archetypes (the conversation's announced type IDs, to check entity types against).
 -- ---------------------------------------------------------------------------------------------
-local function new_walk(tvb, base, len, silent)
-    return { tvb = tvb, base = base, len = len, pos = 0, silent = silent, findings = {},
-             facts = {}, at = {}, mask = 0, entity = 0, prev = nil }
+local function new_walk(tvb, base, len, silent, rules, le)
+    return { tvb = tvb, base = base, len = len, pos = 0, silent = silent, rules = rules, le = le,
+             findings = {}, facts = {}, at = {}, mask = 0, entity = 0, prev = nil, types = {} }
 end
 
 --- Records a broken rule at payload offset `at` (not while testing a layout).
@@ -20,14 +23,14 @@ end
 
 local function truncated(c, f, needed)
     local left = c.len - c.pos
-    finding(c, RULE.truncated, c.pos, left, sfmt("%s needs %d bytes, %d left", f.name, needed, left))
+    finding(c, c.rules.truncated, c.pos, left, sfmt("%s needs %d bytes, %d left", f.name, needed, left))
     return nil
 end
 
 --- Shows the rest of the payload as undecoded bytes.
 local function undecoded(c, t, at)
     if not c.silent and at < c.len then
-        t:add(PF.undecoded, c.tvb(c.base + at, c.len - at))
+        t:add(c.rules.undecoded_pf, c.tvb(c.base + at, c.len - at))
     end
 end
 
@@ -40,6 +43,16 @@ end
 
 local function is_finite(v)
     return v == v and v ~= math.huge and v ~= -math.huge
+end
+
+--- Adds `pf` over the range `r` in the walk's byte order (with an explicit value when given).
+local function add_item(c, t, pf, r, value)
+    if value ~= nil then
+        if c.le then return t:add_le(pf, r, value) end
+        return t:add(pf, r, value)
+    end
+    if c.le then return t:add_le(pf, r) end
+    return t:add(pf, r)
 end
 
 --- Reads the described field `f` at the walk's position. Returns its raw value (0 for text),
@@ -61,7 +74,7 @@ local function rd(c, t, f)
                 t:add(f.pf, r, s)
             else
                 t:add(f.pf, r, "<not UTF-8: " .. c.tvb(c.base + at + 1, l):bytes():tohex() .. ">")
-                finding(c, RULE.utf8, at, 1 + l, f.name)
+                finding(c, c.rules.utf8, at, 1 + l, f.name)
             end
         end
     elseif f.ty == "text" or f.ty == "bytes" then
@@ -82,7 +95,7 @@ local function rd(c, t, f)
                     t:add(f.pf, r, s)
                 else
                     t:add(f.pf, r, "<not UTF-8: " .. ByteArray.new(s, true):tohex() .. ">")
-                    finding(c, RULE.utf8, at, w, f.name)
+                    finding(c, c.rules.utf8, at, w, f.name)
                 end
             end
         end
@@ -92,14 +105,15 @@ local function rd(c, t, f)
         local r = c.tvb(c.base + at, w)
         c.pos = c.pos + w
         local value
+        local le = c.le
         if f.ty == "f32" then
-            value = r:float()
+            value = le and r:le_float() or r:float()
             raw = value
         elseif f.ty == "i16" or f.ty == "i32" then
-            value = r:int()
-            raw = r:uint()
+            value = le and r:le_int() or r:int()
+            raw = le and r:le_uint() or r:uint()
         else
-            value = r:uint()
+            value = le and r:le_uint() or r:uint()
             raw = value
         end
         if f.div then value = value / f.div end
@@ -118,16 +132,30 @@ local function rd(c, t, f)
         if f.unused and band(raw, f.unused) ~= 0 then
             finding(c, f.unused_rule, at, w, sfmt("%s 0x%04x", f.name, raw))
         end
+        -- An entity type the conversation's LevelInit did not announce (src/pipeline/rtype_arm.rs).
+        if f.role == "EntityType" and c.archetypes and not f.div and f.ty ~= "f32" and value >= 0 then
+            local sprite = c.archetypes.sprites[value]
+            if sprite == nil and c.archetypes.count > 0 then
+                finding(c, c.rules.unknown_entity_type, at, w, sfmt("%s %d", f.name, value))
+            end
+        end
         if not c.silent then
             local item
             if f.div then
-                item = t:add(f.pf, r, value)
-                item:add(f.raw_pf, r)
+                item = add_item(c, t, f.pf, r, value)
+                add_item(c, item, f.raw_pf, r)
+            elseif f.explicit then
+                -- A ProtoField shared with a field of another integer type: given the value.
+                item = add_item(c, t, f.pf, r, value)
             else
-                item = t:add(f.pf, r)
+                item = add_item(c, t, f.pf, r)
             end
             if f.bits then
-                for _, b in ipairs(f.bits) do item:add(b, r) end
+                for _, b in ipairs(f.bits) do add_item(c, item, b, r) end
+            end
+            if f.role == "EntityType" and c.archetypes and not f.div then
+                local sprite = c.archetypes.sprites[value]
+                if sprite then item:append_text(sfmt(" (sprite %q)", sprite)) end
             end
         end
     end
@@ -138,6 +166,14 @@ local function rd(c, t, f)
             c.mask = raw
         elseif f.role == "EntityId" then
             c.entity = raw
+        elseif f.role == "ArchetypeTypeId" and not c.silent then
+            c.types[#c.types + 1] = raw
+        elseif f.role == "ArchetypeSpriteId" and not c.silent and #c.types > 0 and f.ty == "str8" then
+            local s = c.pos - at > 1 and c.tvb(c.base + at + 1, c.pos - at - 1):raw() or ""
+            if utf8_valid(s) then
+                c.sprite_of = c.sprite_of or {}
+                c.sprite_of[#c.types] = s
+            end
         end
     end
     return raw
@@ -165,4 +201,59 @@ end
 local function unknown_case(c, t, tag, value, rule)
     finding(c, rule, c.pos - 1, 1, sfmt("%s %d", tag, value))
     return skip_rest(c, t)
+end
+
+--- Decodes a message payload against its description, trying the known variants when the
+--- document's layout does not fit (src/message/walk.rs `decode_message`). `prepare(c)` sets up
+--- each walk that shows fields (e.g. the archetypes to check entity types against).
+local function decode_message(m, tvb, base, len, tree, rules, le, prepare)
+    if #m.variants > 0 then
+        local probe = new_walk(tvb, base, len, true, rules, le)
+        if not (m.body(probe, nil) and probe.pos == len) then
+            for _, v in ipairs(m.variants) do
+                local try = new_walk(tvb, base, len, true, rules, le)
+                if v.fn(try, nil) and try.pos == len then
+                    local c = new_walk(tvb, base, len, false, rules, le)
+                    if prepare then prepare(c) end
+                    finding(c, v.rule, 0, len, "")
+                    v.fn(c, tree)
+                    return c
+                end
+            end
+        end
+    end
+    local c = new_walk(tvb, base, len, false, rules, le)
+    if prepare then prepare(c) end
+    local ok = m.body(c, tree)
+    if ok and c.pos < len then undecoded(c, tree, c.pos) end
+    if m.fixed and m.fixed ~= len then
+        -- The size finding says it all: drop the truncation it caused.
+        local kept = {}
+        for _, fd in ipairs(c.findings) do
+            if fd.rule ~= rules.truncated then kept[#kept + 1] = fd end
+        end
+        c.findings = kept
+        finding(c, rules.size, 0, len, sfmt("expected %d bytes, found %d", m.fixed, len))
+    elseif ok and c.pos < len then
+        finding(c, rules.trailing, c.pos, len - c.pos, sfmt("%d bytes decoded, %d in the payload", c.pos, len))
+    end
+    return c
+end
+
+--- Adds the findings `list` (offsets relative to `base` in `tvb`) to `tree` as expert infos.
+local function emit(tree, tvb, base, list)
+    for _, fd in ipairs(list) do
+        local text = "[" .. fd.rule .. "] " .. SUMMARY[fd.rule]
+        if fd.detail and fd.detail ~= "" then text = text .. " (" .. fd.detail .. ")" end
+        tree:add_tvb_expert_info(EX[fd.rule], clamp_range(tvb, base + fd.at, fd.len), text)
+    end
+end
+
+--- The client and server of a datagram going in `c2s` direction (true: client to server), as
+--- src/session/mod.rs keys conversations: the client's address and port, and the server's address.
+local function conversation_key(pinfo, c2s)
+    if c2s then
+        return tostring(pinfo.src) .. "|" .. tostring(pinfo.src_port) .. "|" .. tostring(pinfo.dst)
+    end
+    return tostring(pinfo.dst) .. "|" .. tostring(pinfo.dst_port) .. "|" .. tostring(pinfo.src)
 end
