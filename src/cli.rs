@@ -18,7 +18,11 @@ use crate::proto::CATALOG;
 use crate::report;
 
 #[derive(Parser)]
-#[command(name = "rtype-inspect", version, about = "Inspect R-Type UDP game traffic in pcap and pcapng captures")]
+#[command(
+    name = "rtype-inspect",
+    version,
+    about = "Inspect R-Type UDP game traffic in pcap and pcapng captures"
+)]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -131,7 +135,20 @@ enum Command {
     },
 }
 
-const SUBCOMMANDS: &[&str] = &["summary", "stats", "check", "packets", "export", "violations", "protocol", "dissector", "generate", "live", "interfaces", "help"];
+const SUBCOMMANDS: &[&str] = &[
+    "summary",
+    "stats",
+    "check",
+    "packets",
+    "export",
+    "violations",
+    "protocol",
+    "dissector",
+    "generate",
+    "live",
+    "interfaces",
+    "help",
+];
 
 /// Runs the command line; `rtype-inspect FILE` means `rtype-inspect summary FILE`.
 pub fn main() -> ExitCode {
@@ -163,23 +180,42 @@ fn run(command: Command) -> Result<ExitCode, String> {
             let mut summary = report::summary::Summary::default();
             read_capture(&file, &read, &mut summary)?;
             let text = match format {
-                Format::Json => serde_json::to_string_pretty(summary.json()).unwrap_or_default() + "\n",
-                Format::Text => summary.text(&file.display().to_string(), std::io::stdout().is_terminal()),
+                Format::Json => {
+                    serde_json::to_string_pretty(summary.json()).unwrap_or_default() + "\n"
+                }
+                Format::Text => {
+                    summary.text(&file.display().to_string(), std::io::stdout().is_terminal())
+                }
             };
             write_stdout(text.as_bytes())
         }
-        Command::Packets { file, verbose, hex, filter, read } => {
+        Command::Packets {
+            file,
+            verbose,
+            hex,
+            filter,
+            read,
+        } => {
             let options = report::packets::PacketsOptions { verbose, hex };
             let out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
             let mut packets = report::packets::Packets::new(out, options, filter.build()?);
             read_capture(&file, &read, &mut packets)?;
             quiet_on_broken_pipe(packets.error)
         }
-        Command::Export { file, output, json_array, filter, read } => {
+        Command::Export {
+            file,
+            output,
+            json_array,
+            filter,
+            read,
+        } => {
             let out: Box<dyn Write> = if output.as_os_str() == "-" {
                 Box::new(std::io::stdout().lock())
             } else {
-                Box::new(std::fs::File::create(&output).map_err(|e| format!("{}: {e}", output.display()))?)
+                Box::new(
+                    std::fs::File::create(&output)
+                        .map_err(|e| format!("{}: {e}", output.display()))?,
+                )
             };
             let out = std::io::BufWriter::with_capacity(1 << 16, out);
             let mut export = report::export::Export::new(out, json_array, filter.build()?);
@@ -191,7 +227,9 @@ fn run(command: Command) -> Result<ExitCode, String> {
         Command::Protocol => write_stdout(report::protocol_doc::markdown().as_bytes()),
         Command::Violations { format } => {
             let text = match format {
-                CatalogFormat::Json => serde_json::to_string_pretty(CATALOG).unwrap_or_default() + "\n",
+                CatalogFormat::Json => {
+                    serde_json::to_string_pretty(CATALOG).unwrap_or_default() + "\n"
+                }
                 CatalogFormat::Text => report::catalog::text(),
                 CatalogFormat::Markdown => report::catalog::markdown(),
             };
@@ -200,7 +238,9 @@ fn run(command: Command) -> Result<ExitCode, String> {
         Command::Dissector { output, profile } => {
             let lua = report::lua::generate(&load_profile(profile.as_deref())?);
             match output {
-                Some(path) => std::fs::write(&path, lua).map_err(|e| format!("{}: {e}", path.display()))?,
+                Some(path) => {
+                    std::fs::write(&path, lua).map_err(|e| format!("{}: {e}", path.display()))?
+                }
                 None => return write_stdout(lua.as_bytes()),
             }
             Ok(ExitCode::SUCCESS)
@@ -227,9 +267,12 @@ fn load_profile(path: Option<&Path>) -> Result<Profile, String> {
 pub fn read_capture<S: Sink>(file: &Path, opts: &ReadOpts, sink: &mut S) -> Result<(), String> {
     let profile = load_profile(opts.profile.as_deref())?;
     let mut reader = CaptureReader::open(file).map_err(|e| e.to_string())?;
-    let progress = (!opts.quiet && std::io::stderr().is_terminal()).then(|| progress_bar(file, &reader));
+    let progress =
+        (!opts.quiet && std::io::stderr().is_terminal()).then(|| progress_bar(file, &reader));
     let analysis = opts.analysis.config()?;
-    let result = Pipeline::new(profile, opts.port).with_analysis(analysis).run(&mut reader, sink);
+    let result = Pipeline::new(profile, opts.port)
+        .with_analysis(analysis)
+        .run(&mut reader, sink);
     if let Some((bar, stop)) = progress {
         stop.store(true, Ordering::Relaxed);
         bar.finish_and_clear();
@@ -238,12 +281,23 @@ pub fn read_capture<S: Sink>(file: &Path, opts: &ReadOpts, sink: &mut S) -> Resu
 }
 
 /// A progress bar over the file's bytes, fed from the reader's counter by a ticker thread.
-fn progress_bar(file: &Path, reader: &CaptureReader) -> (indicatif::ProgressBar, std::sync::Arc<std::sync::atomic::AtomicBool>) {
+fn progress_bar(
+    file: &Path,
+    reader: &CaptureReader,
+) -> (
+    indicatif::ProgressBar,
+    std::sync::Arc<std::sync::atomic::AtomicBool>,
+) {
     let len = std::fs::metadata(file).map_or(0, |m| m.len());
-    let bar = indicatif::ProgressBar::with_draw_target(Some(len), indicatif::ProgressDrawTarget::stderr());
+    let bar = indicatif::ProgressBar::with_draw_target(
+        Some(len),
+        indicatif::ProgressDrawTarget::stderr(),
+    );
     bar.set_style(
-        indicatif::ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {bytes_per_sec} ETA {eta}")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        indicatif::ProgressStyle::with_template(
+            "{bar:40} {bytes}/{total_bytes} {bytes_per_sec} ETA {eta}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let (counter, ticker, done) = (reader.progress_counter(), bar.clone(), stop.clone());
@@ -261,7 +315,9 @@ fn progress_bar(file: &Path, reader: &CaptureReader) -> (indicatif::ProgressBar,
 /// A closed pipe (`| head`) ends quietly; other write errors are reported.
 fn quiet_on_broken_pipe(error: Option<std::io::Error>) -> Result<ExitCode, String> {
     match error {
-        Some(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(format!("writing output: {e}")),
+        Some(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(format!("writing output: {e}"))
+        }
         _ => Ok(ExitCode::SUCCESS),
     }
 }

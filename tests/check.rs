@@ -14,15 +14,30 @@ const P17: &str = "samples/profiles/reference-17byte.toml";
 const P15: &str = "samples/profiles/reference-15byte.toml";
 /// What the 17-byte capture breaks, all warnings: the empty pongs, the LevelInit boss trailer,
 /// and the 351 byte-identical ENTITY_DESTROYED repeats.
-const ALLOW_17: [&str; 6] =
-    ["--allow", "rtype.pong.empty", "--allow", "rtype.levelinit.boss-trailer", "--allow", "session.duplicate-datagram"];
+const ALLOW_17: [&str; 6] = [
+    "--allow",
+    "rtype.pong.empty",
+    "--allow",
+    "rtype.levelinit.boss-trailer",
+    "--allow",
+    "session.duplicate-datagram",
+];
 
 fn path(rel: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel).display().to_string()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(rel)
+        .display()
+        .to_string()
 }
 
 fn check_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(BIN).current_dir(dir).arg("check").arg("--quiet").args(args).output().expect("runs")
+    Command::new(BIN)
+        .current_dir(dir)
+        .arg("check")
+        .arg("--quiet")
+        .args(args)
+        .output()
+        .expect("runs")
 }
 
 /// Runs check from an empty directory, so no rtype-inspect.toml is picked up.
@@ -35,14 +50,18 @@ fn code(out: &Output) -> Option<i32> {
 }
 
 fn json(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
 }
 
 /// A fresh directory for each call (tests run in parallel threads of one process).
 fn scratch_dir(name: &str) -> PathBuf {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("rtype-inspect-check-{}-{n}-{name}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!(
+        "rtype-inspect-check-{}-{n}-{name}",
+        std::process::id()
+    ));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -51,15 +70,36 @@ fn scratch_dir(name: &str) -> PathBuf {
 #[test]
 fn clean_file_with_its_allow_list_passes_even_on_info() {
     let (c17, p17) = (path(C17), path(P17));
-    let mut args = vec![c17.as_str(), "--profile", p17.as_str(), "--fail-on", "info", "--format", "json"];
+    let mut args = vec![
+        c17.as_str(),
+        "--profile",
+        p17.as_str(),
+        "--fail-on",
+        "info",
+        "--format",
+        "json",
+    ];
     args.extend(ALLOW_17);
     let out = check(&args);
-    assert_eq!(code(&out), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(
+        code(&out),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     let j = json(&out);
     assert_eq!(j["result"], "pass");
     let findings = j["files"][0]["findings"].as_array().unwrap();
-    let summary: Vec<(&str, u64, &str)> =
-        findings.iter().map(|f| (f["id"].as_str().unwrap(), f["count"].as_u64().unwrap(), f["verdict"].as_str().unwrap())).collect();
+    let summary: Vec<(&str, u64, &str)> = findings
+        .iter()
+        .map(|f| {
+            (
+                f["id"].as_str().unwrap(),
+                f["count"].as_u64().unwrap(),
+                f["verdict"].as_str().unwrap(),
+            )
+        })
+        .collect();
     assert_eq!(
         summary,
         [
@@ -75,7 +115,15 @@ fn failing_files_exit_1() {
     let (c17, p17, c15, p15) = (path(C17), path(P17), path(C15), path(P15));
     // Warnings only: passes on error (the default), fails on warning.
     assert_eq!(code(&check(&[&c17, "--profile", &p17])), Some(0));
-    let out = check(&[&c17, "--profile", &p17, "--fail-on", "warning", "--format", "json"]);
+    let out = check(&[
+        &c17,
+        "--profile",
+        &p17,
+        "--fail-on",
+        "warning",
+        "--format",
+        "json",
+    ]);
     assert_eq!(code(&out), Some(1));
     let failing: Vec<String> = json(&out)["files"][0]["findings"]
         .as_array()
@@ -84,12 +132,39 @@ fn failing_files_exit_1() {
         .filter(|f| f["verdict"] == "fail")
         .map(|f| f["id"].as_str().unwrap().to_string())
         .collect();
-    assert_eq!(failing, ["rtype.pong.empty", "rtype.levelinit.boss-trailer", "session.duplicate-datagram"]);
+    assert_eq!(
+        failing,
+        [
+            "rtype.pong.empty",
+            "rtype.levelinit.boss-trailer",
+            "session.duplicate-datagram"
+        ]
+    );
     // One allowed rule short: still failing.
-    assert_eq!(code(&check(&[&c17, "--profile", &p17, "--fail-on", "warning", "--allow", "rtype.pong.empty"])), Some(1));
+    assert_eq!(
+        code(&check(&[
+            &c17,
+            "--profile",
+            &p17,
+            "--fail-on",
+            "warning",
+            "--allow",
+            "rtype.pong.empty"
+        ])),
+        Some(1)
+    );
     // The older 15-byte header breaks a MUST: fails by default, passes once allowed.
     assert_eq!(code(&check(&[&c15, "--profile", &p15])), Some(1));
-    assert_eq!(code(&check(&[&c15, "--profile", &p15, "--allow", "rtype.header.15-byte"])), Some(0));
+    assert_eq!(
+        code(&check(&[
+            &c15,
+            "--profile",
+            &p15,
+            "--allow",
+            "rtype.header.15-byte"
+        ])),
+        Some(0)
+    );
 }
 
 #[test]
@@ -97,20 +172,37 @@ fn unreadable_files_exit_2_and_the_others_are_still_judged() {
     let (c17, p17) = (path(C17), path(P17));
     let missing = path("tests/fixtures/no-such-capture.pcap");
     let not_a_capture = path("Cargo.toml");
-    let out = check(&[&missing, &c17, &not_a_capture, "--profile", &p17, "--format", "json"]);
+    let out = check(&[
+        &missing,
+        &c17,
+        &not_a_capture,
+        "--profile",
+        &p17,
+        "--format",
+        "json",
+    ]);
     assert_eq!(code(&out), Some(2));
     let j = json(&out);
     let files = j["files"].as_array().unwrap();
-    let results: Vec<&str> = files.iter().map(|f| f["result"].as_str().unwrap()).collect();
+    let results: Vec<&str> = files
+        .iter()
+        .map(|f| f["result"].as_str().unwrap())
+        .collect();
     assert_eq!(results, ["error", "pass", "error"]);
-    assert!(files[2]["error"].as_str().unwrap().contains("not a capture file"));
+    assert!(files[2]["error"]
+        .as_str()
+        .unwrap()
+        .contains("not a capture file"));
     assert_eq!(files[1]["findings"].as_array().unwrap().len(), 3);
     // Text report: every file, then the tally.
     let out = check(&[&missing, &c17, "--profile", &p17]);
     assert_eq!(code(&out), Some(2));
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("ERROR, cannot be read"), "{text}");
-    assert!(text.contains("2 files: 1 passed, 0 failed, 1 unreadable; exit 2"), "{text}");
+    assert!(
+        text.contains("2 files: 1 passed, 0 failed, 1 unreadable; exit 2"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -126,7 +218,10 @@ fn bad_arguments_exit_2() {
     ] {
         let out = check(&args);
         assert_eq!(code(&out), Some(2), "{args:?}");
-        assert!(out.stdout.is_empty(), "no report for bad arguments: {args:?}");
+        assert!(
+            out.stdout.is_empty(),
+            "no report for bad arguments: {args:?}"
+        );
     }
     let out = check(&[&c17, "--allow", "no.such.rule"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown rule ID to allow: no.such.rule"));
@@ -145,73 +240,166 @@ fn config_file_in_the_working_directory_or_given() {
         )
     };
     // Found in the working directory; its profile is relative to it.
-    std::fs::write(dir.join("rtype-inspect.toml"), config(", \"session.duplicate-datagram\"")).unwrap();
+    std::fs::write(
+        dir.join("rtype-inspect.toml"),
+        config(", \"session.duplicate-datagram\""),
+    )
+    .unwrap();
     let out = check_in(&dir, &[&c17, "--format", "json"]);
-    assert_eq!(code(&out), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        code(&out),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let j = json(&out);
     assert_eq!(j["fail_on"], "warning");
     assert_eq!(j["config"], "rtype-inspect.toml");
-    assert_eq!(j["allow"], serde_json::json!(["rtype.pong.empty", "rtype.levelinit.boss-trailer", "session.duplicate-datagram"]));
+    assert_eq!(
+        j["allow"],
+        serde_json::json!([
+            "rtype.pong.empty",
+            "rtype.levelinit.boss-trailer",
+            "session.duplicate-datagram"
+        ])
+    );
     // The command line adds to the allow-list and overrides fail_on.
     std::fs::write(dir.join("rtype-inspect.toml"), config("")).unwrap();
     assert_eq!(code(&check_in(&dir, &[&c17])), Some(1));
-    assert_eq!(code(&check_in(&dir, &[&c17, "--allow", "session.duplicate-datagram"])), Some(0));
-    assert_eq!(code(&check_in(&dir, &[&c17, "--fail-on", "error"])), Some(0));
+    assert_eq!(
+        code(&check_in(
+            &dir,
+            &[&c17, "--allow", "session.duplicate-datagram"]
+        )),
+        Some(0)
+    );
+    assert_eq!(
+        code(&check_in(&dir, &[&c17, "--fail-on", "error"])),
+        Some(0)
+    );
     // --config from elsewhere: the profile is still found next to the config file. Without the
     // profile the capture's snapshots would not decode and more rules would fail.
     let cfg = dir.join("ci.toml");
     std::fs::write(&cfg, config(", \"session.duplicate-datagram\"")).unwrap();
     let elsewhere = scratch_dir("elsewhere");
-    assert_eq!(code(&check_in(&elsewhere, &[&c17, "--config", cfg.to_str().unwrap()])), Some(0));
+    assert_eq!(
+        code(&check_in(
+            &elsewhere,
+            &[&c17, "--config", cfg.to_str().unwrap()]
+        )),
+        Some(0)
+    );
     // Unknown keys, unknown rule IDs, bad severities, a missing file: exit 2.
-    for bad in ["fail_on = \"warning\"\nmystery = 1\n", "allow = [\"rtype.nope\"]\n", "fail_on = \"fatal\"\n", "profile = \"nope.toml\"\n"] {
+    for bad in [
+        "fail_on = \"warning\"\nmystery = 1\n",
+        "allow = [\"rtype.nope\"]\n",
+        "fail_on = \"fatal\"\n",
+        "profile = \"nope.toml\"\n",
+    ] {
         std::fs::write(&cfg, bad).unwrap();
         let out = check_in(&elsewhere, &[&c17, "--config", cfg.to_str().unwrap()]);
         assert_eq!(code(&out), Some(2), "{bad}");
     }
-    assert_eq!(code(&check_in(&elsewhere, &[&c17, "--config", "missing.toml"])), Some(2));
+    assert_eq!(
+        code(&check_in(&elsewhere, &[&c17, "--config", "missing.toml"])),
+        Some(2)
+    );
 }
 
 #[test]
 fn junit_report_parses_and_lists_failures() {
     let (c17, c15, p17) = (path(C17), path(C15), path(P17));
     let missing = path("tests/fixtures/no-such-capture.pcap");
-    let out = check(&[&c17, &c15, &missing, "--profile", &p17, "--fail-on", "warning", "--allow", "rtype.pong.empty", "--format", "junit"]);
+    let out = check(&[
+        &c17,
+        &c15,
+        &missing,
+        "--profile",
+        &p17,
+        "--fail-on",
+        "warning",
+        "--allow",
+        "rtype.pong.empty",
+        "--format",
+        "junit",
+    ]);
     assert_eq!(code(&out), Some(2));
     let xml = String::from_utf8(out.stdout).unwrap();
     let doc = roxmltree::Document::parse(&xml).expect("well-formed XML");
     let root = doc.root_element();
     assert_eq!(root.tag_name().name(), "testsuites");
-    let suites: Vec<_> = root.children().filter(|n| n.has_tag_name("testsuite")).collect();
+    let suites: Vec<_> = root
+        .children()
+        .filter(|n| n.has_tag_name("testsuite"))
+        .collect();
     assert_eq!(suites.len(), 3, "one suite per file");
     assert_eq!(suites[0].attribute("name"), Some(c17.as_str()));
 
-    let catalog: Value = serde_json::from_slice(&Command::new(BIN).args(["violations", "--format", "json"]).output().unwrap().stdout).unwrap();
+    let catalog: Value = serde_json::from_slice(
+        &Command::new(BIN)
+            .args(["violations", "--format", "json"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
     let rules = catalog.as_array().unwrap().len();
     let s17 = cases(suites[0]);
     assert_eq!(s17.len(), rules, "one case per rule of the catalog");
-    assert!(s17.iter().all(|c| c.attribute("classname") == Some(c17.as_str())));
-    let case = |name: &str| *s17.iter().find(|c| c.attribute("name") == Some(name)).unwrap();
+    assert!(s17
+        .iter()
+        .all(|c| c.attribute("classname") == Some(c17.as_str())));
+    let case = |name: &str| {
+        *s17.iter()
+            .find(|c| c.attribute("name") == Some(name))
+            .unwrap()
+    };
 
     // Failing: count and the frames, at most 20 then "…".
-    let dup = case("session.duplicate-datagram").children().find(|n| n.has_tag_name("failure")).expect("failure");
+    let dup = case("session.duplicate-datagram")
+        .children()
+        .find(|n| n.has_tag_name("failure"))
+        .expect("failure");
     let message = dup.attribute("message").unwrap();
-    assert!(message.starts_with("351 findings (warning) at frames 595, 600, 605, 610, "), "{message}");
+    assert!(
+        message.starts_with("351 findings (warning) at frames 595, 600, 605, 610, "),
+        "{message}"
+    );
     assert!(message.ends_with(", …"), "{message}");
-    let frames = message.split(" at frames ").nth(1).unwrap().split(", ").filter(|f| *f != "…").count();
+    let frames = message
+        .split(" at frames ")
+        .nth(1)
+        .unwrap()
+        .split(", ")
+        .filter(|f| *f != "…")
+        .count();
     assert_eq!(frames, 20);
-    let boss = case("rtype.levelinit.boss-trailer").children().find(|n| n.has_tag_name("failure")).unwrap();
-    assert_eq!(boss.attribute("message"), Some("1 finding (warning) at frames 8"));
+    let boss = case("rtype.levelinit.boss-trailer")
+        .children()
+        .find(|n| n.has_tag_name("failure"))
+        .unwrap();
+    assert_eq!(
+        boss.attribute("message"),
+        Some("1 finding (warning) at frames 8")
+    );
     // Allowed: skipped, with a message.
-    let pong = case("rtype.pong.empty").children().find(|n| n.has_tag_name("skipped")).expect("skipped");
+    let pong = case("rtype.pong.empty")
+        .children()
+        .find(|n| n.has_tag_name("skipped"))
+        .expect("skipped");
     assert_eq!(pong.attribute("message"), Some("allowed (15 findings)"));
     // Clean rules: empty test cases.
-    assert!(case("rtype.crc.mismatch").children().all(|n| !n.is_element()));
+    assert!(case("rtype.crc.mismatch")
+        .children()
+        .all(|n| !n.is_element()));
     assert_eq!(suites[0].attribute("failures"), Some("2"));
     assert_eq!(suites[0].attribute("skipped"), Some("1"));
     // The 15-byte capture fails on its header too.
     let s15 = cases(suites[1]);
-    let header = s15.iter().find(|c| c.attribute("name") == Some("rtype.header.15-byte")).unwrap();
+    let header = s15
+        .iter()
+        .find(|c| c.attribute("name") == Some("rtype.header.15-byte"))
+        .unwrap();
     assert!(header.children().any(|n| n.has_tag_name("failure")));
     // The unreadable file: one case with an error.
     let bad = cases(suites[2]);
@@ -222,7 +410,10 @@ fn junit_report_parses_and_lists_failures() {
 
 /// The `<testcase>` children of a suite.
 fn cases<'a, 'i>(suite: roxmltree::Node<'a, 'i>) -> Vec<roxmltree::Node<'a, 'i>> {
-    suite.children().filter(|n| n.has_tag_name("testcase")).collect()
+    suite
+        .children()
+        .filter(|n| n.has_tag_name("testcase"))
+        .collect()
 }
 
 #[test]
@@ -231,10 +422,20 @@ fn junit_escapes_file_names() {
     let odd = dir.join("a&b<\"c\">.pcap");
     std::fs::copy(path(C17), &odd).unwrap();
     let p17 = path(P17);
-    let out = check(&[odd.to_str().unwrap(), "--profile", &p17, "--format", "junit"]);
+    let out = check(&[
+        odd.to_str().unwrap(),
+        "--profile",
+        &p17,
+        "--format",
+        "junit",
+    ]);
     assert_eq!(code(&out), Some(0));
     let xml = String::from_utf8(out.stdout).unwrap();
     let doc = roxmltree::Document::parse(&xml).expect("well-formed XML");
-    let suite = doc.root_element().children().find(|n| n.has_tag_name("testsuite")).unwrap();
+    let suite = doc
+        .root_element()
+        .children()
+        .find(|n| n.has_tag_name("testsuite"))
+        .unwrap();
     assert_eq!(suite.attribute("name"), odd.to_str());
 }

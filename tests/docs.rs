@@ -14,8 +14,12 @@ fn output(args: &[&str]) -> String {
 #[test]
 fn readme_lists_the_catalog() {
     let readme = std::fs::read_to_string("README.md").unwrap();
-    let (_, rest) = readme.split_once("<!-- catalog:begin -->\n").expect("README has the catalog markers");
-    let (table, _) = rest.split_once("<!-- catalog:end -->").expect("README has the end marker");
+    let (_, rest) = readme
+        .split_once("<!-- catalog:begin -->\n")
+        .expect("README has the catalog markers");
+    let (table, _) = rest
+        .split_once("<!-- catalog:end -->")
+        .expect("README has the end marker");
     assert!(
         table == output(&["violations", "--format", "markdown"]),
         "README.md's violation table is stale: paste `rtype-inspect violations --format markdown` between its markers"
@@ -25,16 +29,29 @@ fn readme_lists_the_catalog() {
 #[test]
 fn protocol_reference_is_current() {
     let doc = std::fs::read_to_string("docs/protocol.md").unwrap();
-    assert!(doc == output(&["protocol"]), "docs/protocol.md is stale: run `rtype-inspect protocol > docs/protocol.md`");
+    assert!(
+        doc == output(&["protocol"]),
+        "docs/protocol.md is stale: run `rtype-inspect protocol > docs/protocol.md`"
+    );
 }
 
 #[test]
 fn violations_json_lists_every_rule_once() {
-    let rules: serde_json::Value = serde_json::from_str(&output(&["violations", "--format", "json"])).unwrap();
-    let ids: Vec<&str> = rules.as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap()).collect();
+    let rules: serde_json::Value =
+        serde_json::from_str(&output(&["violations", "--format", "json"])).unwrap();
+    let ids: Vec<&str> = rules
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
     let mut unique = ids.clone();
     unique.sort();
     unique.dedup();
     assert_eq!(unique.len(), ids.len());
-    assert!(ids.contains(&"rtype.crc.mismatch") && ids.contains(&"rt.byte-order") && ids.contains(&"session.snapshot-rate"));
+    assert!(
+        ids.contains(&"rtype.crc.mismatch")
+            && ids.contains(&"rt.byte-order")
+            && ids.contains(&"session.snapshot-rate")
+    );
 }

@@ -10,7 +10,11 @@ const BIN: &str = env!("CARGO_BIN_EXE_rtype-inspect");
 
 fn run(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(BIN).args(args).output().expect("binary runs");
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
 }
 
 fn captures() -> Vec<String> {
@@ -30,7 +34,9 @@ fn captures() -> Vec<String> {
 
 #[test]
 fn every_export_validates_against_the_schema() {
-    let schema: Value = serde_json::from_str(&std::fs::read_to_string("docs/timeline.schema.json").unwrap()).unwrap();
+    let schema: Value =
+        serde_json::from_str(&std::fs::read_to_string("docs/timeline.schema.json").unwrap())
+            .unwrap();
     let validator = jsonschema::validator_for(&schema).expect("the schema is valid");
     let files = captures();
     assert!(files.len() >= 12, "{files:?}");
@@ -39,9 +45,14 @@ fn every_export_validates_against_the_schema() {
         assert_eq!(code, 0, "{file}: {err}");
         let mut kinds = std::collections::BTreeSet::new();
         for (i, line) in out.lines().enumerate() {
-            let record: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{file} line {}: {e}", i + 1));
+            let record: Value =
+                serde_json::from_str(line).unwrap_or_else(|e| panic!("{file} line {}: {e}", i + 1));
             if let Err(e) = validator.validate(&record) {
-                panic!("{file} line {}: {e}\n{}", i + 1, &line[..line.len().min(400)]);
+                panic!(
+                    "{file} line {}: {e}\n{}",
+                    i + 1,
+                    &line[..line.len().min(400)]
+                );
             }
             kinds.insert(record["kind"].as_str().unwrap().to_string());
         }
@@ -58,14 +69,22 @@ fn json_array_is_one_document_with_the_same_records() {
     let (code, array, _) = run(&["export", file, "--json-array"]);
     assert_eq!(code, 0);
     let array: Vec<Value> = serde_json::from_str(&array).expect("one JSON document");
-    let lines: Vec<Value> = ndjson.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines: Vec<Value> = ndjson
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(array, lines);
 }
 
 #[test]
 fn export_to_a_file() {
     let path = std::env::temp_dir().join(format!("rtype-export-{}.json", std::process::id()));
-    let (code, out, _) = run(&["export", "samples/violations-crc.pcap", "-o", path.to_str().unwrap()]);
+    let (code, out, _) = run(&[
+        "export",
+        "samples/violations-crc.pcap",
+        "-o",
+        path.to_str().unwrap(),
+    ]);
     assert_eq!((code, out.as_str()), (0, ""));
     let written = std::fs::read_to_string(&path).unwrap();
     let (_, stdout, _) = run(&["export", "samples/violations-crc.pcap"]);
@@ -81,17 +100,38 @@ fn filters_combine() {
         all.extend_from_slice(args);
         let (code, out, err) = run(&all);
         assert_eq!(code, 0, "{err}");
-        out.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).filter(|r| r["kind"] == "datagram").map(|r| r["frame"].as_u64().unwrap()).collect()
+        out.lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|r| r["kind"] == "datagram")
+            .map(|r| r["frame"].as_u64().unwrap())
+            .collect()
     };
     assert_eq!(frames(&["--frames", "1-6"]), [1, 2, 3, 4, 5, 6]);
-    assert_eq!(frames(&["--frames", "1-6", "--direction", "c2s"]), [1, 3, 5]);
+    assert_eq!(
+        frames(&["--frames", "1-6", "--direction", "c2s"]),
+        [1, 3, 5]
+    );
     assert_eq!(frames(&["--frames", "1-40", "--type", "0x21"]), [10]);
     assert_eq!(frames(&["--type", "levelinit"]), [8]);
     assert_eq!(frames(&["--type", "SERVER_PONG"]).len(), 15);
-    assert_eq!(frames(&["--type", "pong", "--violation", "rtype.pong.empty"]).len(), 15);
-    assert_eq!(frames(&["--severity", "error", "--profile", "samples/profiles/reference-17byte.toml"]), Vec::<u64>::new());
+    assert_eq!(
+        frames(&["--type", "pong", "--violation", "rtype.pong.empty"]).len(),
+        15
+    );
+    assert_eq!(
+        frames(&[
+            "--severity",
+            "error",
+            "--profile",
+            "samples/profiles/reference-17byte.toml"
+        ]),
+        Vec::<u64>::new()
+    );
     assert_eq!(frames(&["--time", "0-0.03"]), [1, 2, 3, 4, 5]);
-    assert_eq!(frames(&["--address", "127.0.0.1:50010", "--frames", "1-4"]), [1, 3]);
+    assert_eq!(
+        frames(&["--address", "127.0.0.1:50010", "--frames", "1-4"]),
+        [1, 3]
+    );
     let (code, _, err) = run(&["export", file, "--violation", "no.such.rule"]);
     assert_eq!(code, 2);
     assert!(err.contains("no.such.rule"), "{err}");
@@ -100,10 +140,29 @@ fn filters_combine() {
 #[test]
 fn packets_golden_on_samples() {
     for (args, golden) in [
-        (vec!["packets", "samples/violations-messages.pcap"], "tests/golden/packets-violations-messages.txt"),
-        (vec!["packets", "-V", "samples/violations-chunks.pcap"], "tests/golden/packets-V-violations-chunks.txt"),
-        (vec!["packets", "-V", "-x", "samples/clean-session.pcap", "--frames", "1-40"], "tests/golden/packets-Vx-clean-session.txt"),
-        (vec!["export", "samples/violations-compression.pcap"], "tests/golden/export-violations-compression.ndjson"),
+        (
+            vec!["packets", "samples/violations-messages.pcap"],
+            "tests/golden/packets-violations-messages.txt",
+        ),
+        (
+            vec!["packets", "-V", "samples/violations-chunks.pcap"],
+            "tests/golden/packets-V-violations-chunks.txt",
+        ),
+        (
+            vec![
+                "packets",
+                "-V",
+                "-x",
+                "samples/clean-session.pcap",
+                "--frames",
+                "1-40",
+            ],
+            "tests/golden/packets-Vx-clean-session.txt",
+        ),
+        (
+            vec!["export", "samples/violations-compression.pcap"],
+            "tests/golden/export-violations-compression.ndjson",
+        ),
     ] {
         let (code, out, err) = run(&args);
         assert_eq!(code, 0, "{err}");
@@ -112,7 +171,10 @@ fn packets_golden_on_samples() {
             std::fs::write(golden, &out).unwrap();
         }
         let want = std::fs::read_to_string(golden).unwrap_or_default();
-        assert!(out == want, "{golden} differs (UPDATE_GOLDEN=1 cargo test --test export rewrites it after review)");
+        assert!(
+            out == want,
+            "{golden} differs (UPDATE_GOLDEN=1 cargo test --test export rewrites it after review)"
+        );
         for line in out.lines().filter(|_| args[0] == "packets") {
             assert!(line.chars().count() <= 100, "too wide: {line}");
         }

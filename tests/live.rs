@@ -34,7 +34,10 @@ fn lock_lo() -> LoLock {
     let deadline = Instant::now() + Duration::from_secs(300);
     // SAFETY: flock on a descriptor we own; the lock goes with the file when it is dropped.
     while unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        assert!(Instant::now() < deadline, "another live capture test held lo for 300 s");
+        assert!(
+            Instant::now() < deadline,
+            "another live capture test held lo for 300 s"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     LoLock(file)
@@ -62,7 +65,11 @@ fn clean_session(file: &Path) -> Vec<Record> {
 
 fn run(args: &[&str]) -> Output {
     let out = Command::new(BIN).args(args).output().unwrap();
-    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     out
 }
 
@@ -99,7 +106,11 @@ impl Capture {
                 }
             }
         });
-        let mut c = Capture { child, stdout, stderr };
+        let mut c = Capture {
+            child,
+            stdout,
+            stderr,
+        };
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -108,7 +119,10 @@ impl Capture {
                 Ok(line) => eprintln!("live: {line}"),
                 Err(_) => {
                     let _ = c.child.kill();
-                    panic!("live capture never said it was listening: {:?}", c.child.wait());
+                    panic!(
+                        "live capture never said it was listening: {:?}",
+                        c.child.wait()
+                    );
                 }
             }
         }
@@ -144,9 +158,9 @@ fn send(records: &[Record]) {
     let mut sockets: HashMap<u16, UdpSocket> = HashMap::new();
     for r in records {
         for a in [r.from, r.to] {
-            sockets
-                .entry(a.port())
-                .or_insert_with(|| UdpSocket::bind(local(a)).unwrap_or_else(|e| panic!("binding {}: {e}", local(a))));
+            sockets.entry(a.port()).or_insert_with(|| {
+                UdpSocket::bind(local(a)).unwrap_or_else(|e| panic!("binding {}: {e}", local(a)))
+            });
         }
     }
     let start = Instant::now();
@@ -156,19 +170,28 @@ fn send(records: &[Record]) {
         if let Some(wait) = due.checked_sub(start.elapsed()) {
             std::thread::sleep(wait);
         }
-        sockets[&r.from.port()].send_to(&r.bytes, local(r.to)).unwrap();
+        sockets[&r.from.port()]
+            .send_to(&r.bytes, local(r.to))
+            .unwrap();
     }
 }
 
 fn records(ndjson: &str) -> Vec<Value> {
-    ndjson.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect()
+    ndjson
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
 }
 
 /// Datagrams per (message, direction).
 fn counts(records: &[Value]) -> BTreeMap<(String, String), u64> {
     let mut m = BTreeMap::new();
     for r in records.iter().filter(|r| r["kind"] == "datagram") {
-        *m.entry((r["name"].as_str().unwrap().to_string(), r["direction"].as_str().unwrap().to_string())).or_default() += 1;
+        *m.entry((
+            r["name"].as_str().unwrap().to_string(),
+            r["direction"].as_str().unwrap().to_string(),
+        ))
+        .or_default() += 1;
     }
     m
 }
@@ -181,7 +204,13 @@ fn datagrams(records: &[Value]) -> Vec<(u64, u64, String, u64, u64)> {
         .filter(|r| r["kind"] == "datagram")
         .map(|r| {
             let crc = r["crc"]["stored"].as_u64().unwrap_or(0);
-            (r["src_port"].as_u64().unwrap(), r["dst_port"].as_u64().unwrap(), r["name"].as_str().unwrap().to_string(), r["length"].as_u64().unwrap(), crc)
+            (
+                r["src_port"].as_u64().unwrap(),
+                r["dst_port"].as_u64().unwrap(),
+                r["name"].as_str().unwrap().to_string(),
+                r["length"].as_u64().unwrap(),
+                crc,
+            )
         })
         .collect()
 }
@@ -196,12 +225,24 @@ fn live_json_decodes_every_datagram_and_writes_them() {
     let sent = clean_session(&file);
     let n = sent.len().to_string();
     let w = written.to_str().unwrap();
-    let capture = Capture::start(&["-i", "lo", "--count", &n, "--duration", "30", "-w", w, "--format", "json"]);
+    let capture = Capture::start(&[
+        "-i",
+        "lo",
+        "--count",
+        &n,
+        "--duration",
+        "30",
+        "-w",
+        w,
+        "--format",
+        "json",
+    ]);
     send(&sent);
     let (status, stdout, stderr) = capture.finish();
     assert!(status.success(), "{status:?}: {stderr:?}");
 
-    let expected = records(&String::from_utf8(run(&["export", file.to_str().unwrap()]).stdout).unwrap());
+    let expected =
+        records(&String::from_utf8(run(&["export", file.to_str().unwrap()]).stdout).unwrap());
     let live = records(&stdout);
     // Streamed NDJSON: the capture first, the datagrams as they came, the summary last.
     assert_eq!(live[0]["kind"], "capture", "{}", live[0]);
@@ -212,18 +253,29 @@ fn live_json_decodes_every_datagram_and_writes_them() {
     assert_eq!(datagrams(&live), datagrams(&expected));
     let summary = live.last().unwrap();
     assert_eq!(summary["counts"]["datagrams"], sent.len() as u64);
-    assert_eq!(summary["conversations"].as_array().unwrap().len(), 3, "{summary}");
+    assert_eq!(
+        summary["conversations"].as_array().unwrap().len(),
+        3,
+        "{summary}"
+    );
     for r in live.iter().filter(|r| r["kind"] == "datagram") {
         assert_eq!(r["violations"], serde_json::json!([]), "{r}");
         assert_eq!(r["crc"]["ok"], true, "{r}");
     }
-    assert!(stderr.iter().any(|l| l.contains(" dropped by the kernel")), "{stderr:?}");
+    assert!(
+        stderr.iter().any(|l| l.contains(" dropped by the kernel")),
+        "{stderr:?}"
+    );
 
     // The -w file holds every datagram and reads back with the same results, record for record.
     let back = String::from_utf8(run(&["export", w]).stdout).unwrap();
     assert_eq!(counts(&records(&back)), counts(&expected));
-    assert_eq!(back, stdout, "export of the -w file differs from the live timeline");
-    let summary_back: Value = serde_json::from_slice(&run(&["summary", w, "--format", "json"]).stdout).unwrap();
+    assert_eq!(
+        back, stdout,
+        "export of the -w file differs from the live timeline"
+    );
+    let summary_back: Value =
+        serde_json::from_slice(&run(&["summary", w, "--format", "json"]).stdout).unwrap();
     assert_eq!(summary_back["counts"]["datagrams"], sent.len() as u64);
     assert_eq!(summary_back["messages"], summary["messages"]);
     assert_eq!(summary_back["capture"]["truncated"], Value::Null);
@@ -242,16 +294,32 @@ fn live_text_prints_the_packet_list_then_the_summary() {
     let sent = clean_session(&file);
     let sent = &sent[..40];
     let w = written.to_str().unwrap();
-    let capture = Capture::start(&["-i", "lo", "--count", "40", "--duration", "30", "-w", w, "--type", "SERVER_HELLO"]);
+    let capture = Capture::start(&[
+        "-i",
+        "lo",
+        "--count",
+        "40",
+        "--duration",
+        "30",
+        "-w",
+        w,
+        "--type",
+        "SERVER_HELLO",
+    ]);
     send(sent);
     let (status, stdout, stderr) = capture.finish();
     assert!(status.success(), "{status:?}: {stderr:?}");
-    let (list, summary) = stdout.split_once("\nlo (live): pcap (ethernet), ").unwrap_or_else(|| panic!("no summary in:\n{stdout}"));
+    let (list, summary) = stdout
+        .split_once("\nlo (live): pcap (ethernet), ")
+        .unwrap_or_else(|| panic!("no summary in:\n{stdout}"));
     // The same list, with the same filter, as `packets` prints from the -w file.
     let packets = String::from_utf8(run(&["packets", w, "--type", "SERVER_HELLO"]).stdout).unwrap();
     assert_eq!(list, packets);
     assert_eq!(list.lines().count(), 3, "{list}");
-    assert!(list.lines().all(|l| l.contains(" S→C rtype SERVER_HELLO")), "{list}");
+    assert!(
+        list.lines().all(|l| l.contains(" S→C rtype SERVER_HELLO")),
+        "{list}"
+    );
     // The summary of `rtype-inspect FILE`, over the datagrams that came.
     assert!(summary.contains("40 protocol datagrams"), "{summary}");
     let summary_back = String::from_utf8(run(&[w]).stdout).unwrap();
@@ -263,7 +331,10 @@ fn live_text_prints_the_packet_list_then_the_summary() {
 
 #[test]
 fn unknown_interface_is_a_one_line_error() {
-    let out = Command::new(BIN).args(["live", "-i", "rtype-nope0", "--duration", "1"]).output().unwrap();
+    let out = Command::new(BIN)
+        .args(["live", "-i", "rtype-nope0", "--duration", "1"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8(out.stderr).unwrap();
     assert_eq!(err.lines().count(), 1, "{err}");
@@ -282,7 +353,17 @@ fn without_cap_net_raw_the_error_says_so() {
         return;
     }
     let out = Command::new("setpriv")
-        .args(["--inh-caps=-net_raw", "--bounding-set=-net_raw", "--", BIN, "live", "-i", "lo", "--duration", "1"])
+        .args([
+            "--inh-caps=-net_raw",
+            "--bounding-set=-net_raw",
+            "--",
+            BIN,
+            "live",
+            "-i",
+            "lo",
+            "--duration",
+            "1",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{out:?}");
@@ -294,9 +375,21 @@ fn without_cap_net_raw_the_error_says_so() {
 fn interfaces_lists_loopback() {
     let out = run(&["interfaces", "--format", "json"]);
     let list: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let lo = list.as_array().unwrap().iter().find(|i| i["loopback"] == true).expect("a loopback interface");
+    let lo = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["loopback"] == true)
+        .expect("a loopback interface");
     assert!(lo["index"].as_u64().unwrap() > 0);
-    assert!(lo["addresses"].as_array().unwrap().iter().any(|a| a.as_str().unwrap().starts_with("127.")), "{lo}");
+    assert!(
+        lo["addresses"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a.as_str().unwrap().starts_with("127.")),
+        "{lo}"
+    );
     let text = String::from_utf8(run(&["interfaces"]).stdout).unwrap();
     assert!(text.contains(lo["name"].as_str().unwrap()), "{text}");
 }

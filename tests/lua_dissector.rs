@@ -64,9 +64,16 @@ fn generated_dissector_is_checked_in() {
 fn generated_lua_uses_only_the_bit_module() {
     let lua = generate(&Profile::document());
     for line in lua.lines().map(|l| l.split("--").next().unwrap_or("")) {
-        assert!(!line.contains("bit32"), "bit32 is not in Wireshark 4.4: {line}");
+        assert!(
+            !line.contains("bit32"),
+            "bit32 is not in Wireshark 4.4: {line}"
+        );
         for op in [" & ", " | ", " // ", " >> ", " << ", " ~ "] {
-            assert!(!line.contains(op), "Lua 5.3 operator `{}` breaks Lua 5.2: {line}", op.trim());
+            assert!(
+                !line.contains(op),
+                "Lua 5.3 operator `{}` breaks Lua 5.2: {line}",
+                op.trim()
+            );
         }
     }
 }
@@ -144,7 +151,12 @@ impl Reader<'_> {
     fn string(&mut self) -> String {
         self.eat(b'"');
         let start = self.i;
-        let Some(end) = self.s[start..].iter().position(|b| *b == b'"' || *b == b'\\') else { self.fail("string") };
+        let Some(end) = self.s[start..]
+            .iter()
+            .position(|b| *b == b'"' || *b == b'\\')
+        else {
+            self.fail("string")
+        };
         if self.s[start + end] == b'"' {
             self.i = start + end + 1;
             return String::from_utf8(self.s[start..start + end].to_vec()).unwrap();
@@ -287,7 +299,11 @@ impl Reader<'_> {
 }
 
 fn read_json(text: &str, raw_of: Option<&std::collections::HashSet<String>>) -> J {
-    let mut r = Reader { s: text.as_bytes(), i: 0, raw_of };
+    let mut r = Reader {
+        s: text.as_bytes(),
+        i: 0,
+        raw_of,
+    };
     let value = r.value();
     r.ws();
     assert_eq!(r.i, r.s.len(), "trailing characters after the JSON");
@@ -304,7 +320,12 @@ fn parse_json(text: &str) -> J {
 
 fn have_tshark(test: &str) -> bool {
     static HAVE: OnceLock<bool> = OnceLock::new();
-    let ok = *HAVE.get_or_init(|| Command::new("tshark").arg("--version").output().is_ok_and(|o| o.status.success()));
+    let ok = *HAVE.get_or_init(|| {
+        Command::new("tshark")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
     if !ok {
         eprintln!("skipping {test}: tshark is not on PATH (apt-get install tshark)");
     }
@@ -331,19 +352,42 @@ fn tshark(script: &Path, capture: &Path, args: &[&str]) -> String {
     );
     // Large JSON output is checked for Lua errors as it is read (see `dissect`): scanning it
     // here costs seconds in a test binary built without optimisations.
-    let checked: &[&String] = if args.contains(&"json") { &[&stderr] } else { &[&stdout, &stderr] };
+    let checked: &[&String] = if args.contains(&"json") {
+        &[&stderr]
+    } else {
+        &[&stdout, &stderr]
+    };
     for text in checked {
-        assert!(!text.contains("Lua Error"), "Lua error while dissecting {}:\n{}", capture.display(), lua_lines(text));
-        assert!(!text.contains("Lua:"), "Lua error while loading {}:\n{}", script.display(), lua_lines(text));
+        assert!(
+            !text.contains("Lua Error"),
+            "Lua error while dissecting {}:\n{}",
+            capture.display(),
+            lua_lines(text)
+        );
+        assert!(
+            !text.contains("Lua:"),
+            "Lua error while loading {}:\n{}",
+            script.display(),
+            lua_lines(text)
+        );
         for id in ["rtype.malformed", "rt.malformed", "rtnp.malformed"] {
-            assert!(!text.contains(id), "the dissector failed on {}:\n{}", capture.display(), lua_lines(text));
+            assert!(
+                !text.contains(id),
+                "the dissector failed on {}:\n{}",
+                capture.display(),
+                lua_lines(text)
+            );
         }
     }
     stdout
 }
 
 fn lua_lines(text: &str) -> String {
-    text.lines().filter(|l| l.contains("Lua") || l.contains("malformed")).take(20).collect::<Vec<_>>().join("\n")
+    text.lines()
+        .filter(|l| l.contains("Lua") || l.contains("malformed"))
+        .take(20)
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// A Lua dissector generated for `profile` (None: the checked-in one, for the document's table).
@@ -369,8 +413,18 @@ type Cache<T> = OnceLock<Mutex<HashMap<String, Arc<OnceLock<Arc<T>>>>>>;
 
 /// Memoizes `make` by `key` for the whole test process: tests running in parallel that need the
 /// same tshark output wait for the one computing it.
-fn cached<T: Send + Sync + 'static>(cache: &'static Cache<T>, key: String, make: impl FnOnce() -> T) -> Arc<T> {
-    let slot = cache.get_or_init(Default::default).lock().unwrap().entry(key).or_default().clone();
+fn cached<T: Send + Sync + 'static>(
+    cache: &'static Cache<T>,
+    key: String,
+    make: impl FnOnce() -> T,
+) -> Arc<T> {
+    let slot = cache
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap()
+        .entry(key)
+        .or_default()
+        .clone();
     slot.get_or_init(|| Arc::new(make())).clone()
 }
 
@@ -382,8 +436,12 @@ fn field_types(script: &Path) -> Arc<HashMap<String, String>> {
         let lua = std::fs::read_to_string(script).unwrap();
         let mut types = HashMap::new();
         for part in lua.split("ProtoField.").skip(1) {
-            let Some((ctor, rest)) = part.split_once("(\"") else { continue };
-            let Some((name, _)) = rest.split_once('"') else { continue };
+            let Some((ctor, rest)) = part.split_once("(\"") else {
+                continue;
+            };
+            let Some((name, _)) = rest.split_once('"') else {
+                continue;
+            };
             let ftype = match ctor {
                 "float" => "FT_FLOAT".to_string(),
                 "double" => "FT_DOUBLE".to_string(),
@@ -423,7 +481,10 @@ struct Frame {
 
 impl Frame {
     fn value(&self, name: &str) -> Option<&str> {
-        self.items.iter().find(|i| i.name == name).map(|i| i.value.as_str())
+        self.items
+            .iter()
+            .find(|i| i.name == name)
+            .map(|i| i.value.as_str())
     }
 }
 
@@ -442,14 +503,22 @@ fn dissect(script: &Path, capture: &Path) -> Arc<BTreeMap<u64, Frame>> {
         let out = tshark(script, capture, &args);
         let types = field_types(script);
         // The bytes of f32 fields, and of rt's magic, which tells their byte order.
-        let floats =
-            types.iter().filter(|(n, t)| *t == "FT_FLOAT" || *n == "rt.magic").map(|(n, _)| n.clone()).collect();
+        let floats = types
+            .iter()
+            .filter(|(n, t)| *t == "FT_FLOAT" || *n == "rt.magic")
+            .map(|(n, _)| n.clone())
+            .collect();
         let parsed = read_json(&out, Some(&floats));
         drop(out);
         let mut frames = BTreeMap::new();
-        let J::A(packets) = parsed else { panic!("tshark -T json prints an array") };
+        let J::A(packets) = parsed else {
+            panic!("tshark -T json prints an array")
+        };
         for packet in &packets {
-            let layers = packet.get("_source").and_then(|s| s.get("layers")).expect("layers");
+            let layers = packet
+                .get("_source")
+                .and_then(|s| s.get("layers"))
+                .expect("layers");
             let number: u64 = layers
                 .get("frame")
                 .and_then(|f| f.get("frame.number"))
@@ -457,16 +526,27 @@ fn dissect(script: &Path, capture: &Path) -> Arc<BTreeMap<u64, Frame>> {
                 .and_then(|n| n.parse().ok())
                 .expect("frame.number");
             for (key, _) in layers.members() {
-                assert!(!key.starts_with("Lua Error"), "{}: frame {number}: {key}", capture.display());
+                assert!(
+                    !key.starts_with("Lua Error"),
+                    "{}: frame {number}: {key}",
+                    capture.display()
+                );
             }
             let json = layers.get("json").is_some();
             for (name, layer) in layers.members() {
                 if !matches!(name.as_str(), "rtype" | "rt" | "rtnp") {
                     continue;
                 }
-                let mut frame = Frame { proto: name.clone(), json, ..Frame::default() };
+                let mut frame = Frame {
+                    proto: name.clone(),
+                    json,
+                    ..Frame::default()
+                };
                 flatten(layer, &mut frame, false);
-                assert!(frames.insert(number, frame).is_none(), "frame {number} has two of the protocols");
+                assert!(
+                    frames.insert(number, frame).is_none(),
+                    "frame {number} has two of the protocols"
+                );
             }
         }
         frames
@@ -482,7 +562,10 @@ fn flatten(node: &J, frame: &mut Frame, under_field: bool) {
         assert!(!key.starts_with("Lua Error"), "{key}");
         if key == "_ws.expert" {
             if let Some(message) = value.get("_ws.expert.message").and_then(J::str) {
-                let id = message.strip_prefix('[').and_then(|m| m.split(']').next()).unwrap_or(message);
+                let id = message
+                    .strip_prefix('[')
+                    .and_then(|m| m.split(']').next())
+                    .unwrap_or(message);
                 assert!(
                     !["rtype.malformed", "rt.malformed", "rtnp.malformed"].contains(&id),
                     "the dissector failed: {message}"
@@ -507,7 +590,11 @@ fn flatten(node: &J, frame: &mut Frame, under_field: bool) {
             if under_field && key != "rtype.crc.status" {
                 continue;
             }
-            let item = Item { name: key.clone(), value: shown.clone(), raw: raw.remove(key.as_str()) };
+            let item = Item {
+                name: key.clone(),
+                value: shown.clone(),
+                raw: raw.remove(key.as_str()),
+            };
             if key.starts_with("rtype.reassembled.") && key != "rtype.reassembled.length" {
                 frame.reassembled.push(item);
             } else {
@@ -536,8 +623,16 @@ fn export(capture: &Path, profile: Option<&str>) -> Arc<Vec<J>> {
             cmd.arg("--profile").arg(profile_file(name));
         }
         let out = cmd.output().expect("rtype-inspect runs");
-        assert!(out.status.success(), "rtype-inspect export failed: {}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8(out.stdout).unwrap().lines().map(parse_json).collect()
+        assert!(
+            out.status.success(),
+            "rtype-inspect export failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(parse_json)
+            .collect()
     })
 }
 
@@ -551,19 +646,30 @@ struct Groups {
 fn groups() -> &'static Groups {
     static GROUPS: OnceLock<Groups> = OnceLock::new();
     GROUPS.get_or_init(|| {
-        let mut g = Groups { filter: HashMap::new(), cases: Vec::new() };
+        let mut g = Groups {
+            filter: HashMap::new(),
+            cases: Vec::new(),
+        };
         fn walk(nodes: &'static [Node], g: &mut Groups) {
             for node in nodes {
                 match node {
                     Node::Repeat { item, .. } => {
                         let old = g.filter.insert(item.name, item.filter);
-                        assert!(old.is_none() || old == Some(item.filter), "group {} has two filters", item.name);
+                        assert!(
+                            old.is_none() || old == Some(item.filter),
+                            "group {} has two filters",
+                            item.name
+                        );
                         walk(item.nodes, g);
                     }
                     Node::Switch { cases, .. } => {
                         for case in *cases {
                             let old = g.filter.insert(case.group.name, case.group.filter);
-                            assert!(old.is_none() || old == Some(case.group.filter), "case {}", case.group.name);
+                            assert!(
+                                old.is_none() || old == Some(case.group.filter),
+                                "case {}",
+                                case.group.name
+                            );
                             g.cases.push(case.group.name);
                             walk(case.group.nodes, g);
                         }
@@ -610,20 +716,34 @@ fn expected_fields(object: &J, prefix: &str, proto: &str, out: &mut Vec<Expected
             } else {
                 format!("{proto}.undecoded")
             };
-            out.push(Expected { name, value: J::O(vec![("hex".into(), hex)]) });
+            out.push(Expected {
+                name,
+                value: J::O(vec![("hex".into(), hex)]),
+            });
             continue;
         }
         match value {
             J::A(items) => {
-                let segment = g.filter.get(key.as_str()).unwrap_or_else(|| panic!("no group {key} in the description"));
+                let segment = g
+                    .filter
+                    .get(key.as_str())
+                    .unwrap_or_else(|| panic!("no group {key} in the description"));
                 for item in items {
                     expected_fields(item, &format!("{prefix}.{segment}"), proto, out);
                 }
             }
             J::O(_) if g.cases.contains(&key.as_str()) => {
-                expected_fields(value, &format!("{prefix}.{}", g.filter[key.as_str()]), proto, out);
+                expected_fields(
+                    value,
+                    &format!("{prefix}.{}", g.filter[key.as_str()]),
+                    proto,
+                    out,
+                );
             }
-            _ => out.push(Expected { name: format!("{prefix}.{key}"), value: value.clone() }),
+            _ => out.push(Expected {
+                name: format!("{prefix}.{key}"),
+                value: value.clone(),
+            }),
         }
     }
 }
@@ -643,7 +763,10 @@ fn parse_int(text: &str) -> Option<i128> {
 }
 
 fn hex_of(text: &str) -> String {
-    text.chars().filter(|c| *c != ':').collect::<String>().to_ascii_lowercase()
+    text.chars()
+        .filter(|c| *c != ':')
+        .collect::<String>()
+        .to_ascii_lowercase()
 }
 
 /// Why tshark's item differs from the export's value, if it does. Floats are compared as f32
@@ -664,13 +787,20 @@ fn differs(item: &Item, expected: &J, ftype: &str, little_endian: bool) -> Optio
     let same_f32 = |a: f32, b: f32| a == b || (a.is_nan() && b.is_nan());
     let ok = match ftype {
         "FT_FLOAT" => {
-            let Some(want) = float_of(expected) else { return Some("not a number in the export".into()) };
-            let raw = item.raw.as_deref().and_then(|h| u32::from_str_radix(h, 16).ok());
+            let Some(want) = float_of(expected) else {
+                return Some("not a number in the export".into());
+            };
+            let raw = item
+                .raw
+                .as_deref()
+                .and_then(|h| u32::from_str_radix(h, 16).ok());
             let bits = raw.map(|r| if little_endian { r.swap_bytes() } else { r });
             let got = bits.map(f32::from_bits);
             // tshark shows 6 significant digits: the shown value must be the bytes' value too.
             let shown_close = shown.parse::<f64>().is_ok_and(|s| {
-                s == want || (s.is_nan() && want.is_nan()) || (s - want).abs() <= 1e-5 * want.abs().max(1e-30)
+                s == want
+                    || (s.is_nan() && want.is_nan())
+                    || (s - want).abs() <= 1e-5 * want.abs().max(1e-30)
             });
             shown_close && got.is_some_and(|g| same_f32(g, want as f32))
         }
@@ -690,15 +820,26 @@ fn differs(item: &Item, expected: &J, ftype: &str, little_endian: bool) -> Optio
         "FT_STRING" => match expected {
             J::S(s) => shown == s,
             J::O(_) => expected.get("hex").and_then(J::str).is_some_and(|h| {
-                shown.strip_prefix("<not UTF-8: ").and_then(|s| s.strip_suffix('>')).map(hex_of)
+                shown
+                    .strip_prefix("<not UTF-8: ")
+                    .and_then(|s| s.strip_suffix('>'))
+                    .map(hex_of)
                     == Some(h.to_ascii_lowercase())
             }),
             _ => false,
         },
-        "FT_BYTES" => expected.get("hex").and_then(J::str).is_some_and(|h| hex_of(shown) == h.to_ascii_lowercase()),
+        "FT_BYTES" => expected
+            .get("hex")
+            .and_then(J::str)
+            .is_some_and(|h| hex_of(shown) == h.to_ascii_lowercase()),
         other => return Some(format!("unexpected field type {other}")),
     };
-    (!ok).then(|| format!("tshark {shown:?} (raw {:?}, {ftype}), export {expected:?}", item.raw))
+    (!ok).then(|| {
+        format!(
+            "tshark {shown:?} (raw {:?}, {ftype}), export {expected:?}",
+            item.raw
+        )
+    })
 }
 
 /// Compares a sequence of tshark items with the expected fields, in order.
@@ -712,7 +853,10 @@ fn compare_items(
 ) {
     for (i, (item, want)) in items.iter().zip(expected).enumerate() {
         if item.name != want.name {
-            diffs.push(format!("{what}: field {i} is {} in tshark, {} in the export", item.name, want.name));
+            diffs.push(format!(
+                "{what}: field {i} is {} in tshark, {} in the export",
+                item.name, want.name
+            ));
             return;
         }
         let ftype = types.get(&item.name).map_or("?", String::as_str);
@@ -721,8 +865,18 @@ fn compare_items(
         }
     }
     if items.len() != expected.len() {
-        let extra: Vec<_> = items.iter().skip(expected.len()).map(|i| i.name.as_str()).take(5).collect();
-        let missing: Vec<_> = expected.iter().skip(items.len()).map(|e| e.name.as_str()).take(5).collect();
+        let extra: Vec<_> = items
+            .iter()
+            .skip(expected.len())
+            .map(|i| i.name.as_str())
+            .take(5)
+            .collect();
+        let missing: Vec<_> = expected
+            .iter()
+            .skip(items.len())
+            .map(|e| e.name.as_str())
+            .take(5)
+            .collect();
         diffs.push(format!(
             "{what}: {} fields in tshark, {} in the export (extra {extra:?}, missing {missing:?})",
             items.len(),
@@ -786,25 +940,39 @@ fn compare(script: &Path, capture: &Path, profile: Option<&str>) -> Seen {
     for record in &datagram_frames {
         let number = record.get("frame").and_then(J::u64).unwrap();
         let dialect = record.get("dialect").and_then(J::str).unwrap();
-        let what = format!("{}: frame {number}", capture.file_name().unwrap().to_string_lossy());
+        let what = format!(
+            "{}: frame {number}",
+            capture.file_name().unwrap().to_string_lossy()
+        );
         let Some(frame) = frames.get(&number) else {
             diffs.push(format!("{what}: no {dialect} in tshark"));
             continue;
         };
         if frame.proto != dialect {
-            diffs.push(format!("{what}: {} in tshark, {dialect} in the export", frame.proto));
+            diffs.push(format!(
+                "{what}: {} in tshark, {dialect} in the export",
+                frame.proto
+            ));
             continue;
         }
         seen.datagrams += 1;
         let name = record.get("name").and_then(J::str).unwrap().to_string();
-        let direction = record.get("direction").and_then(J::str).unwrap().to_string();
+        let direction = record
+            .get("direction")
+            .and_then(J::str)
+            .unwrap()
+            .to_string();
         *seen.messages.entry((direction, name.clone())).or_default() += 1;
 
         // The expert infos: the datagram's violations of the rules the dissector raises.
         let mut want: Vec<String> = record
             .get("violations")
             .map(|v| match v {
-                J::A(list) => list.iter().filter_map(|f| f.get("id").and_then(J::str)).map(str::to_string).collect(),
+                J::A(list) => list
+                    .iter()
+                    .filter_map(|f| f.get("id").and_then(J::str))
+                    .map(str::to_string)
+                    .collect(),
                 _ => Vec::new(),
             })
             .unwrap_or_default()
@@ -822,9 +990,16 @@ fn compare(script: &Path, capture: &Path, profile: Option<&str>) -> Seen {
         }
 
         // rt's byte order shows in the magic's bytes (rtype is big-endian).
-        let le = frame.items.iter().any(|i| i.name == "rt.magic" && i.raw.as_deref() == Some("5452"));
+        let le = frame
+            .items
+            .iter()
+            .any(|i| i.name == "rt.magic" && i.raw.as_deref() == Some("5452"));
         seen.little_endian += usize::from(le);
-        let items: Vec<&Item> = frame.items.iter().filter(|i| !RUNTIME.contains(&i.name.as_str())).collect();
+        let items: Vec<&Item> = frame
+            .items
+            .iter()
+            .filter(|i| !RUNTIME.contains(&i.name.as_str()))
+            .collect();
         let mut expected = Vec::new();
         match dialect {
             "rtype" | "rt" => {
@@ -834,7 +1009,12 @@ fn compare(script: &Path, capture: &Path, profile: Option<&str>) -> Seen {
                 }
                 let short = record.get("code").and_then(J::u64).and_then(|code| {
                     let code = u8::try_from(code).ok()?;
-                    if dialect == "rtype" { rtype::message(code) } else { rt::message(code) }.map(|m| m.short)
+                    if dialect == "rtype" {
+                        rtype::message(code)
+                    } else {
+                        rt::message(code)
+                    }
+                    .map(|m| m.short)
                 });
                 if let Some(fields) = record.get("fields") {
                     let prefix = format!("{dialect}.{}", short.unwrap_or("?"));
@@ -843,7 +1023,10 @@ fn compare(script: &Path, capture: &Path, profile: Option<&str>) -> Seen {
                 // Without a header (a short datagram), rtype-inspect shows no field; the dissector
                 // shows the header fields there are bytes for (`<dialect>.<name>`), and nothing else.
                 let items: Vec<&Item> = if header.is_none() {
-                    items.into_iter().filter(|i| i.name.matches('.').count() > 1).collect()
+                    items
+                        .into_iter()
+                        .filter(|i| i.name.matches('.').count() > 1)
+                        .collect()
                 } else {
                     items
                 };
@@ -852,23 +1035,46 @@ fn compare(script: &Path, capture: &Path, profile: Option<&str>) -> Seen {
             }
             _ => {
                 // rtnp: the framing, the message type, the text when it is not JSON.
-                let framing = record.get("header").and_then(|h| h.get("framing")).and_then(J::str);
+                let framing = record
+                    .get("header")
+                    .and_then(|h| h.get("framing"))
+                    .and_then(J::str);
                 if frame.value("rtnp.framing") != framing {
-                    diffs.push(format!("{what}: framing {:?}, export {framing:?}", frame.value("rtnp.framing")));
+                    diffs.push(format!(
+                        "{what}: framing {:?}, export {framing:?}",
+                        frame.value("rtnp.framing")
+                    ));
                 }
-                let shown = frame.value("rtnp.type").or(frame.value("rtnp.keepalive")).unwrap_or("UNKNOWN");
+                let shown = frame
+                    .value("rtnp.type")
+                    .or(frame.value("rtnp.keepalive"))
+                    .unwrap_or("UNKNOWN");
                 if shown != name {
                     diffs.push(format!("{what}: message {shown:?}, export {name:?}"));
                 }
                 // The export's fields are the JSON message, or {"text": ...} when the text is not JSON.
-                let not_json = ["rtnp.keepalive.not-json", "rtnp.json.invalid", "rtnp.json.limit"];
-                let violations = record.get("violations").map(|v| format!("{v:?}")).unwrap_or_default();
+                let not_json = [
+                    "rtnp.keepalive.not-json",
+                    "rtnp.json.invalid",
+                    "rtnp.json.limit",
+                ];
+                let violations = record
+                    .get("violations")
+                    .map(|v| format!("{v:?}"))
+                    .unwrap_or_default();
                 let fields = record.get("fields");
                 let text = fields
-                    .filter(|_| not_json.iter().any(|id| violations.contains(&format!("S(\"{id}\")"))))
+                    .filter(|_| {
+                        not_json
+                            .iter()
+                            .any(|id| violations.contains(&format!("S(\"{id}\")")))
+                    })
                     .and_then(|f| f.get("text"))
                     .and_then(J::str);
-                let json_type = fields.filter(|_| text.is_none()).and_then(|f| f.get("type")).and_then(J::str);
+                let json_type = fields
+                    .filter(|_| text.is_none())
+                    .and_then(|f| f.get("type"))
+                    .and_then(J::str);
                 if frame.value("rtnp.text") != text || frame.value("rtnp.type") != json_type {
                     diffs.push(format!(
                         "{what}: text {:?} type {:?}, export {text:?} {json_type:?}",
@@ -880,15 +1086,31 @@ fn compare(script: &Path, capture: &Path, profile: Option<&str>) -> Seen {
             }
         }
         if dialect == "rtype" {
-            if let (Some(header_len), Some(crc)) = (record.get("header_len").and_then(J::u64), record.get("crc")) {
+            if let (Some(header_len), Some(crc)) =
+                (record.get("header_len").and_then(J::u64), record.get("crc"))
+            {
                 let runtime = [
                     ("rtype.header_len", header_len.to_string()),
-                    ("rtype.crc", format!("0x{:08x}", crc.get("stored").and_then(J::u64).unwrap())),
-                    ("rtype.crc.status", if crc.get("ok") == Some(&J::Bool(true)) { "1" } else { "0" }.to_string()),
+                    (
+                        "rtype.crc",
+                        format!("0x{:08x}", crc.get("stored").and_then(J::u64).unwrap()),
+                    ),
+                    (
+                        "rtype.crc.status",
+                        if crc.get("ok") == Some(&J::Bool(true)) {
+                            "1"
+                        } else {
+                            "0"
+                        }
+                        .to_string(),
+                    ),
                 ];
                 for (field, want) in runtime {
                     if frame.value(field) != Some(want.as_str()) {
-                        diffs.push(format!("{what}: {field} {:?}, export {want}", frame.value(field)));
+                        diffs.push(format!(
+                            "{what}: {field} {:?}, export {want}",
+                            frame.value(field)
+                        ));
                     }
                 }
             }
@@ -896,22 +1118,41 @@ fn compare(script: &Path, capture: &Path, profile: Option<&str>) -> Seen {
             match (snapshots.get(&number), frame.reassembled.is_empty()) {
                 (Some(snapshot), false) => {
                     let mut expected = Vec::new();
-                    expected_fields(snapshot.get("fields").unwrap(), REASSEMBLED, "rtype", &mut expected);
+                    expected_fields(
+                        snapshot.get("fields").unwrap(),
+                        REASSEMBLED,
+                        "rtype",
+                        &mut expected,
+                    );
                     let items: Vec<&Item> = frame.reassembled.iter().collect();
                     seen.fields += expected.len();
                     seen.reassembled += 1;
-                    compare_items(&items, &expected, &types, false, &format!("{what} (reassembled)"), &mut diffs);
+                    compare_items(
+                        &items,
+                        &expected,
+                        &types,
+                        false,
+                        &format!("{what} (reassembled)"),
+                        &mut diffs,
+                    );
                 }
                 (None, true) => {}
                 (Some(_), true) => diffs.push(format!("{what}: no reassembled snapshot in tshark")),
-                (None, false) => diffs.push(format!("{what}: a reassembled snapshot rtype-inspect does not have")),
+                (None, false) => diffs.push(format!(
+                    "{what}: a reassembled snapshot rtype-inspect does not have"
+                )),
             }
         }
     }
-    let exported: std::collections::HashSet<u64> =
-        datagram_frames.iter().map(|r| r.get("frame").and_then(J::u64).unwrap()).collect();
+    let exported: std::collections::HashSet<u64> = datagram_frames
+        .iter()
+        .map(|r| r.get("frame").and_then(J::u64).unwrap())
+        .collect();
     for number in frames.keys().filter(|n| !exported.contains(n)) {
-        diffs.push(format!("frame {number}: {} in tshark, not in the export", frames[number].proto));
+        diffs.push(format!(
+            "frame {number}: {} in tshark, not in the export",
+            frames[number].proto
+        ));
     }
     assert!(
         diffs.is_empty(),
@@ -921,7 +1162,11 @@ fn compare(script: &Path, capture: &Path, profile: Option<&str>) -> Seen {
         diffs.len(),
         diffs[..diffs.len().min(30)].join("\n")
     );
-    assert!(seen.datagrams > 0, "{}: nothing compared", capture.display());
+    assert!(
+        seen.datagrams > 0,
+        "{}: nothing compared",
+        capture.display()
+    );
     seen
 }
 
@@ -931,9 +1176,19 @@ fn expert_counts(script: &Path, capture: &Path) -> BTreeMap<String, usize> {
     let mut counts = BTreeMap::new();
     for line in out.lines() {
         let Some(open) = line.find('[') else { continue };
-        let Some(close) = line[open..].find(']') else { continue };
-        let Some(n) = line.split_whitespace().next().and_then(|n| n.parse::<usize>().ok()) else { continue };
-        *counts.entry(line[open + 1..open + close].to_string()).or_default() += n;
+        let Some(close) = line[open..].find(']') else {
+            continue;
+        };
+        let Some(n) = line
+            .split_whitespace()
+            .next()
+            .and_then(|n| n.parse::<usize>().ok())
+        else {
+            continue;
+        };
+        *counts
+            .entry(line[open + 1..open + close].to_string())
+            .or_default() += n;
     }
     counts
 }
@@ -960,7 +1215,10 @@ fn check_counts(capture: &Path) -> BTreeMap<String, usize> {
         } {
             let id = finding.get("id").and_then(J::str).unwrap();
             if raised.contains(&id) {
-                counts.insert(id.to_string(), finding.get("count").and_then(J::u64).unwrap() as usize);
+                counts.insert(
+                    id.to_string(),
+                    finding.get("count").and_then(J::u64).unwrap() as usize,
+                );
             }
         }
     }
@@ -969,7 +1227,9 @@ fn check_counts(capture: &Path) -> BTreeMap<String, usize> {
 
 /// Message counts by (direction, name), as `../shared/captures/README.md` lists them.
 fn counts(list: &[(&str, &str, usize)]) -> BTreeMap<(String, String), usize> {
-    list.iter().map(|(d, n, c)| ((d.to_string(), n.to_string()), *c)).collect()
+    list.iter()
+        .map(|(d, n, c)| ((d.to_string(), n.to_string()), *c))
+        .collect()
 }
 
 const C2S: &str = "client_to_server";
@@ -1004,10 +1264,18 @@ fn tshark_agrees_with_export_on_the_rtype_samples() {
         }
         if name == "clean-session.pcap" {
             assert!(seen.reassembled > 0, "{name}: chunk sets reassembled");
-            assert!(seen.messages.len() >= 27, "{name}: every message type but 0x31: {:?}", seen.messages);
+            assert!(
+                seen.messages.len() >= 27,
+                "{name}: every message type but 0x31: {:?}",
+                seen.messages
+            );
         }
         if name == "old-header.pcap" {
-            assert_eq!(seen.experts.get("rtype.header.15-byte"), Some(&2), "once per conversation");
+            assert_eq!(
+                seen.experts.get("rtype.header.15-byte"),
+                Some(&2),
+                "once per conversation"
+            );
         }
     }
     assert!(total > 1400, "{total} datagrams compared");
@@ -1030,7 +1298,10 @@ fn tshark_expert_counts_match_check() {
         let capture = sample(name);
         let tshark = expert_counts(&dissector(), &capture);
         let check = check_counts(&capture);
-        assert_eq!(tshark, check, "{name}: tshark -z expert, then check --format json");
+        assert_eq!(
+            tshark, check,
+            "{name}: tshark -z expert, then check --format json"
+        );
         assert!(!check.is_empty(), "{name}");
     }
 }
@@ -1073,7 +1344,11 @@ fn tshark_agrees_with_export_on_the_17_byte_capture() {
                 "rtype.snapshot.undefined-bit",
                 "rtype.snapshot.reserved-bit",
             ] {
-                assert!(!seen.experts.contains_key(id), "{id} with the capture's profile: {:?}", seen.experts);
+                assert!(
+                    !seen.experts.contains_key(id),
+                    "{id} with the capture's profile: {:?}",
+                    seen.experts
+                );
             }
         }
         assert!(seen.experts.contains_key("rtype.pong.empty"));
@@ -1081,17 +1356,32 @@ fn tshark_agrees_with_export_on_the_17_byte_capture() {
     }
     // The chunks that did not complete their set link to the frame that did.
     let frames = dissect(&dissector(), &capture);
-    let linked: Vec<_> = frames.values().filter_map(|f| f.value("rtype.chunk.reassembled_in")).collect();
+    let linked: Vec<_> = frames
+        .values()
+        .filter_map(|f| f.value("rtype.chunk.reassembled_in"))
+        .collect();
     assert_eq!(linked.len(), 26 - 16);
     for target in linked {
         let completing = &frames[&target.parse::<u64>().unwrap()];
         assert_eq!(completing.value("rtype.msg_type"), Some("0x21"));
         assert!(!completing.reassembled.is_empty());
     }
-    let level_init = frames.values().find(|f| f.value("rtype.levelinit.archetype_count").is_some()).unwrap();
-    assert_eq!(level_init.value("rtype.levelinit.archetype_count"), Some("17"));
-    assert_eq!(level_init.value("rtype.levelinit.archetype.sprite_id"), Some("player_ship"));
-    assert_eq!(level_init.value("rtype.levelinit.boss.name"), Some("boss_alpha"));
+    let level_init = frames
+        .values()
+        .find(|f| f.value("rtype.levelinit.archetype_count").is_some())
+        .unwrap();
+    assert_eq!(
+        level_init.value("rtype.levelinit.archetype_count"),
+        Some("17")
+    );
+    assert_eq!(
+        level_init.value("rtype.levelinit.archetype.sprite_id"),
+        Some("player_ship")
+    );
+    assert_eq!(
+        level_init.value("rtype.levelinit.boss.name"),
+        Some("boss_alpha")
+    );
 }
 
 #[test]
@@ -1123,19 +1413,40 @@ fn tshark_agrees_with_export_on_the_15_byte_capture() {
         let seen = compare(&script, &capture, profile);
         assert_eq!(seen.messages, expected, "profile {profile:?}");
         // The older header, reported once for the capture's one conversation.
-        assert_eq!(seen.experts.get("rtype.header.15-byte"), Some(&1), "{:?}", seen.experts);
+        assert_eq!(
+            seen.experts.get("rtype.header.15-byte"),
+            Some(&1),
+            "{:?}",
+            seen.experts
+        );
         assert!(!seen.experts.contains_key("rtype.crc.mismatch"));
         assert_eq!(seen.reassembled, 0);
         if profile.is_some() {
-            for id in ["rtype.message.truncated", "rtype.message.trailing", "rtype.snapshot.undefined-bit"] {
-                assert!(!seen.experts.contains_key(id), "{id} with the capture's profile: {:?}", seen.experts);
+            for id in [
+                "rtype.message.truncated",
+                "rtype.message.trailing",
+                "rtype.snapshot.undefined-bit",
+            ] {
+                assert!(
+                    !seen.experts.contains_key(id),
+                    "{id} with the capture's profile: {:?}",
+                    seen.experts
+                );
             }
         } else {
-            assert!(seen.experts.contains_key("rtype.snapshot.undefined-bit"), "bit 10 (score) is not the document's");
+            assert!(
+                seen.experts.contains_key("rtype.snapshot.undefined-bit"),
+                "bit 10 (score) is not the document's"
+            );
         }
     }
     let frames = dissect(&dissector(), &capture);
-    assert!(frames.values().all(|f| f.value("rtype.header_len") == Some("15")), "the older header is recognised");
+    assert!(
+        frames
+            .values()
+            .all(|f| f.value("rtype.header_len") == Some("15")),
+        "the older header is recognised"
+    );
 }
 
 #[test]
@@ -1159,7 +1470,12 @@ fn tshark_agrees_with_export_on_rt() {
         (S2C, "WEAPON_FIRE", 161),
     ]);
     assert_eq!(seen.messages, expected);
-    assert_eq!(seen.experts.get("rt.byte-order"), Some(&2), "once per conversation: {:?}", seen.experts);
+    assert_eq!(
+        seen.experts.get("rt.byte-order"),
+        Some(&2),
+        "once per conversation: {:?}",
+        seen.experts
+    );
     assert_eq!(seen.little_endian, 4981);
     for name in ["rt-big-endian.pcap", "rt-little-endian.pcap"] {
         let seen = compare(&dissector(), &sample(name), None);
@@ -1191,13 +1507,23 @@ fn tshark_agrees_with_export_on_rtnp() {
     ]);
     assert_eq!(seen.messages, expected);
     assert_eq!(seen.experts.get("rtnp.keepalive.not-json"), Some(&10));
-    for name in ["rtnp-envelope.pcap", "rtnp-fragmented.pcap", "rtnp-raw-json.pcap"] {
+    for name in [
+        "rtnp-envelope.pcap",
+        "rtnp-fragmented.pcap",
+        "rtnp-raw-json.pcap",
+    ] {
         compare(&dissector(), &sample(name), None);
     }
     // The JSON goes to Wireshark's own dissector.
     let frames = dissect(&dissector(), &fixture("rtnp-solo.pcap"));
-    assert_eq!(frames.values().filter(|f| f.json).count(), 790 - 10, "every message but the keep-alives is JSON");
-    assert!(frames.values().all(|f| f.json == f.value("rtnp.type").is_some()));
+    assert_eq!(
+        frames.values().filter(|f| f.json).count(),
+        790 - 10,
+        "every message but the keep-alives is JSON"
+    );
+    assert!(frames
+        .values()
+        .all(|f| f.json == f.value("rtnp.type").is_some()));
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -1215,9 +1541,32 @@ fn write_pcap(path: &Path, packets: &[(u16, u16, Vec<u8>)]) {
     out.extend(101u32.to_le_bytes());
     for (i, (sport, dport, payload)) in packets.iter().enumerate() {
         let total = 20 + 8 + payload.len();
-        let mut ip =
-            vec![0x45, 0, (total >> 8) as u8, total as u8, 0, 0, 0, 0, 64, 17, 0, 0, 127, 0, 0, 1, 127, 0, 0, 1];
-        let mut sum: u32 = ip.chunks(2).map(|w| u32::from(u16::from_be_bytes([w[0], w[1]]))).sum();
+        let mut ip = vec![
+            0x45,
+            0,
+            (total >> 8) as u8,
+            total as u8,
+            0,
+            0,
+            0,
+            0,
+            64,
+            17,
+            0,
+            0,
+            127,
+            0,
+            0,
+            1,
+            127,
+            0,
+            0,
+            1,
+        ];
+        let mut sum: u32 = ip
+            .chunks(2)
+            .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
+            .sum();
         while sum > 0xFFFF {
             sum = (sum & 0xFFFF) + (sum >> 16);
         }
@@ -1309,7 +1658,9 @@ fn rule_datagrams() -> Vec<(&'static str, Vec<u8>)> {
         with_crc(d)
     };
     let plain: Vec<u8> = snapshot_body(&[(1, 0x0001, &[3u8][..]); 30]);
-    let incompressible: Vec<u8> = (0..100u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+    let incompressible: Vec<u8> = (0..100u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
     let bad_crc = {
         let mut d = client(0x01, &[]);
         *d.last_mut().unwrap() ^= 0xFF;
@@ -1346,21 +1697,55 @@ fn rule_datagrams() -> Vec<(&'static str, Vec<u8>)> {
         ("rtype.header.packet-type", dgram(1, 3, 0x01, 0, &[], 0)),
         ("rtype.header.payload-len", bad_len),
         ("rtype.crc.mismatch", bad_crc),
-        ("rtype.compress.small", compressed(0x14, &snapshot_body(&[(1, 1, &[3]), (2, 1, &[3])]), 16)),
-        ("rtype.compress.not-smaller", dgram(0x81, 2, 0x19, 0, &lz4_flex::block::compress(&incompressible), 100)),
+        (
+            "rtype.compress.small",
+            compressed(0x14, &snapshot_body(&[(1, 1, &[3]), (2, 1, &[3])]), 16),
+        ),
+        (
+            "rtype.compress.not-smaller",
+            dgram(
+                0x81,
+                2,
+                0x19,
+                0,
+                &lz4_flex::block::compress(&incompressible),
+                100,
+            ),
+        ),
         ("rtype.compress.orig-size-set", dgram(1, 1, 0x01, 0, &[], 5)),
-        ("rtype.compress.lz4", dgram(0x81, 2, 0x14, 0, &[0xF0, 1, 2, 3], 200)),
-        ("rtype.compress.orig-size", compressed(0x14, &plain, plain.len() as u16 - 1)),
+        (
+            "rtype.compress.lz4",
+            dgram(0x81, 2, 0x14, 0, &[0xF0, 1, 2, 3], 200),
+        ),
+        (
+            "rtype.compress.orig-size",
+            compressed(0x14, &plain, plain.len() as u16 - 1),
+        ),
         ("rtype.message.unknown-type", server(0x99, &[1, 2, 3])),
-        ("rtype.message.direction", dgram(1, 2, 0x04, 0, &[0, 0, 0, 1], 0)),
-        ("rtype.message.truncated", server(0x14, &snapshot_body(&[(1, 0x0001, &[][..]); 2]))),
+        (
+            "rtype.message.direction",
+            dgram(1, 2, 0x04, 0, &[0, 0, 0, 1], 0),
+        ),
+        (
+            "rtype.message.truncated",
+            server(0x14, &snapshot_body(&[(1, 0x0001, &[][..]); 2])),
+        ),
         ("rtype.message.trailing", server(0x32, &gate)),
         ("rtype.message.size", client(0x04, &[0, 0, 1])),
         ("rtype.pong.empty", server(0x13, &[])),
         ("rtype.levelinit.boss-trailer", server(0x30, &level_init)),
-        ("rtype.string.utf8", server(0x19, &str8(&[0x66, 0xFF, 0xC0, 0x80]))),
-        ("rtype.snapshot.reserved-bit", server(0x14, &snapshot_body(&[(9, 0x0081, &[3, 1, 2, 3, 4])]))),
-        ("rtype.snapshot.undefined-bit", server(0x14, &snapshot_body(&[(9, 0x1000, &[1, 2, 3, 4])]))),
+        (
+            "rtype.string.utf8",
+            server(0x19, &str8(&[0x66, 0xFF, 0xC0, 0x80])),
+        ),
+        (
+            "rtype.snapshot.reserved-bit",
+            server(0x14, &snapshot_body(&[(9, 0x0081, &[3, 1, 2, 3, 4])])),
+        ),
+        (
+            "rtype.snapshot.undefined-bit",
+            server(0x14, &snapshot_body(&[(9, 0x1000, &[1, 2, 3, 4])])),
+        ),
         ("rtype.input.non-finite", input(0x0001, f32::NAN)),
         ("rtype.input.unused-bits", input(0x8001, 1.0)),
         ("rtype.reason.unknown", server(0x17, &[0x77])),
@@ -1371,8 +1756,14 @@ fn rule_datagrams() -> Vec<(&'static str, Vec<u8>)> {
         ("rtype.chunk.index-out-of-range", chunk(51, 2, 5, &[])),
         ("rtype.chunk.duplicate", chunk(52, 3, 0, &[(1, 1, &[3])])),
         ("rtype.chunk.duplicate", chunk(52, 3, 0, &[(1, 1, &[3])])),
-        ("rtype.chunk.total-mismatch", chunk(53, 2, 0, &[(1, 1, &[3])])),
-        ("rtype.chunk.total-mismatch", chunk(53, 3, 1, &[(2, 1, &[3])])),
+        (
+            "rtype.chunk.total-mismatch",
+            chunk(53, 2, 0, &[(1, 1, &[3])]),
+        ),
+        (
+            "rtype.chunk.total-mismatch",
+            chunk(53, 3, 1, &[(2, 1, &[3])]),
+        ),
     ]
 }
 
@@ -1382,9 +1773,16 @@ fn tshark_raises_every_datagram_rule() {
         return;
     }
     let datagrams = rule_datagrams();
-    let mut packets: Vec<_> = datagrams.iter().map(|(_, d)| (40000, 40001, d.clone())).collect();
+    let mut packets: Vec<_> = datagrams
+        .iter()
+        .map(|(_, d)| (40000, 40001, d.clone()))
+        .collect();
     // A chunk set completed over two datagrams, out of order.
-    packets.push((40000, 40001, chunk(60, 2, 1, &[(2, 0x0003, &[3, 0x42, 0, 0, 0])])));
+    packets.push((
+        40000,
+        40001,
+        chunk(60, 2, 1, &[(2, 0x0003, &[3, 0x42, 0, 0, 0])]),
+    ));
     packets.push((40000, 40001, chunk(60, 2, 0, &[(1, 0x0001, &[4])])));
     let path = scratch("rules.pcap");
     write_pcap(&path, &packets);
@@ -1394,8 +1792,14 @@ fn tshark_raises_every_datagram_rule() {
     }
     let infos = out.lines().filter(|l| l.contains("[Expert Info")).count();
     assert!(infos >= datagrams.len());
-    assert!(out.contains("Reassembled snapshot (2 entities from 2 chunks)"), "{out}");
-    assert!(out.contains("SERVER_SNAPSHOT_CHUNK seq=7 tick=60 chunk 1/2 [reassembled]"), "{out}");
+    assert!(
+        out.contains("Reassembled snapshot (2 entities from 2 chunks)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("SERVER_SNAPSHOT_CHUNK seq=7 tick=60 chunk 1/2 [reassembled]"),
+        "{out}"
+    );
 }
 
 /// A small deterministic generator (xorshift64*).
@@ -1420,8 +1824,8 @@ impl Rng {
 /// behind consistent headers, bad LZ4, the older header, chunk sets; on the server port or not.
 fn garbage_datagrams(seed: u64, count: usize) -> Vec<(u16, u16, Vec<u8>)> {
     const CODES: &[u8] = &[
-        0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1A,
-        0x1B, 0x1C, 0x1D, 0x1E, 0x1F, 0x20, 0x21, 0x30, 0x31, 0x32, 0x00, 0xFF,
+        0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17,
+        0x18, 0x19, 0x1A, 0x1B, 0x1C, 0x1D, 0x1E, 0x1F, 0x20, 0x21, 0x30, 0x31, 0x32, 0x00, 0xFF,
     ];
     let mut rng = Rng(seed);
     let mut packets = Vec::new();
@@ -1440,7 +1844,21 @@ fn garbage_datagrams(seed: u64, count: usize) -> Vec<(u16, u16, Vec<u8>)> {
             // A header announcing a huge payload.
             1 => {
                 let mut d = MAGIC.to_vec();
-                d.extend([rng.next() as u8, ptype, code, 0, 1, 0, 0, 0, 1, 0xFF, 0xFF, 0xFF, 0xFF]);
+                d.extend([
+                    rng.next() as u8,
+                    ptype,
+                    code,
+                    0,
+                    1,
+                    0,
+                    0,
+                    0,
+                    1,
+                    0xFF,
+                    0xFF,
+                    0xFF,
+                    0xFF,
+                ]);
                 d.extend(rng.bytes(len));
                 d
             }
@@ -1477,7 +1895,11 @@ fn garbage_datagrams(seed: u64, count: usize) -> Vec<(u16, u16, Vec<u8>)> {
                 dgram(1, 2, 0x21, rng.below(3) as u32, &p, 0)
             }
         };
-        let (sport, dport) = if i % 3 == 0 { (50010, 41000) } else { (41000 + (i % 5) as u16, 42000) };
+        let (sport, dport) = if i % 3 == 0 {
+            (50010, 41000)
+        } else {
+            (41000 + (i % 5) as u16, 42000)
+        };
         packets.push((sport, dport, datagram));
     }
     packets
@@ -1490,7 +1912,18 @@ fn tshark_survives_garbage() {
     }
     let mut packets = garbage_datagrams(0x5EED_1234_ABCD_0001, 400);
     // An LZ4 bomb (more than 65535 bytes once decompressed) and a large valid payload.
-    packets.push((41000, 42000, dgram(0x81, 2, 0x14, 0, &lz4_flex::block::compress(&vec![0u8; 70_000]), 0xFFFF)));
+    packets.push((
+        41000,
+        42000,
+        dgram(
+            0x81,
+            2,
+            0x14,
+            0,
+            &lz4_flex::block::compress(&vec![0u8; 70_000]),
+            0xFFFF,
+        ),
+    ));
     let big = snapshot_body(&vec![(1u32, 0x0001u16, &[3u8][..]); 9000]);
     packets.push((41000, 42000, compressed(0x14, &big, big.len() as u16)));
     // Traffic on the port that is not rtype is left to other dissectors.
@@ -1499,16 +1932,30 @@ fn tshark_survives_garbage() {
     write_pcap(&path, &packets);
 
     let out = tshark(&dissector(), &path, &["-V"]);
-    let dissected = out.lines().filter(|l| l.starts_with("R-Type UDP Protocol")).count();
-    assert_eq!(dissected, packets.len() - 1, "every datagram with the magic is dissected");
+    let dissected = out
+        .lines()
+        .filter(|l| l.starts_with("R-Type UDP Protocol"))
+        .count();
+    assert_eq!(
+        dissected,
+        packets.len() - 1,
+        "every datagram with the magic is dissected"
+    );
     assert!(out.contains("[rtype.compress.lz4]"));
-    assert!(out.contains("\n        Entity Count: 9000\n"), "the large compressed snapshot decodes");
+    assert!(
+        out.contains("\n        Entity Count: 9000\n"),
+        "the large compressed snapshot decodes"
+    );
 }
 
 /// Random rt and rtnp datagrams: rt headers in both byte orders with random types, flags and
 /// payloads (and short ones); rtnp envelopes with a corrupted byte, truncated JSON, keep-alives.
 fn garbage_rt_rtnp(seed: u64, count: usize) -> Vec<(u16, u16, Vec<u8>)> {
-    let codes: Vec<u8> = rt::MESSAGES.iter().map(|m| m.code).chain([0x00, 0x23, 0x7F, 0x80, 0xFF]).collect();
+    let codes: Vec<u8> = rt::MESSAGES
+        .iter()
+        .map(|m| m.code)
+        .chain([0x00, 0x23, 0x7F, 0x80, 0xFF])
+        .collect();
     let json_texts: [&[u8]; 6] = [
         br#"{"type":"snapshot","epoch":3,"entities":[{"networkId":1,"type":"ship","position":{"x":1.5,"y":-2}}]}"#,
         br#"{"client_id":7,"keys":{"up":true,"down":false,"left":1,"right":false,"space":false},"type":"player_input"}"#,
@@ -1538,10 +1985,18 @@ fn garbage_rt_rtnp(seed: u64, count: usize) -> Vec<(u16, u16, Vec<u8>)> {
         let datagram = match i % 6 {
             0..=2 => {
                 let little = rng.below(2) == 0;
-                let mut d = if little { vec![0x54, 0x52] } else { vec![0x52, 0x54] };
+                let mut d = if little {
+                    vec![0x54, 0x52]
+                } else {
+                    vec![0x52, 0x54]
+                };
                 d.push(codes[rng.below(codes.len())]);
                 d.push([0x00, 0x01, 0x01, 0x02, 0x21, 0x10][rng.below(6)]);
-                let n = if i % 17 == 0 { rng.below(10) } else { 8 + rng.below(60) };
+                let n = if i % 17 == 0 {
+                    rng.below(10)
+                } else {
+                    8 + rng.below(60)
+                };
                 d.extend(rng.bytes(n));
                 d
             }
@@ -1567,7 +2022,11 @@ fn garbage_rt_rtnp(seed: u64, count: usize) -> Vec<(u16, u16, Vec<u8>)> {
             _ => envelope([&b"PING"[..], b"PONG", b"", b"ping"][rng.below(4)]),
         };
         let to_server = rng.below(2) == 0;
-        packets.push(if to_server { (client, server, datagram) } else { (server, client, datagram) });
+        packets.push(if to_server {
+            (client, server, datagram)
+        } else {
+            (server, client, datagram)
+        });
     }
     packets
 }
@@ -1578,8 +2037,15 @@ fn tshark_agrees_with_export_on_rules_and_garbage() {
         return;
     }
     let rules = scratch("compare-rules.pcap");
-    let mut packets: Vec<_> = rule_datagrams().into_iter().map(|(_, d)| (40000, 40001, d)).collect();
-    packets.push((40000, 40001, chunk(60, 2, 1, &[(2, 0x0003, &[3, 0x42, 0, 0, 0])])));
+    let mut packets: Vec<_> = rule_datagrams()
+        .into_iter()
+        .map(|(_, d)| (40000, 40001, d))
+        .collect();
+    packets.push((
+        40000,
+        40001,
+        chunk(60, 2, 1, &[(2, 0x0003, &[3, 0x42, 0, 0, 0])]),
+    ));
     packets.push((40000, 40001, chunk(60, 2, 0, &[(1, 0x0001, &[4])])));
     write_pcap(&rules, &packets);
     let seen = compare(&dissector(), &rules, None);
@@ -1756,11 +2222,18 @@ fn lua_5_4_raises_what_tshark_raises() {
     if !have_tshark("lua_5_4_raises_what_tshark_raises") {
         return;
     }
-    if !Command::new("lua5.4").arg("-v").output().is_ok_and(|o| o.status.success()) {
+    if !Command::new("lua5.4")
+        .arg("-v")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
         eprintln!("skipping lua_5_4_raises_what_tshark_raises: no lua5.4 (apt-get install lua5.4)");
         return;
     }
-    let mut packets: Vec<_> = rule_datagrams().into_iter().map(|(_, d)| (40000, 40001, d)).collect();
+    let mut packets: Vec<_> = rule_datagrams()
+        .into_iter()
+        .map(|(_, d)| (40000, 40001, d))
+        .collect();
     packets.extend(garbage_datagrams(0x0BAD_5EED, 500));
     packets.extend(garbage_rt_rtnp(0x5EED_0004, 300));
     let capture = scratch("lua54.pcap");
@@ -1785,10 +2258,15 @@ fn lua_5_4_raises_what_tshark_raises() {
         .spawn()
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
-    let writer = std::thread::spawn(move || std::io::Write::write_all(&mut stdin, input.as_bytes()));
+    let writer =
+        std::thread::spawn(move || std::io::Write::write_all(&mut stdin, input.as_bytes()));
     let out = child.wait_with_output().unwrap();
     writer.join().unwrap().unwrap();
-    assert!(out.status.success(), "lua5.4 failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "lua5.4 failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let frames = dissect(&dissector(), &capture);
     let mut diffs = Vec::new();
     let stdout = String::from_utf8(out.stdout).unwrap();
@@ -1799,13 +2277,23 @@ fn lua_5_4_raises_what_tshark_raises() {
         let proto = words.next().unwrap();
         let lua54: Vec<&str> = words.collect();
         let (tshark_proto, mut tshark) = match frames.get(&number) {
-            Some(f) => (f.proto.as_str(), f.experts.iter().map(String::as_str).collect::<Vec<_>>()),
+            Some(f) => (
+                f.proto.as_str(),
+                f.experts.iter().map(String::as_str).collect::<Vec<_>>(),
+            ),
             None => ("-", Vec::new()),
         };
         tshark.sort_unstable();
         if (proto, &lua54) != (tshark_proto, &tshark) {
-            diffs.push(format!("frame {number}: Lua 5.4 {proto} {lua54:?}, tshark {tshark_proto} {tshark:?}"));
+            diffs.push(format!(
+                "frame {number}: Lua 5.4 {proto} {lua54:?}, tshark {tshark_proto} {tshark:?}"
+            ));
         }
     }
-    assert!(diffs.is_empty(), "{} frames differ:\n{}", diffs.len(), diffs[..diffs.len().min(20)].join("\n"));
+    assert!(
+        diffs.is_empty(),
+        "{} frames differ:\n{}",
+        diffs.len(),
+        diffs[..diffs.len().min(20)].join("\n")
+    );
 }

@@ -15,7 +15,11 @@ const P15: &str = "samples/profiles/reference-15byte.toml";
 
 fn run(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(BIN).args(args).output().expect("binary runs");
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
 }
 
 fn summary(args: &[&str]) -> Value {
@@ -32,7 +36,16 @@ fn messages(s: &Value) -> BTreeMap<String, u64> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|m| (format!("{} {}", m["direction"].as_str().unwrap(), m["name"].as_str().unwrap()), m["count"].as_u64().unwrap()))
+        .map(|m| {
+            (
+                format!(
+                    "{} {}",
+                    m["direction"].as_str().unwrap(),
+                    m["name"].as_str().unwrap()
+                ),
+                m["count"].as_u64().unwrap(),
+            )
+        })
         .collect()
 }
 
@@ -42,7 +55,15 @@ fn violations(s: &Value) -> BTreeMap<String, (u64, u64)> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|v| (v["id"].as_str().unwrap().to_string(), (v["count"].as_u64().unwrap(), v["first_frame"].as_u64().unwrap())))
+        .map(|v| {
+            (
+                v["id"].as_str().unwrap().to_string(),
+                (
+                    v["count"].as_u64().unwrap(),
+                    v["first_frame"].as_u64().unwrap(),
+                ),
+            )
+        })
         .collect()
 }
 
@@ -115,7 +136,10 @@ fn reference_15byte_message_counts() {
 
 /// Rules of the datagram and message layers (session-level rules are tested with `check`).
 fn datagram_rules(s: &Value) -> BTreeMap<String, (u64, u64)> {
-    violations(s).into_iter().filter(|(id, _)| id.starts_with("rtype.") || id.starts_with("capture.")).collect()
+    violations(s)
+        .into_iter()
+        .filter(|(id, _)| id.starts_with("rtype.") || id.starts_with("capture."))
+        .collect()
 }
 
 #[test]
@@ -136,8 +160,13 @@ fn reference_17byte_violations_with_and_without_profile() {
     assert_eq!(doc, want);
     // With the build's profile the snapshots decode cleanly: only the real departures remain.
     let with = datagram_rules(&summary(&[C17, "--profile", P17]));
-    let want: BTreeMap<String, (u64, u64)> =
-        [("rtype.levelinit.boss-trailer", (1, 8)), ("rtype.pong.empty", (15, 73))].into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+    let want: BTreeMap<String, (u64, u64)> = [
+        ("rtype.levelinit.boss-trailer", (1, 8)),
+        ("rtype.pong.empty", (15, 73)),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
     assert_eq!(with, want);
 }
 
@@ -165,11 +194,17 @@ fn export(args: &[&str]) -> Vec<Value> {
     all.extend_from_slice(args);
     let (code, out, err) = run(&all);
     assert_eq!(code, 0, "{err}");
-    out.lines().map(|l| serde_json::from_str(l).expect("each line is JSON")).collect()
+    out.lines()
+        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+        .collect()
 }
 
 fn frame(records: &[Value], kind: &str, frame: u64) -> Value {
-    records.iter().find(|r| r["kind"] == kind && r["frame"] == frame).cloned().unwrap_or_else(|| panic!("no {kind} at frame {frame}"))
+    records
+        .iter()
+        .find(|r| r["kind"] == kind && r["frame"] == frame)
+        .cloned()
+        .unwrap_or_else(|| panic!("no {kind} at frame {frame}"))
 }
 
 #[test]
@@ -185,12 +220,20 @@ fn level_init_archetypes_and_boss_trailer() {
     assert_eq!(f["archetype_count"], 17);
     let a = f["archetypes"].as_array().unwrap();
     assert_eq!(a.len(), 17);
-    assert_eq!(a[0], serde_json::json!({"type_id": 1, "sprite_id": "player_ship", "anim_id": "player1", "layer": 0}));
+    assert_eq!(
+        a[0],
+        serde_json::json!({"type_id": 1, "sprite_id": "player_ship", "anim_id": "player1", "layer": 0})
+    );
     assert_eq!(a[4]["sprite_id"], "bullet");
     assert_eq!(a[4]["anim_id"], "bullet_basic");
     assert_eq!(a[11]["layer"], 50);
     assert!(f["boss_count"].as_u64().unwrap() >= 1);
-    let ids: Vec<_> = d["violations"].as_array().unwrap().iter().map(|v| v["id"].as_str().unwrap()).collect();
+    let ids: Vec<_> = d["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["id"].as_str().unwrap())
+        .collect();
     assert_eq!(ids, ["rtype.levelinit.boss-trailer"]);
 }
 
@@ -201,7 +244,14 @@ fn reassembled_chunk_set() {
     assert_eq!(first["fields"]["total_chunks"], 2);
     assert_eq!(first["fields"]["chunk_index"], 0);
     let s = frame(&r, "snapshot", 558);
-    assert_eq!((s["tick"].as_u64(), s["chunks"].as_u64(), s["first_frame"].as_u64()), (Some(340), Some(2), Some(557)));
+    assert_eq!(
+        (
+            s["tick"].as_u64(),
+            s["chunks"].as_u64(),
+            s["first_frame"].as_u64()
+        ),
+        (Some(340), Some(2), Some(557))
+    );
     let e = s["fields"]["entities"].as_array().unwrap();
     assert_eq!(s["fields"]["entity_count"], 70);
     assert_eq!(e.len(), 70);
@@ -219,9 +269,18 @@ fn compressed_snapshot() {
     assert_eq!(d["name"], "SERVER_SNAPSHOT");
     assert_eq!(d["compressed"], true);
     assert_eq!(d["header"]["version_byte"], 0x81);
-    assert_eq!((d["header"]["payload_len"].as_u64(), d["header"]["orig_size"].as_u64()), (Some(81), Some(83)));
+    assert_eq!(
+        (
+            d["header"]["payload_len"].as_u64(),
+            d["header"]["orig_size"].as_u64()
+        ),
+        (Some(81), Some(83))
+    );
     assert_eq!(d["fields"]["entity_count"], 9);
-    assert_eq!(d["fields"]["entities"][0], serde_json::json!({"id": 0, "update_mask": 6, "pos_x": 167.8, "pos_y": 467.8}));
+    assert_eq!(
+        d["fields"]["entities"][0],
+        serde_json::json!({"id": 0, "update_mask": 6, "pos_x": 167.8, "pos_y": 467.8})
+    );
     assert_eq!(d["violations"], serde_json::json!([]));
 }
 
@@ -229,14 +288,23 @@ fn compressed_snapshot() {
 fn level_events_in_the_15_byte_capture() {
     let r = export(&[C15, "--profile", P15, "--type", "levelevent"]);
     let events: Vec<_> = r.iter().filter(|r| r["kind"] == "datagram").collect();
-    assert_eq!(events.iter().map(|e| e["frame"].as_u64().unwrap()).collect::<Vec<_>>(), [9, 10, 1643, 1644]);
+    assert_eq!(
+        events
+            .iter()
+            .map(|e| e["frame"].as_u64().unwrap())
+            .collect::<Vec<_>>(),
+        [9, 10, 1643, 1644]
+    );
     assert_eq!(events[0]["header_len"], 15);
     assert_eq!(
         events[0]["fields"],
         serde_json::json!({"event_type": 1, "event_type_name": "set_scroll",
             "set_scroll": {"mode": 0, "mode_name": "constant", "speed_x": -60, "keyframe_count": 0, "keyframes": []}})
     );
-    assert_eq!(events[1]["fields"]["set_background"]["background_id"], "space_background");
+    assert_eq!(
+        events[1]["fields"]["set_background"]["background_id"],
+        "space_background"
+    );
 }
 
 #[test]
@@ -247,7 +315,10 @@ fn unreadable_files_exit_2_with_one_line() {
     assert!(err.contains("no/such/file.pcap"), "{err}");
     let (code, _, err) = run(&["Cargo.toml"]);
     assert_eq!(code, 2);
-    assert!(err.contains("Cargo.toml") && err.lines().count() == 1, "{err}");
+    assert!(
+        err.contains("Cargo.toml") && err.lines().count() == 1,
+        "{err}"
+    );
 }
 
 #[test]
@@ -259,5 +330,8 @@ fn text_summary_fits_100_columns() {
     }
     assert!(out.contains("SERVER_SNAPSHOT_CHUNK"));
     assert!(out.contains("rtype.snapshot.reserved-bit"));
-    assert!(!out.contains('\u{1b}'), "no colour when stdout is not a TTY");
+    assert!(
+        !out.contains('\u{1b}'),
+        "no colour when stdout is not a TTY"
+    );
 }

@@ -12,8 +12,16 @@ const RT: &str = "tests/fixtures/rt-two-players.pcap";
 const RTNP: &str = "tests/fixtures/rtnp-solo.pcap";
 
 fn run(args: &[&str]) -> String {
-    let out = Command::new(BIN).args(args).output().expect("the binary runs");
-    assert_eq!(out.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new(BIN)
+        .args(args)
+        .output()
+        .expect("the binary runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).expect("UTF-8 output")
 }
 
@@ -28,16 +36,36 @@ fn messages(summary: &Value, dialect: &str) -> BTreeMap<(String, String), u64> {
         .unwrap()
         .iter()
         .inspect(|m| assert_eq!(m["dialect"], dialect))
-        .map(|m| ((m["direction"].as_str().unwrap().to_owned(), m["name"].as_str().unwrap().to_owned()), m["count"].as_u64().unwrap()))
+        .map(|m| {
+            (
+                (
+                    m["direction"].as_str().unwrap().to_owned(),
+                    m["name"].as_str().unwrap().to_owned(),
+                ),
+                m["count"].as_u64().unwrap(),
+            )
+        })
         .collect()
 }
 
 fn violations(summary: &Value) -> BTreeMap<String, u64> {
-    summary["violations"].as_array().unwrap().iter().map(|v| (v["id"].as_str().unwrap().to_owned(), v["count"].as_u64().unwrap())).collect()
+    summary["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| {
+            (
+                v["id"].as_str().unwrap().to_owned(),
+                v["count"].as_u64().unwrap(),
+            )
+        })
+        .collect()
 }
 
 fn expected<const N: usize>(rows: [(&str, &str, u64); N]) -> BTreeMap<(String, String), u64> {
-    rows.iter().map(|(d, n, c)| ((d.to_string(), n.to_string()), *c)).collect()
+    rows.iter()
+        .map(|(d, n, c)| ((d.to_string(), n.to_string()), *c))
+        .collect()
 }
 
 /// The export record of one frame.
@@ -50,7 +78,12 @@ fn frame(file: &str, n: u64) -> Value {
 }
 
 fn ids(record: &Value) -> Vec<&str> {
-    record["violations"].as_array().unwrap().iter().map(|v| v["id"].as_str().unwrap()).collect()
+    record["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["id"].as_str().unwrap())
+        .collect()
 }
 
 const C2S: &str = "client_to_server";
@@ -78,9 +111,19 @@ fn rt_message_counts_per_direction() {
     );
     assert_eq!(s["counts"]["datagrams"], 4981);
     assert_eq!(s["counts"]["other_udp"], 0);
-    let conversations: Vec<(&str, &str)> =
-        s["conversations"].as_array().unwrap().iter().map(|c| (c["client"].as_str().unwrap(), c["server"].as_str().unwrap())).collect();
-    assert_eq!(conversations, [("127.0.0.1:49308", "127.0.0.1:4242"), ("127.0.0.1:46462", "127.0.0.1:4242")]);
+    let conversations: Vec<(&str, &str)> = s["conversations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["client"].as_str().unwrap(), c["server"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        conversations,
+        [
+            ("127.0.0.1:49308", "127.0.0.1:4242"),
+            ("127.0.0.1:46462", "127.0.0.1:4242")
+        ]
+    );
 }
 
 #[test]
@@ -112,7 +155,13 @@ fn rt_violations_are_the_known_departures() {
     // Conversation 1: 347 reliable packets from the client, 413 from the server; the first is
     // SERVER_ACCEPT (frame 2). Conversation 2's first is SERVER_ACCEPT too, outside the range.
     assert_eq!(unacknowledged.len(), 1);
-    assert_eq!((&unacknowledged[0]["frame"], &unacknowledged[0]["conversation"]), (&json!(2), &json!(1)));
+    assert_eq!(
+        (
+            &unacknowledged[0]["frame"],
+            &unacknowledged[0]["conversation"]
+        ),
+        (&json!(2), &json!(1))
+    );
     assert_eq!(unacknowledged[0]["detail"], "expected 760, found 0");
 }
 
@@ -120,7 +169,11 @@ fn rt_violations_are_the_known_departures() {
 fn rt_decoded_fields_of_chosen_frames() {
     let connect = frame(RT, 1);
     assert_eq!(
-        (&connect["name"], &connect["direction"], &connect["conversation"]),
+        (
+            &connect["name"],
+            &connect["direction"],
+            &connect["conversation"]
+        ),
         (&json!("CLIENT_CONNECT"), &json!(C2S), &json!(1))
     );
     assert_eq!(
@@ -136,7 +189,10 @@ fn rt_decoded_fields_of_chosen_frames() {
     assert_eq!(ids(&connect), ["rt.byte-order", "rt.connect.header-copy"]);
 
     let accept = frame(RT, 2);
-    assert_eq!(accept["fields"], json!({"assigned_player_id": 0, "max_players": 2, "game_instance_id": 1, "server_tickrate": 60}));
+    assert_eq!(
+        accept["fields"],
+        json!({"assigned_player_id": 0, "max_players": 2, "game_instance_id": 1, "server_tickrate": 60})
+    );
     assert_eq!(accept["header"]["flags"], 1);
     assert!(ids(&accept).is_empty());
 
@@ -162,16 +218,32 @@ fn rt_decoded_fields_of_chosen_frames() {
     );
 
     let level = frame(RT, 116);
-    assert_eq!(level["fields"], json!({"level_id": 1, "level_name": "background_level1", "estimated_duration": 120}));
+    assert_eq!(
+        level["fields"],
+        json!({"level_id": 1, "level_name": "background_level1", "estimated_duration": 120})
+    );
 
     // The second client's input, signed aim, 10 bytes; the relayed copy goes server to client.
     let input = frame(RT, 142);
-    assert_eq!((&input["direction"], &input["src_port"]), (&json!(C2S), &json!(46462)));
-    assert_eq!(input["fields"], json!({"player_id": 1, "input_state": 24, "aim_direction_x": 0, "aim_direction_y": 0}));
+    assert_eq!(
+        (&input["direction"], &input["src_port"]),
+        (&json!(C2S), &json!(46462))
+    );
+    assert_eq!(
+        input["fields"],
+        json!({"player_id": 1, "input_state": 24, "aim_direction_x": 0, "aim_direction_y": 0})
+    );
     assert_eq!(input["header"]["sequence_number"], 0x6B02_7D7D);
     assert_eq!(ids(&input), ["rt.input.10-byte"]);
     let relayed = frame(RT, 145);
-    assert_eq!((&relayed["name"], &relayed["direction"], &relayed["dst_port"]), (&json!("PLAYER_INPUT"), &json!(S2C), &json!(46462)));
+    assert_eq!(
+        (
+            &relayed["name"],
+            &relayed["direction"],
+            &relayed["dst_port"]
+        ),
+        (&json!("PLAYER_INPUT"), &json!(S2C), &json!(46462))
+    );
 
     let fire = frame(RT, 153);
     assert_eq!(
@@ -238,14 +310,26 @@ fn rtnp_violations_are_the_known_departures() {
 #[test]
 fn rtnp_decoded_messages_of_chosen_frames() {
     let ping = frame(RTNP, 1);
-    assert_eq!((&ping["name"], &ping["direction"]), (&json!("PING"), &json!(C2S)));
-    assert_eq!((&ping["header"], &ping["fields"]), (&json!({"framing": "envelope"}), &json!({"text": "PING"})));
+    assert_eq!(
+        (&ping["name"], &ping["direction"]),
+        (&json!("PING"), &json!(C2S))
+    );
+    assert_eq!(
+        (&ping["header"], &ping["fields"]),
+        (&json!({"framing": "envelope"}), &json!({"text": "PING"}))
+    );
     assert_eq!(ids(&ping), ["rtnp.keepalive.not-json"]);
     assert_eq!(ping["violations"][0]["offset"], 24);
 
     let assign = frame(RTNP, 2);
-    assert_eq!((&assign["name"], &assign["direction"]), (&json!("assign_id"), &json!(S2C)));
-    assert_eq!(assign["fields"], json!({"client_id": 0, "type": "assign_id"}));
+    assert_eq!(
+        (&assign["name"], &assign["direction"]),
+        (&json!("assign_id"), &json!(S2C))
+    );
+    assert_eq!(
+        assign["fields"],
+        json!({"client_id": 0, "type": "assign_id"})
+    );
     assert_eq!(ids(&assign), ["rtnp.type-not-first"]);
 
     let start = frame(RTNP, 8);
@@ -258,27 +342,47 @@ fn rtnp_decoded_messages_of_chosen_frames() {
         json!({"entity_id": 0, "input": {"chargedShoot": false, "detach": false, "down": false, "left": false,
                "right": true, "shoot": true, "up": false}, "type": "player_input"})
     );
-    let details: Vec<(&str, &str)> =
-        input["violations"].as_array().unwrap().iter().map(|v| (v["id"].as_str().unwrap(), v["detail"].as_str().unwrap())).collect();
+    let details: Vec<(&str, &str)> = input["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| (v["id"].as_str().unwrap(), v["detail"].as_str().unwrap()))
+        .collect();
     assert_eq!(
         details,
-        [("rtnp.type-not-first", "field type"), ("rtnp.schema.missing-field", "field client_id"), ("rtnp.schema.missing-field", "field keys")]
+        [
+            ("rtnp.type-not-first", "field type"),
+            ("rtnp.schema.missing-field", "field client_id"),
+            ("rtnp.schema.missing-field", "field keys")
+        ]
     );
 
     // A snapshot with a `destroyed` list, shown whole.
     let snapshot = frame(RTNP, 52);
     assert_eq!(snapshot["fields"]["destroyed"], json!([1]));
-    assert_eq!(snapshot["fields"]["entities"][0]["transform"], json!({"rotation": 0.0, "scale": 1.0, "x": 217.59544372558594, "y": 300.0}));
+    assert_eq!(
+        snapshot["fields"]["entities"][0]["transform"],
+        json!({"rotation": 0.0, "scale": 1.0, "x": 217.59544372558594, "y": 300.0})
+    );
     assert_eq!(
         ids(&snapshot),
-        ["rtnp.type-not-first", "rtnp.epoch.missing", "rtnp.schema.missing-field", "rtnp.schema.missing-field", "rtnp.schema.wrong-type"]
+        [
+            "rtnp.type-not-first",
+            "rtnp.epoch.missing",
+            "rtnp.schema.missing-field",
+            "rtnp.schema.missing-field",
+            "rtnp.schema.wrong-type"
+        ]
     );
 }
 
 #[test]
 fn packets_view_shows_rt_byte_order_and_rtnp_json() {
     let rt = run(&["packets", RT, "-V", "--frames", "2", "--quiet"]);
-    assert!(rt.contains("rt SERVER_ACCEPT (0x02), little-endian\n"), "{rt}");
+    assert!(
+        rt.contains("rt SERVER_ACCEPT (0x02), little-endian\n"),
+        "{rt}"
+    );
     assert!(rt.contains("    Server Tick Rate (Hz): 60  [@9]\n"), "{rt}");
     let rtnp = run(&["packets", RTNP, "-V", "--frames", "2", "--quiet"]);
     assert!(rtnp.contains("  Message (envelope)\n    {\n      \"client_id\": 0,\n      \"type\": \"assign_id\"\n    }\n"), "{rtnp}");
@@ -288,11 +392,15 @@ fn packets_view_shows_rt_byte_order_and_rtnp_json() {
 /// yet part of `generate --all`). Regenerate with `RTYPE_BLESS=1 cargo test --test rt_rtnp`.
 #[test]
 fn rt_rtnp_samples_are_what_the_generators_write() {
-    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("rt-rtnp-samples-{}", std::process::id()));
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("rt-rtnp-samples-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     rtype_inspect::samplegen::rt::write(&dir).unwrap();
     rtype_inspect::samplegen::rtnp::write(&dir).unwrap();
-    let mut names: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    let mut names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
     names.sort();
     assert_eq!(names.len(), 10, "{names:?}");
     for name in names {
@@ -309,7 +417,13 @@ fn rt_rtnp_samples_are_what_the_generators_write() {
 /// Each rt and rtnp sample reports exactly the findings its generator injected.
 #[test]
 fn rt_rtnp_samples_report_what_was_injected() {
-    for name in ["rt-big-endian", "rt-little-endian", "rtnp-envelope", "rtnp-raw-json", "rtnp-fragmented"] {
+    for name in [
+        "rt-big-endian",
+        "rt-little-endian",
+        "rtnp-envelope",
+        "rtnp-raw-json",
+        "rtnp-fragmented",
+    ] {
         let expected = std::fs::read_to_string(format!("samples/{name}.expected.txt")).unwrap();
         let mut found: Vec<String> = violations(&summary(&format!("samples/{name}.pcap")))
             .into_iter()
@@ -326,22 +440,53 @@ fn rt_samples_decode_in_both_byte_orders() {
     let be = summary("samples/rt-big-endian.pcap");
     let le = summary("samples/rt-little-endian.pcap");
     // Every packet type of the document appears in the big-endian sample.
-    let names: std::collections::BTreeSet<String> =
-        be["messages"].as_array().unwrap().iter().map(|m| m["name"].as_str().unwrap().to_owned()).collect();
-    for m in rtype_inspect::proto::rt::MESSAGES.iter().filter(|m| m.seen_rule.is_none()) {
-        assert!(names.contains(m.name), "{} missing from rt-big-endian", m.name);
+    let names: std::collections::BTreeSet<String> = be["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap().to_owned())
+        .collect();
+    for m in rtype_inspect::proto::rt::MESSAGES
+        .iter()
+        .filter(|m| m.seen_rule.is_none())
+    {
+        assert!(
+            names.contains(m.name),
+            "{} missing from rt-big-endian",
+            m.name
+        );
     }
     let count = |s: &Value, dir: &str, name: &str| {
-        s["messages"].as_array().unwrap().iter().find(|m| m["direction"] == dir && m["name"] == name).map_or(0, |m| m["count"].as_u64().unwrap())
+        s["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["direction"] == dir && m["name"] == name)
+            .map_or(0, |m| m["count"].as_u64().unwrap())
     };
-    assert_eq!((count(&le, C2S, "PLAYER_INPUT"), count(&le, S2C, "PLAYER_INPUT")), (40, 40));
+    assert_eq!(
+        (
+            count(&le, C2S, "PLAYER_INPUT"),
+            count(&le, S2C, "PLAYER_INPUT")
+        ),
+        (40, 40)
+    );
     assert_eq!(count(&le, C2S, "PLAYER_IS_READY"), 3);
     // The second player's name and the level's name, decoded from the document's char arrays.
     let connect = frame("samples/rt-little-endian.pcap", 1);
     assert_eq!(connect["fields"]["player_name"], "alice");
-    let level = run(&["export", "samples/rt-big-endian.pcap", "--type", "LEVEL_START", "--quiet"]);
+    let level = run(&[
+        "export",
+        "samples/rt-big-endian.pcap",
+        "--type",
+        "LEVEL_START",
+        "--quiet",
+    ]);
     let level: Value = serde_json::from_str(level.lines().nth(1).unwrap()).unwrap();
-    assert_eq!(level["fields"], json!({"level_id": 1, "level_name": "Bydo Empire", "estimated_duration": 300}));
+    assert_eq!(
+        level["fields"],
+        json!({"level_id": 1, "level_name": "Bydo Empire", "estimated_duration": 300})
+    );
     assert_eq!(level["header"]["magic"], 0x5254);
 }
 
@@ -349,9 +494,22 @@ fn rt_samples_decode_in_both_byte_orders() {
 fn rtnp_fragmented_snapshots_are_reassembled() {
     let s = summary("samples/rtnp-fragmented.pcap");
     assert_eq!(s["counts"]["reassembled_fragments"], 5);
-    let count = |name: &str| s["messages"].as_array().unwrap().iter().find(|m| m["name"] == name).map_or(0, |m| m["count"].as_u64().unwrap());
+    let count = |name: &str| {
+        s["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == name)
+            .map_or(0, |m| m["count"].as_u64().unwrap())
+    };
     assert_eq!(count("snapshot"), 5);
-    let out = run(&["export", "samples/rtnp-fragmented.pcap", "--type", "snapshot", "--quiet"]);
+    let out = run(&[
+        "export",
+        "samples/rtnp-fragmented.pcap",
+        "--type",
+        "snapshot",
+        "--quiet",
+    ]);
     let epochs: Vec<u64> = out
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())

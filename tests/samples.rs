@@ -16,7 +16,9 @@ fn samples() -> Vec<(PathBuf, PathBuf)> {
             let capture = ["pcap", "pcapng", "pcap.gz"]
                 .iter()
                 .map(|ext| Path::new("samples").join(format!("{}.{ext}", stem.replace("-gz", ""))))
-                .find(|p| p.exists() && (stem.ends_with("-gz") == p.to_str().unwrap().ends_with(".gz")))
+                .find(|p| {
+                    p.exists() && (stem.ends_with("-gz") == p.to_str().unwrap().ends_with(".gz"))
+                })
                 .unwrap_or_else(|| panic!("no capture for {name}"));
             out.push((capture, path));
         }
@@ -29,8 +31,16 @@ fn samples() -> Vec<(PathBuf, PathBuf)> {
 /// `ID COUNT` lines of the summary's findings, for the rules the generator predicts: those of the
 /// capture, datagram and message layers (session analysis is asserted by the check tests).
 fn findings(capture: &Path) -> String {
-    let out = Command::new(BIN).args([capture.to_str().unwrap(), "--format", "json"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new(BIN)
+        .args([capture.to_str().unwrap(), "--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let mut lines: Vec<String> = summary["violations"]
         .as_array()
@@ -50,7 +60,10 @@ fn every_sample_reports_exactly_its_expected_findings() {
         let want = std::fs::read_to_string(&expected).unwrap();
         let got = findings(&capture);
         if got != want {
-            failures.push(format!("{}:\n--- expected\n{want}--- found\n{got}", capture.display()));
+            failures.push(format!(
+                "{}:\n--- expected\n{want}--- found\n{got}",
+                capture.display()
+            ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -59,7 +72,10 @@ fn every_sample_reports_exactly_its_expected_findings() {
 #[test]
 fn samples_are_what_the_generator_writes() {
     let dir = std::env::temp_dir().join(format!("rtype-samples-{}", std::process::id()));
-    let status = Command::new(BIN).args(["generate", "--all", dir.to_str().unwrap()]).status().unwrap();
+    let status = Command::new(BIN)
+        .args(["generate", "--all", dir.to_str().unwrap()])
+        .status()
+        .unwrap();
     assert!(status.success());
     for entry in std::fs::read_dir(&dir).unwrap() {
         let fresh = entry.unwrap().path();

@@ -10,7 +10,10 @@ use serde_json::Value;
 const BIN: &str = env!("CARGO_BIN_EXE_rtype-inspect");
 
 fn path(rel: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel).display().to_string()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(rel)
+        .display()
+        .to_string()
 }
 
 /// `stats --format json` of a capture, with a snapshot profile.
@@ -21,38 +24,82 @@ fn stats(file: &str, profile: Option<&str>) -> Value {
         cmd.args(["--profile", &path(p)]);
     }
     let out = cmd.output().expect("runs");
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).expect("JSON")
 }
 
 fn near(value: &Value, expected: f64, tolerance: f64) {
-    let v = value.as_f64().unwrap_or_else(|| panic!("not a number: {value}"));
-    assert!((v - expected).abs() <= tolerance, "{v} is not {expected} ± {tolerance}");
+    let v = value
+        .as_f64()
+        .unwrap_or_else(|| panic!("not a number: {value}"));
+    assert!(
+        (v - expected).abs() <= tolerance,
+        "{v} is not {expected} ± {tolerance}"
+    );
 }
 
 fn steps(c: &Value) -> Vec<&str> {
-    c["handshake"]["steps"].as_array().unwrap().iter().map(|s| s["step"].as_str().unwrap()).collect()
+    c["handshake"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["step"].as_str().unwrap())
+        .collect()
 }
 
-const FULL_HANDSHAKE: [&str; 8] =
-    ["HELLO", "SERVER_HELLO", "JOIN_REQUEST", "JOIN_ACCEPT", "READY", "GAME_START", "LEVEL_INIT", "DISCONNECT"];
+const FULL_HANDSHAKE: [&str; 8] = [
+    "HELLO",
+    "SERVER_HELLO",
+    "JOIN_REQUEST",
+    "JOIN_ACCEPT",
+    "READY",
+    "GAME_START",
+    "LEVEL_INIT",
+    "DISCONNECT",
+];
 
 #[test]
 fn reference_17byte_capture() {
-    let j = stats("tests/fixtures/reference-17byte-1client.pcap", Some("samples/profiles/reference-17byte.toml"));
+    let j = stats(
+        "tests/fixtures/reference-17byte-1client.pcap",
+        Some("samples/profiles/reference-17byte.toml"),
+    );
     let convs = j["conversations"].as_array().unwrap();
     assert_eq!(convs.len(), 1);
     let c = &convs[0];
-    assert_eq!((c["client"].as_str(), c["server"].as_str()), (Some("127.0.0.1:41000"), Some("127.0.0.1:50010")));
+    assert_eq!(
+        (c["client"].as_str(), c["server"].as_str()),
+        (Some("127.0.0.1:41000"), Some("127.0.0.1:50010"))
+    );
     assert_eq!(c["player_id"], 1);
     assert_eq!(c["handshake"]["outcome"], "accepted");
     assert_eq!(steps(c), FULL_HANDSHAKE);
-    assert_eq!((c["first_frame"].as_u64(), c["last_frame"].as_u64()), (Some(1), Some(3202)));
+    assert_eq!(
+        (c["first_frame"].as_u64(), c["last_frame"].as_u64()),
+        (Some(1), Some(3202))
+    );
     near(&c["duration_s"], 15.03969, 1e-6);
 
     let t = &c["traffic"];
-    assert_eq!((t["client_to_server"]["datagrams"].as_u64(), t["client_to_server"]["bytes"].as_u64()), (Some(920), Some(35_584)));
-    assert_eq!((t["server_to_client"]["datagrams"].as_u64(), t["server_to_client"]["bytes"].as_u64()), (Some(2282), Some(505_728)));
+    assert_eq!(
+        (
+            t["client_to_server"]["datagrams"].as_u64(),
+            t["client_to_server"]["bytes"].as_u64()
+        ),
+        (Some(920), Some(35_584))
+    );
+    assert_eq!(
+        (
+            t["server_to_client"]["datagrams"].as_u64(),
+            t["server_to_client"]["bytes"].as_u64()
+        ),
+        (Some(2282), Some(505_728))
+    );
     // ENTITY_DESTROYED sent twice byte for byte (spec-notes B), within 100 ms.
     assert_eq!(t["server_to_client"]["duplicates"], 351);
     assert_eq!(t["client_to_server"]["duplicates"], 0);
@@ -63,7 +110,10 @@ fn reference_17byte_capture() {
     assert_eq!(s["ticks"], 890);
     near(&s["rate_hz"], 59.264, 0.005);
     near(&s["tick_rate_hz"], 60.0, 0.01);
-    assert_eq!((s["rate_judged"].as_bool(), s["rate_ok"].as_bool()), (Some(true), Some(true)));
+    assert_eq!(
+        (s["rate_judged"].as_bool(), s["rate_ok"].as_bool()),
+        (Some(true), Some(true))
+    );
     // Gaps: min, max exact (µs); p50 (16.664 exact) and p99 (17.479 exact) within the
     // histogram's 1.6 %.
     let g = &s["gap_ms"];
@@ -75,8 +125,21 @@ fn reference_17byte_capture() {
 
     // 15 CLIENT_PING / SERVER_PONG pairs matched by the echoed sequence; exact to the µs.
     let r = &c["rtt_ms"];
-    assert_eq!((r["pings"].as_u64(), r["pongs"].as_u64(), r["pairs"].as_u64()), (Some(15), Some(15), Some(15)));
-    assert_eq!((r["unanswered_pings"].as_u64(), r["unmatched_pongs"].as_u64()), (Some(0), Some(0)));
+    assert_eq!(
+        (
+            r["pings"].as_u64(),
+            r["pongs"].as_u64(),
+            r["pairs"].as_u64()
+        ),
+        (Some(15), Some(15), Some(15))
+    );
+    assert_eq!(
+        (
+            r["unanswered_pings"].as_u64(),
+            r["unmatched_pongs"].as_u64()
+        ),
+        (Some(0), Some(0))
+    );
     near(&r["min"], 2.068, 0.0005);
     near(&r["median"], 8.121, 0.0005);
     near(&r["max"], 16.333, 0.0005);
@@ -84,30 +147,73 @@ fn reference_17byte_capture() {
     let seqs = c["sequences"].as_array().unwrap();
     let (cs, ss) = (&seqs[0], &seqs[1]);
     assert_eq!(cs["direction"], "client_to_server");
-    assert!(cs["family"].as_str().unwrap().starts_with("client messages"));
-    assert_eq!([&cs["received"], &cs["lost"], &cs["duplicates"], &cs["reordered"], &cs["resets"]], [920, 0, 0, 0, 0]);
+    assert!(cs["family"]
+        .as_str()
+        .unwrap()
+        .starts_with("client messages"));
+    assert_eq!(
+        [
+            &cs["received"],
+            &cs["lost"],
+            &cs["duplicates"],
+            &cs["reordered"],
+            &cs["resets"]
+        ],
+        [920, 0, 0, 0, 0]
+    );
     assert_eq!(ss["direction"], "server_to_client");
     assert!(ss["family"].as_str().unwrap().contains("SERVER_SNAPSHOT"));
-    assert_eq!([&ss["received"], &ss["lost"], &ss["duplicates"], &ss["reordered"], &ss["resets"]], [890, 11, 0, 0, 0]);
+    assert_eq!(
+        [
+            &ss["received"],
+            &ss["lost"],
+            &ss["duplicates"],
+            &ss["reordered"],
+            &ss["resets"]
+        ],
+        [890, 11, 0, 0, 0]
+    );
     near(&ss["loss_ratio"], 11.0 / 901.0, 1e-9);
 
     let li = &c["level_init"];
-    assert_eq!((li["sent"].as_u64(), li["first_frame"].as_u64(), li["ack_frame"].as_u64()), (Some(1), Some(8), Some(11)));
-    assert_eq!((li["acknowledged"].as_bool(), li["retried"].as_bool()), (Some(true), Some(false)));
+    assert_eq!(
+        (
+            li["sent"].as_u64(),
+            li["first_frame"].as_u64(),
+            li["ack_frame"].as_u64()
+        ),
+        (Some(1), Some(8), Some(11))
+    );
+    assert_eq!(
+        (li["acknowledged"].as_bool(), li["retried"].as_bool()),
+        (Some(true), Some(false))
+    );
 
     let z = &c["compression"];
-    assert_eq!([&z["datagrams"], &z["wire_bytes"], &z["decompressed_bytes"]], [673, 430_722, 451_453]);
+    assert_eq!(
+        [&z["datagrams"], &z["wire_bytes"], &z["decompressed_bytes"]],
+        [673, 430_722, 451_453]
+    );
     near(&z["ratio"], 451_453.0 / 430_722.0, 1e-9);
 
     // A spawn and the last chunk set leave the server 0.6 ms after the client's DISCONNECT:
     // in flight, not flagged.
-    assert_eq!([&c["disconnect"]["after"], &c["disconnect"]["flagged"]], [3, 0]);
-    assert_eq!(c["findings"], serde_json::json!({"session.duplicate-datagram": 351}));
+    assert_eq!(
+        [&c["disconnect"]["after"], &c["disconnect"]["flagged"]],
+        [3, 0]
+    );
+    assert_eq!(
+        c["findings"],
+        serde_json::json!({"session.duplicate-datagram": 351})
+    );
 }
 
 #[test]
 fn reference_15byte_capture() {
-    let j = stats("tests/fixtures/reference-15byte-levelevents.pcap", Some("samples/profiles/reference-15byte.toml"));
+    let j = stats(
+        "tests/fixtures/reference-15byte-levelevents.pcap",
+        Some("samples/profiles/reference-15byte.toml"),
+    );
     let convs = j["conversations"].as_array().unwrap();
     assert_eq!(convs.len(), 1);
     let c = &convs[0];
@@ -131,18 +237,33 @@ fn reference_15byte_capture() {
     near(&r["max"], 17.307, 0.0005);
     let seqs = c["sequences"].as_array().unwrap();
     assert_eq!([&seqs[0]["received"], &seqs[0]["lost"]], [1225, 0]);
-    assert_eq!([&seqs[1]["received"], &seqs[1]["lost"], &seqs[1]["duplicates"], &seqs[1]["reordered"]], [1201, 0, 0, 0]);
+    assert_eq!(
+        [
+            &seqs[1]["received"],
+            &seqs[1]["lost"],
+            &seqs[1]["duplicates"],
+            &seqs[1]["reordered"]
+        ],
+        [1201, 0, 0, 0]
+    );
     assert_eq!(c["level_init"]["ack_frame"], 13);
     // The older header has no compression bit.
     assert_eq!(c["compression"]["datagrams"], 0);
     assert_eq!(c["disconnect"]["after"], 0);
-    assert_eq!(c["findings"], serde_json::json!({"session.duplicate-datagram": 286}));
+    assert_eq!(
+        c["findings"],
+        serde_json::json!({"session.duplicate-datagram": 286})
+    );
 }
 
 #[test]
 fn text_tables_fit_100_columns() {
     let out = Command::new(BIN)
-        .args(["stats", "--quiet", &path("tests/fixtures/reference-17byte-1client.pcap")])
+        .args([
+            "stats",
+            "--quiet",
+            &path("tests/fixtures/reference-17byte-1client.pcap"),
+        ])
         .args(["--profile", &path("samples/profiles/reference-17byte.toml")])
         .output()
         .unwrap();
@@ -152,7 +273,9 @@ fn text_tables_fit_100_columns() {
     for line in text.lines().skip(1) {
         assert!(line.chars().count() <= 100, "{line}");
     }
-    assert!(text.contains("handshake: accepted: HELLO → SERVER_HELLO → JOIN_REQUEST → JOIN_ACCEPT →"));
+    assert!(
+        text.contains("handshake: accepted: HELLO → SERVER_HELLO → JOIN_REQUEST → JOIN_ACCEPT →")
+    );
     assert!(text.contains("LEVEL_INIT → DISCONNECT\n"));
     assert!(text.contains("890 ticks at 59.26 Hz"));
     assert!(text.contains("acknowledged at frame 11"));
@@ -160,10 +283,19 @@ fn text_tables_fit_100_columns() {
 
 #[test]
 fn unreadable_file_exits_2() {
-    let out = Command::new(BIN).args(["stats", "--quiet", &path("tests/fixtures/no-such.pcap")]).output().unwrap();
+    let out = Command::new(BIN)
+        .args(["stats", "--quiet", &path("tests/fixtures/no-such.pcap")])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let out = Command::new(BIN)
-        .args(["stats", "--quiet", "--snapshot-hz", "0", &path("tests/fixtures/reference-17byte-1client.pcap")])
+        .args([
+            "stats",
+            "--quiet",
+            "--snapshot-hz",
+            "0",
+            &path("tests/fixtures/reference-17byte-1client.pcap"),
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
@@ -179,14 +311,26 @@ fn clean_session_sample_has_a_denied_late_joiner() {
     let j = stats("samples/clean-session.pcap", None);
     let convs = j["conversations"].as_array().unwrap();
     assert_eq!(convs.len(), 3);
-    let outcomes: Vec<&str> = convs.iter().map(|c| c["handshake"]["outcome"].as_str().unwrap()).collect();
+    let outcomes: Vec<&str> = convs
+        .iter()
+        .map(|c| c["handshake"]["outcome"].as_str().unwrap())
+        .collect();
     assert_eq!(outcomes, ["accepted", "accepted", "denied"]);
     let denied = &convs[2];
-    assert_eq!(steps(denied)[..4], ["HELLO", "SERVER_HELLO", "JOIN_REQUEST", "JOIN_DENY"]);
+    assert_eq!(
+        steps(denied)[..4],
+        ["HELLO", "SERVER_HELLO", "JOIN_REQUEST", "JOIN_DENY"]
+    );
     assert_eq!(denied["player_id"], Value::Null);
     assert_eq!(denied["snapshots"]["ticks"], 0);
     for c in &convs[..2] {
-        assert!(steps(c).starts_with(&["HELLO", "SERVER_HELLO", "JOIN_REQUEST", "JOIN_ACCEPT", "READY"]));
+        assert!(steps(c).starts_with(&[
+            "HELLO",
+            "SERVER_HELLO",
+            "JOIN_REQUEST",
+            "JOIN_ACCEPT",
+            "READY"
+        ]));
         assert_eq!(c["level_init"]["acknowledged"], true);
         assert_eq!(c["snapshots"]["rate_ok"], true);
         near(&c["snapshots"]["rate_hz"], 60.0, 0.01);
@@ -194,7 +338,11 @@ fn clean_session_sample_has_a_denied_late_joiner() {
         assert_eq!(c["rtt_ms"]["unanswered_pings"], 0);
     }
     for c in convs {
-        assert_eq!(c["findings"], serde_json::json!({}), "a clean session has no session findings");
+        assert_eq!(
+            c["findings"],
+            serde_json::json!({}),
+            "a clean session has no session findings"
+        );
     }
 }
 
@@ -212,8 +360,16 @@ fn rt_capture() {
     let c = &convs[0];
     assert_eq!(c["snapshots"]["ticks"], 423);
     near(&c["snapshots"]["rate_hz"], 56.48, 0.01);
-    let s2c = c["sequences"].as_array().unwrap().iter().find(|s| s["direction"] == "server_to_client").unwrap();
-    assert_eq!((s2c["received"].as_u64(), s2c["lost"].as_u64()), (Some(423), Some(0)));
+    let s2c = c["sequences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["direction"] == "server_to_client")
+        .unwrap();
+    assert_eq!(
+        (s2c["received"].as_u64(), s2c["lost"].as_u64()),
+        (Some(423), Some(0))
+    );
 }
 
 #[test]
@@ -226,7 +382,13 @@ fn rtnp_capture() {
     near(&c["snapshots"]["rate_hz"], 39.14, 0.01);
     near(&c["snapshots"]["gap_ms"]["p50"], 32.0, 0.6);
     assert_eq!(c["snapshots"]["rate_ok"], false);
-    assert_eq!((c["rtt_ms"]["pairs"].as_u64(), c["rtt_ms"]["unanswered_pings"].as_u64()), (Some(5), Some(0)));
+    assert_eq!(
+        (
+            c["rtt_ms"]["pairs"].as_u64(),
+            c["rtt_ms"]["unanswered_pings"].as_u64()
+        ),
+        (Some(5), Some(0))
+    );
     near(&c["rtt_ms"]["min"], 1.124, 0.001);
     near(&c["rtt_ms"]["max"], 15.604, 0.001);
     // rtnp has no sequence numbers: repeated identical inputs are not duplicates.

@@ -35,9 +35,17 @@ pub enum LiveError {
     /// No interface has this name.
     NoSuchInterface { interface: String },
     /// The socket was refused: not root and no `CAP_NET_RAW`.
-    Permission { interface: String, call: &'static str, source: io::Error },
+    Permission {
+        interface: String,
+        call: &'static str,
+        source: io::Error,
+    },
     /// Any other failure of a system call.
-    Io { interface: String, call: &'static str, source: io::Error },
+    Io {
+        interface: String,
+        call: &'static str,
+        source: io::Error,
+    },
     /// Not Linux: no `AF_PACKET`.
     Unsupported,
 }
@@ -55,13 +63,32 @@ impl fmt::Display for LiveError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             LiveError::NoSuchInterface { interface } => {
-                write!(f, "no interface named `{interface}` (`rtype-inspect interfaces` lists them)")
+                write!(
+                    f,
+                    "no interface named `{interface}` (`rtype-inspect interfaces` lists them)"
+                )
             }
-            LiveError::Permission { interface, call, source } => {
-                write!(f, "live capture on {interface} needs root or CAP_NET_RAW ({call}: {})", os_text(source))
+            LiveError::Permission {
+                interface,
+                call,
+                source,
+            } => {
+                write!(
+                    f,
+                    "live capture on {interface} needs root or CAP_NET_RAW ({call}: {})",
+                    os_text(source)
+                )
             }
-            LiveError::Io { interface, call, source } => {
-                write!(f, "live capture on {interface}: {call}: {}", os_text(source))
+            LiveError::Io {
+                interface,
+                call,
+                source,
+            } => {
+                write!(
+                    f,
+                    "live capture on {interface}: {call}: {}",
+                    os_text(source)
+                )
             }
             LiveError::Unsupported => f.write_str("live capture needs Linux (AF_PACKET sockets)"),
         }
@@ -111,7 +138,13 @@ fn link_type_of(hatype: u16) -> LinkType {
 /// What a live capture's frames look like to the rest of the pipeline: the pcap that `-w`
 /// writes (nanosecond, little-endian), so a capture and its file read back alike.
 pub fn capture_info(link_type: LinkType) -> CaptureInfo {
-    CaptureInfo { format: CaptureFormat::Pcap, gzip: false, nanosecond: true, big_endian: false, link_types: vec![link_type] }
+    CaptureInfo {
+        format: CaptureFormat::Pcap,
+        gzip: false,
+        nanosecond: true,
+        big_endian: false,
+        link_types: vec![link_type],
+    }
 }
 
 /// The timestamp precision of a live capture's frames (and so of its `-w` file).
@@ -132,7 +165,9 @@ mod linux {
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
     use std::time::Duration;
 
-    use super::{link_type_of, prefix_len, Interface, KernelStats, LiveError, LinkType, SLL_HEADER, SNAPLEN};
+    use super::{
+        link_type_of, prefix_len, Interface, KernelStats, LinkType, LiveError, SLL_HEADER, SNAPLEN,
+    };
     use crate::capture::Frame;
 
     /// A packet socket bound to one interface. See the module doc.
@@ -161,7 +196,15 @@ mod linux {
 
     fn setsockopt<T>(fd: i32, level: i32, name: i32, value: &T) -> io::Result<()> {
         // SAFETY: `value` points to a live T of the size given.
-        let r = unsafe { libc::setsockopt(fd, level, name, (value as *const T).cast(), mem::size_of::<T>() as libc::socklen_t) };
+        let r = unsafe {
+            libc::setsockopt(
+                fd,
+                level,
+                name,
+                (value as *const T).cast(),
+                mem::size_of::<T>() as libc::socklen_t,
+            )
+        };
         if r == 0 {
             Ok(())
         } else {
@@ -185,7 +228,11 @@ mod linux {
     fn hardware_type(fd: i32, name: &CString) -> io::Result<u16> {
         // SAFETY: ifreq is plain data; zero is a valid value.
         let mut req: libc::ifreq = unsafe { mem::zeroed() };
-        for (dst, src) in req.ifr_name.iter_mut().zip(name.as_bytes().iter().take(libc::IFNAMSIZ - 1)) {
+        for (dst, src) in req
+            .ifr_name
+            .iter_mut()
+            .zip(name.as_bytes().iter().take(libc::IFNAMSIZ - 1))
+        {
             *dst = *src as libc::c_char;
         }
         // SAFETY: SIOCGIFHWADDR fills `req`, which lives through the call.
@@ -204,7 +251,9 @@ mod linux {
         /// Opens a capture on `interface` (by name). Needs root or `CAP_NET_RAW`.
         pub fn open(interface: &str) -> Result<LiveCapture, LiveError> {
             let name = interface.to_string();
-            let no_such = || LiveError::NoSuchInterface { interface: name.clone() };
+            let no_such = || LiveError::NoSuchInterface {
+                interface: name.clone(),
+            };
             let c_name = CString::new(interface).map_err(|_| no_such())?;
             // SAFETY: `c_name` is a valid C string.
             let ifindex = unsafe { libc::if_nametoindex(c_name.as_ptr()) };
@@ -213,13 +262,22 @@ mod linux {
             }
             let fail = |call: &'static str, source: io::Error| {
                 if permission(&source) {
-                    LiveError::Permission { interface: name.clone(), call, source }
+                    LiveError::Permission {
+                        interface: name.clone(),
+                        call,
+                        source,
+                    }
                 } else {
-                    LiveError::Io { interface: name.clone(), call, source }
+                    LiveError::Io {
+                        interface: name.clone(),
+                        call,
+                        source,
+                    }
                 }
             };
             let mut fd = packet_socket(libc::SOCK_RAW).map_err(|e| fail("socket", e))?;
-            let hatype = hardware_type(fd.as_raw_fd(), &c_name).map_err(|e| fail("ioctl SIOCGIFHWADDR", e))?;
+            let hatype = hardware_type(fd.as_raw_fd(), &c_name)
+                .map_err(|e| fail("ioctl SIOCGIFHWADDR", e))?;
             let link_type = link_type_of(hatype);
             let cooked = link_type == LinkType::LINUX_SLL;
             if cooked {
@@ -231,7 +289,8 @@ mod linux {
                 let _ = setsockopt(raw, libc::SOL_SOCKET, libc::SO_RCVBUF, &RECEIVE_BUFFER);
             }
             // The kernel's receive time, in nanoseconds, with each packet.
-            setsockopt(raw, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, &1i32).map_err(|e| fail("setsockopt SO_TIMESTAMPNS", e))?;
+            setsockopt(raw, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, &1i32)
+                .map_err(|e| fail("setsockopt SO_TIMESTAMPNS", e))?;
             // SAFETY: sockaddr_ll is plain data; zero is a valid value.
             let mut addr: libc::sockaddr_ll = unsafe { mem::zeroed() };
             addr.sll_family = libc::AF_PACKET as u16;
@@ -239,7 +298,11 @@ mod linux {
             addr.sll_ifindex = ifindex as i32;
             // SAFETY: `addr` is a sockaddr_ll of the size given.
             let bound = unsafe {
-                libc::bind(raw, (&addr as *const libc::sockaddr_ll).cast(), mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t)
+                libc::bind(
+                    raw,
+                    (&addr as *const libc::sockaddr_ll).cast(),
+                    mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+                )
             };
             if bound < 0 {
                 return Err(fail("bind", last_error()));
@@ -280,13 +343,21 @@ mod linux {
         /// Waits until a packet may be read, at most `timeout`. False on timeout or when a
         /// signal interrupted the wait.
         pub fn wait(&self, timeout: Duration) -> io::Result<bool> {
-            let mut pfd = libc::pollfd { fd: self.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+            let mut pfd = libc::pollfd {
+                fd: self.fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
             let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
             // SAFETY: one pollfd, alive through the call.
             let r = unsafe { libc::poll(&mut pfd, 1, ms) };
             if r < 0 {
                 let e = last_error();
-                return if e.kind() == io::ErrorKind::Interrupted { Ok(false) } else { Err(e) };
+                return if e.kind() == io::ErrorKind::Interrupted {
+                    Ok(false)
+                } else {
+                    Err(e)
+                };
             }
             Ok(r > 0)
         }
@@ -298,7 +369,10 @@ mod linux {
             let (len, ts_nanos) = loop {
                 // SAFETY: plain data; zero is a valid value.
                 let mut from: libc::sockaddr_ll = unsafe { mem::zeroed() };
-                let mut iov = libc::iovec { iov_base: self.buf[start..].as_mut_ptr().cast(), iov_len: self.buf.len() - start };
+                let mut iov = libc::iovec {
+                    iov_base: self.buf[start..].as_mut_ptr().cast(),
+                    iov_len: self.buf.len() - start,
+                };
                 // SAFETY: plain data; zero is a valid value.
                 let mut msg: libc::msghdr = unsafe { mem::zeroed() };
                 msg.msg_name = (&mut from as *mut libc::sockaddr_ll).cast();
@@ -309,7 +383,13 @@ mod linux {
                 msg.msg_controllen = mem::size_of_val(&self.control) as _;
                 // MSG_TRUNC: the length returned is the packet's, even when the buffer is shorter.
                 // SAFETY: every pointer in `msg` points to live memory of the sizes given.
-                let n = unsafe { libc::recvmsg(self.fd.as_raw_fd(), &mut msg, libc::MSG_TRUNC | libc::MSG_DONTWAIT) };
+                let n = unsafe {
+                    libc::recvmsg(
+                        self.fd.as_raw_fd(),
+                        &mut msg,
+                        libc::MSG_TRUNC | libc::MSG_DONTWAIT,
+                    )
+                };
                 if n < 0 {
                     let e = last_error();
                     return match e.kind() {
@@ -317,7 +397,9 @@ mod linux {
                         _ => Err(e),
                     };
                 }
-                if from.sll_ifindex != self.ifindex || (self.skip_outgoing && from.sll_pkttype == libc::PACKET_OUTGOING) {
+                if from.sll_ifindex != self.ifindex
+                    || (self.skip_outgoing && from.sll_pkttype == libc::PACKET_OUTGOING)
+                {
                     continue;
                 }
                 if self.cooked {
@@ -355,7 +437,13 @@ mod linux {
             let mut len = mem::size_of::<libc::tpacket_stats>() as libc::socklen_t;
             // SAFETY: `s` and `len` live through the call and have the sizes given.
             let r = unsafe {
-                libc::getsockopt(self.fd.as_raw_fd(), libc::SOL_PACKET, libc::PACKET_STATISTICS, (&mut s as *mut libc::tpacket_stats).cast(), &mut len)
+                libc::getsockopt(
+                    self.fd.as_raw_fd(),
+                    libc::SOL_PACKET,
+                    libc::PACKET_STATISTICS,
+                    (&mut s as *mut libc::tpacket_stats).cast(),
+                    &mut len,
+                )
             };
             if r < 0 {
                 self.stats_ok = false;
@@ -405,7 +493,9 @@ mod linux {
                 continue;
             }
             // SAFETY: a NUL-terminated name.
-            let name = unsafe { std::ffi::CStr::from_ptr(ifa.ifa_name) }.to_string_lossy().into_owned();
+            let name = unsafe { std::ffi::CStr::from_ptr(ifa.ifa_name) }
+                .to_string_lossy()
+                .into_owned();
             let flags = ifa.ifa_flags as i32;
             let i = match list.iter().position(|i| i.name == name) {
                 Some(i) => i,
@@ -433,15 +523,26 @@ mod linux {
                     libc::AF_INET => {
                         let a = &*(ifa.ifa_addr as *const libc::sockaddr_in);
                         let ip = Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr));
-                        let prefix = (!ifa.ifa_netmask.is_null())
-                            .then(|| prefix_len(&(*(ifa.ifa_netmask as *const libc::sockaddr_in)).sin_addr.s_addr.to_ne_bytes()));
+                        let prefix = (!ifa.ifa_netmask.is_null()).then(|| {
+                            prefix_len(
+                                &(*(ifa.ifa_netmask as *const libc::sockaddr_in))
+                                    .sin_addr
+                                    .s_addr
+                                    .to_ne_bytes(),
+                            )
+                        });
                         list[i].addresses.push(shown(IpAddr::V4(ip), prefix));
                     }
                     libc::AF_INET6 => {
                         let a = &*(ifa.ifa_addr as *const libc::sockaddr_in6);
                         let ip = Ipv6Addr::from(a.sin6_addr.s6_addr);
-                        let prefix = (!ifa.ifa_netmask.is_null())
-                            .then(|| prefix_len(&(*(ifa.ifa_netmask as *const libc::sockaddr_in6)).sin6_addr.s6_addr));
+                        let prefix = (!ifa.ifa_netmask.is_null()).then(|| {
+                            prefix_len(
+                                &(*(ifa.ifa_netmask as *const libc::sockaddr_in6))
+                                    .sin6_addr
+                                    .s6_addr,
+                            )
+                        });
                         list[i].addresses.push(shown(IpAddr::V6(ip), prefix));
                     }
                     libc::AF_PACKET => {
@@ -473,7 +574,7 @@ mod other {
     use std::io;
     use std::time::Duration;
 
-    use super::{Interface, KernelStats, LiveError, LinkType};
+    use super::{Interface, KernelStats, LinkType, LiveError};
     use crate::capture::Frame;
 
     /// Live capture is Linux only: opening always fails.
@@ -504,7 +605,10 @@ mod other {
     }
 
     pub fn interfaces() -> io::Result<Vec<Interface>> {
-        Err(io::Error::new(io::ErrorKind::Unsupported, LiveError::Unsupported.to_string()))
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            LiveError::Unsupported.to_string(),
+        ))
     }
 }
 
@@ -543,9 +647,18 @@ mod tests {
 
     #[test]
     fn errors_are_one_line() {
-        let e = LiveError::Permission { interface: "lo".into(), call: "socket", source: io::Error::from_raw_os_error(1) };
-        assert_eq!(e.to_string(), "live capture on lo needs root or CAP_NET_RAW (socket: Operation not permitted)");
-        let e = LiveError::NoSuchInterface { interface: "nope0".into() };
+        let e = LiveError::Permission {
+            interface: "lo".into(),
+            call: "socket",
+            source: io::Error::from_raw_os_error(1),
+        };
+        assert_eq!(
+            e.to_string(),
+            "live capture on lo needs root or CAP_NET_RAW (socket: Operation not permitted)"
+        );
+        let e = LiveError::NoSuchInterface {
+            interface: "nope0".into(),
+        };
         assert!(e.to_string().starts_with("no interface named `nope0`"));
     }
 
@@ -563,7 +676,10 @@ mod tests {
     #[test]
     fn loopback_is_listed() {
         let list = interfaces().unwrap();
-        let lo = list.iter().find(|i| i.loopback).expect("a loopback interface");
+        let lo = list
+            .iter()
+            .find(|i| i.loopback)
+            .expect("a loopback interface");
         assert!(lo.index > 0);
         assert_eq!(lo.link_type, Some("ethernet"));
     }

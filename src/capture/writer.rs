@@ -36,7 +36,12 @@ pub struct PcapWriter<W: Write> {
 
 impl<W: Write> PcapWriter<W> {
     /// Writes the 24-byte file header (version 2.4, zone 0, the snapshot length, the link type).
-    pub fn new(mut out: W, link_type: LinkType, precision: Precision, snaplen: u32) -> io::Result<Self> {
+    pub fn new(
+        mut out: W,
+        link_type: LinkType,
+        precision: Precision,
+        snaplen: u32,
+    ) -> io::Result<Self> {
         let magic: u32 = match precision {
             Precision::Micro => 0xA1B2_C3D4,
             Precision::Nano => 0xA1B2_3C4D,
@@ -49,7 +54,12 @@ impl<W: Write> PcapWriter<W> {
         header[16..20].copy_from_slice(&snaplen.to_le_bytes());
         header[20..24].copy_from_slice(&link_type.0.to_le_bytes());
         out.write_all(&header)?;
-        Ok(PcapWriter { out, precision, snaplen, records: 0 })
+        Ok(PcapWriter {
+            out,
+            precision,
+            snaplen,
+            records: 0,
+        })
     }
 
     pub fn precision(&self) -> Precision {
@@ -69,7 +79,8 @@ impl<W: Write> PcapWriter<W> {
         if ts_nanos < 0 {
             return Err(invalid("timestamp before 1970 cannot be written to pcap"));
         }
-        let secs = u32::try_from(ts_nanos / 1_000_000_000).map_err(|_| invalid("timestamp past 2106"))?;
+        let secs =
+            u32::try_from(ts_nanos / 1_000_000_000).map_err(|_| invalid("timestamp past 2106"))?;
         let nanos = (ts_nanos % 1_000_000_000) as u32;
         let frac = match self.precision {
             Precision::Micro => nanos / 1000,
@@ -77,10 +88,16 @@ impl<W: Write> PcapWriter<W> {
         };
         let caplen = u32::try_from(data.len()).map_err(|_| invalid("frame larger than 4 GiB"))?;
         if self.snaplen != 0 && caplen > self.snaplen {
-            return Err(invalid(format!("frame of {caplen} bytes exceeds the snaplen {}", self.snaplen)));
+            return Err(invalid(format!(
+                "frame of {caplen} bytes exceeds the snaplen {}",
+                self.snaplen
+            )));
         }
         let mut header = [0u8; 16];
-        for (i, word) in [secs, frac, caplen, orig_len.max(caplen)].into_iter().enumerate() {
+        for (i, word) in [secs, frac, caplen, orig_len.max(caplen)]
+            .into_iter()
+            .enumerate()
+        {
             header[4 * i..4 * i + 4].copy_from_slice(&word.to_le_bytes());
         }
         self.out.write_all(&header)?;
@@ -126,7 +143,13 @@ mod tests {
     }
 
     fn owned(f: &Frame<'_>) -> Owned {
-        Owned { number: f.number, ts_nanos: f.ts_nanos, link_type: f.link_type, data: f.data.to_vec(), orig_len: f.orig_len }
+        Owned {
+            number: f.number,
+            ts_nanos: f.ts_nanos,
+            link_type: f.link_type,
+            data: f.data.to_vec(),
+            orig_len: f.orig_len,
+        }
     }
 
     fn frames(link_type: LinkType) -> Vec<Owned> {
@@ -137,7 +160,13 @@ mod tests {
                 let data: Vec<u8> = (0..len).map(|b| (b as u64 ^ i) as u8).collect();
                 // Every fifth frame was cut by a snaplen: longer on the wire than captured.
                 let orig_len = len as u32 + if i % 5 == 0 { 100 } else { 0 };
-                Owned { number: i + 1, ts_nanos: base + i as i64 * 16_666_667 + 123, link_type, data, orig_len }
+                Owned {
+                    number: i + 1,
+                    ts_nanos: base + i as i64 * 16_666_667 + 123,
+                    link_type,
+                    data,
+                    orig_len,
+                }
             })
             .collect()
     }
@@ -152,7 +181,9 @@ mod tests {
     }
 
     fn read_back(bytes: Vec<u8>) -> (crate::capture::CaptureInfo, Vec<Owned>) {
-        let mut r = CaptureReader::from_read(Path::new("written.pcap"), Box::new(Cursor::new(bytes))).unwrap();
+        let mut r =
+            CaptureReader::from_read(Path::new("written.pcap"), Box::new(Cursor::new(bytes)))
+                .unwrap();
         let mut got = Vec::new();
         let end = r.for_each_frame(|f| got.push(owned(f))).unwrap();
         assert_eq!((end.frames, end.truncated), (got.len() as u64, None));
@@ -176,16 +207,34 @@ mod tests {
         let written = frames(LinkType::ETHERNET);
         let (info, got) = read_back(write_all(Precision::Micro, LinkType::ETHERNET, &written));
         assert!(!info.nanosecond);
-        let expected: Vec<Owned> = written.into_iter().map(|f| Owned { ts_nanos: f.ts_nanos / 1000 * 1000, ..f }).collect();
+        let expected: Vec<Owned> = written
+            .into_iter()
+            .map(|f| Owned {
+                ts_nanos: f.ts_nanos / 1000 * 1000,
+                ..f
+            })
+            .collect();
         assert_eq!(got, expected);
     }
 
     #[test]
     fn frames_from_a_reader_are_copied_exactly() {
         // Read a file, write its frames with write_frame, read again: the same frames.
-        let original = write_all(Precision::Nano, LinkType::ETHERNET, &frames(LinkType::ETHERNET));
-        let mut r = CaptureReader::from_read(Path::new("a.pcap"), Box::new(Cursor::new(original.clone()))).unwrap();
-        let mut w = PcapWriter::new(Vec::new(), LinkType::ETHERNET, Precision::Nano, DEFAULT_SNAPLEN).unwrap();
+        let original = write_all(
+            Precision::Nano,
+            LinkType::ETHERNET,
+            &frames(LinkType::ETHERNET),
+        );
+        let mut r =
+            CaptureReader::from_read(Path::new("a.pcap"), Box::new(Cursor::new(original.clone())))
+                .unwrap();
+        let mut w = PcapWriter::new(
+            Vec::new(),
+            LinkType::ETHERNET,
+            Precision::Nano,
+            DEFAULT_SNAPLEN,
+        )
+        .unwrap();
         r.for_each_frame(|f| w.write_frame(f).unwrap()).unwrap();
         assert_eq!(w.finish().unwrap(), original);
     }

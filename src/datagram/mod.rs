@@ -46,12 +46,21 @@ mod tests {
 
     #[test]
     fn detection_by_first_bytes() {
-        assert_eq!(Dialect::detect(&[0xA3, 0x5F, 0xC8, 0x1D, 1]), Some(Dialect::Rtype));
+        assert_eq!(
+            Dialect::detect(&[0xA3, 0x5F, 0xC8, 0x1D, 1]),
+            Some(Dialect::Rtype)
+        );
         assert_eq!(Dialect::detect(b"RT\x01\x00"), Some(Dialect::Rt));
         assert_eq!(Dialect::detect(b"TR\x10\x01"), Some(Dialect::Rt));
-        assert_eq!(Dialect::detect(b"{\"type\":\"snapshot\"}"), Some(Dialect::Rtnp));
+        assert_eq!(
+            Dialect::detect(b"{\"type\":\"snapshot\"}"),
+            Some(Dialect::Rtnp)
+        );
         assert_eq!(Dialect::detect(b"PING"), Some(Dialect::Rtnp));
-        let envelope = [0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0x2a, 0, 0, 0, b'P', b'I', b'N', b'G', 0, 0, 0, 0];
+        let envelope = [
+            0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0x2a, 0, 0, 0, b'P', b'I',
+            b'N', b'G', 0, 0, 0, 0,
+        ];
         assert_eq!(Dialect::detect(&envelope), Some(Dialect::Rtnp));
         assert_eq!(Dialect::detect(&[0; 32]), None);
         assert_eq!(Dialect::detect(b"R"), None);

@@ -52,7 +52,10 @@ impl<'a> Header<'a> {
         let bytes = &self.buf[r];
         match self.endian {
             Endian::Big => bytes.iter().fold(0, |acc, b| acc << 8 | u32::from(*b)),
-            Endian::Little => bytes.iter().rev().fold(0, |acc, b| acc << 8 | u32::from(*b)),
+            Endian::Little => bytes
+                .iter()
+                .rev()
+                .fold(0, |acc, b| acc << 8 | u32::from(*b)),
         }
     }
     pub fn endian(&self) -> Endian {
@@ -124,31 +127,67 @@ impl Datagram<'_> {
 /// too short to carry a header. The byte-order finding is raised on every little-endian datagram;
 /// the pipeline keeps one per conversation.
 pub fn parse<'a>(bytes: &'a [u8], findings: &mut Vec<Finding>) -> Option<Datagram<'a>> {
-    let mut report = |rule, at: usize, detail| findings.push(Finding { rule, at: at as u32, detail });
+    let mut report = |rule, at: usize, detail| {
+        findings.push(Finding {
+            rule,
+            at: at as u32,
+            detail,
+        })
+    };
     let Some(header) = Header::new_checked(bytes) else {
-        report(Rule::RtShort, 0, Detail::Sizes { expected: HEADER_LEN as u64, found: bytes.len() as u64 });
+        report(
+            Rule::RtShort,
+            0,
+            Detail::Sizes {
+                expected: HEADER_LEN as u64,
+                found: bytes.len() as u64,
+            },
+        );
         return None;
     };
     if header.endian() == Endian::Little {
-        report(Rule::RtByteOrder, field::MAGIC.start, Detail::Value(u64::from(u16::from_be_bytes(desc::MAGIC_LE))));
+        report(
+            Rule::RtByteOrder,
+            field::MAGIC.start,
+            Detail::Value(u64::from(u16::from_be_bytes(desc::MAGIC_LE))),
+        );
     }
     let code = header.packet_type();
     let message = desc::message(code);
     if !(0x01..=0x7F).contains(&code) {
-        report(Rule::RtPacketType, field::PACKET_TYPE.start, Detail::Value(code.into()));
+        report(
+            Rule::RtPacketType,
+            field::PACKET_TYPE.start,
+            Detail::Value(code.into()),
+        );
     } else if message.is_none() {
-        report(Rule::RtUnknownType, field::PACKET_TYPE.start, Detail::Value(code.into()));
+        report(
+            Rule::RtUnknownType,
+            field::PACKET_TYPE.start,
+            Detail::Value(code.into()),
+        );
     }
     let flags = header.flags();
     if flags & desc::RESERVED_FLAGS != 0 {
-        report(Rule::RtReservedFlags, field::FLAGS.start, Detail::Value(flags.into()));
+        report(
+            Rule::RtReservedFlags,
+            field::FLAGS.start,
+            Detail::Value(flags.into()),
+        );
     }
     if header.opaque() {
-        report(Rule::RtOpaquePayload, field::FLAGS.start, Detail::Value(flags.into()));
+        report(
+            Rule::RtOpaquePayload,
+            field::FLAGS.start,
+            Detail::Value(flags.into()),
+        );
     }
     let payload = &bytes[HEADER_LEN..];
     if payload.len() > desc::MAX_PAYLOAD {
-        let detail = Detail::Sizes { expected: desc::MAX_PAYLOAD as u64, found: payload.len() as u64 };
+        let detail = Detail::Sizes {
+            expected: desc::MAX_PAYLOAD as u64,
+            found: payload.len() as u64,
+        };
         report(Rule::RtDatagramSize, HEADER_LEN, detail);
     }
     if let Some(m) = message {
@@ -157,13 +196,26 @@ pub fn parse<'a>(bytes: &'a [u8], findings: &mut Vec<Finding>) -> Option<Datagra
         }
         if !header.reliable() {
             if code == desc::CLIENT_DISCONNECT {
-                report(Rule::RtDisconnectUnreliable, field::FLAGS.start, Detail::Value(flags.into()));
+                report(
+                    Rule::RtDisconnectUnreliable,
+                    field::FLAGS.start,
+                    Detail::Value(flags.into()),
+                );
             } else if desc::documented_reliable(code) {
-                report(Rule::RtReliableFlagMissing, field::FLAGS.start, Detail::Value(flags.into()));
+                report(
+                    Rule::RtReliableFlagMissing,
+                    field::FLAGS.start,
+                    Detail::Value(flags.into()),
+                );
             }
         }
     }
-    Some(Datagram { header, payload, payload_at: HEADER_LEN, message })
+    Some(Datagram {
+        header,
+        payload,
+        payload_at: HEADER_LEN,
+        message,
+    })
 }
 
 #[cfg(test)]
@@ -175,7 +227,14 @@ mod tests {
     }
 
     /// A datagram with the header in the given byte order.
-    fn datagram(endian: Endian, code: u8, flags: u8, sequence: u32, timestamp: u32, payload: &[u8]) -> Vec<u8> {
+    fn datagram(
+        endian: Endian,
+        code: u8,
+        flags: u8,
+        sequence: u32,
+        timestamp: u32,
+        payload: &[u8],
+    ) -> Vec<u8> {
         let mut d = Vec::new();
         match endian {
             Endian::Big => {
@@ -202,12 +261,19 @@ mod tests {
             let mut findings = vec![];
             let d = parse(&bytes, &mut findings).unwrap();
             let h = d.header;
-            assert_eq!((h.endian(), h.magic(), h.packet_type(), h.flags()), (endian, 0x5254, 0x71, 0x11));
+            assert_eq!(
+                (h.endian(), h.magic(), h.packet_type(), h.flags()),
+                (endian, 0x5254, 0x71, 0x11)
+            );
             assert_eq!((h.sequence(), h.timestamp()), (0x0102_0304, 0x0A0B_0C0D));
             assert!(h.reliable() && !h.opaque());
             assert_eq!(d.message.unwrap().name, "PING");
             assert_eq!((d.payload_at, d.payload.len()), (12, 4));
-            let expected = if endian == Endian::Little { vec![Rule::RtByteOrder] } else { vec![] };
+            let expected = if endian == Endian::Little {
+                vec![Rule::RtByteOrder]
+            } else {
+                vec![]
+            };
             assert_eq!(rules(&findings), expected);
         }
     }
@@ -216,11 +282,15 @@ mod tests {
     fn the_real_servers_bytes() {
         // A PLAYER_INPUT from rt-two-players.pcap, frame 142.
         let bytes = [
-            0x54, 0x52, 0x10, 0x01, 0x7d, 0x7d, 0x02, 0x6b, 0x7d, 0x7d, 0x02, 0x6b, 0x00, 0x00, 0x00, 0x00, 0x18, 0x00, 0, 0, 0, 0,
+            0x54, 0x52, 0x10, 0x01, 0x7d, 0x7d, 0x02, 0x6b, 0x7d, 0x7d, 0x02, 0x6b, 0x00, 0x00,
+            0x00, 0x00, 0x18, 0x00, 0, 0, 0, 0,
         ];
         let mut findings = vec![];
         let d = parse(&bytes, &mut findings).unwrap();
-        assert_eq!((d.header.sequence(), d.header.timestamp()), (0x6b02_7d7d, 0x6b02_7d7d));
+        assert_eq!(
+            (d.header.sequence(), d.header.timestamp()),
+            (0x6b02_7d7d, 0x6b02_7d7d)
+        );
         assert_eq!(d.message.unwrap().name, "PLAYER_INPUT");
         assert_eq!(rules(&findings), vec![Rule::RtByteOrder]);
         assert_eq!(findings[0].detail, Detail::Value(0x5452));
@@ -230,7 +300,17 @@ mod tests {
     fn short_types_flags_and_size() {
         let mut findings = vec![];
         assert!(parse(&[0x52, 0x54, 0x01, 0x00, 0x00], &mut findings).is_none());
-        assert_eq!(findings, vec![Finding { rule: Rule::RtShort, at: 0, detail: Detail::Sizes { expected: 12, found: 5 } }]);
+        assert_eq!(
+            findings,
+            vec![Finding {
+                rule: Rule::RtShort,
+                at: 0,
+                detail: Detail::Sizes {
+                    expected: 12,
+                    found: 5
+                }
+            }]
+        );
         for (code, flags, expected) in [
             (0x00, 0x00, vec![Rule::RtPacketType]),
             (0x80, 0x00, vec![Rule::RtPacketType]),
@@ -244,12 +324,30 @@ mod tests {
             findings.clear();
             let bytes = datagram(Endian::Big, code, flags, 0, 0, &[]);
             let d = parse(&bytes, &mut findings).unwrap();
-            assert_eq!(rules(&findings), expected, "type 0x{code:02X} flags 0x{flags:02X}");
+            assert_eq!(
+                rules(&findings),
+                expected,
+                "type 0x{code:02X} flags 0x{flags:02X}"
+            );
             assert_eq!(d.decodable(), d.message.is_some() && flags & 0x0E == 0);
         }
         findings.clear();
-        parse(&datagram(Endian::Big, 0x24, 0, 0, 0, &[0; 1189]), &mut findings).unwrap();
-        assert_eq!(findings, vec![Finding { rule: Rule::RtDatagramSize, at: 12, detail: Detail::Sizes { expected: 1188, found: 1189 } }]);
+        parse(
+            &datagram(Endian::Big, 0x24, 0, 0, 0, &[0; 1189]),
+            &mut findings,
+        )
+        .unwrap();
+        assert_eq!(
+            findings,
+            vec![Finding {
+                rule: Rule::RtDatagramSize,
+                at: 12,
+                detail: Detail::Sizes {
+                    expected: 1188,
+                    found: 1189
+                }
+            }]
+        );
     }
 
     #[test]
@@ -268,8 +366,21 @@ mod tests {
                 let payload: Vec<u8> = (0..len).map(|_| next()).collect();
                 for endian in [Endian::Big, Endian::Little] {
                     let mut findings = vec![];
-                    decode_message(m, &payload, HEADER_LEN, endian, &profile, &MESSAGE_RULES, &mut NoFields, &mut findings);
-                    assert!(findings.iter().all(|f| f.at as usize <= HEADER_LEN + len), "{}", m.name);
+                    decode_message(
+                        m,
+                        &payload,
+                        HEADER_LEN,
+                        endian,
+                        &profile,
+                        &MESSAGE_RULES,
+                        &mut NoFields,
+                        &mut findings,
+                    );
+                    assert!(
+                        findings.iter().all(|f| f.at as usize <= HEADER_LEN + len),
+                        "{}",
+                        m.name
+                    );
                 }
             }
         }

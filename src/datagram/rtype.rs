@@ -3,7 +3,9 @@
 use std::ops::Range;
 
 use crate::message::{Detail, Endian, Finding, MessageRules};
-use crate::proto::rtype::{self as desc, COMPRESSED_BIT, COMPRESS_THRESHOLD, CRC_LEN, HEADER, HEADER_15};
+use crate::proto::rtype::{
+    self as desc, COMPRESSED_BIT, COMPRESS_THRESHOLD, CRC_LEN, HEADER, HEADER_15,
+};
 use crate::proto::schema::{field_range, Direction, Message, Node, Role};
 use crate::proto::Rule;
 
@@ -83,7 +85,12 @@ impl<'a> Header<'a> {
     }
     pub fn tick(&self) -> u32 {
         let r = field::TICK;
-        u32::from_be_bytes([self.buf[r.start], self.buf[r.start + 1], self.buf[r.start + 2], self.buf[r.start + 3]])
+        u32::from_be_bytes([
+            self.buf[r.start],
+            self.buf[r.start + 1],
+            self.buf[r.start + 2],
+            self.buf[r.start + 3],
+        ])
     }
     pub fn payload_len(&self) -> u16 {
         match self.layout {
@@ -154,7 +161,10 @@ pub const MAX_PAYLOAD: usize = u16::MAX as usize;
 
 fn crc_of(bytes: &[u8]) -> (u32, u32) {
     let (covered, footer) = bytes.split_at(bytes.len() - CRC_LEN);
-    (u32::from_be_bytes([footer[0], footer[1], footer[2], footer[3]]), crc32fast::hash(covered))
+    (
+        u32::from_be_bytes([footer[0], footer[1], footer[2], footer[3]]),
+        crc32fast::hash(covered),
+    )
 }
 
 /// Picks the header layout whose length (and, for the older header, CRC) fits the datagram.
@@ -178,11 +188,24 @@ fn layout_of(bytes: &[u8]) -> HeaderLayout {
 /// Checks an rtype datagram (it starts with the magic): layout, length, CRC, version, packet type,
 /// compression (decompressing into `scratch`, which must be [`MAX_PAYLOAD`] bytes), message type and
 /// direction. Returns `None` when it is too short to carry a header and footer.
-pub fn parse<'a>(bytes: &'a [u8], scratch: &mut [u8], findings: &mut Vec<Finding>) -> Option<Datagram<'a>> {
-    let mut report = |rule, at: usize, detail| findings.push(Finding { rule, at: at as u32, detail });
+pub fn parse<'a>(
+    bytes: &'a [u8],
+    scratch: &mut [u8],
+    findings: &mut Vec<Finding>,
+) -> Option<Datagram<'a>> {
+    let mut report = |rule, at: usize, detail| {
+        findings.push(Finding {
+            rule,
+            at: at as u32,
+            detail,
+        })
+    };
     let layout = layout_of(bytes);
     if bytes.len() < layout.len() + CRC_LEN {
-        let detail = Detail::Sizes { expected: (layout.len() + CRC_LEN) as u64, found: bytes.len() as u64 };
+        let detail = Detail::Sizes {
+            expected: (layout.len() + CRC_LEN) as u64,
+            found: bytes.len() as u64,
+        };
         report(Rule::RtypeShortDatagram, 0, detail);
         return None;
     }
@@ -195,20 +218,42 @@ pub fn parse<'a>(bytes: &'a [u8], scratch: &mut [u8], findings: &mut Vec<Finding
     let announced = header.payload_len() as usize;
     if payload_at + announced != payload_end {
         let at = field::PAYLOAD_LEN.start;
-        report(Rule::RtypeLength, at, Detail::Sizes { expected: announced as u64, found: (payload_end - payload_at) as u64 });
+        report(
+            Rule::RtypeLength,
+            at,
+            Detail::Sizes {
+                expected: announced as u64,
+                found: (payload_end - payload_at) as u64,
+            },
+        );
     }
     let (crc_stored, crc_computed) = crc_of(bytes);
     if crc_stored != crc_computed {
-        report(Rule::RtypeCrc, payload_end, Detail::Crc { stored: crc_stored, computed: crc_computed });
+        report(
+            Rule::RtypeCrc,
+            payload_end,
+            Detail::Crc {
+                stored: crc_stored,
+                computed: crc_computed,
+            },
+        );
     }
     if header.version() != desc::VERSION {
-        report(Rule::RtypeVersion, field::VERSION.start, Detail::Value(header.version().into()));
+        report(
+            Rule::RtypeVersion,
+            field::VERSION.start,
+            Detail::Value(header.version().into()),
+        );
     }
     let direction = match header.packet_type() {
         desc::PACKET_CLIENT => Some(Direction::ClientToServer),
         desc::PACKET_SERVER => Some(Direction::ServerToClient),
         other => {
-            report(Rule::RtypePacketType, field::PACKET_TYPE.start, Detail::Value(other.into()));
+            report(
+                Rule::RtypePacketType,
+                field::PACKET_TYPE.start,
+                Detail::Value(other.into()),
+            );
             None
         }
     };
@@ -217,37 +262,71 @@ pub fn parse<'a>(bytes: &'a [u8], scratch: &mut [u8], findings: &mut Vec<Finding
     let orig = header.orig_size() as usize;
     if header.compressed() {
         if orig <= COMPRESS_THRESHOLD {
-            report(Rule::RtypeCompressSmall, field::ORIG_SIZE.start, Detail::Value(orig as u64));
+            report(
+                Rule::RtypeCompressSmall,
+                field::ORIG_SIZE.start,
+                Detail::Value(orig as u64),
+            );
         }
         if wire_payload.len() >= orig {
-            let detail = Detail::Sizes { expected: orig as u64, found: wire_payload.len() as u64 };
+            let detail = Detail::Sizes {
+                expected: orig as u64,
+                found: wire_payload.len() as u64,
+            };
             report(Rule::RtypeCompressNotSmaller, payload_at, detail);
         }
         match lz4_flex::block::decompress_into(wire_payload, &mut scratch[..MAX_PAYLOAD]) {
             Ok(n) => {
                 if n != orig {
-                    report(Rule::RtypeOrigSize, field::ORIG_SIZE.start, Detail::Sizes { expected: orig as u64, found: n as u64 });
+                    report(
+                        Rule::RtypeOrigSize,
+                        field::ORIG_SIZE.start,
+                        Detail::Sizes {
+                            expected: orig as u64,
+                            found: n as u64,
+                        },
+                    );
                 }
                 decompressed = Some(n);
             }
             Err(_) => report(Rule::RtypeLz4, payload_at, Detail::None),
         }
     } else if orig != 0 {
-        report(Rule::RtypeOrigSizeSet, field::ORIG_SIZE.start, Detail::Value(orig as u64));
+        report(
+            Rule::RtypeOrigSizeSet,
+            field::ORIG_SIZE.start,
+            Detail::Value(orig as u64),
+        );
     }
     let message = desc::message(header.msg_type());
     match message {
-        None => report(Rule::RtypeUnknownType, field::MSG_TYPE.start, Detail::Value(header.msg_type().into())),
+        None => report(
+            Rule::RtypeUnknownType,
+            field::MSG_TYPE.start,
+            Detail::Value(header.msg_type().into()),
+        ),
         Some(m) => {
             if direction.is_some_and(|d| d != m.direction) {
-                report(Rule::RtypeDirection, field::PACKET_TYPE.start, Detail::Value(header.packet_type().into()));
+                report(
+                    Rule::RtypeDirection,
+                    field::PACKET_TYPE.start,
+                    Detail::Value(header.packet_type().into()),
+                );
             }
             if let Some(rule) = m.seen_rule {
                 report(rule, field::MSG_TYPE.start, Detail::None);
             }
         }
     }
-    Some(Datagram { header, wire_payload, payload_at, crc_stored, crc_computed, message, decompressed })
+    Some(Datagram {
+        header,
+        wire_payload,
+        payload_at,
+        crc_stored,
+        crc_computed,
+        message,
+        decompressed,
+    })
 }
 
 #[cfg(test)]
@@ -277,7 +356,10 @@ mod tests {
         let mut findings = vec![];
         let d = parse(&bytes, &mut scratch, &mut findings).unwrap();
         assert_eq!(rules(&findings), vec![]);
-        assert_eq!((d.header.sequence(), d.header.tick(), d.header.payload_len()), (7, 9, 4));
+        assert_eq!(
+            (d.header.sequence(), d.header.tick(), d.header.payload_len()),
+            (7, 9, 4)
+        );
         assert_eq!(d.message.unwrap().name, "CLIENT_PING");
         assert!(d.crc_ok());
         assert_eq!(d.payload(&scratch).unwrap(), &[0, 0, 0, 5]);
@@ -290,7 +372,10 @@ mod tests {
         let mut scratch = vec![0; MAX_PAYLOAD];
         let mut findings = vec![];
         parse(&bytes, &mut scratch, &mut findings).unwrap();
-        assert_eq!(rules(&findings), vec![Rule::RtypeCrc, Rule::RtypeVersion, Rule::RtypeDirection]);
+        assert_eq!(
+            rules(&findings),
+            vec![Rule::RtypeCrc, Rule::RtypeVersion, Rule::RtypeDirection]
+        );
     }
 
     #[test]
@@ -310,7 +395,10 @@ mod tests {
         let bytes = datagram(0x81, 2, 0x14, &[0xF0, 1, 2], 40);
         findings.clear();
         let d = parse(&bytes, &mut scratch, &mut findings).unwrap();
-        assert_eq!(rules(&findings), vec![Rule::RtypeCompressSmall, Rule::RtypeLz4]);
+        assert_eq!(
+            rules(&findings),
+            vec![Rule::RtypeCompressSmall, Rule::RtypeLz4]
+        );
         assert!(d.payload(&scratch).is_none());
     }
 

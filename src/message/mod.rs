@@ -47,6 +47,13 @@ pub enum Open {
 pub trait Visitor {
     /// False for visitors that ignore fields, so decoding skips building values for them.
     const WANTS_FIELDS: bool = true;
+    /// Whether the walker should build `field`'s value and call [`Visitor::field`] with it: every
+    /// field when [`Visitor::WANTS_FIELDS`]; a visitor that only looks at some fields says which,
+    /// so the walker skips the rest without building their values.
+    #[inline]
+    fn wants(&self, _field: &'static Field) -> bool {
+        Self::WANTS_FIELDS
+    }
     /// A field's value; `at` and `len` locate it in the payload.
     fn field(&mut self, field: &'static Field, at: usize, len: usize, value: Value<'_>);
     fn open(&mut self, group: &'static Group, how: Open, at: usize);
@@ -76,21 +83,41 @@ impl Visitor for NoFields {
 pub enum Detail {
     None,
     /// A size the document expects and the one found.
-    Sizes { expected: u64, found: u64 },
+    Sizes {
+        expected: u64,
+        found: u64,
+    },
     /// A field the payload ended inside: its name, bytes needed and bytes left.
-    Truncated { field: &'static str, needed: u32, left: u32 },
+    Truncated {
+        field: &'static str,
+        needed: u32,
+        left: u32,
+    },
     /// An update-mask bit of unknown width: the entity, the bit, and the bytes left undecoded.
-    MaskBit { entity: u32, bit: u8, left: u32 },
+    MaskBit {
+        entity: u32,
+        bit: u8,
+        left: u32,
+    },
     /// A value that is not allowed or not known.
     Value(u64),
     /// A field whose value broke the rule.
     Field(&'static str),
     /// CRC stored in the footer and computed over the datagram.
-    Crc { stored: u32, computed: u32 },
+    Crc {
+        stored: u32,
+        computed: u32,
+    },
     /// A chunk set's tick and what happened to it.
-    Chunks { tick: u32, have: u16, total: u16 },
+    Chunks {
+        tick: u32,
+        have: u16,
+        total: u16,
+    },
     /// Frames elsewhere that this finding relates to.
-    Frames { first: u64 },
+    Frames {
+        first: u64,
+    },
 }
 
 /// One broken rule, located.

@@ -47,6 +47,9 @@ struct Walker<'a, 'c, V> {
     mask: u16,
     entity: u32,
     previous: Option<f64>,
+    /// Per mask bit, the width of a field the walk can step over unread, 0 when it must be read:
+    /// see [`Walker::skippable`]. Made at the first masked block.
+    skip: Option<[u8; MASK_BITS]>,
 }
 
 impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
@@ -73,11 +76,17 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
             mask: 0,
             entity: 0,
             previous: None,
+            skip: None,
         }
     }
 
     /// Walks the message body (when `extends_body`) and then `nodes`.
-    fn layout(&mut self, message: &'static Message, extends_body: bool, nodes: &'static [Node]) -> Result<(), Stop> {
+    fn layout(
+        &mut self,
+        message: &'static Message,
+        extends_body: bool,
+        nodes: &'static [Node],
+    ) -> Result<(), Stop> {
         if extends_body {
             self.nodes(message.body)?;
         }
@@ -86,7 +95,11 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
 
     fn report(&mut self, rule: Rule, at: usize, detail: Detail) {
         if let Some(findings) = self.findings.as_deref_mut() {
-            findings.push(Finding { rule, at: (self.base + at) as u32, detail });
+            findings.push(Finding {
+                rule,
+                at: (self.base + at) as u32,
+                detail,
+            });
         }
     }
 
@@ -97,7 +110,15 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
     fn take(&mut self, field: &'static Field, n: usize) -> Result<&'a [u8], Stop> {
         if self.left() < n {
             let left = self.left() as u32;
-            self.report(self.rules.truncated, self.pos, Detail::Truncated { field: field.name, needed: n as u32, left });
+            self.report(
+                self.rules.truncated,
+                self.pos,
+                Detail::Truncated {
+                    field: field.name,
+                    needed: n as u32,
+                    left,
+                },
+            );
             return Err(Stop::Truncated);
         }
         let bytes = &self.buf[self.pos..self.pos + n];
@@ -105,22 +126,56 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
         Ok(bytes)
     }
 
+    /// The integer in `bytes` (1, 2 or 4 of them: the widths of [`Ty`]).
     fn raw(&self, bytes: &[u8]) -> u64 {
-        match self.endian {
-            Endian::Big => bytes.iter().fold(0u64, |acc, b| acc << 8 | u64::from(*b)),
-            Endian::Little => bytes.iter().rev().fold(0u64, |acc, b| acc << 8 | u64::from(*b)),
+        match (self.endian, bytes) {
+            (_, [b]) => u64::from(*b),
+            (Endian::Big, [a, b]) => u16::from_be_bytes([*a, *b]).into(),
+            (Endian::Little, [a, b]) => u16::from_le_bytes([*a, *b]).into(),
+            (Endian::Big, [a, b, c, d]) => u32::from_be_bytes([*a, *b, *c, *d]).into(),
+            (Endian::Little, [a, b, c, d]) => u32::from_le_bytes([*a, *b, *c, *d]).into(),
+            (Endian::Big, _) => bytes.iter().fold(0u64, |acc, b| acc << 8 | u64::from(*b)),
+            (Endian::Little, _) => bytes
+                .iter()
+                .rev()
+                .fold(0u64, |acc, b| acc << 8 | u64::from(*b)),
         }
     }
 
     /// Reads one field; returns its raw integer (0 for text).
+    #[inline]
     fn field(&mut self, field: &'static Field) -> Result<u64, Stop> {
+        // Most fields are unchecked fixed-width numbers that fit: read them here, and build their
+        // value only for a visitor that wants it (a summary wants none of a snapshot's).
+        if let (0, Some(width)) = (field.array, field.ty.width()) {
+            if field.check == Check::None && self.left() >= width {
+                let at = self.pos;
+                let raw = self.raw(&self.buf[at..at + width]);
+                self.pos += width;
+                self.note(field.role, raw);
+                if self.visitor.wants(field) {
+                    self.visitor.field(field, at, width, number(field, raw));
+                }
+                return Ok(raw);
+            }
+        }
+        self.read_field(field)
+    }
+
+    /// [`Walker::field`] for the rest: text, byte arrays, checked values, truncation.
+    #[inline(never)]
+    fn read_field(&mut self, field: &'static Field) -> Result<u64, Stop> {
         let at = self.pos;
+        let wanted = self.visitor.wants(field);
         let (value, raw) = match field.width() {
             // A fixed byte array: text up to the first NUL (`char name[32]`), or bytes.
             Some(len) if field.array > 0 => {
                 let bytes = self.take(field, len)?;
                 let value = if matches!(field.display, Display::Text) {
-                    let text = bytes.iter().position(|b| *b == 0).map_or(bytes, |nul| &bytes[..nul]);
+                    let text = bytes
+                        .iter()
+                        .position(|b| *b == 0)
+                        .map_or(bytes, |nul| &bytes[..nul]);
                     match std::str::from_utf8(text) {
                         Ok(text) => Value::Str(text),
                         Err(_) => {
@@ -147,23 +202,12 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
             Some(width) => {
                 let bytes = self.take(field, width)?;
                 let raw = self.raw(bytes);
-                let value = match field.ty {
-                    Ty::I16 => Value::I(i64::from(raw as u16 as i16)),
-                    Ty::I32 => Value::I(i64::from(raw as u32 as i32)),
-                    Ty::F32 => Value::F(f64::from(f32::from_bits(raw as u32))),
-                    _ => Value::U(raw),
-                };
-                let value = match value {
-                    Value::U(n) if field.divisor != 1 => Value::F(n as f64 / f64::from(field.divisor)),
-                    Value::I(n) if field.divisor != 1 => Value::F(n as f64 / f64::from(field.divisor)),
-                    v => v,
-                };
-                (value, raw)
+                (number(field, raw), raw)
             }
         };
         self.check(field, at, value);
         self.note(field.role, raw);
-        if V::WANTS_FIELDS {
+        if wanted {
             self.visitor.field(field, at, self.pos - at, value);
         }
         Ok(raw)
@@ -171,7 +215,9 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
 
     fn check(&mut self, field: &'static Field, at: usize, value: Value<'_>) {
         match (field.check, value) {
-            (Check::Finite(rule), Value::F(f)) if !f.is_finite() => self.report(rule, at, Detail::Field(field.name)),
+            (Check::Finite(rule), Value::F(f)) if !f.is_finite() => {
+                self.report(rule, at, Detail::Field(field.name))
+            }
             (Check::Known(rule), Value::U(n)) => {
                 if let Display::Enum(names) = field.display {
                     if !names.iter().any(|e| u64::from(e.value) == n) {
@@ -211,17 +257,26 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
     }
 
     fn nodes(&mut self, nodes: &'static [Node]) -> Result<(), Stop> {
-        nodes.iter().try_for_each(|node| self.node(node))
+        for node in nodes {
+            self.node(node)?;
+        }
+        Ok(())
     }
 
     fn node(&mut self, node: &'static Node) -> Result<(), Stop> {
         match node {
             Node::Field(field) => self.field(field).map(drop),
             Node::Repeat { count, item } => self.repeat(count, item),
-            Node::Switch { tag, cases, unknown } => {
+            Node::Switch {
+                tag,
+                cases,
+                unknown,
+            } => {
                 let value = self.field(tag)?;
                 match cases.iter().find(|c| u64::from(c.value) == value) {
-                    Some(case) => self.group(&case.group, Open::Case, |w| w.nodes(case.group.nodes)),
+                    Some(case) => {
+                        self.group(&case.group, Open::Case, |w| w.nodes(case.group.nodes))
+                    }
                     None => {
                         self.report(*unknown, self.pos - 1, Detail::Value(value));
                         self.skip_rest()
@@ -240,12 +295,20 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
         }
         self.previous = None;
         self.group(item, Open::List { count: n }, |w| {
-            (0..n).try_for_each(|index| w.group(item, Open::Item { index }, |w| w.nodes(item.nodes)))
+            for index in 0..n {
+                w.group(item, Open::Item { index }, |w| w.nodes(item.nodes))?;
+            }
+            Ok(())
         })
     }
 
     /// Runs `body` inside an opened group, closing it whatever happens.
-    fn group(&mut self, group: &'static Group, how: Open, body: impl FnOnce(&mut Self) -> Result<(), Stop>) -> Result<(), Stop> {
+    fn group(
+        &mut self,
+        group: &'static Group,
+        how: Open,
+        body: impl FnOnce(&mut Self) -> Result<(), Stop>,
+    ) -> Result<(), Stop> {
         if V::WANTS_FIELDS {
             self.visitor.open(group, how, self.pos);
         }
@@ -257,9 +320,17 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
     }
 
     fn masked(&mut self) -> Result<(), Stop> {
-        let mask = self.mask;
-        for bit in 0..MASK_BITS {
-            if mask & (1 << bit) == 0 {
+        // The set bits, lowest first.
+        let skip = *self
+            .skip
+            .get_or_insert_with(|| Self::skippable(self.profile, self.visitor));
+        let mut mask = self.mask;
+        while mask != 0 {
+            let bit = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            let width = usize::from(skip[bit]);
+            if width > 0 && self.left() >= width {
+                self.pos += width;
                 continue;
             }
             let rule = match self.profile.bits[bit] {
@@ -270,11 +341,32 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
                 BitSlot::Reserved => self.rules.reserved_bit,
                 BitSlot::Undefined => self.rules.undefined_bit,
             };
-            let detail = Detail::MaskBit { entity: self.entity, bit: bit as u8, left: self.left() as u32 };
+            let detail = Detail::MaskBit {
+                entity: self.entity,
+                bit: bit as u8,
+                left: self.left() as u32,
+            };
             self.report(rule, self.pos, detail);
             return self.skip_rest();
         }
         Ok(())
+    }
+
+    /// Per mask bit, the width of its field when reading it would change nothing: a fixed-width
+    /// number that is not checked, has no role, and that the visitor does not want (most of a
+    /// snapshot's fields for a summary); 0 otherwise.
+    fn skippable(profile: &Profile, visitor: &V) -> [u8; MASK_BITS] {
+        profile.bits.map(|slot| match slot {
+            BitSlot::Field(f)
+                if f.array == 0
+                    && f.check == Check::None
+                    && f.role == Role::None
+                    && !visitor.wants(f) =>
+            {
+                f.width().map_or(0, |w| w as u8)
+            }
+            _ => 0,
+        })
     }
 
     /// Hands the rest of the payload to the visitor as undecoded bytes and stops.
@@ -284,6 +376,21 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
         }
         self.pos = self.buf.len();
         Err(Stop::Undecodable)
+    }
+}
+
+/// The value of a fixed-width number field whose raw integer is `raw`.
+fn number(field: &Field, raw: u64) -> Value<'static> {
+    let value = match field.ty {
+        Ty::I16 => Value::I(i64::from(raw as u16 as i16)),
+        Ty::I32 => Value::I(i64::from(raw as u32 as i32)),
+        Ty::F32 => Value::F(f64::from(f32::from_bits(raw as u32))),
+        _ => Value::U(raw),
+    };
+    match value {
+        Value::U(n) if field.divisor != 1 => Value::F(n as f64 / f64::from(field.divisor)),
+        Value::I(n) if field.divisor != 1 => Value::F(n as f64 / f64::from(field.divisor)),
+        v => v,
     }
 }
 
@@ -308,16 +415,40 @@ pub fn decode_message<V: Visitor>(
             w.layout(message, extends, nodes).is_ok() && w.pos == payload.len()
         };
         if !fits(false, message.body) {
-            if let Some(variant) = message.variants.iter().find(|v| fits(v.extends_body, v.nodes)) {
-                findings.push(Finding { rule: variant.rule, at: base as u32, detail: Detail::None });
-                let mut w = Walker::new(payload, base, endian, profile, rules, visitor, Some(findings));
+            if let Some(variant) = message
+                .variants
+                .iter()
+                .find(|v| fits(v.extends_body, v.nodes))
+            {
+                findings.push(Finding {
+                    rule: variant.rule,
+                    at: base as u32,
+                    detail: Detail::None,
+                });
+                let mut w = Walker::new(
+                    payload,
+                    base,
+                    endian,
+                    profile,
+                    rules,
+                    visitor,
+                    Some(findings),
+                );
                 let _ = w.layout(message, variant.extends_body, variant.nodes);
                 return w.facts;
             }
         }
     }
     let before = findings.len();
-    let mut w = Walker::new(payload, base, endian, profile, rules, visitor, Some(findings));
+    let mut w = Walker::new(
+        payload,
+        base,
+        endian,
+        profile,
+        rules,
+        visitor,
+        Some(findings),
+    );
     let result = w.nodes(message.body);
     let (pos, facts) = (w.pos, w.facts);
     if pos < payload.len() && result.is_ok() && V::WANTS_FIELDS {
@@ -331,12 +462,26 @@ pub fn decode_message<V: Visitor>(
                 index += 1;
                 index <= before || f.rule != rules.truncated
             });
-            let detail = Detail::Sizes { expected: size as u64, found: payload.len() as u64 };
-            findings.push(Finding { rule: rules.size, at: base as u32, detail });
+            let detail = Detail::Sizes {
+                expected: size as u64,
+                found: payload.len() as u64,
+            };
+            findings.push(Finding {
+                rule: rules.size,
+                at: base as u32,
+                detail,
+            });
         }
         _ if result.is_ok() && pos < payload.len() => {
-            let detail = Detail::Sizes { expected: pos as u64, found: payload.len() as u64 };
-            findings.push(Finding { rule: rules.trailing, at: (base + pos) as u32, detail });
+            let detail = Detail::Sizes {
+                expected: pos as u64,
+                found: payload.len() as u64,
+            };
+            findings.push(Finding {
+                rule: rules.trailing,
+                at: (base + pos) as u32,
+                detail,
+            });
         }
         _ => {}
     }

@@ -11,7 +11,9 @@ use super::rt_arm::{lower_port_is_server, Servers};
 use super::{DatagramEvent, Decoded, Sink, State};
 use crate::datagram::{rtnp, Dialect};
 use crate::message::{Detail, Facts, Finding};
-use crate::proto::rtnp::{self as desc, JsonMessage, CLIENT_TIMEOUT_NANOS, PING, PONG, SERVER_PORT};
+use crate::proto::rtnp::{
+    self as desc, JsonMessage, CLIENT_TIMEOUT_NANOS, PING, PONG, SERVER_PORT,
+};
 use crate::proto::{Direction, Rule};
 
 /// `player_name`'s length in characters (§6.5).
@@ -39,7 +41,12 @@ pub(super) struct RtnpState {
 
 /// The datagram's direction, and whether it comes from what identifies the server (a known
 /// server, or the document's port) rather than from the message type itself.
-fn direction(servers: &mut Servers, src: SocketAddr, dst: SocketAddr, message: Option<&'static JsonMessage>) -> (Direction, bool) {
+fn direction(
+    servers: &mut Servers,
+    src: SocketAddr,
+    dst: SocketAddr,
+    message: Option<&'static JsonMessage>,
+) -> (Direction, bool) {
     if let Some(direction) = servers.side(src, dst) {
         return (direction, true);
     }
@@ -52,7 +59,11 @@ fn direction(servers: &mut Servers, src: SocketAddr, dst: SocketAddr, message: O
     } else {
         return (lower_port_is_server(src, dst), false);
     };
-    servers.learn(if direction == Direction::ServerToClient { src } else { dst });
+    servers.learn(if direction == Direction::ServerToClient {
+        src
+    } else {
+        dst
+    });
     (direction, known)
 }
 
@@ -64,7 +75,15 @@ enum Content {
 }
 
 impl State {
-    pub(super) fn rtnp<S: Sink>(&mut self, frame: u64, ts_nanos: i64, src: SocketAddr, dst: SocketAddr, bytes: &[u8], sink: &mut S) {
+    pub(super) fn rtnp<S: Sink>(
+        &mut self,
+        frame: u64,
+        ts_nanos: i64,
+        src: SocketAddr,
+        dst: SocketAddr,
+        bytes: &[u8],
+        sink: &mut S,
+    ) {
         let parsed = rtnp::parse(bytes, &mut self.findings);
         let at = parsed.text_at;
         self.rtnp.json = None;
@@ -81,14 +100,27 @@ impl State {
             None => Content::Nothing,
         };
         let text = parsed.text.and_then(|t| std::str::from_utf8(t).ok());
-        let type_name = self.rtnp.json.as_ref().and_then(|j| j.get("type")).and_then(Value::as_str);
+        let type_name = self
+            .rtnp
+            .json
+            .as_ref()
+            .and_then(|j| j.get("type"))
+            .and_then(Value::as_str);
         let message = match content {
             Content::Keepalive(name) => desc::message(name),
             // A JSON message typed "PING" is not the keep-alive text.
-            Content::Json => type_name.and_then(desc::message).filter(|m| m.message.seen_rule.is_none()),
+            Content::Json => type_name
+                .and_then(desc::message)
+                .filter(|m| m.message.seen_rule.is_none()),
             Content::Nothing => None,
         };
-        let mut report = |rule, detail| self.findings.push(Finding { rule, at: at as u32, detail });
+        let mut report = |rule, detail| {
+            self.findings.push(Finding {
+                rule,
+                at: at as u32,
+                detail,
+            })
+        };
         if let Some(rule) = message.and_then(|m| m.message.seen_rule) {
             report(rule, Detail::None);
         }
@@ -108,7 +140,11 @@ impl State {
         }
         let (direction, known) = direction(&mut self.rtnp.servers, src, dst, message);
         if message.is_some_and(|m| known && m.message.direction != direction) {
-            self.findings.push(Finding { rule: Rule::RtnpDirection, at: at as u32, detail: Detail::None });
+            self.findings.push(Finding {
+                rule: Rule::RtnpDirection,
+                at: at as u32,
+                detail: Detail::None,
+            });
         }
         let conversation = self.conversations.lookup(src, dst, direction, frame);
         self.rtnp_conversation(conversation, direction, ts_nanos, at, message);
@@ -116,7 +152,10 @@ impl State {
         let json = self.rtnp.json.as_ref();
         let name = match content {
             Content::Keepalive(name) => name,
-            Content::Json => json.and_then(|j| j.get("type")).and_then(Value::as_str).unwrap_or("UNKNOWN"),
+            Content::Json => json
+                .and_then(|j| j.get("type"))
+                .and_then(Value::as_str)
+                .unwrap_or("UNKNOWN"),
             Content::Nothing => "UNKNOWN",
         };
         let epoch = json.and_then(|j| j.get("epoch")).and_then(Value::as_u64);
@@ -129,7 +168,11 @@ impl State {
             dialect: Dialect::Rtnp,
             conversation,
             direction: Some(direction),
-            decoded: Some(Decoded::Rtnp { framing: parsed.framing, text, json }),
+            decoded: Some(Decoded::Rtnp {
+                framing: parsed.framing,
+                text,
+                json,
+            }),
             code: None,
             sequence: epoch.and_then(|e| u32::try_from(e).ok()),
             tick: None,
@@ -145,11 +188,24 @@ impl State {
 
     /// The checks that need the conversation: client_id against assign_id, player_name, the
     /// epoch sequence, and a server still sending to a client silent for 30 s.
-    fn rtnp_conversation(&mut self, conversation: u32, direction: Direction, ts_nanos: i64, at: usize, message: Option<&'static JsonMessage>) {
+    fn rtnp_conversation(
+        &mut self,
+        conversation: u32,
+        direction: Direction,
+        ts_nanos: i64,
+        at: usize,
+        message: Option<&'static JsonMessage>,
+    ) {
         let c = self.rtnp.conversations.entry(conversation).or_default();
         let json = self.rtnp.json.as_ref();
         let number = |key: &str| json.and_then(|j| j.get(key)).and_then(Value::as_u64);
-        let mut report = |rule, detail| self.findings.push(Finding { rule, at: at as u32, detail });
+        let mut report = |rule, detail| {
+            self.findings.push(Finding {
+                rule,
+                at: at as u32,
+                detail,
+            })
+        };
         let name = message.map(|m| m.message.name);
         match direction {
             Direction::ClientToServer => {
@@ -157,11 +213,20 @@ impl State {
                 c.silence_reported = false;
                 if let (Some(assigned), Some(id)) = (c.assigned, number("client_id")) {
                     if id != assigned {
-                        report(Rule::RtnpClientId, Detail::Sizes { expected: assigned, found: id });
+                        report(
+                            Rule::RtnpClientId,
+                            Detail::Sizes {
+                                expected: assigned,
+                                found: id,
+                            },
+                        );
                     }
                 }
                 if name == Some("connect_request") {
-                    if let Some(player) = json.and_then(|j| j.get("player_name")).and_then(Value::as_str) {
+                    if let Some(player) = json
+                        .and_then(|j| j.get("player_name"))
+                        .and_then(Value::as_str)
+                    {
                         let chars = player.chars().count();
                         if !PLAYER_NAME_CHARS.contains(&chars) {
                             report(Rule::RtnpPlayerName, Detail::Value(chars as u64));
@@ -173,15 +238,26 @@ impl State {
                 if let Some(last) = c.last_client_ts {
                     if ts_nanos.saturating_sub(last) > CLIENT_TIMEOUT_NANOS && !c.silence_reported {
                         c.silence_reported = true;
-                        report(Rule::RtnpClientSilent, Detail::Value((ts_nanos.saturating_sub(last) / 1_000_000_000) as u64));
+                        report(
+                            Rule::RtnpClientSilent,
+                            Detail::Value((ts_nanos.saturating_sub(last) / 1_000_000_000) as u64),
+                        );
                     }
                 }
                 match name {
                     Some("assign_id") => c.assigned = number("client_id").or(c.assigned),
                     Some("snapshot") => {
                         if let Some(epoch) = number("epoch") {
-                            if let Some(last) = c.last_epoch.filter(|l| l.checked_add(1) != Some(epoch)) {
-                                report(Rule::RtnpEpochSequence, Detail::Sizes { expected: last.saturating_add(1), found: epoch });
+                            if let Some(last) =
+                                c.last_epoch.filter(|l| l.checked_add(1) != Some(epoch))
+                            {
+                                report(
+                                    Rule::RtnpEpochSequence,
+                                    Detail::Sizes {
+                                        expected: last.saturating_add(1),
+                                        found: epoch,
+                                    },
+                                );
                             }
                             c.last_epoch = Some(epoch);
                         }

@@ -11,7 +11,16 @@ use crate::proto::{Direction, Message, Rule};
 use crate::session::chunks::{Chunk, Reassembled};
 
 impl State {
-    pub(super) fn rtype<S: Sink>(&mut self, scratch: &mut [u8], frame: u64, ts_nanos: i64, src: SocketAddr, dst: SocketAddr, bytes: &[u8], sink: &mut S) {
+    pub(super) fn rtype<S: Sink>(
+        &mut self,
+        scratch: &mut [u8],
+        frame: u64,
+        ts_nanos: i64,
+        src: SocketAddr,
+        dst: SocketAddr,
+        bytes: &[u8],
+        sink: &mut S,
+    ) {
         let parsed = rtype::parse(bytes, scratch, &mut self.findings);
         let scratch: &[u8] = scratch;
         let message = parsed.and_then(|d| d.message);
@@ -23,7 +32,11 @@ impl State {
                 _ => None,
             })
             .or(message.map(|m| m.direction));
-        let guess = direction.unwrap_or(if src.port() > dst.port() { Direction::ClientToServer } else { Direction::ServerToClient });
+        let guess = direction.unwrap_or(if src.port() > dst.port() {
+            Direction::ClientToServer
+        } else {
+            Direction::ServerToClient
+        });
         let conversation = self.conversations.lookup(src, dst, guess, frame);
         if let Some(d) = &parsed {
             if d.header.layout() == rtype::HeaderLayout::Old15 {
@@ -31,20 +44,44 @@ impl State {
             }
         }
         sink.begin(&self.conversations, conversation);
-        let archetypes = self.conversations.get(conversation).map_or(&[][..], |c| &c.archetypes[..]);
+        let archetypes = self
+            .conversations
+            .get(conversation)
+            .map_or(&[][..], |c| &c.archetypes[..]);
         let mut facts = Facts::default();
         let mut payload = None;
         if let Some(d) = &parsed {
             let fields = sink.fields();
             if S::Fields::WANTS_FIELDS {
                 fields.open(&HEADER_GROUP, Open::Case, 0);
-                decode_nodes(d.header.layout().nodes(), d.header.bytes(), rtype::ENDIAN, &self.profile, &rtype::MESSAGE_RULES, fields);
+                decode_nodes(
+                    d.header.layout().nodes(),
+                    d.header.bytes(),
+                    rtype::ENDIAN,
+                    &self.profile,
+                    &rtype::MESSAGE_RULES,
+                    fields,
+                );
                 fields.close(Open::Case);
             }
             payload = d.payload(scratch);
             if let (Some(message), Some(p)) = (message, payload) {
-                let mut check = EntityTypes { inner: fields, archetypes, findings: Vec::new(), at: d.payload_at };
-                facts = decode_message(message, p, d.payload_at, rtype::ENDIAN, &self.profile, &rtype::MESSAGE_RULES, &mut check, &mut self.findings);
+                let mut check = EntityTypes {
+                    inner: fields,
+                    archetypes,
+                    findings: Vec::new(),
+                    at: d.payload_at,
+                };
+                facts = decode_message(
+                    message,
+                    p,
+                    d.payload_at,
+                    rtype::ENDIAN,
+                    &self.profile,
+                    &rtype::MESSAGE_RULES,
+                    &mut check,
+                    &mut self.findings,
+                );
                 self.findings.append(&mut check.findings);
             }
         }
@@ -56,7 +93,8 @@ impl State {
         // Chunks join their set before the datagram is reported, so that chunk findings are the
         // datagram's own; the snapshot they complete is reported right after it.
         let mut reassembled = None;
-        if let (Some(m), Some(p), Some(d), Some(at)) = (message, payload, parsed, facts.entities_at) {
+        if let (Some(m), Some(p), Some(d), Some(at)) = (message, payload, parsed, facts.entities_at)
+        {
             if m.code == desc::SNAPSHOT_CHUNK {
                 let chunk = Chunk {
                     conversation,
@@ -69,7 +107,9 @@ impl State {
                     blocks: &p[at.min(p.len())..],
                     at: d.payload_at as u32,
                 };
-                reassembled = self.chunks.push(chunk, &mut self.findings, &mut self.closed);
+                reassembled = self
+                    .chunks
+                    .push(chunk, &mut self.findings, &mut self.closed);
             }
         }
         let event = DatagramEvent {
@@ -93,36 +133,81 @@ impl State {
         };
         sink.datagram(&event);
         self.analysis.observe(&event, &mut |f| sink.loose(&f));
-        if let Some(Reassembled { tick, chunks, first_frame, payload }) = reassembled {
+        if let Some(Reassembled {
+            tick,
+            chunks,
+            first_frame,
+            payload,
+        }) = reassembled
+        {
             let snapshot = desc::message(desc::SNAPSHOT).expect("SERVER_SNAPSHOT is described");
-            let archetypes = self.conversations.get(conversation).map_or(&[][..], |c| &c.archetypes[..]);
+            let archetypes = self
+                .conversations
+                .get(conversation)
+                .map_or(&[][..], |c| &c.archetypes[..]);
             sink.begin(&self.conversations, conversation);
-            let mut check = EntityTypes { inner: sink.fields(), archetypes, findings: Vec::new(), at: 0 };
+            let mut check = EntityTypes {
+                inner: sink.fields(),
+                archetypes,
+                findings: Vec::new(),
+                at: 0,
+            };
             let mut ignored = Vec::new();
             // Entity-level findings were already reported on the chunks themselves.
-            decode_message(snapshot, payload, 0, rtype::ENDIAN, &self.profile, &rtype::MESSAGE_RULES, &mut check, &mut ignored);
-            sink.reassembled(&ReassembledEvent { frame, conversation, tick, chunks, first_frame, payload });
+            decode_message(
+                snapshot,
+                payload,
+                0,
+                rtype::ENDIAN,
+                &self.profile,
+                &rtype::MESSAGE_RULES,
+                &mut check,
+                &mut ignored,
+            );
+            sink.reassembled(&ReassembledEvent {
+                frame,
+                conversation,
+                tick,
+                chunks,
+                first_frame,
+                payload,
+            });
         }
     }
 
     /// Keeps the 15-byte-header finding only for a conversation's first such datagram.
     fn once_per_conversation(&mut self, conversation: u32) {
-        let Some(c) = self.conversations.get_mut(conversation) else { return };
+        let Some(c) = self.conversations.get_mut(conversation) else {
+            return;
+        };
         if c.old_header_reported {
             self.findings.retain(|f| f.rule != Rule::RtypeOldHeader);
         }
         c.old_header_reported = true;
     }
 
-    fn remember_archetypes(&mut self, conversation: u32, message: &'static Message, payload: &[u8]) {
+    fn remember_archetypes(
+        &mut self,
+        conversation: u32,
+        message: &'static Message,
+        payload: &[u8],
+    ) {
         let mut collect = Archetypes::default();
         let mut ignored = Vec::new();
-        decode_message(message, payload, 0, rtype::ENDIAN, &self.profile, &rtype::MESSAGE_RULES, &mut collect, &mut ignored);
+        decode_message(
+            message,
+            payload,
+            0,
+            rtype::ENDIAN,
+            &self.profile,
+            &rtype::MESSAGE_RULES,
+            &mut collect,
+            &mut ignored,
+        );
         if let Some(c) = self.conversations.get_mut(conversation) {
             c.archetypes = collect.list;
         }
     }
-
 }
 
 /// Collects LevelInit's archetypes (typeId, spriteId).
@@ -134,7 +219,9 @@ struct Archetypes {
 impl Visitor for Archetypes {
     fn field(&mut self, field: &'static Field, _: usize, _: usize, value: Value<'_>) {
         match (field.role, value) {
-            (Role::ArchetypeTypeId, Value::U(id)) if self.list.len() < crate::session::MAX_ARCHETYPES => {
+            (Role::ArchetypeTypeId, Value::U(id))
+                if self.list.len() < crate::session::MAX_ARCHETYPES =>
+            {
                 self.list.push((id as u16, String::new()))
             }
             (Role::ArchetypeSpriteId, Value::Str(s)) => {
@@ -159,16 +246,24 @@ struct EntityTypes<'a, V> {
 }
 
 impl<V: Visitor> Visitor for EntityTypes<'_, V> {
+    const WANTS_FIELDS: bool = V::WANTS_FIELDS;
+    fn wants(&self, field: &'static Field) -> bool {
+        self.inner.wants(field) || field.role == Role::EntityType && !self.archetypes.is_empty()
+    }
     fn field(&mut self, field: &'static Field, at: usize, len: usize, value: Value<'_>) {
         if field.role == Role::EntityType && !self.archetypes.is_empty() {
             if let Some(t) = value.as_u64() {
                 if !self.archetypes.iter().any(|a| u64::from(a.0) == t) {
-                    let finding = Finding { rule: Rule::RtypeUnknownEntityType, at: (self.at + at) as u32, detail: Detail::Value(t) };
+                    let finding = Finding {
+                        rule: Rule::RtypeUnknownEntityType,
+                        at: (self.at + at) as u32,
+                        detail: Detail::Value(t),
+                    };
                     self.findings.push(finding);
                 }
             }
         }
-        if V::WANTS_FIELDS {
+        if self.inner.wants(field) {
             self.inner.field(field, at, len, value);
         }
     }

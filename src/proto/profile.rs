@@ -23,6 +23,9 @@ use super::schema::{Display, Field, Named, Role, Ty};
 /// Number of bits in the update mask.
 pub const MASK_BITS: usize = 16;
 
+/// Largest profile text accepted.
+const MAX_TEXT: usize = 64 * 1024;
+
 /// What one mask bit means.
 #[derive(Clone, Copy, Debug)]
 pub enum BitSlot {
@@ -62,22 +65,30 @@ impl Profile {
         bits[7] = BitSlot::Reserved;
         bits[8] = BitSlot::Reserved;
         bits[9] = BitSlot::Field(&DOCUMENT_FIELDS[7]);
-        Profile { name: "document".into(), bits }
+        Profile {
+            name: "document".into(),
+            bits,
+        }
     }
 
     /// Reads a profile file: the document's table with the file's bits replacing its own.
     pub fn load(path: &Path) -> Result<Profile, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        use std::io::Read as _;
+        // A bounded read (/dev/zero, a pipe): one byte past the limit is enough for parse to refuse.
+        let mut text = String::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(MAX_TEXT as u64 + 1).read_to_string(&mut text))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
         Profile::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
     }
 
     /// Parses profile text (see the module docs). Strings are leaked once, as fields are `'static`.
     pub fn parse(text: &str) -> Result<Profile, String> {
-        const MAX_TEXT: usize = 64 * 1024;
         if text.len() > MAX_TEXT {
             return Err(format!("profile larger than {MAX_TEXT} bytes"));
         }
-        let file: ProfileFile = toml::from_str(text).map_err(|e| format!("invalid profile: {e}"))?;
+        let file: ProfileFile =
+            toml::from_str(text).map_err(|e| format!("invalid profile: {e}"))?;
         let mut profile = Profile::document();
         profile.name = file.name.unwrap_or_else(|| "custom".into());
         for (key, spec) in file.bits {
@@ -137,29 +148,54 @@ impl BitSpec {
             "i16" => Ty::I16,
             "i32" => Ty::I32,
             "f32" => Ty::F32,
-            other => return Err(format!("bit {bit}: unknown type `{other}` (u8 u16 u32 i16 i32 f32 reserved undefined)")),
+            other => {
+                return Err(format!(
+                    "bit {bit}: unknown type `{other}` (u8 u16 u32 i16 i32 f32 reserved undefined)"
+                ))
+            }
         };
-        let name = self.name.ok_or_else(|| format!("bit {bit}: a field needs a name"))?;
+        let name = self
+            .name
+            .ok_or_else(|| format!("bit {bit}: a field needs a name"))?;
         let valid = |s: &str| {
-            !s.is_empty() && s.len() <= 32 && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+            !s.is_empty()
+                && s.len() <= 32
+                && s.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
         };
         if !valid(&name) {
-            return Err(format!("bit {bit}: name `{name}` must be 1-32 of a-z, 0-9, _"));
+            return Err(format!(
+                "bit {bit}: name `{name}` must be 1-32 of a-z, 0-9, _"
+            ));
         }
         let divisor = self.divisor.unwrap_or(1);
         if divisor == 0 || (divisor != 1 && ty == Ty::F32) {
-            return Err(format!("bit {bit}: divisor must be a positive integer, on an integer type"));
+            return Err(format!(
+                "bit {bit}: divisor must be a positive integer, on an integer type"
+            ));
         }
-        let mut field = Field::new(leak(name.clone()), leak(self.label.unwrap_or(name.clone())), ty);
+        let mut field = Field::new(
+            leak(name.clone()),
+            leak(self.label.unwrap_or(name.clone())),
+            ty,
+        );
         field.divisor = divisor;
         if name == "entity_type" {
             field = field.role(Role::EntityType);
         }
         if let Some(flags) = self.flags {
             if flags.keys().any(|k| !valid(k)) || flags.len() > 16 {
-                return Err(format!("bit {bit}: flag names must be 1-32 of a-z, 0-9, _ (at most 16)"));
+                return Err(format!(
+                    "bit {bit}: flag names must be 1-32 of a-z, 0-9, _ (at most 16)"
+                ));
             }
-            let named: Vec<Named> = flags.into_iter().map(|(n, mask)| Named { value: mask, name: leak(n) }).collect();
+            let named: Vec<Named> = flags
+                .into_iter()
+                .map(|(n, mask)| Named {
+                    value: mask,
+                    name: leak(n),
+                })
+                .collect();
             field = field.display(Display::Flags(Vec::leak(named)));
         }
         Ok(BitSlot::Field(Box::leak(Box::new(field))))
@@ -194,6 +230,13 @@ mod tests {
         assert_eq!(p.field(10).unwrap().name, "score");
         assert_eq!(p.field(2).unwrap().ty, Ty::F32);
         assert_eq!(p.name, "x");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn load_reads_no_more_than_the_limit() {
+        let e = Profile::load(Path::new("/dev/zero")).unwrap_err();
+        assert!(e.contains("larger than"), "{e}");
     }
 
     #[test]

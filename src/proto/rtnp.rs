@@ -69,11 +69,21 @@ impl JsonField {
 }
 
 const fn f(path: &'static str, ty: JsonType, required: bool) -> JsonField {
-    JsonField { path, ty, required, minimum: None, missing: Rule::RtnpMissingField, fields: &[] }
+    JsonField {
+        path,
+        ty,
+        required,
+        minimum: None,
+        missing: Rule::RtnpMissingField,
+        fields: &[],
+    }
 }
 
 const fn min(field: JsonField, minimum: f64) -> JsonField {
-    JsonField { minimum: Some(minimum), ..field }
+    JsonField {
+        minimum: Some(minimum),
+        ..field
+    }
 }
 
 const fn with(field: JsonField, fields: &'static [JsonField]) -> JsonField {
@@ -90,7 +100,16 @@ pub struct JsonMessage {
 
 /// rtnp has no type codes: `code` is the entry's index in [`MESSAGES`], for tables only.
 const fn msg(code: u8, name: &'static str, direction: Direction, section: &'static str) -> Message {
-    Message { code, name, short: name, direction, section, body: &[], variants: &[], seen_rule: None }
+    Message {
+        code,
+        name,
+        short: name,
+        direction,
+        section,
+        body: &[],
+        variants: &[],
+        seen_rule: None,
+    }
 }
 
 /// Every message type of document 004, then the keep-alive texts real peers send.
@@ -103,55 +122,91 @@ pub const MESSAGES: &[JsonMessage] = &[
         message: msg(1, "player_input", C2S, "004 §6.3, B.2"),
         fields: &[
             min(f("client_id", JsonType::Integer, true), 0.0),
-            with(f("keys", JsonType::Object, true), &[
-                f("keys.up", JsonType::Boolean, true),
-                f("keys.down", JsonType::Boolean, true),
-                f("keys.left", JsonType::Boolean, true),
-                f("keys.right", JsonType::Boolean, true),
-                f("keys.space", JsonType::Boolean, true),
-            ]),
+            with(
+                f("keys", JsonType::Object, true),
+                &[
+                    f("keys.up", JsonType::Boolean, true),
+                    f("keys.down", JsonType::Boolean, true),
+                    f("keys.left", JsonType::Boolean, true),
+                    f("keys.right", JsonType::Boolean, true),
+                    f("keys.space", JsonType::Boolean, true),
+                ],
+            ),
         ],
     },
     JsonMessage {
         message: msg(2, "snapshot", S2C, "004 §6.4, B.3"),
         fields: &[
-            JsonField { missing: Rule::RtnpEpochMissing, ..min(f("epoch", JsonType::Integer, true), 0.0) },
-            with(f("entities", JsonType::Array, true), &[
-                min(f("entities[].networkId", JsonType::Integer, true), 0.0),
-                f("entities[].type", JsonType::String, true),
-                with(f("entities[].position", JsonType::Object, false), &[
-                    f("entities[].position.x", JsonType::Number, false),
-                    f("entities[].position.y", JsonType::Number, false),
-                ]),
-                with(f("entities[].velocity", JsonType::Object, false), &[
-                    f("entities[].velocity.x", JsonType::Number, false),
-                    f("entities[].velocity.y", JsonType::Number, false),
-                ]),
-                with(f("entities[].sprite", JsonType::Object, false), &[
-                    min(f("entities[].sprite.spriteId", JsonType::Integer, false), 0.0),
-                    min(f("entities[].sprite.spriteSheetId", JsonType::Integer, false), 0.0),
-                    min(f("entities[].sprite.scale", JsonType::Number, false), 0.0),
-                    f("entities[].sprite.rotation", JsonType::Number, false),
-                ]),
-                f("entities[].health", JsonType::Integer, false),
-                min(f("entities[].maxHealth", JsonType::Integer, false), 1.0),
-            ]),
+            JsonField {
+                missing: Rule::RtnpEpochMissing,
+                ..min(f("epoch", JsonType::Integer, true), 0.0)
+            },
+            with(
+                f("entities", JsonType::Array, true),
+                &[
+                    min(f("entities[].networkId", JsonType::Integer, true), 0.0),
+                    f("entities[].type", JsonType::String, true),
+                    with(
+                        f("entities[].position", JsonType::Object, false),
+                        &[
+                            f("entities[].position.x", JsonType::Number, false),
+                            f("entities[].position.y", JsonType::Number, false),
+                        ],
+                    ),
+                    with(
+                        f("entities[].velocity", JsonType::Object, false),
+                        &[
+                            f("entities[].velocity.x", JsonType::Number, false),
+                            f("entities[].velocity.y", JsonType::Number, false),
+                        ],
+                    ),
+                    with(
+                        f("entities[].sprite", JsonType::Object, false),
+                        &[
+                            min(
+                                f("entities[].sprite.spriteId", JsonType::Integer, false),
+                                0.0,
+                            ),
+                            min(
+                                f("entities[].sprite.spriteSheetId", JsonType::Integer, false),
+                                0.0,
+                            ),
+                            min(f("entities[].sprite.scale", JsonType::Number, false), 0.0),
+                            f("entities[].sprite.rotation", JsonType::Number, false),
+                        ],
+                    ),
+                    f("entities[].health", JsonType::Integer, false),
+                    min(f("entities[].maxHealth", JsonType::Integer, false), 1.0),
+                ],
+            ),
         ],
     },
     JsonMessage {
         message: msg(3, "connect_request", C2S, "004 §6.5"),
-        fields: &[f("player_name", JsonType::String, true), f("version", JsonType::String, false)],
+        fields: &[
+            f("player_name", JsonType::String, true),
+            f("version", JsonType::String, false),
+        ],
     },
     JsonMessage {
         message: msg(4, "disconnect", C2S, "004 §6.6"),
-        fields: &[min(f("client_id", JsonType::Integer, true), 0.0), f("reason", JsonType::String, false)],
+        fields: &[
+            min(f("client_id", JsonType::Integer, true), 0.0),
+            f("reason", JsonType::String, false),
+        ],
     },
     JsonMessage {
-        message: Message { seen_rule: Some(Rule::RtnpKeepaliveText), ..msg(5, PING, C2S, "spec-notes B") },
+        message: Message {
+            seen_rule: Some(Rule::RtnpKeepaliveText),
+            ..msg(5, PING, C2S, "spec-notes B")
+        },
         fields: &[],
     },
     JsonMessage {
-        message: Message { seen_rule: Some(Rule::RtnpKeepaliveText), ..msg(6, PONG, S2C, "spec-notes B") },
+        message: Message {
+            seen_rule: Some(Rule::RtnpKeepaliveText),
+            ..msg(6, PONG, S2C, "spec-notes B")
+        },
         fields: &[],
     },
 ];
@@ -171,7 +226,10 @@ mod tests {
             assert_eq!(m.message.code as usize, i);
         }
         assert_eq!(message("snapshot").unwrap().message.direction, S2C);
-        assert_eq!(message("PING").unwrap().message.seen_rule, Some(Rule::RtnpKeepaliveText));
+        assert_eq!(
+            message("PING").unwrap().message.seen_rule,
+            Some(Rule::RtnpKeepaliveText)
+        );
         assert!(message("lobby_state").is_none());
         let snapshot = message("snapshot").unwrap();
         assert_eq!(snapshot.fields[0].key(), "epoch");

@@ -7,7 +7,12 @@ use crate::proto::CATALOG;
 pub fn text() -> String {
     let mut t = table::new(&["ID", "Severity", "Section", "What it means"]);
     for rule in CATALOG {
-        t.add_row(vec![rule.id, rule.severity.name(), rule.section, rule.summary]);
+        t.add_row(vec![
+            rule.id,
+            rule.severity.name(),
+            rule.section,
+            rule.summary,
+        ]);
     }
     format!("{t}\n")
 }
@@ -16,7 +21,13 @@ pub fn text() -> String {
 pub fn markdown() -> String {
     let mut out = String::from("| ID | Severity | Section | What it means |\n|---|---|---|---|\n");
     for rule in CATALOG {
-        out += &format!("| `{}` | {} | {} | {} |\n", rule.id, rule.severity.name(), rule.section, rule.summary);
+        out += &format!(
+            "| `{}` | {} | {} | {} |\n",
+            rule.id,
+            rule.severity.name(),
+            rule.section,
+            rule.summary
+        );
     }
     out
 }

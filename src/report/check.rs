@@ -116,7 +116,11 @@ impl Policy {
 
     /// Allowed rule IDs, in catalog order.
     pub fn allowed_ids(&self) -> Vec<&'static str> {
-        Rule::ALL.iter().filter(|r| self.allowed(**r)).map(|r| r.id()).collect()
+        Rule::ALL
+            .iter()
+            .filter(|r| self.allowed(**r))
+            .map(|r| r.id())
+            .collect()
     }
 
     pub fn verdict(&self, rule: Rule, count: u64) -> Verdict {
@@ -190,7 +194,11 @@ impl FileResult {
     pub fn exit_code(&self, policy: &Policy) -> u8 {
         match &self.outcome {
             Err(_) => 2,
-            Ok(counts) => u8::from(Rule::ALL.iter().any(|r| policy.verdict(*r, counts.get(*r).count) == Verdict::Fail)),
+            Ok(counts) => u8::from(
+                Rule::ALL
+                    .iter()
+                    .any(|r| policy.verdict(*r, counts.get(*r).count) == Verdict::Fail),
+            ),
         }
     }
 }
@@ -202,17 +210,27 @@ pub fn run(mut args: CheckArgs) -> Result<ExitCode, String> {
     for file in &args.files {
         let mut judge = Judge::default();
         let path = file.display().to_string();
-        let outcome = read_capture(file, &args.read, &mut judge).map(|()| judge.rules).map_err(|e| {
-            eprintln!("rtype-inspect: {e}");
-            // The reader's messages start with the path, which the reports already show.
-            e.strip_prefix(&format!("{path}: ")).map_or(e.clone(), str::to_owned)
-        });
+        let outcome = read_capture(file, &args.read, &mut judge)
+            .map(|()| judge.rules)
+            .map_err(|e| {
+                eprintln!("rtype-inspect: {e}");
+                // The reader's messages start with the path, which the reports already show.
+                e.strip_prefix(&format!("{path}: "))
+                    .map_or(e.clone(), str::to_owned)
+            });
         results.push(FileResult { path, outcome });
     }
-    let code = results.iter().map(|r| r.exit_code(&policy)).max().unwrap_or(0);
+    let code = results
+        .iter()
+        .map(|r| r.exit_code(&policy))
+        .max()
+        .unwrap_or(0);
     let out = match args.format {
         CheckFormat::Text => text(&results, &policy, code),
-        CheckFormat::Json => serde_json::to_string_pretty(&to_json(&results, &policy, code)).unwrap_or_default() + "\n",
+        CheckFormat::Json => {
+            serde_json::to_string_pretty(&to_json(&results, &policy, code)).unwrap_or_default()
+                + "\n"
+        }
         CheckFormat::Junit => super::junit::write(&results, &policy),
     };
     write_stdout(out.as_bytes())?;
@@ -232,7 +250,10 @@ fn policy(args: &mut CheckArgs) -> Result<Policy, String> {
     let fail_on = match (args.fail_on, &file.fail_on) {
         (Some(f), _) => f.severity(),
         (None, Some(s)) => Severity::parse(s).ok_or_else(|| {
-            format!("{}: fail_on must be \"error\", \"warning\" or \"info\", not {s:?}", path_text(&path))
+            format!(
+                "{}: fail_on must be \"error\", \"warning\" or \"info\", not {s:?}",
+                path_text(&path)
+            )
         })?,
         (None, None) => Severity::Error,
     };
@@ -264,20 +285,32 @@ fn policy(args: &mut CheckArgs) -> Result<Policy, String> {
     opts.snapshot_hz = opts.snapshot_hz.or(file.snapshot_hz);
     opts.snapshot_tolerance = opts.snapshot_tolerance.or(file.snapshot_tolerance);
     opts.config()?;
-    Ok(Policy { fail_on, allowed, config: path })
+    Ok(Policy {
+        fail_on,
+        allowed,
+        config: path,
+    })
 }
 
 fn path_text(path: &Option<PathBuf>) -> String {
-    path.as_ref().map_or_else(String::new, |p| p.display().to_string())
+    path.as_ref()
+        .map_or_else(String::new, |p| p.display().to_string())
 }
 
 fn load_config(path: &Path) -> Result<ConfigFile, String> {
+    use std::io::Read as _;
     const MAX_CONFIG: u64 = 1 << 20;
-    let too_big = std::fs::metadata(path).map(|m| m.len() > MAX_CONFIG).unwrap_or(false);
-    if too_big {
-        return Err(format!("{}: config file larger than {MAX_CONFIG} bytes", path.display()));
+    // A bounded read: a file's metadata says nothing of /dev/zero or a pipe.
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_CONFIG + 1).read_to_string(&mut text))
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    if text.len() as u64 > MAX_CONFIG {
+        return Err(format!(
+            "{}: config file larger than {MAX_CONFIG} bytes",
+            path.display()
+        ));
     }
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     toml::from_str(&text).map_err(|e| format!("{}: invalid config: {e}", path.display()))
 }
 
@@ -310,7 +343,12 @@ pub fn lines(counts: &RuleCounts, policy: &Policy) -> Vec<RuleLine> {
             let mut frames = counts.frames(rule).to_vec();
             frames.sort_unstable();
             frames.dedup();
-            RuleLine { rule, count, frames, verdict: policy.verdict(rule, count) }
+            RuleLine {
+                rule,
+                count,
+                frames,
+                verdict: policy.verdict(rule, count),
+            }
         })
         .collect()
 }
@@ -361,8 +399,15 @@ fn text(results: &[FileResult], policy: &Policy, code: u8) -> String {
     out += &format!(
         "check: failing on {} and above{}{}\n",
         policy.fail_on.name(),
-        if allowed.is_empty() { String::new() } else { format!("; allowed: {}", allowed.join(", ")) },
-        policy.config.as_ref().map_or_else(String::new, |p| format!("; config {}", p.display())),
+        if allowed.is_empty() {
+            String::new()
+        } else {
+            format!("; allowed: {}", allowed.join(", "))
+        },
+        policy
+            .config
+            .as_ref()
+            .map_or_else(String::new, |p| format!("; config {}", p.display())),
     );
     let mut tally = [0usize; 3];
     for r in results {
@@ -371,9 +416,19 @@ fn text(results: &[FileResult], policy: &Policy, code: u8) -> String {
         match &r.outcome {
             Err(e) => out += &format!("\n{}: ERROR, cannot be read: {e}\n", r.path),
             Ok(counts) => {
-                let found: Vec<RuleLine> = lines(counts, policy).into_iter().filter(|l| l.count > 0).collect();
+                let found: Vec<RuleLine> = lines(counts, policy)
+                    .into_iter()
+                    .filter(|l| l.count > 0)
+                    .collect();
                 let failing = found.iter().filter(|l| l.verdict == Verdict::Fail).count();
-                let head = if failing > 0 { format!("FAIL ({failing} rule{})", if failing == 1 { "" } else { "s" }) } else { "pass".into() };
+                let head = if failing > 0 {
+                    format!(
+                        "FAIL ({failing} rule{})",
+                        if failing == 1 { "" } else { "s" }
+                    )
+                } else {
+                    "pass".into()
+                };
                 out += &format!("\n{}: {head}\n", r.path);
                 if found.is_empty() {
                     out += "No findings.\n";
@@ -413,7 +468,11 @@ mod tests {
         for r in allow {
             allowed[*r as usize] = true;
         }
-        Policy { fail_on, allowed, config: None }
+        Policy {
+            fail_on,
+            allowed,
+            config: None,
+        }
     }
 
     #[test]
@@ -426,12 +485,36 @@ mod tests {
         assert_eq!(p.verdict(Rule::RtypeCrc, 0), Verdict::Pass);
         let mut counts = RuleCounts::default();
         counts.add(Rule::RtypeEmptyPong, 3);
-        let r = FileResult { path: "x".into(), outcome: Ok(counts.clone()) };
+        let r = FileResult {
+            path: "x".into(),
+            outcome: Ok(counts.clone()),
+        };
         assert_eq!(r.exit_code(&p), 0);
         counts.add(Rule::RtypeReason, 4);
-        assert_eq!(FileResult { path: "x".into(), outcome: Ok(counts.clone()) }.exit_code(&p), 0);
-        assert_eq!(FileResult { path: "x".into(), outcome: Ok(counts) }.exit_code(&policy(Severity::Info, &[])), 1);
-        assert_eq!(FileResult { path: "x".into(), outcome: Err("gone".into()) }.exit_code(&p), 2);
+        assert_eq!(
+            FileResult {
+                path: "x".into(),
+                outcome: Ok(counts.clone())
+            }
+            .exit_code(&p),
+            0
+        );
+        assert_eq!(
+            FileResult {
+                path: "x".into(),
+                outcome: Ok(counts)
+            }
+            .exit_code(&policy(Severity::Info, &[])),
+            1
+        );
+        assert_eq!(
+            FileResult {
+                path: "x".into(),
+                outcome: Err("gone".into())
+            }
+            .exit_code(&p),
+            2
+        );
     }
 
     #[test]
@@ -440,7 +523,10 @@ mod tests {
         for frame in (1..=30).rev() {
             counts.add(Rule::RtypeCrc, frame);
         }
-        let line = lines(&counts, &policy(Severity::Error, &[])).into_iter().find(|l| l.rule == Rule::RtypeCrc).unwrap();
+        let line = lines(&counts, &policy(Severity::Error, &[]))
+            .into_iter()
+            .find(|l| l.rule == Rule::RtypeCrc)
+            .unwrap();
         assert_eq!(line.count, 30);
         assert_eq!(line.frames.len(), MAX_FRAMES);
         assert_eq!(line.frames[0], 11);

@@ -63,7 +63,13 @@ impl<W: Write> Export<W> {
             .out
             .write_all(separator)
             .and_then(|_| self.out.write_all(self.line.as_bytes()))
-            .and_then(|_| if self.array { Ok(()) } else { self.out.write_all(b"\n") });
+            .and_then(|_| {
+                if self.array {
+                    Ok(())
+                } else {
+                    self.out.write_all(b"\n")
+                }
+            });
         self.records += 1;
         if let Err(e) = result {
             self.error = Some(e);
@@ -71,7 +77,7 @@ impl<W: Write> Export<W> {
     }
 
     fn relative(&mut self, ts: i64) -> f64 {
-        (ts - *self.first_ts.get_or_insert(ts)) as f64 / 1e9
+        ts.saturating_sub(*self.first_ts.get_or_insert(ts)) as f64 / 1e9
     }
 }
 
@@ -83,7 +89,13 @@ fn violations(line: &mut String, findings: &[Finding]) {
             line.push(',');
         }
         let info = f.rule.info();
-        let _ = write!(line, "{{\"id\":\"{}\",\"severity\":\"{}\",\"offset\":{},\"detail\":", info.id, info.severity.name(), f.at);
+        let _ = write!(
+            line,
+            "{{\"id\":\"{}\",\"severity\":\"{}\",\"offset\":{},\"detail\":",
+            info.id,
+            info.severity.name(),
+            f.at
+        );
         json_str(line, &render::detail(f));
         line.push('}');
     }
@@ -101,7 +113,12 @@ impl<W: Write> Sink for Export<W> {
         self.line.clear();
         let _ = write!(self.line, "{{\"kind\":\"capture\",\"format\":\"{}\",\"gzip\":{},\"nanosecond\":{},\"link_types\":[", info.format, info.gzip, info.nanosecond);
         for (i, l) in info.link_types.iter().enumerate() {
-            let _ = write!(self.line, "{}\"{}\"", if i > 0 { "," } else { "" }, l.name());
+            let _ = write!(
+                self.line,
+                "{}\"{}\"",
+                if i > 0 { "," } else { "" },
+                l.name()
+            );
         }
         self.line.push_str("]}");
         self.emit();
@@ -121,7 +138,11 @@ impl<W: Write> Sink for Export<W> {
         }
         let line = &mut self.line;
         line.clear();
-        let _ = write!(line, "{{\"kind\":\"datagram\",\"frame\":{},\"time\":\"", e.frame);
+        let _ = write!(
+            line,
+            "{{\"kind\":\"datagram\",\"frame\":{},\"time\":\"",
+            e.frame
+        );
         write_rfc3339(line, e.ts_nanos);
         let _ = write!(
             line,
@@ -156,7 +177,11 @@ impl<W: Write> Sink for Export<W> {
             Some(Decoded::Rt(_)) => {}
             // rtnp has no described fields: its header is the framing, its fields the JSON message
             // whole (or its text, when it is not JSON).
-            Some(Decoded::Rtnp { framing, text, json }) => {
+            Some(Decoded::Rtnp {
+                framing,
+                text,
+                json,
+            }) => {
                 let _ = write!(line, ",\"header\":{{\"framing\":\"{}\"}}", framing.name());
                 match (json, text) {
                     (Some(json), _) => {
@@ -196,7 +221,10 @@ impl<W: Write> Sink for Export<W> {
 
     fn loose(&mut self, f: &LooseFinding) {
         self.summary.loose(f);
-        if !self.filter.matches_finding(f.frame, f.conversation, f.finding.rule) {
+        if !self
+            .filter
+            .matches_finding(f.frame, f.conversation, f.finding.rule)
+        {
             return;
         }
         let info = f.finding.rule.info();

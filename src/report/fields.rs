@@ -34,7 +34,10 @@ impl Sprites {
             return None;
         }
         let t = value.as_u64()?;
-        self.list.iter().find(|a| u64::from(a.0) == t).map(|a| a.1.as_str())
+        self.list
+            .iter()
+            .find(|a| u64::from(a.0) == t)
+            .map(|a| a.1.as_str())
     }
 }
 
@@ -50,7 +53,12 @@ pub struct JsonFields {
 
 impl Default for JsonFields {
     fn default() -> Self {
-        JsonFields { out: String::with_capacity(4096), stack: Vec::new(), dialect: Dialect::Rtype, sprites: Sprites::default() }
+        JsonFields {
+            out: String::with_capacity(4096),
+            stack: Vec::new(),
+            dialect: Dialect::Rtype,
+            sprites: Sprites::default(),
+        }
     }
 }
 
@@ -110,7 +118,9 @@ impl Visitor for JsonFields {
         };
         if let Some(name) = name {
             self.separate();
-            let _ = write!(self.out, "\"{}_name\":", field.name);
+            self.out.push('"');
+            self.out.push_str(field.name);
+            self.out.push_str("_name\":");
             render::json_str(&mut self.out, name);
         }
         if let Some(sprite) = self.sprites.of(field, value) {
@@ -156,7 +166,11 @@ impl Visitor for JsonFields {
     fn undecoded(&mut self, at: usize, bytes: &[u8]) {
         self.ensure_fields();
         self.key("undecoded");
-        let _ = write!(self.out, "{{\"offset\":{at},\"length\":{},\"hex\":\"", bytes.len());
+        let _ = write!(
+            self.out,
+            "{{\"offset\":{at},\"length\":{},\"hex\":\"",
+            bytes.len()
+        );
         render::hex(&mut self.out, bytes);
         self.out.push_str("\"}");
     }
@@ -173,7 +187,13 @@ pub struct TreeFields {
 
 impl Default for TreeFields {
     fn default() -> Self {
-        TreeFields { out: String::with_capacity(4096), depth: 0, fields_open: false, dialect: Dialect::Rtype, sprites: Sprites::default() }
+        TreeFields {
+            out: String::with_capacity(4096),
+            depth: 0,
+            fields_open: false,
+            dialect: Dialect::Rtype,
+            sprites: Sprites::default(),
+        }
     }
 }
 
@@ -210,7 +230,9 @@ impl Visitor for TreeFields {
         self.indent();
         let _ = write!(self.out, "{}: ", field.label);
         let dialect = self.dialect;
-        render::text_value(&mut self.out, field, value, |n| render::message_name(dialect, n));
+        render::text_value(&mut self.out, field, value, |n| {
+            render::message_name(dialect, n)
+        });
         if let Some(sprite) = self.sprites.of(field, value) {
             let _ = write!(self.out, " → sprite {sprite:?}");
         }
@@ -240,6 +262,10 @@ impl Visitor for TreeFields {
         let shown = &bytes[..bytes.len().min(32)];
         let _ = write!(self.out, "Undecoded: {} bytes at @{at}: ", bytes.len());
         render::hex(&mut self.out, shown);
-        let _ = writeln!(self.out, "{}", if shown.len() < bytes.len() { "…" } else { "" });
+        let _ = writeln!(
+            self.out,
+            "{}",
+            if shown.len() < bytes.len() { "…" } else { "" }
+        );
     }
 }

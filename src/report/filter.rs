@@ -49,7 +49,13 @@ pub struct Filter {
 
 fn range<T: std::str::FromStr + Copy>(text: &str, lo: T, hi: T) -> Result<(T, T), String> {
     let bad = || format!("bad range `{text}` (expected A-B, A-, -B or A)");
-    let parse = |s: &str, default: T| if s.is_empty() { Ok(default) } else { s.trim().parse().map_err(|_| bad()) };
+    let parse = |s: &str, default: T| {
+        if s.is_empty() {
+            Ok(default)
+        } else {
+            s.trim().parse().map_err(|_| bad())
+        }
+    };
     match text.split_once('-') {
         Some((a, b)) => Ok((parse(a, lo)?, parse(b, hi)?)),
         None => {
@@ -71,15 +77,31 @@ impl FilterArgs {
         let violations = self
             .violation
             .iter()
-            .map(|id| Rule::from_id(id).ok_or_else(|| format!("unknown violation `{id}` (see `rtype-inspect violations`)")))
+            .map(|id| {
+                Rule::from_id(id).ok_or_else(|| {
+                    format!("unknown violation `{id}` (see `rtype-inspect violations`)")
+                })
+            })
             .collect::<Result<_, _>>()?;
         Ok(Filter {
             types: self.types.iter().map(|t| t.to_ascii_uppercase()).collect(),
-            direction: self.direction.as_deref().map(|d| if d == "c2s" { Direction::ClientToServer } else { Direction::ServerToClient }),
+            direction: self.direction.as_deref().map(|d| {
+                if d == "c2s" {
+                    Direction::ClientToServer
+                } else {
+                    Direction::ServerToClient
+                }
+            }),
             conversations: self.conversation.clone(),
             address,
-            frames: self.frames.as_deref().map_or(Ok((0, u64::MAX)), |f| range(f, 0, u64::MAX))?,
-            time: self.time.as_deref().map_or(Ok((f64::MIN, f64::MAX)), |t| range(t, f64::MIN, f64::MAX))?,
+            frames: self
+                .frames
+                .as_deref()
+                .map_or(Ok((0, u64::MAX)), |f| range(f, 0, u64::MAX))?,
+            time: self
+                .time
+                .as_deref()
+                .map_or(Ok((f64::MIN, f64::MAX)), |t| range(t, f64::MIN, f64::MAX))?,
             violations,
             severity: self.severity.as_deref().and_then(Severity::parse),
         })
@@ -92,8 +114,15 @@ impl Filter {
             || self.types.iter().any(|t| {
                 let name = e.name.to_ascii_uppercase();
                 let short = e.message.map(|m| m.short.to_ascii_uppercase());
-                let code = t.strip_prefix("0X").map_or_else(|| t.parse::<u8>().ok(), |h| u8::from_str_radix(h, 16).ok());
-                *t == name || Some(t) == short.as_ref() || name.strip_prefix("SERVER_").or(name.strip_prefix("CLIENT_")) == Some(t)
+                let code = t
+                    .strip_prefix("0X")
+                    .map_or_else(|| t.parse::<u8>().ok(), |h| u8::from_str_radix(h, 16).ok());
+                *t == name
+                    || Some(t) == short.as_ref()
+                    || name
+                        .strip_prefix("SERVER_")
+                        .or(name.strip_prefix("CLIENT_"))
+                        == Some(t)
                     || (code.is_some() && code == e.code)
             })
     }
@@ -113,7 +142,9 @@ impl Filter {
     /// Whether the datagram passes every filter; `rel` is its time from the first frame.
     pub fn matches(&self, e: &DatagramEvent<'_>, rel: f64) -> bool {
         let addr_ok = self.address.is_none_or(|(ip, port)| {
-            [e.src, e.dst].iter().any(|s| s.ip() == ip && port.is_none_or(|p| p == s.port()))
+            [e.src, e.dst]
+                .iter()
+                .any(|s| s.ip() == ip && port.is_none_or(|p| p == s.port()))
         });
         e.frame >= self.frames.0
             && e.frame <= self.frames.1
@@ -123,7 +154,10 @@ impl Filter {
             && (self.conversations.is_empty() || self.conversations.contains(&e.conversation))
             && addr_ok
             && self.type_matches(e)
-            && (self.violations.is_empty() || e.findings.iter().any(|f| self.violations.contains(&f.rule)))
-            && self.severity.is_none_or(|s| e.findings.iter().any(|f| f.rule.severity() >= s))
+            && (self.violations.is_empty()
+                || e.findings.iter().any(|f| self.violations.contains(&f.rule)))
+            && self
+                .severity
+                .is_none_or(|s| e.findings.iter().any(|f| f.rule.severity() >= s))
     }
 }

@@ -29,7 +29,10 @@ pub fn write(results: &[FileResult], policy: &Policy) -> String {
         };
         let lines = lines(counts, policy);
         let fails = lines.iter().filter(|l| l.verdict == Verdict::Fail).count();
-        let skips = lines.iter().filter(|l| l.verdict == Verdict::Allowed).count();
+        let skips = lines
+            .iter()
+            .filter(|l| l.verdict == Verdict::Allowed)
+            .count();
         let _ = writeln!(
             suites,
             "  <testsuite name=\"{path}\" tests=\"{}\" failures=\"{fails}\" errors=\"0\" skipped=\"{skips}\">",
@@ -37,13 +40,27 @@ pub fn write(results: &[FileResult], policy: &Policy) -> String {
         );
         for l in &lines {
             let info = l.rule.info();
-            let _ = write!(suites, "    <testcase name=\"{}\" classname=\"{path}\">", escape(info.id));
+            let _ = write!(
+                suites,
+                "    <testcase name=\"{}\" classname=\"{path}\">",
+                escape(info.id)
+            );
             let found = format!("{} finding{}", l.count, if l.count == 1 { "" } else { "s" });
             match l.verdict {
                 Verdict::Pass => {}
                 Verdict::Fail => {
-                    let message = format!("{found} ({}) at frames {}", info.severity.name(), l.frames_text(MAX_FRAMES));
-                    let body = format!("{} [{}]: {}\nframes: {}", info.id, info.section, info.summary, l.frames_text(MAX_FRAMES));
+                    let message = format!(
+                        "{found} ({}) at frames {}",
+                        info.severity.name(),
+                        l.frames_text(MAX_FRAMES)
+                    );
+                    let body = format!(
+                        "{} [{}]: {}\nframes: {}",
+                        info.id,
+                        info.section,
+                        info.summary,
+                        l.frames_text(MAX_FRAMES)
+                    );
                     let _ = write!(
                         suites,
                         "\n      <failure message=\"{}\" type=\"{}\">{}</failure>\n    ",
@@ -53,12 +70,28 @@ pub fn write(results: &[FileResult], policy: &Policy) -> String {
                     );
                 }
                 Verdict::Allowed => {
-                    let message = if l.count == 0 { "allowed (no findings)".to_string() } else { format!("allowed ({found})") };
-                    let _ = write!(suites, "\n      <skipped message=\"{}\"/>\n    ", escape(&message));
+                    let message = if l.count == 0 {
+                        "allowed (no findings)".to_string()
+                    } else {
+                        format!("allowed ({found})")
+                    };
+                    let _ = write!(
+                        suites,
+                        "\n      <skipped message=\"{}\"/>\n    ",
+                        escape(&message)
+                    );
                 }
                 Verdict::Below => {
-                    let out = format!("{found} ({}, below fail-on) at frames {}", info.severity.name(), l.frames_text(MAX_FRAMES));
-                    let _ = write!(suites, "\n      <system-out>{}</system-out>\n    ", escape(&out));
+                    let out = format!(
+                        "{found} ({}, below fail-on) at frames {}",
+                        info.severity.name(),
+                        l.frames_text(MAX_FRAMES)
+                    );
+                    let _ = write!(
+                        suites,
+                        "\n      <system-out>{}</system-out>\n    ",
+                        escape(&out)
+                    );
                 }
             }
             suites += "</testcase>\n";

@@ -211,7 +211,11 @@ fn kernel_drops(stats: Option<live::KernelStats>) -> String {
 
 /// Runs `rtype-inspect live`.
 pub fn run(args: LiveArgs) -> Result<ExitCode, String> {
-    let profile = args.read.profile.as_deref().map_or_else(|| Ok(Profile::document()), Profile::load)?;
+    let profile = args
+        .read
+        .profile
+        .as_deref()
+        .map_or_else(|| Ok(Profile::document()), Profile::load)?;
     let analysis = args.read.analysis.config()?;
     let filter = args.filter.build()?;
     if args.format == Format::Json && (args.verbose || args.hex) {
@@ -222,8 +226,16 @@ pub fn run(args: LiveArgs) -> Result<ExitCode, String> {
     let mut pcap = match &args.write {
         Some(path) => {
             let file = File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
-            let w = PcapWriter::new(BufWriter::with_capacity(1 << 16, file), capture.link_type(), live::PRECISION, live::SNAPLEN);
-            Some((path.clone(), w.map_err(|e| format!("{}: {e}", path.display()))?))
+            let w = PcapWriter::new(
+                BufWriter::with_capacity(1 << 16, file),
+                capture.link_type(),
+                live::PRECISION,
+                live::SNAPLEN,
+            );
+            Some((
+                path.clone(),
+                w.map_err(|e| format!("{}: {e}", path.display()))?,
+            ))
         }
         None => None,
     };
@@ -231,7 +243,12 @@ pub fn run(args: LiveArgs) -> Result<ExitCode, String> {
     let pending = Pending::default();
     let stderr_tty = io::stderr().is_terminal();
     let stdout_tty = io::stdout().is_terminal();
-    let mut status = Status { on: stderr_tty && !args.read.quiet, shared: stderr_tty && stdout_tty, shown: false, text: String::new() };
+    let mut status = Status {
+        on: stderr_tty && !args.read.quiet,
+        shared: stderr_tty && stdout_tty,
+        shown: false,
+        text: String::new(),
+    };
     catch_signals();
     let mut until = String::from("Ctrl-C");
     if let Some(n) = args.count {
@@ -240,18 +257,44 @@ pub fn run(args: LiveArgs) -> Result<ExitCode, String> {
     if let Some(d) = args.duration {
         until += &format!(", {} s", d.as_secs_f64());
     }
-    eprintln!("listening on {} ({}), capturing until {until}", args.interface, capture.link_type().name());
-    let limits = Limits { count: args.count, duration: args.duration };
-    let mut live = Live { capture: &mut capture, pcap: pcap.as_mut().map(|(_, w)| w), pending: &pending, status: &mut status, limits };
+    eprintln!(
+        "listening on {} ({}), capturing until {until}",
+        args.interface,
+        capture.link_type().name()
+    );
+    let limits = Limits {
+        count: args.count,
+        duration: args.duration,
+    };
+    let mut live = Live {
+        capture: &mut capture,
+        pcap: pcap.as_mut().map(|(_, w)| w),
+        pending: &pending,
+        status: &mut status,
+        limits,
+    };
     let (stop, summary, write_error) = match args.format {
         Format::Text => {
-            let options = PacketsOptions { verbose: args.verbose, hex: args.hex };
-            let mut tee = Tee { inner: Packets::new(pending.clone(), options, filter), summary: Summary::default(), datagrams: 0, violations: 0 };
+            let options = PacketsOptions {
+                verbose: args.verbose,
+                hex: args.hex,
+            };
+            let mut tee = Tee {
+                inner: Packets::new(pending.clone(), options, filter),
+                summary: Summary::default(),
+                datagrams: 0,
+                violations: 0,
+            };
             let (stop, write_error) = live.run(pipeline, &info, &mut tee)?;
             (stop, Some(tee.summary), write_error)
         }
         Format::Json => {
-            let mut tee = Tee { inner: Export::new(pending.clone(), false, filter), summary: Summary::default(), datagrams: 0, violations: 0 };
+            let mut tee = Tee {
+                inner: Export::new(pending.clone(), false, filter),
+                summary: Summary::default(),
+                datagrams: 0,
+                violations: 0,
+            };
             let (stop, write_error) = live.run(pipeline, &info, &mut tee)?;
             (stop, None, write_error)
         }
@@ -260,12 +303,25 @@ pub fn run(args: LiveArgs) -> Result<ExitCode, String> {
     status.clear();
     let mut output = drain(&pending, &mut status);
     if let (Format::Text, Some(summary), Ok(())) = (args.format, &summary, &output) {
-        let text = format!("\n{}", summary.text(&format!("{} (live)", args.interface), stdout_tty));
+        let text = format!(
+            "\n{}",
+            summary.text(&format!("{} (live)", args.interface), stdout_tty)
+        );
         let mut out = io::stdout().lock();
         output = out.write_all(text.as_bytes()).and_then(|_| out.flush());
     }
-    let finished = pcap.map(|(path, w)| (path.clone(), w.finish().map_err(|e| format!("{}: {e}", path.display()))));
-    let mut last = format!("{}: {} frames captured, {} dropped by the kernel", args.interface, capture.frames(), kernel_drops(capture.stats()));
+    let finished = pcap.map(|(path, w)| {
+        (
+            path.clone(),
+            w.finish().map_err(|e| format!("{}: {e}", path.display())),
+        )
+    });
+    let mut last = format!(
+        "{}: {} frames captured, {} dropped by the kernel",
+        args.interface,
+        capture.frames(),
+        kernel_drops(capture.stats())
+    );
     if let Some((path, _)) = &finished {
         last += &format!(", written to {}", path.display());
     }
@@ -316,7 +372,12 @@ impl Live<'_> {
     /// Captures until a limit, a signal or a closed stdout; then finishes the pipeline (the
     /// summary). Returns why it stopped and the error that stopped it early (writing the `-w`
     /// file, or reading the socket), if any.
-    fn run<S: Sink>(&mut self, mut pipeline: Pipeline, info: &CaptureInfo, sink: &mut Tee<S>) -> Result<(Stop, Option<String>), String> {
+    fn run<S: Sink>(
+        &mut self,
+        mut pipeline: Pipeline,
+        info: &CaptureInfo,
+        sink: &mut Tee<S>,
+    ) -> Result<(Stop, Option<String>), String> {
         sink.start(info);
         let started = Instant::now();
         let deadline = self.limits.duration.map(|d| started + d);
@@ -326,7 +387,9 @@ impl Live<'_> {
         let mut stop = Stop::Running;
         drain_now(self.pending, self.status, &mut stop)?;
         while matches!(stop, Stop::Running) {
-            if STOP.load(Ordering::Relaxed) || self.limits.count.is_some_and(|n| sink.datagrams >= n) {
+            if STOP.load(Ordering::Relaxed)
+                || self.limits.count.is_some_and(|n| sink.datagrams >= n)
+            {
                 stop = Stop::Done;
                 break;
             }
@@ -359,21 +422,36 @@ impl Live<'_> {
                 Ok(None) => {
                     // The queue is empty: show what came, then wait for more (or the next tick).
                     drain_now(self.pending, self.status, &mut stop)?;
-                    let mut wait = next_tick.saturating_duration_since(now).min(Duration::from_millis(250));
+                    let mut wait = next_tick
+                        .saturating_duration_since(now)
+                        .min(Duration::from_millis(250));
                     if let Some(d) = deadline {
                         wait = wait.min(d.saturating_duration_since(now));
                     }
-                    self.capture.wait(wait).map_err(|e| format!("live capture on {}: poll: {e}", self.capture.interface()))?;
+                    self.capture.wait(wait).map_err(|e| {
+                        format!("live capture on {}: poll: {e}", self.capture.interface())
+                    })?;
                 }
                 Err(e) => {
                     // The interface went away or down: what came so far is still reported.
-                    write_error = Some(format!("live capture on {}: recvmsg: {}", self.capture.interface(), e));
+                    write_error = Some(format!(
+                        "live capture on {}: recvmsg: {}",
+                        self.capture.interface(),
+                        e
+                    ));
                     stop = Stop::Done;
                     break;
                 }
             }
         }
-        pipeline.finish(info, &ReadEnd { frames, truncated: None }, sink);
+        pipeline.finish(
+            info,
+            &ReadEnd {
+                frames,
+                truncated: None,
+            },
+            sink,
+        );
         Ok((stop, write_error))
     }
 
@@ -400,7 +478,9 @@ impl Live<'_> {
 pub fn interfaces(format: Format) -> Result<ExitCode, String> {
     let list = live::interfaces().map_err(|e| format!("listing interfaces: {e}"))?;
     match format {
-        Format::Json => write_stdout((serde_json::to_string_pretty(&list).unwrap_or_default() + "\n").as_bytes()),
+        Format::Json => write_stdout(
+            (serde_json::to_string_pretty(&list).unwrap_or_default() + "\n").as_bytes(),
+        ),
         Format::Text => write_stdout(interfaces_text(&list).as_bytes()),
     }
 }
@@ -408,12 +488,26 @@ pub fn interfaces(format: Format) -> Result<ExitCode, String> {
 fn interfaces_text(list: &[Interface]) -> String {
     let mut t = table::new(&["#", "Interface", "Flags", "Link", "Addresses"]);
     for i in list {
-        let flags: Vec<&str> = [(i.up, "up"), (i.running, "running"), (i.loopback, "loopback")]
-            .into_iter()
-            .filter_map(|(on, name)| on.then_some(name))
-            .collect();
-        let flags = if flags.is_empty() { "down".to_string() } else { flags.join(", ") };
-        t.add_row(vec![i.index.to_string(), i.name.clone(), flags, i.link_type.unwrap_or("?").to_string(), i.addresses.join("\n")]);
+        let flags: Vec<&str> = [
+            (i.up, "up"),
+            (i.running, "running"),
+            (i.loopback, "loopback"),
+        ]
+        .into_iter()
+        .filter_map(|(on, name)| on.then_some(name))
+        .collect();
+        let flags = if flags.is_empty() {
+            "down".to_string()
+        } else {
+            flags.join(", ")
+        };
+        t.add_row(vec![
+            i.index.to_string(),
+            i.name.clone(),
+            flags,
+            i.link_type.unwrap_or("?").to_string(),
+            i.addresses.join("\n"),
+        ]);
     }
     format!("{t}\n")
 }
@@ -442,11 +536,22 @@ mod tests {
                 link_type: Some("ethernet"),
                 addresses: vec!["127.0.0.1/8".into(), "::1/128".into()],
             },
-            Interface { name: "eth9".into(), index: 2, up: false, running: false, loopback: false, link_type: None, addresses: vec![] },
+            Interface {
+                name: "eth9".into(),
+                index: 2,
+                up: false,
+                running: false,
+                loopback: false,
+                link_type: None,
+                addresses: vec![],
+            },
         ];
         let text = interfaces_text(&list);
         assert!(text.contains("up, running, loopback"), "{text}");
-        assert!(text.contains("127.0.0.1/8") && text.contains("::1/128"), "{text}");
+        assert!(
+            text.contains("127.0.0.1/8") && text.contains("::1/128"),
+            "{text}"
+        );
         assert!(text.contains("down"), "{text}");
     }
 

@@ -19,8 +19,8 @@ use crate::datagram::rtype::{MAX_PAYLOAD, MESSAGE_RULES};
 use crate::proto::profile::{BitSlot, Profile, MASK_BITS};
 use crate::proto::rtnp::{JsonField, MAX_DATAGRAM, MAX_DEPTH, MAX_JSON, PING, PONG};
 use crate::proto::rtype::{
-    COMPRESSED_BIT, COMPRESS_THRESHOLD, CRC_LEN, HEADER, HEADER_15, LEVEL_INIT, MAGIC, MESSAGES, PACKET_CLIENT,
-    PACKET_SERVER, SNAPSHOT_CHUNK, VERSION,
+    COMPRESSED_BIT, COMPRESS_THRESHOLD, CRC_LEN, HEADER, HEADER_15, LEVEL_INIT, MAGIC, MESSAGES,
+    PACKET_CLIENT, PACKET_SERVER, SNAPSHOT_CHUNK, VERSION,
 };
 use crate::proto::schema::{Check, Direction, Display, Field, Message, Named, Node, Role, Ty};
 use crate::proto::{rt, rtnp, Rule, Severity, CATALOG};
@@ -39,7 +39,11 @@ use crate::datagram::rtnp::MAX_WORDS as RTNP_MAX_WORDS;
 use crate::pipeline::RT_MAX_SERVERS;
 
 /// Expert infos raised when a dissector itself fails (never expected; a safety net).
-const MALFORMED: &[(&str, &str)] = &[("rtype", "rtype.malformed"), ("rt", "rt.malformed"), ("rtnp", "rtnp.malformed")];
+const MALFORMED: &[(&str, &str)] = &[
+    ("rtype", "rtype.malformed"),
+    ("rt", "rt.malformed"),
+    ("rtnp", "rtnp.malformed"),
+];
 const MALFORMED_SUMMARY: &str = "malformed packet: the dissector stopped early";
 
 const PRELUDE: &str = include_str!("lua/prelude.lua");
@@ -176,7 +180,11 @@ fn rtnp_rules() -> Vec<(&'static str, Rule)> {
 /// player_name, epoch sequence, silent clients).
 pub fn dissector_rules() -> Vec<Rule> {
     let mut rules = BTreeSet::new();
-    for (_, rule) in rtype_rules().into_iter().chain(rt_rules()).chain(rtnp_rules()) {
+    for (_, rule) in rtype_rules()
+        .into_iter()
+        .chain(rt_rules())
+        .chain(rtnp_rules())
+    {
         rules.insert(rule);
     }
     fn nodes(list: &'static [Node], rules: &mut BTreeSet<Rule>) {
@@ -187,7 +195,11 @@ pub fn dissector_rules() -> Vec<Rule> {
                     field(count, rules);
                     nodes(item.nodes, rules);
                 }
-                Node::Switch { tag, cases, unknown } => {
+                Node::Switch {
+                    tag,
+                    cases,
+                    unknown,
+                } => {
                     field(tag, rules);
                     rules.insert(*unknown);
                     for case in *cases {
@@ -201,7 +213,10 @@ pub fn dissector_rules() -> Vec<Rule> {
     fn field(f: &Field, rules: &mut BTreeSet<Rule>) {
         match f.check {
             Check::None => {}
-            Check::Finite(r) | Check::Ascending(r) | Check::Known(r) | Check::Unused { rule: r, .. } => {
+            Check::Finite(r)
+            | Check::Ascending(r)
+            | Check::Known(r)
+            | Check::Unused { rule: r, .. } => {
                 rules.insert(r);
             }
         }
@@ -326,7 +341,12 @@ impl<'p> Gen<'p> {
              CHUNK_MAX_AGE = {age}, CHUNK_MAX_CHUNKS = {MAX_CHUNKS}, CHUNK_MAX_OPEN = {MAX_OPEN_SETS}, CHUNK_MAX_BYTES = {MAX_SET_BYTES},\n}}",
             age = MAX_AGE_NANOS as f64 / 1e9,
         );
-        let codes = |list: &[u8]| list.iter().map(|c| format!("[0x{c:02X}] = true")).collect::<Vec<_>>().join(", ");
+        let codes = |list: &[u8]| {
+            list.iter()
+                .map(|c| format!("[0x{c:02X}] = true"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         let _ = writeln!(
             out,
             "local C_RT = {{\n    MAGIC_BE = 0x{:04X}, MAGIC_LE = 0x{:04X}, HEADER_LEN = {}, MAX_PAYLOAD = {},\n    \
@@ -356,14 +376,19 @@ impl<'p> Gen<'p> {
         );
 
         // The rules each runtime raises, by what they are about.
-        for (table, rules, proto) in
-            [("RULE", rtype_rules(), PROTO), ("RULE_RT", rt_rules(), PROTO_RT), ("RULE_RTNP", rtnp_rules(), PROTO_RTNP)]
-        {
+        for (table, rules, proto) in [
+            ("RULE", rtype_rules(), PROTO),
+            ("RULE_RT", rt_rules(), PROTO_RT),
+            ("RULE_RTNP", rtnp_rules(), PROTO_RTNP),
+        ] {
             let _ = writeln!(out, "local {table} = {{");
             for (key, rule) in rules {
                 let _ = writeln!(out, "    {key} = {},", lua_str(rule.id()));
             }
-            let malformed = MALFORMED.iter().find(|(p, _)| *p == proto).map_or("", |m| m.1);
+            let malformed = MALFORMED
+                .iter()
+                .find(|(p, _)| *p == proto)
+                .map_or("", |m| m.1);
             let _ = writeln!(out, "    malformed = {},\n}}", lua_str(malformed));
         }
         out.push('\n');
@@ -372,7 +397,9 @@ impl<'p> Gen<'p> {
         out.push_str("local EX, SUMMARY, EXPERTS = {}, {}, { rtype = {}, rt = {}, rtnp = {} }\n");
         out.push_str("local function expert_info(proto, id, summary, group, severity)\n");
         out.push_str("    SUMMARY[id] = summary\n");
-        out.push_str("    EX[id] = ProtoExpert.new(id, \"[\" .. id .. \"] \" .. summary, group, severity)\n");
+        out.push_str(
+            "    EX[id] = ProtoExpert.new(id, \"[\" .. id .. \"] \" .. summary, group, severity)\n",
+        );
         out.push_str("    EXPERTS[proto][#EXPERTS[proto] + 1] = EX[id]\n");
         out.push_str("end\n");
         let raised = dissector_rules();
@@ -433,7 +460,9 @@ impl<'p> Gen<'p> {
         }
         out.push_str("RULE.undecoded_pf, RULE_RT.undecoded_pf = PF.undecoded, PF_RT.undecoded\n");
         out.push_str("local RULE_REASSEMBLED = setmetatable({ undecoded_pf = PF.reassembled_undecoded }, { __index = RULE })\n\n");
-        out.push_str("-- Field descriptors: ProtoField, wire type, width, name, role and checks.\n");
+        out.push_str(
+            "-- Field descriptors: ProtoField, wire type, width, name, role and checks.\n",
+        );
         out.push_str("local F = {}\n");
         for line in &self.fields {
             out.push_str(line);
@@ -468,7 +497,9 @@ impl<'p> Gen<'p> {
         let mut at = Vec::new();
         let mut offset = 0;
         for node in nodes {
-            let Node::Field(f) = node else { panic!("a header holds fields only") };
+            let Node::Field(f) = node else {
+                panic!("a header holds fields only")
+            };
             let width = f.width().expect("header fields have fixed widths");
             let abbrev = self.declare(format!("{proto}.{}", f.name), f, proto);
             fields.push(format!("F[{}]", lua_str(&abbrev)));
@@ -477,8 +508,13 @@ impl<'p> Gen<'p> {
             }
             offset += width;
         }
-        let compression = nodes.iter().any(|n| matches!(n, Node::Field(f) if f.role == Role::OrigSize));
-        let _ = writeln!(out, "    {{\n        len = {offset}, compression = {compression},");
+        let compression = nodes
+            .iter()
+            .any(|n| matches!(n, Node::Field(f) if f.role == Role::OrigSize));
+        let _ = writeln!(
+            out,
+            "    {{\n        len = {offset}, compression = {compression},"
+        );
         let _ = writeln!(out, "        fields = {{ {} }},", fields.join(", "));
         let _ = writeln!(out, "        at = {{ {} }},\n    }},", at.join(", "));
     }
@@ -492,14 +528,20 @@ impl<'p> Gen<'p> {
             "-- ---------------------------------------------------------------------------------------------\n",
         );
         out.push_str("-- Message layouts, compiled from the protocol description (one function per layout).\n");
-        out.push_str("-- Each returns true when its nodes were all read, false when the walk stopped.\n");
+        out.push_str(
+            "-- Each returns true when its nodes were all read, false when the walk stopped.\n",
+        );
         out.push_str(
             "-- ---------------------------------------------------------------------------------------------\n",
         );
         self.messages(out, "MSG", PROTO, MESSAGES);
         let snapshot = snapshot_message();
         out.push_str("\n-- The snapshot rebuilt from a complete set of SNAPSHOT_CHUNK datagrams: laid out as\n");
-        let _ = writeln!(out, "-- {} and shown under `{REASSEMBLED_PREFIX}.`.", snapshot.name);
+        let _ = writeln!(
+            out,
+            "-- {} and shown under `{REASSEMBLED_PREFIX}.`.",
+            snapshot.name
+        );
         out.push_str("local REASSEMBLED = {\n    name = \"Reassembled snapshot\", variants = {},\n    body = ");
         self.function(out, &[snapshot.body], REASSEMBLED_PREFIX, 1);
         out.push_str("}\n\n");
@@ -508,7 +550,12 @@ impl<'p> Gen<'p> {
         out.push_str("-- rtnp message types and their JSON schemas (document 004, Appendix B).\n");
         out.push_str("local RTNP_MESSAGES = {\n");
         for m in rtnp::MESSAGES {
-            let _ = write!(out, "    [{}] = {{ name = {}, dir = ", lua_str(m.message.name), lua_str(m.message.name));
+            let _ = write!(
+                out,
+                "    [{}] = {{ name = {}, dir = ",
+                lua_str(m.message.name),
+                lua_str(m.message.name)
+            );
             out.push_str(direction(m.message.direction));
             if let Some(rule) = m.message.seen_rule {
                 let _ = write!(out, ", seen = {}", lua_str(rule.id()));
@@ -523,7 +570,13 @@ impl<'p> Gen<'p> {
 
     /// A dialect's message table `table`: each message's name, direction, fixed size, the rule
     /// its mere sight breaks, its body and its variants.
-    fn messages(&mut self, out: &mut String, table: &str, proto: &str, messages: &'static [Message]) {
+    fn messages(
+        &mut self,
+        out: &mut String,
+        table: &str,
+        proto: &str,
+        messages: &'static [Message],
+    ) {
         let _ = writeln!(out, "local {table} = {{}}");
         for m in messages {
             let prefix = format!("{proto}.{}", m.short);
@@ -547,16 +600,30 @@ impl<'p> Gen<'p> {
             out.push_str("    variants = {");
             for v in m.variants {
                 let _ = write!(out, "\n        {{ rule = {}, fn = ", lua_str(v.rule.id()));
-                let parts: Vec<&'static [Node]> = if v.extends_body { vec![m.body, v.nodes] } else { vec![v.nodes] };
+                let parts: Vec<&'static [Node]> = if v.extends_body {
+                    vec![m.body, v.nodes]
+                } else {
+                    vec![v.nodes]
+                };
                 self.function(out, &parts, &prefix, 2);
                 out.push_str("        },");
             }
-            out.push_str(if m.variants.is_empty() { "},\n}\n" } else { "\n    },\n}\n" });
+            out.push_str(if m.variants.is_empty() {
+                "},\n}\n"
+            } else {
+                "\n    },\n}\n"
+            });
         }
     }
 
     /// A Lua function walking `parts` one after the other.
-    fn function(&mut self, out: &mut String, parts: &[&'static [Node]], prefix: &str, indent: usize) {
+    fn function(
+        &mut self,
+        out: &mut String,
+        parts: &[&'static [Node]],
+        prefix: &str,
+        indent: usize,
+    ) {
         out.push_str("function(c, t)\n");
         for nodes in parts {
             self.nodes(out, nodes, prefix, "t", indent + 1, 0);
@@ -565,13 +632,25 @@ impl<'p> Gen<'p> {
     }
 
     /// Statements reading `nodes` into tree variable `t`; each returns false when the walk stops.
-    fn nodes(&mut self, out: &mut String, nodes: &'static [Node], prefix: &str, t: &str, indent: usize, depth: usize) {
+    fn nodes(
+        &mut self,
+        out: &mut String,
+        nodes: &'static [Node],
+        prefix: &str,
+        t: &str,
+        indent: usize,
+        depth: usize,
+    ) {
         let p = pad(indent);
         for node in nodes {
             match node {
                 Node::Field(f) => {
                     let abbrev = self.declare(format!("{prefix}.{}", f.name), f, "");
-                    let _ = writeln!(out, "{p}if rd(c, {t}, F[{}]) == nil then return false end", lua_str(&abbrev));
+                    let _ = writeln!(
+                        out,
+                        "{p}if rd(c, {t}, F[{}]) == nil then return false end",
+                        lua_str(&abbrev)
+                    );
                 }
                 Node::Repeat { count, item } => {
                     let abbrev = self.declare(format!("{prefix}.{}", count.name), count, "");
@@ -584,7 +663,11 @@ impl<'p> Gen<'p> {
                         format!("t{depth}"),
                     );
                     let _ = writeln!(out, "{p}do");
-                    let _ = writeln!(out, "{p}    local {n} = rd(c, {t}, F[{}])", lua_str(&abbrev));
+                    let _ = writeln!(
+                        out,
+                        "{p}    local {n} = rd(c, {t}, F[{}])",
+                        lua_str(&abbrev)
+                    );
                     let _ = writeln!(out, "{p}    if {n} == nil then return false end");
                     if count.role == Role::EntityCount {
                         let _ = writeln!(
@@ -613,23 +696,42 @@ impl<'p> Gen<'p> {
                     let _ = writeln!(out, "{p}    close(c, {l})");
                     let _ = writeln!(out, "{p}end");
                 }
-                Node::Switch { tag, cases, unknown } => {
+                Node::Switch {
+                    tag,
+                    cases,
+                    unknown,
+                } => {
                     let abbrev = self.declare(format!("{prefix}.{}", tag.name), tag, "");
-                    let (v, g, ti) = (format!("v{depth}"), format!("g{depth}"), format!("t{depth}"));
+                    let (v, g, ti) = (
+                        format!("v{depth}"),
+                        format!("g{depth}"),
+                        format!("t{depth}"),
+                    );
                     let _ = writeln!(out, "{p}do");
-                    let _ = writeln!(out, "{p}    local {v} = rd(c, {t}, F[{}])", lua_str(&abbrev));
+                    let _ = writeln!(
+                        out,
+                        "{p}    local {v} = rd(c, {t}, F[{}])",
+                        lua_str(&abbrev)
+                    );
                     let _ = writeln!(out, "{p}    if {v} == nil then return false end");
                     for (k, case) in cases.iter().enumerate() {
                         let kw = if k == 0 { "if" } else { "elseif" };
                         let _ = writeln!(out, "{p}    {kw} {v} == {} then", case.value);
-                        let _ = writeln!(out, "{p}        local {g} = open(c, {t}, {})", lua_str(case.group.label));
+                        let _ = writeln!(
+                            out,
+                            "{p}        local {g} = open(c, {t}, {})",
+                            lua_str(case.group.label)
+                        );
                         let _ = writeln!(out, "{p}        local {ti} = {g} and {g}.item");
                         let inner = format!("{prefix}.{}", case.group.filter);
                         self.nodes(out, case.group.nodes, &inner, &ti, indent + 2, depth + 1);
                         let _ = writeln!(out, "{p}        close(c, {g})");
                     }
-                    let call =
-                        format!("return unknown_case(c, {t}, {}, {v}, {})", lua_str(tag.name), lua_str(unknown.id()));
+                    let call = format!(
+                        "return unknown_case(c, {t}, {}, {v}, {})",
+                        lua_str(tag.name),
+                        lua_str(unknown.id())
+                    );
                     if cases.is_empty() {
                         let _ = writeln!(out, "{p}    {call}");
                     } else {
@@ -709,11 +811,26 @@ impl<'p> Gen<'p> {
         let text_array = array && matches!(f.display, Display::Text);
         let scaled = !array && f.divisor != 1 && f.ty != Ty::F32 && f.ty != Ty::Str8;
         let (pf, ty) = match f.ty {
-            _ if text_array => (format!("ProtoField.string({}, {label})", lua_str(&name)), "text"),
-            _ if array => (format!("ProtoField.bytes({}, {label})", lua_str(&name)), "bytes"),
-            Ty::F32 => (format!("ProtoField.float({}, {label})", lua_str(&name)), "f32"),
-            Ty::Str8 => (format!("ProtoField.string({}, {label})", lua_str(&name)), "str8"),
-            ty if scaled => (format!("ProtoField.double({}, {label})", lua_str(&name)), ty.name()),
+            _ if text_array => (
+                format!("ProtoField.string({}, {label})", lua_str(&name)),
+                "text",
+            ),
+            _ if array => (
+                format!("ProtoField.bytes({}, {label})", lua_str(&name)),
+                "bytes",
+            ),
+            Ty::F32 => (
+                format!("ProtoField.float({}, {label})", lua_str(&name)),
+                "f32",
+            ),
+            Ty::Str8 => (
+                format!("ProtoField.string({}, {label})", lua_str(&name)),
+                "str8",
+            ),
+            ty if scaled => (
+                format!("ProtoField.double({}, {label})", lua_str(&name)),
+                ty.name(),
+            ),
             ty => (
                 format!(
                     "ProtoField.{}({}, {label}, {base}{})",
@@ -752,19 +869,33 @@ impl<'p> Gen<'p> {
             Check::Ascending(rule) => desc.push(format!("ascending = {}", lua_str(rule.id()))),
             Check::Known(rule) => {
                 if let (true, Some(vs)) = (plain_unsigned, &vs) {
-                    desc.push(format!("known = {vs}, unknown_rule = {}", lua_str(rule.id())));
+                    desc.push(format!(
+                        "known = {vs}, unknown_rule = {}",
+                        lua_str(rule.id())
+                    ));
                 }
             }
             Check::Unused { mask, rule } => {
                 if plain_unsigned {
-                    desc.push(format!("unused = 0x{mask:X}, unused_rule = {}", lua_str(rule.id())));
+                    desc.push(format!(
+                        "unused = 0x{mask:X}, unused_rule = {}",
+                        lua_str(rule.id())
+                    ));
                 }
             }
         }
         if let (Display::Flags(named), true) = (f.display, plain_unsigned) {
             let width_bits = f.ty.width().unwrap_or(0) * 8;
-            let max = if width_bits >= 32 { u32::MAX } else { (1u32 << width_bits) - 1 };
-            let parent = if bits_prefix.is_empty() { name.clone() } else { bits_prefix.to_string() };
+            let max = if width_bits >= 32 {
+                u32::MAX
+            } else {
+                (1u32 << width_bits) - 1
+            };
+            let parent = if bits_prefix.is_empty() {
+                name.clone()
+            } else {
+                bits_prefix.to_string()
+            };
             let mut bits = Vec::new();
             for flag in named.iter().filter(|n| n.value != 0 && n.value & !max == 0) {
                 let bit_abbrev = self.unique(format!("{parent}.{}", flag.name));
@@ -793,7 +924,8 @@ impl<'p> Gen<'p> {
         if shareable(f) {
             self.shareable.insert(name.clone(), (f, self.fields.len()));
         }
-        self.fields.push(format!("F[{}] = {{ {} }}", lua_str(&name), desc.join(", ")));
+        self.fields
+            .push(format!("F[{}] = {{ {} }}", lua_str(&name), desc.join(", ")));
         name
     }
 
@@ -817,7 +949,16 @@ impl<'p> Gen<'p> {
             }
         };
         self.abbrevs.insert(key.clone(), signature.to_string());
-        let ctor = |ty: Ty| format!("ProtoField.{}(", if matches!(ty, Ty::U8) { "uint8" } else { int_ctor(ty) });
+        let ctor = |ty: Ty| {
+            format!(
+                "ProtoField.{}(",
+                if matches!(ty, Ty::U8) {
+                    "uint8"
+                } else {
+                    int_ctor(ty)
+                }
+            )
+        };
         let shared = &mut self.fields[line];
         if !shared.ends_with(", explicit = true }") {
             *shared = shared.replacen(&ctor(first.ty), "ProtoField.int32(", 1);
@@ -834,7 +975,8 @@ impl<'p> Gen<'p> {
             desc.push(format!("role = \"{:?}\"", f.role));
         }
         desc.push("explicit = true".into());
-        self.fields.push(format!("F[{}] = {{ {} }}", lua_str(&key), desc.join(", ")));
+        self.fields
+            .push(format!("F[{}] = {{ {} }}", lua_str(&key), desc.join(", ")));
         Some(key)
     }
 
@@ -1023,13 +1165,20 @@ mod tests {
             assert!(lua.contains(&format!("(\"{name}\"")), "{name} not declared");
         }
         let raised = dissector_rules();
-        for rule in CATALOG
-            .iter()
-            .filter(|r| r.id.starts_with("rtype.") || r.id.starts_with("rt.") || r.id.starts_with("rtnp."))
-        {
-            let declared = lua.contains(&format!("expert_info(\"{}\", \"{}\"", proto_of(rule.id), rule.id));
+        for rule in CATALOG.iter().filter(|r| {
+            r.id.starts_with("rtype.") || r.id.starts_with("rt.") || r.id.starts_with("rtnp.")
+        }) {
+            let declared = lua.contains(&format!(
+                "expert_info(\"{}\", \"{}\"",
+                proto_of(rule.id),
+                rule.id
+            ));
             let should = raised.contains(&Rule::from_id(rule.id).unwrap());
-            assert_eq!(declared, should, "{}: expert info declared {declared}, raised {should}", rule.id);
+            assert_eq!(
+                declared, should,
+                "{}: expert info declared {declared}, raised {should}",
+                rule.id
+            );
         }
         // The rules left to rtype-inspect are the ones about conversations and captures.
         let left: Vec<&str> = CATALOG
@@ -1073,6 +1222,8 @@ mod tests {
         assert!(lua.contains("div = 10"));
         assert!(lua.contains("ProtoField.int32(\"rtype.snapshot.entity.score\""));
         assert!(lua.contains("ProtoField.uint8(\"rtype.snapshot.entity.status.lives\", \"lives\", base.DEC, nil, 0xF)"));
-        assert!(lua.contains("if band(m, 0x0400) ~= 0 then if rd(c, t0, F[\"rtype.snapshot.entity.score\"])"));
+        assert!(lua.contains(
+            "if band(m, 0x0400) ~= 0 then if rd(c, t0, F[\"rtype.snapshot.entity.score\"])"
+        ));
     }
 }

@@ -2,16 +2,16 @@
 
 pub mod catalog;
 pub mod check;
+pub mod export;
+pub mod fields;
+pub mod filter;
 pub mod junit;
-pub mod stats;
+pub mod live;
 pub mod lua;
+pub mod packets;
+pub mod protocol_doc;
+pub mod render;
+pub mod stats;
 pub mod summary;
 pub mod table;
 pub mod time;
-pub mod fields;
-pub mod filter;
-pub mod render;
-pub mod export;
-pub mod packets;
-pub mod protocol_doc;
-pub mod live;

@@ -22,6 +22,9 @@ pub struct MaybeTree {
 }
 
 impl Visitor for MaybeTree {
+    fn wants(&self, _: &'static Field) -> bool {
+        self.on
+    }
     fn field(&mut self, field: &'static Field, at: usize, len: usize, value: Value<'_>) {
         if self.on {
             self.tree.field(field, at, len, value);
@@ -69,7 +72,10 @@ impl<W: Write> Packets<W> {
         Packets {
             out,
             options,
-            fields: MaybeTree { on: options.verbose, tree: TreeFields::default() },
+            fields: MaybeTree {
+                on: options.verbose,
+                tree: TreeFields::default(),
+            },
             filter,
             line: String::with_capacity(1024),
             first_ts: None,
@@ -103,7 +109,8 @@ fn key_fields(line: &mut String, e: &DatagramEvent<'_>) {
         let _ = write!(line, " entities={n}");
     }
     if let Some(t) = f.event_type {
-        let name = render::enum_name(crate::proto::rtype::EVENT_TYPES, t.into()).unwrap_or("unknown");
+        let name =
+            render::enum_name(crate::proto::rtype::EVENT_TYPES, t.into()).unwrap_or("unknown");
         let _ = write!(line, " event={name}");
     }
     if let Some(p) = f.player_id {
@@ -113,7 +120,8 @@ fn key_fields(line: &mut String, e: &DatagramEvent<'_>) {
         let _ = write!(line, " ack={s}/0x{t:02X}");
     }
     if let Some(r) = f.reason {
-        let name = render::enum_name(crate::proto::rtype::REASON_CODES, r.into()).unwrap_or("unknown");
+        let name =
+            render::enum_name(crate::proto::rtype::REASON_CODES, r.into()).unwrap_or("unknown");
         let _ = write!(line, " reason={name}");
     }
 }
@@ -130,9 +138,20 @@ fn fit(line: &mut String, from: usize, width: usize) {
 fn findings_block(line: &mut String, findings: &[Finding], indent: &str) {
     for f in findings {
         let info = f.rule.info();
-        let _ = writeln!(line, "{indent}{} {} @{} ({})", info.severity.name(), info.id, f.at, info.section);
+        let _ = writeln!(
+            line,
+            "{indent}{} {} @{} ({})",
+            info.severity.name(),
+            info.id,
+            f.at,
+            info.section
+        );
         let detail = render::detail(f);
-        let text = if detail.is_empty() { info.summary.to_string() } else { format!("{}: {detail}", info.summary) };
+        let text = if detail.is_empty() {
+            info.summary.to_string()
+        } else {
+            format!("{}: {detail}", info.summary)
+        };
         wrap(line, &text, &format!("{indent}  "), WIDTH as usize);
     }
 }
@@ -175,7 +194,13 @@ pub fn hex_dump(out: &mut String, bytes: &[u8], indent: &str) {
             }
         }
         out.push(' ');
-        out.extend(chunk.iter().map(|&b| if b.is_ascii_graphic() || b == b' ' { b as char } else { '.' }));
+        out.extend(chunk.iter().map(|&b| {
+            if b.is_ascii_graphic() || b == b' ' {
+                b as char
+            } else {
+                '.'
+            }
+        }));
         out.push('\n');
     }
 }
@@ -190,12 +215,18 @@ impl<W: Write> Sink for Packets<W> {
     fn begin(&mut self, conversations: &Conversations, conversation: u32) {
         if self.options.verbose {
             self.fields.tree.clear();
-            self.fields.tree.sprites.refresh(conversations, conversation);
+            self.fields
+                .tree
+                .sprites
+                .refresh(conversations, conversation);
         }
     }
 
     fn datagram(&mut self, e: &DatagramEvent<'_>) {
-        let rel = (e.ts_nanos - *self.first_ts.get_or_insert(e.ts_nanos)) as f64 / 1e9;
+        let rel = e
+            .ts_nanos
+            .saturating_sub(*self.first_ts.get_or_insert(e.ts_nanos)) as f64
+            / 1e9;
         self.shown = self.error.is_none() && self.filter.matches(e, rel);
         if !self.shown {
             return;
@@ -203,7 +234,14 @@ impl<W: Write> Sink for Packets<W> {
         let line = &mut self.line;
         line.clear();
         let dir = e.direction.map_or("?→?", Direction::arrow);
-        let _ = write!(line, "{:>7} {rel:>10.6} #{:<3} {dir} {:<5} {}", e.frame, e.conversation, e.dialect.name(), e.name);
+        let _ = write!(
+            line,
+            "{:>7} {rel:>10.6} #{:<3} {dir} {:<5} {}",
+            e.frame,
+            e.conversation,
+            e.dialect.name(),
+            e.name
+        );
         key_fields(line, e);
         if !e.findings.is_empty() {
             line.push_str(" [");
@@ -226,20 +264,43 @@ impl<W: Write> Sink for Packets<W> {
                 let _ = write!(line, " (0x{code:02X})");
             }
             if let Some(Decoded::Rtype(d)) = e.decoded {
-                let crc = if d.crc_ok() { "ok".to_string() } else { format!("BAD, computed 0x{:08X}", d.crc_computed) };
-                let _ = write!(line, ", {}-byte header, CRC 0x{:08X} {crc}", d.header.layout().len(), d.crc_stored);
+                let crc = if d.crc_ok() {
+                    "ok".to_string()
+                } else {
+                    format!("BAD, computed 0x{:08X}", d.crc_computed)
+                };
+                let _ = write!(
+                    line,
+                    ", {}-byte header, CRC 0x{:08X} {crc}",
+                    d.header.layout().len(),
+                    d.crc_stored
+                );
                 if d.header.compressed() {
-                    let _ = write!(line, ", LZ4 {} → {} bytes", d.wire_payload.len(), e.payload.map_or(0, <[u8]>::len));
+                    let _ = write!(
+                        line,
+                        ", LZ4 {} → {} bytes",
+                        d.wire_payload.len(),
+                        e.payload.map_or(0, <[u8]>::len)
+                    );
                 }
             }
             if let Some(Decoded::Rt(d)) = e.decoded {
                 let little = d.header.endian() == crate::message::Endian::Little;
-                line.push_str(if little { ", little-endian" } else { ", big-endian" });
+                line.push_str(if little {
+                    ", little-endian"
+                } else {
+                    ", big-endian"
+                });
             }
             line.push('\n');
             line.push_str(&self.fields.tree.out);
             // rtnp messages are JSON, shown whole rather than field by field.
-            if let Some(Decoded::Rtnp { framing, text, json }) = e.decoded {
+            if let Some(Decoded::Rtnp {
+                framing,
+                text,
+                json,
+            }) = e.decoded
+            {
                 let _ = writeln!(line, "  Message ({})", framing.name());
                 let shown = json.and_then(|j| serde_json::to_string_pretty(j).ok());
                 for l in shown.as_deref().or(text).unwrap_or("(not UTF-8)").lines() {
@@ -280,11 +341,19 @@ impl<W: Write> Sink for Packets<W> {
     }
 
     fn loose(&mut self, f: &LooseFinding) {
-        if self.error.is_some() || !self.filter.matches_finding(f.frame, f.conversation, f.finding.rule) {
+        if self.error.is_some()
+            || !self
+                .filter
+                .matches_finding(f.frame, f.conversation, f.finding.rule)
+        {
             return;
         }
         self.line.clear();
-        let _ = write!(self.line, "{:>7} {:>10} #{:<3} finding", f.frame, "", f.conversation);
+        let _ = write!(
+            self.line,
+            "{:>7} {:>10} #{:<3} finding",
+            f.frame, "", f.conversation
+        );
         let info = f.finding.rule.info();
         let _ = write!(self.line, " [{}] {}", info.id, render::detail(&f.finding));
         fit(&mut self.line, 0, WIDTH as usize);

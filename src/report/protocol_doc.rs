@@ -17,23 +17,43 @@ pub fn markdown() -> String {
          edit. JSON paths are the keys of `rtype-inspect export` records (`header.…`, `fields.…`;\n\
          `[]` marks a list); filter names are those of the generated Wireshark dissector.\n",
     );
-    binary(&mut out, "rtype", "documents 002 and 001", rtype::HEADER, rtype::MESSAGES);
+    binary(
+        &mut out,
+        "rtype",
+        "documents 002 and 001",
+        rtype::HEADER,
+        rtype::MESSAGES,
+    );
     masked(&mut out);
     binary(&mut out, "rt", "document 003", rt::HEADER, rt::MESSAGES);
     json(&mut out);
-    let _ = writeln!(out, "\n## Rules\n\n{} rules: see `rtype-inspect violations` and the README.", CATALOG.len());
+    let _ = writeln!(
+        out,
+        "\n## Rules\n\n{} rules: see `rtype-inspect violations` and the README.",
+        CATALOG.len()
+    );
     out
 }
 
 fn names(table: &[Named]) -> String {
-    table.iter().map(|n| format!("{}={}", n.value, n.name)).collect::<Vec<_>>().join(", ")
+    table
+        .iter()
+        .map(|n| format!("{}={}", n.value, n.name))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn display(field: &Field) -> String {
     match field.display {
         Display::Enum(t) => format!("enum: {}", names(t)),
         Display::Flags(t) => {
-            format!("flags: {}", t.iter().map(|n| format!("0x{:X}={}", n.value, n.name)).collect::<Vec<_>>().join(", "))
+            format!(
+                "flags: {}",
+                t.iter()
+                    .map(|n| format!("0x{:X}={}", n.value, n.name))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
         }
         Display::MessageType => "message type".into(),
         Display::Hex => "hex".into(),
@@ -53,7 +73,13 @@ fn wire_type(field: &Field) -> String {
 }
 
 fn row(out: &mut String, path: &str, filter: &str, field: &Field) {
-    let _ = writeln!(out, "| `{path}` | `{filter}` | {} | {} | {} |", wire_type(field), field.label, display(field));
+    let _ = writeln!(
+        out,
+        "| `{path}` | `{filter}` | {} | {} | {} |",
+        wire_type(field),
+        field.label,
+        display(field)
+    );
 }
 
 const TABLE_HEAD: &str = "| JSON path | filter | type | label | display |\n|---|---|---|---|---|\n";
@@ -62,15 +88,38 @@ const TABLE_HEAD: &str = "| JSON path | filter | type | label | display |\n|---|
 fn nodes(out: &mut String, nodes: &[Node], path: &str, filter: &str) {
     for node in nodes {
         match node {
-            Node::Field(f) => row(out, &format!("{path}{}", f.name), &format!("{filter}.{}", f.name), f),
+            Node::Field(f) => row(
+                out,
+                &format!("{path}{}", f.name),
+                &format!("{filter}.{}", f.name),
+                f,
+            ),
             Node::Repeat { count, item } => {
-                row(out, &format!("{path}{}", count.name), &format!("{filter}.{}", count.name), count);
-                self::nodes(out, item.nodes, &format!("{path}{}[].", item.name), &format!("{filter}.{}", item.filter));
+                row(
+                    out,
+                    &format!("{path}{}", count.name),
+                    &format!("{filter}.{}", count.name),
+                    count,
+                );
+                self::nodes(
+                    out,
+                    item.nodes,
+                    &format!("{path}{}[].", item.name),
+                    &format!("{filter}.{}", item.filter),
+                );
             }
             Node::Switch { tag, cases, .. } => {
-                row(out, &format!("{path}{}", tag.name), &format!("{filter}.{}", tag.name), tag);
+                row(
+                    out,
+                    &format!("{path}{}", tag.name),
+                    &format!("{filter}.{}", tag.name),
+                    tag,
+                );
                 for case in *cases {
-                    let (p, f) = (format!("{path}{}.", case.group.name), format!("{filter}.{}", case.group.filter));
+                    let (p, f) = (
+                        format!("{path}{}.", case.group.name),
+                        format!("{filter}.{}", case.group.filter),
+                    );
                     self::nodes(out, case.group.nodes, &p, &f);
                 }
             }
@@ -81,11 +130,25 @@ fn nodes(out: &mut String, nodes: &[Node], path: &str, filter: &str) {
     }
 }
 
-fn binary(out: &mut String, dialect: &str, documents: &str, header: &'static [Node], messages: &[Message]) {
-    let _ = write!(out, "\n## {dialect} ({documents})\n\n### Header\n\n{TABLE_HEAD}");
+fn binary(
+    out: &mut String,
+    dialect: &str,
+    documents: &str,
+    header: &'static [Node],
+    messages: &[Message],
+) {
+    let _ = write!(
+        out,
+        "\n## {dialect} ({documents})\n\n### Header\n\n{TABLE_HEAD}"
+    );
     for node in header {
         if let Node::Field(f) = node {
-            row(out, &format!("header.{}", f.name), &format!("{dialect}.{}", f.name), f);
+            row(
+                out,
+                &format!("header.{}", f.name),
+                &format!("{dialect}.{}", f.name),
+                f,
+            );
         }
     }
     for m in messages {
@@ -94,7 +157,14 @@ fn binary(out: &mut String, dialect: &str, documents: &str, header: &'static [No
             Some(1) => "1 byte".to_string(),
             Some(n) => format!("{n} bytes"),
         };
-        let _ = write!(out, "\n### 0x{:02X} {} ({}, {size}, {})\n\n", m.code, m.name, m.direction.arrow(), m.section);
+        let _ = write!(
+            out,
+            "\n### 0x{:02X} {} ({}, {size}, {})\n\n",
+            m.code,
+            m.name,
+            m.direction.arrow(),
+            m.section
+        );
         if m.body.is_empty() {
             out.push_str("No payload.\n");
         } else {
@@ -102,8 +172,16 @@ fn binary(out: &mut String, dialect: &str, documents: &str, header: &'static [No
             nodes(out, m.body, "fields.", &format!("{dialect}.{}", m.short));
         }
         for v in m.variants {
-            let how = if v.extends_body { "the document's layout followed by" } else { "instead:" };
-            let _ = write!(out, "\nKnown variant (reported as `{}`), {how}\n\n", v.rule.id());
+            let how = if v.extends_body {
+                "the document's layout followed by"
+            } else {
+                "instead:"
+            };
+            let _ = write!(
+                out,
+                "\nKnown variant (reported as `{}`), {how}\n\n",
+                v.rule.id()
+            );
             if v.nodes.is_empty() {
                 out.push_str("an empty payload.\n");
             } else {
@@ -120,7 +198,9 @@ fn binary(out: &mut String, dialect: &str, documents: &str, header: &'static [No
 /// The document's snapshot mask table (profiles replace it).
 fn masked(out: &mut String) {
     out.push_str("\n### Snapshot update mask (document 001 §6.2; `--profile` replaces it)\n\n");
-    out.push_str("| bit | JSON key | filter | type | label | display |\n|---|---|---|---|---|---|\n");
+    out.push_str(
+        "| bit | JSON key | filter | type | label | display |\n|---|---|---|---|---|---|\n",
+    );
     for (bit, slot) in Profile::document().bits.iter().enumerate() {
         match slot {
             BitSlot::Field(f) => {
@@ -148,13 +228,24 @@ fn json(out: &mut String) {
     out.push_str("\n## rtnp (document 004)\n\nJSON messages, in a Cap'n Proto envelope or raw; the export shows the whole message under\n`fields`. Required properties per type (Appendix B):\n\n| type | direction | properties (required ones marked *) |\n|---|---|---|\n");
     fn props(fields: &[rtnp::JsonField], out: &mut Vec<String>) {
         for f in fields {
-            out.push(format!("`{}`{}: {}", f.path, if f.required { "*" } else { "" }, f.ty.name()));
+            out.push(format!(
+                "`{}`{}: {}",
+                f.path,
+                if f.required { "*" } else { "" },
+                f.ty.name()
+            ));
             props(f.fields, out);
         }
     }
     for m in rtnp::MESSAGES {
         let mut list = vec!["`type`*: string".to_string()];
         props(m.fields, &mut list);
-        let _ = writeln!(out, "| `{}` | {} | {} |", m.message.name, m.message.direction.arrow(), list.join(", "));
+        let _ = writeln!(
+            out,
+            "| `{}` | {} | {} |",
+            m.message.name,
+            m.message.direction.arrow(),
+            list.join(", ")
+        );
     }
 }

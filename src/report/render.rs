@@ -9,19 +9,26 @@ use crate::proto::schema::{Display, Field, Named, Ty};
 /// Appends `s` as a JSON string literal.
 pub fn json_str(out: &mut String, s: &str) {
     out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
+    // Runs of characters that need no escape (all of them, in field names) are copied whole.
+    let mut rest = s;
+    while let Some(i) = rest
+        .bytes()
+        .position(|b| b == b'"' || b == b'\\' || b < 0x20)
+    {
+        out.push_str(&rest[..i]);
+        match rest.as_bytes()[i] {
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            b'\t' => out.push_str("\\t"),
+            b => {
+                let _ = write!(out, "\\u{b:04x}");
             }
-            c => out.push(c),
         }
+        rest = &rest[i + 1..];
     }
+    out.push_str(rest);
     out.push('"');
 }
 
@@ -36,7 +43,13 @@ pub fn hex(out: &mut String, bytes: &[u8]) {
 /// so those become the strings "NaN", "inf", "-inf".
 fn float(out: &mut String, field: &Field, f: f64, json: bool) {
     if !f.is_finite() {
-        let text = if f.is_nan() { "NaN" } else if f > 0.0 { "inf" } else { "-inf" };
+        let text = if f.is_nan() {
+            "NaN"
+        } else if f > 0.0 {
+            "inf"
+        } else {
+            "-inf"
+        };
         if json {
             json_str(out, text);
         } else {
@@ -44,18 +57,42 @@ fn float(out: &mut String, field: &Field, f: f64, json: bool) {
         }
         return;
     }
-    let _ = if field.ty == Ty::F32 { write!(out, "{}", f as f32) } else { write!(out, "{f}") };
+    let _ = if field.ty == Ty::F32 {
+        write!(out, "{}", f as f32)
+    } else {
+        write!(out, "{f}")
+    };
+}
+
+/// Appends an integer in decimal, as `write!(out, "{n}")` does but without the formatting
+/// machinery (export writes dozens per datagram).
+pub fn push_u64(out: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend(digits[i..].iter().map(|d| char::from(*d)));
+}
+
+/// [`push_u64`] for signed integers.
+pub fn push_i64(out: &mut String, n: i64) {
+    if n < 0 {
+        out.push('-');
+    }
+    push_u64(out, n.unsigned_abs());
 }
 
 /// Appends a value as JSON.
 pub fn json_value(out: &mut String, field: &Field, value: Value<'_>) {
     match value {
-        Value::U(n) => {
-            let _ = write!(out, "{n}");
-        }
-        Value::I(n) => {
-            let _ = write!(out, "{n}");
-        }
+        Value::U(n) => push_u64(out, n),
+        Value::I(n) => push_i64(out, n),
         Value::F(f) => float(out, field, f, true),
         Value::Str(s) => json_str(out, s),
         Value::Bytes(b) => {
@@ -68,7 +105,10 @@ pub fn json_value(out: &mut String, field: &Field, value: Value<'_>) {
 
 /// The name an enum display gives `n`, if any.
 pub fn enum_name(table: &[Named], n: u64) -> Option<&'static str> {
-    table.iter().find(|e| u64::from(e.value) == n).map(|e| e.name)
+    table
+        .iter()
+        .find(|e| u64::from(e.value) == n)
+        .map(|e| e.name)
 }
 
 /// Names of the flags set in `n` (a multi-bit mask shows as `name=value`).
@@ -93,7 +133,12 @@ pub fn flag_names(table: &[Named], n: u64, out: &mut String) {
 }
 
 /// A value for people: the number in the field's display, with names where the description has them.
-pub fn text_value(out: &mut String, field: &Field, value: Value<'_>, message_name: impl Fn(u64) -> Option<&'static str>) {
+pub fn text_value(
+    out: &mut String,
+    field: &Field,
+    value: Value<'_>,
+    message_name: impl Fn(u64) -> Option<&'static str>,
+) {
     let width = field.ty.width().unwrap_or(1) * 2;
     match (field.display, value) {
         (Display::Hex, Value::U(n)) => {
@@ -130,8 +175,14 @@ pub fn text_value(out: &mut String, field: &Field, value: Value<'_>, message_nam
 /// The name of message type `code` in `dialect`.
 pub fn message_name(dialect: Dialect, code: u64) -> Option<&'static str> {
     match dialect {
-        Dialect::Rtype => u8::try_from(code).ok().and_then(crate::proto::rtype::message).map(|m| m.name),
-        Dialect::Rt => u8::try_from(code).ok().and_then(crate::proto::rt::message).map(|m| m.name),
+        Dialect::Rtype => u8::try_from(code)
+            .ok()
+            .and_then(crate::proto::rtype::message)
+            .map(|m| m.name),
+        Dialect::Rt => u8::try_from(code)
+            .ok()
+            .and_then(crate::proto::rt::message)
+            .map(|m| m.name),
         Dialect::Rtnp => None,
     }
 }
@@ -141,13 +192,19 @@ pub fn detail(finding: &Finding) -> String {
     match finding.detail {
         Detail::None => String::new(),
         Detail::Sizes { expected, found } => format!("expected {expected}, found {found}"),
-        Detail::Truncated { field, needed, left } => format!("field {field} needs {needed} bytes, {left} left"),
+        Detail::Truncated {
+            field,
+            needed,
+            left,
+        } => format!("field {field} needs {needed} bytes, {left} left"),
         Detail::MaskBit { entity, bit, left } => {
             format!("entity {entity}: mask bit {bit} of unknown width, {left} bytes left undecoded")
         }
         Detail::Value(v) => format!("value {v} (0x{v:X})"),
         Detail::Field(f) => format!("field {f}"),
-        Detail::Crc { stored, computed } => format!("stored 0x{stored:08X}, computed 0x{computed:08X}"),
+        Detail::Crc { stored, computed } => {
+            format!("stored 0x{stored:08X}, computed 0x{computed:08X}")
+        }
         Detail::Chunks { tick, have, total } => format!("tick {tick}: {have} of {total} chunks"),
         Detail::Frames { first } => format!("see frame {first}"),
     }

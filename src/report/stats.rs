@@ -40,13 +40,17 @@ impl AnalysisOpts {
         let mut config = Config::default();
         if let Some(hz) = self.snapshot_hz {
             if !(hz.is_finite() && hz > 0.0) {
-                return Err(format!("--snapshot-hz must be a positive number of Hz, not {hz}"));
+                return Err(format!(
+                    "--snapshot-hz must be a positive number of Hz, not {hz}"
+                ));
             }
             config.snapshot_hz = hz;
         }
         if let Some(pct) = self.snapshot_tolerance {
             if !(pct.is_finite() && (0.0..=100.0).contains(&pct)) {
-                return Err(format!("--snapshot-tolerance must be a percentage from 0 to 100, not {pct}"));
+                return Err(format!(
+                    "--snapshot-tolerance must be a percentage from 0 to 100, not {pct}"
+                ));
             }
             config.snapshot_tolerance = pct / 100.0;
         }
@@ -94,7 +98,10 @@ impl Sink for Stats {
     fn datagram(&mut self, _: &DatagramEvent<'_>) {}
     fn loose(&mut self, f: &LooseFinding) {
         if f.finding.rule.id().starts_with("session.") {
-            *self.findings.entry((f.conversation, f.finding.rule)).or_default() += 1;
+            *self
+                .findings
+                .entry((f.conversation, f.finding.rule))
+                .or_default() += 1;
         }
     }
     fn end(&mut self, end: &RunEnd<'_>) {
@@ -153,8 +160,13 @@ fn sequence_json(direction: Direction, family: &str, s: &Sequence) -> Json {
     })
 }
 
-fn session_json(s: &Session, c: Option<&Conversation>, config: &Config, findings: serde_json::Map<String, Json>) -> Json {
-    let since = |ts: i64| (ts - s.first_ts) as f64 / 1e9;
+fn session_json(
+    s: &Session,
+    c: Option<&Conversation>,
+    config: &Config,
+    findings: serde_json::Map<String, Json>,
+) -> Json {
+    let since = |ts: i64| ts.saturating_sub(s.first_ts) as f64 / 1e9;
     let steps: Vec<Json> = s
         .steps()
         .iter()
@@ -227,22 +239,35 @@ pub fn text(path: &str, j: &Json) -> String {
         convs.len(),
         if convs.len() == 1 { "" } else { "s" },
         num(&cfg["snapshot_hz"], 1),
-        num(&json!(cfg["snapshot_tolerance"].as_f64().unwrap_or(0.0) * 100.0), 1),
+        num(
+            &json!(cfg["snapshot_tolerance"].as_f64().unwrap_or(0.0) * 100.0),
+            1
+        ),
     );
     if j["unanalysed_datagrams"].as_u64().unwrap_or(0) > 0 {
-        let _ = writeln!(out, "{} datagrams of further conversations were not analysed", j["unanalysed_datagrams"]);
+        let _ = writeln!(
+            out,
+            "{} datagrams of further conversations were not analysed",
+            j["unanalysed_datagrams"]
+        );
     }
     for c in convs.iter().take(TEXT_CONVERSATIONS) {
         conversation_text(&mut out, c);
     }
     if convs.len() > TEXT_CONVERSATIONS {
-        let _ = writeln!(out, "\n… {} more conversations (see --format json)", convs.len() - TEXT_CONVERSATIONS);
+        let _ = writeln!(
+            out,
+            "\n… {} more conversations (see --format json)",
+            convs.len() - TEXT_CONVERSATIONS
+        );
     }
     out
 }
 
 fn conversation_text(out: &mut String, c: &Json) {
-    let player = c["player_id"].as_u64().map_or_else(|| "unknown".to_string(), |p| p.to_string());
+    let player = c["player_id"]
+        .as_u64()
+        .map_or_else(|| "unknown".to_string(), |p| p.to_string());
     let _ = writeln!(
         out,
         "\nConversation {} ({}): client {} ↔ server {}, player {player}\n  frames {}–{}, {} s from {}",
@@ -258,24 +283,51 @@ fn conversation_text(out: &mut String, c: &Json) {
     let hs = &c["handshake"];
     let steps = hs["steps"].as_array().map_or(&[][..], |v| &v[..]);
     let path: Vec<String> = steps.iter().map(|s| str_of(&s["step"])).collect();
-    let judged = if hs["order_judged"] == true { "" } else { " (order not judged: the capture misses the HELLO)" };
+    let judged = if hs["order_judged"] == true {
+        ""
+    } else {
+        " (order not judged: the capture misses the HELLO)"
+    };
     let head = format!("  handshake: {}{judged}:", str_of(&hs["outcome"]));
-    let _ = writeln!(out, "{}", wrap(head, &path, " →", usize::from(table::WIDTH)));
+    let _ = writeln!(
+        out,
+        "{}",
+        wrap(head, &path, " →", usize::from(table::WIDTH))
+    );
     if !steps.is_empty() {
         let mut t = table::new(&["Step", "Frame", "Time (s)", "Count"]);
         for s in steps {
-            t.add_row(vec![str_of(&s["step"]), s["frame"].to_string(), num(&s["time_s"], 6), s["count"].to_string()]);
+            t.add_row(vec![
+                str_of(&s["step"]),
+                s["frame"].to_string(),
+                num(&s["time_s"], 6),
+                s["count"].to_string(),
+            ]);
         }
         let _ = writeln!(out, "{t}");
     }
 
-    let mut t = table::new(&["Direction", "Datagrams", "Bytes", "Byte-identical duplicates"]);
-    for (key, label) in [("client_to_server", "C→S"), ("server_to_client", "S→C"), ("unknown", "?")] {
+    let mut t = table::new(&[
+        "Direction",
+        "Datagrams",
+        "Bytes",
+        "Byte-identical duplicates",
+    ]);
+    for (key, label) in [
+        ("client_to_server", "C→S"),
+        ("server_to_client", "S→C"),
+        ("unknown", "?"),
+    ] {
         let d = &c["traffic"][key];
         if key == "unknown" && d["datagrams"] == 0 {
             continue;
         }
-        t.add_row(vec![label.to_string(), d["datagrams"].to_string(), d["bytes"].to_string(), d["duplicates"].to_string()]);
+        t.add_row(vec![
+            label.to_string(),
+            d["datagrams"].to_string(),
+            d["bytes"].to_string(),
+            d["duplicates"].to_string(),
+        ]);
     }
     let _ = writeln!(out, "Traffic\n{t}");
 
@@ -291,7 +343,14 @@ fn conversation_text(out: &mut String, c: &Json) {
         num(&gap["p99"], 3),
         num(&gap["max"], 3),
     ]);
-    t.add_row(vec!["round trip".into(), rtt["pairs"].to_string(), num(&rtt["min"], 3), num(&rtt["median"], 3), "".into(), num(&rtt["max"], 3)]);
+    t.add_row(vec![
+        "round trip".into(),
+        rtt["pairs"].to_string(),
+        num(&rtt["min"], 3),
+        num(&rtt["median"], 3),
+        "".into(),
+        num(&rtt["max"], 3),
+    ]);
     let _ = writeln!(out, "Timing\n{t}");
     let verdict = match snaps["rate_ok"].as_bool() {
         Some(true) => "within tolerance",
@@ -311,11 +370,33 @@ fn conversation_text(out: &mut String, c: &Json) {
         rtt["pings"], rtt["pairs"], rtt["unanswered_pings"], rtt["unmatched_pongs"],
     );
 
-    let mut t = table::new(&["Dir", "Sequence family", "Received", "Lost (est.)", "Loss %", "Dup", "Reord", "Resets"]);
+    let mut t = table::new(&[
+        "Dir",
+        "Sequence family",
+        "Received",
+        "Lost (est.)",
+        "Loss %",
+        "Dup",
+        "Reord",
+        "Resets",
+    ]);
     for s in c["sequences"].as_array().into_iter().flatten() {
-        let dir = if s["direction"] == "client_to_server" { "C→S" } else { "S→C" };
+        let dir = if s["direction"] == "client_to_server" {
+            "C→S"
+        } else {
+            "S→C"
+        };
         if s["analysed"] != true {
-            t.add_row(vec![dir.into(), str_of(&s["family"]), "-".into(), "-".into(), "-".into(), "-".into(), "-".into(), "-".into()]);
+            t.add_row(vec![
+                dir.into(),
+                str_of(&s["family"]),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+            ]);
             continue;
         }
         t.add_row(vec![
@@ -334,11 +415,22 @@ fn conversation_text(out: &mut String, c: &Json) {
     let li = &c["level_init"];
     if li["sent"].as_u64().unwrap_or(0) > 0 {
         let ack = match li["ack_frame"].as_u64() {
-            Some(f) => format!("acknowledged at frame {f} ({} ms later)", num(&li["ack_delay_ms"], 3)),
+            Some(f) => format!(
+                "acknowledged at frame {f} ({} ms later)",
+                num(&li["ack_delay_ms"], 3)
+            ),
             None => "never acknowledged".into(),
         };
-        let retried = if li["retried"] == true { "retried" } else { "not retried" };
-        let _ = writeln!(out, "  LevelInit: sent {} time(s) from frame {}, {ack}, {retried}", li["sent"], li["first_frame"]);
+        let retried = if li["retried"] == true {
+            "retried"
+        } else {
+            "not retried"
+        };
+        let _ = writeln!(
+            out,
+            "  LevelInit: sent {} time(s) from frame {}, {ack}, {retried}",
+            li["sent"], li["first_frame"]
+        );
     }
     let comp = &c["compression"];
     if comp["datagrams"].as_u64().unwrap_or(0) > 0 {
@@ -371,7 +463,11 @@ fn wrap(head: String, items: &[String], sep: &str, width: usize) -> String {
     let mut out = head;
     let mut line = out.chars().count();
     for (i, item) in items.iter().enumerate() {
-        let piece = if i + 1 < items.len() { format!("{item}{sep}") } else { item.clone() };
+        let piece = if i + 1 < items.len() {
+            format!("{item}{sep}")
+        } else {
+            item.clone()
+        };
         let n = piece.chars().count() + 1;
         if line + n > width {
             out += "\n   ";
@@ -389,7 +485,8 @@ fn wrap(head: String, items: &[String], sep: &str, width: usize) -> String {
 
 /// A number with `digits` decimals, or "-" when absent.
 fn num(v: &Json, digits: usize) -> String {
-    v.as_f64().map_or_else(|| "-".to_string(), |x| format!("{x:.digits$}"))
+    v.as_f64()
+        .map_or_else(|| "-".to_string(), |x| format!("{x:.digits$}"))
 }
 
 fn str_of(v: &Json) -> String {

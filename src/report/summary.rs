@@ -30,7 +30,10 @@ pub struct RuleCounts {
 
 impl Default for RuleCounts {
     fn default() -> Self {
-        RuleCounts { counts: vec![RuleCount::default(); Rule::ALL.len()], frames: vec![Vec::new(); Rule::ALL.len()] }
+        RuleCounts {
+            counts: vec![RuleCount::default(); Rule::ALL.len()],
+            frames: vec![Vec::new(); Rule::ALL.len()],
+        }
     }
 }
 
@@ -48,8 +51,16 @@ impl RuleCounts {
     }
     /// Rules with at least one finding, most severe first, then by ID.
     pub fn present(&self) -> Vec<(Rule, RuleCount)> {
-        let mut v: Vec<_> = Rule::ALL.iter().map(|r| (*r, self.counts[*r as usize])).filter(|(_, c)| c.count > 0).collect();
-        v.sort_by(|a, b| b.0.severity().cmp(&a.0.severity()).then(a.0.id().cmp(b.0.id())));
+        let mut v: Vec<_> = Rule::ALL
+            .iter()
+            .map(|r| (*r, self.counts[*r as usize]))
+            .filter(|(_, c)| c.count > 0)
+            .collect();
+        v.sort_by(|a, b| {
+            b.0.severity()
+                .cmp(&a.0.severity())
+                .then(a.0.id().cmp(b.0.id()))
+        });
         v
     }
     pub fn get(&self, rule: Rule) -> RuleCount {
@@ -60,6 +71,12 @@ impl RuleCounts {
         &self.frames[rule as usize]
     }
 }
+
+/// Distinct message types listed; datagrams of further types (rtnp names its types in text, so a
+/// hostile capture can bring millions) are counted in one row per dialect and direction.
+pub const MAX_MESSAGE_ROWS: usize = 1024;
+/// The name of that row.
+pub const OTHER_TYPES: &str = "(other types)";
 
 /// Datagrams of one message type in one direction.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -90,15 +107,55 @@ impl Sink for Summary {
         &mut self.no_fields
     }
     fn datagram(&mut self, e: &DatagramEvent<'_>) {
-        let same = |m: &MessageCount| m.code == e.code && m.direction == e.direction && m.dialect == e.dialect && m.name == e.name;
-        match self.messages.get(self.last).filter(|m| same(m)).map(|_| self.last).or_else(|| self.messages.iter().position(same)) {
+        let same = |m: &MessageCount| {
+            m.code == e.code
+                && m.direction == e.direction
+                && m.dialect == e.dialect
+                && m.name == e.name
+        };
+        match self
+            .messages
+            .get(self.last)
+            .filter(|m| same(m))
+            .map(|_| self.last)
+            .or_else(|| self.messages.iter().position(same))
+        {
             Some(i) => {
                 self.messages[i].count += 1;
                 self.last = i;
             }
+            None if self.messages.len() >= MAX_MESSAGE_ROWS => {
+                let other = |m: &MessageCount| {
+                    m.code.is_none()
+                        && m.direction == e.direction
+                        && m.dialect == e.dialect
+                        && m.name == OTHER_TYPES
+                };
+                match self.messages.iter().position(other) {
+                    Some(i) => self.messages[i].count += 1,
+                    None => {
+                        let (dialect, direction, name) =
+                            (e.dialect, e.direction, OTHER_TYPES.to_owned());
+                        self.messages.push(MessageCount {
+                            dialect,
+                            direction,
+                            code: None,
+                            name,
+                            count: 1,
+                        });
+                    }
+                }
+            }
             None => {
-                let (dialect, direction, code, name) = (e.dialect, e.direction, e.code, e.name.to_owned());
-                self.messages.push(MessageCount { dialect, direction, code, name, count: 1 });
+                let (dialect, direction, code, name) =
+                    (e.dialect, e.direction, e.code, e.name.to_owned());
+                self.messages.push(MessageCount {
+                    dialect,
+                    direction,
+                    code,
+                    name,
+                    count: 1,
+                });
             }
         }
         self.crc_failures += u64::from(e.crc_failed());
@@ -119,7 +176,7 @@ impl Summary {
     fn to_json(&self, end: &RunEnd<'_>) -> Json {
         let info = end.info;
         let seconds = match (end.first_ts, end.last_ts) {
-            (Some(a), Some(b)) => (b - a) as f64 / 1e9,
+            (Some(a), Some(b)) => b.saturating_sub(a) as f64 / 1e9,
             _ => 0.0,
         };
         let mut sorted = self.messages.clone();
@@ -187,9 +244,17 @@ impl Summary {
         let mut out = String::new();
         let truncated = match &cap["truncated"] {
             Json::Null => "complete".to_string(),
-            t => format!("TRUNCATED at frame {} (byte offset {})", t["frame"], t["offset"]),
+            t => format!(
+                "TRUNCATED at frame {} (byte offset {})",
+                t["frame"], t["offset"]
+            ),
         };
-        let links: Vec<&str> = cap["link_types"].as_array().into_iter().flatten().filter_map(|v| v.as_str()).collect();
+        let links: Vec<&str> = cap["link_types"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.as_str())
+            .collect();
         let _ = writeln!(
             out,
             "{path}: {}{} ({}), {} frames over {:.3} s, {truncated}",
@@ -215,7 +280,12 @@ impl Summary {
         let _ = writeln!(out, "\nConversations: {}", convs.len());
         let mut t = table::new(&["#", "Client", "Server", "First frame"]);
         for c in convs.iter().take(50) {
-            t.add_row(vec![c["id"].to_string(), str_of(&c["client"]), str_of(&c["server"]), c["first_frame"].to_string()]);
+            t.add_row(vec![
+                c["id"].to_string(),
+                str_of(&c["client"]),
+                str_of(&c["server"]),
+                c["first_frame"].to_string(),
+            ]);
         }
         if !convs.is_empty() {
             let _ = writeln!(out, "{t}");
@@ -227,24 +297,43 @@ impl Summary {
                 Some("server_to_client") => "S→C",
                 _ => "?",
             };
-            let code = m["code"].as_u64().map_or_else(String::new, |c| format!("0x{c:02X}"));
-            t.add_row(vec![str_of(&m["dialect"]), dir.into(), code, str_of(&m["name"]), m["count"].to_string()]);
+            let code = m["code"]
+                .as_u64()
+                .map_or_else(String::new, |c| format!("0x{c:02X}"));
+            t.add_row(vec![
+                str_of(&m["dialect"]),
+                dir.into(),
+                code,
+                str_of(&m["name"]),
+                m["count"].to_string(),
+            ]);
         }
         let _ = writeln!(out, "\nMessages\n{t}");
         let violations = j["violations"].as_array().map_or(&[][..], |v| &v[..]);
         if violations.is_empty() {
             let _ = writeln!(out, "\nNo violations.");
         } else {
-            let mut t = table::new(&["Violation", "Severity", "Count", "First", "What (document section)"]);
+            let mut t = table::new(&[
+                "Violation",
+                "Severity",
+                "Count",
+                "First",
+                "What (document section)",
+            ]);
             table::keep_whole(&mut t, 0);
             for v in violations {
-                let sev = Severity::parse(v["severity"].as_str().unwrap_or("")).unwrap_or(Severity::Info);
+                let sev =
+                    Severity::parse(v["severity"].as_str().unwrap_or("")).unwrap_or(Severity::Info);
                 t.add_row(vec![
                     table::cell(str_of(&v["id"])),
                     table::severity_cell(sev, color),
                     table::cell(v["count"].to_string()),
                     table::cell(v["first_frame"].to_string()),
-                    table::cell(format!("{} ({})", str_of(&v["summary"]), str_of(&v["section"]))),
+                    table::cell(format!(
+                        "{} ({})",
+                        str_of(&v["summary"]),
+                        str_of(&v["section"])
+                    )),
                 ]);
             }
             let _ = writeln!(out, "\nViolations\n{t}");

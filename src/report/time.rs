@@ -14,7 +14,13 @@ pub fn write_rfc3339(out: &mut String, nanos: i64) {
     let frac = nanos.rem_euclid(1_000_000_000);
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     let (y, m, d) = civil_from_days(days);
-    let _ = write!(out, "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{frac:09}Z", rem / 3600, rem / 60 % 60, rem % 60);
+    let _ = write!(
+        out,
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{frac:09}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    );
 }
 
 /// Howard Hinnant's days-to-civil algorithm.
@@ -35,7 +41,13 @@ mod tests {
     #[test]
     fn known_dates() {
         assert_eq!(super::rfc3339(0), "1970-01-01T00:00:00.000000000Z");
-        assert_eq!(super::rfc3339(1_767_225_600_000_000_001), "2026-01-01T00:00:00.000000001Z");
-        assert_eq!(super::rfc3339(951_782_400_000_000_000), "2000-02-29T00:00:00.000000000Z");
+        assert_eq!(
+            super::rfc3339(1_767_225_600_000_000_001),
+            "2026-01-01T00:00:00.000000001Z"
+        );
+        assert_eq!(
+            super::rfc3339(951_782_400_000_000_000),
+            "2000-02-29T00:00:00.000000000Z"
+        );
     }
 }

@@ -9,8 +9,8 @@ use serde_json::json;
 
 use super::rtype::RtypeBuilder;
 use super::script::{
-    invalid, level_init, message, Client, Entity, Script, World, MASK_ENEMY, MASK_ITEM, MASK_PLAYER, MASK_SHOT,
-    TYPE_PLAYER, TYPE_POWERUP, TYPE_SCOUT, TYPE_SHOT,
+    invalid, level_init, message, Client, Entity, Script, World, MASK_ENEMY, MASK_ITEM,
+    MASK_PLAYER, MASK_SHOT, TYPE_PLAYER, TYPE_POWERUP, TYPE_SCOUT, TYPE_SHOT,
 };
 use crate::datagram::rtype::HeaderLayout;
 use crate::proto::rtype::INPUT_FLAGS;
@@ -26,11 +26,23 @@ struct Session {
 }
 
 pub(super) fn clean_session_full(s: &mut Script) -> io::Result<()> {
-    clean_session(s, Session { play_ticks: 120, third_client: true })
+    clean_session(
+        s,
+        Session {
+            play_ticks: 120,
+            third_client: true,
+        },
+    )
 }
 
 pub(super) fn clean_session_short(s: &mut Script) -> io::Result<()> {
-    clean_session(s, Session { play_ticks: 30, third_client: false })
+    clean_session(
+        s,
+        Session {
+            play_ticks: 30,
+            third_client: false,
+        },
+    )
 }
 
 pub(super) fn old_header(s: &mut Script) -> io::Result<()> {
@@ -45,7 +57,11 @@ pub(super) fn link_variety(s: &mut Script) -> io::Result<()> {
     clean_session_short(s)?;
     let from: SocketAddr = "[fd00::5]:41005".parse().map_err(invalid)?;
     let to: SocketAddr = "[fd00::1]:50010".parse().map_err(invalid)?;
-    let hello = RtypeBuilder::for_message(message("hello")?).sequence(1).tick(s.tick()).build(&[]).map_err(invalid)?;
+    let hello = RtypeBuilder::for_message(message("hello")?)
+        .sequence(1)
+        .tick(s.tick())
+        .build(&[])
+        .map_err(invalid)?;
     s.send(from, to, &hello)
 }
 
@@ -76,7 +92,11 @@ fn start_level(s: &mut Script, clients: &[Client], tick: u32) -> io::Result<()> 
     s.at(tick + 1);
     let levelinit = message("levelinit")?.code;
     for c in clients {
-        s.client(c, "ack", json!({"ack_sequence": 0, "ack_msg_type": levelinit}))?;
+        s.client(
+            c,
+            "ack",
+            json!({"ack_sequence": 0, "ack_msg_type": levelinit}),
+        )?;
     }
     Ok(())
 }
@@ -91,12 +111,20 @@ fn opening_events(s: &mut Script, clients: &[Client]) -> io::Result<()> {
         scroll,
         json!({"event_type": 4, "set_camera_bounds": {"min_x": 0.0, "max_x": 1920.0, "min_y": 0.0, "max_y": 1080.0}}),
     ];
-    events.into_iter().try_for_each(|e| s.broadcast(clients, "levelevent", 0, e))
+    events
+        .into_iter()
+        .try_for_each(|e| s.broadcast(clients, "levelevent", 0, e))
 }
 
 /// Player `n`'s ship.
 fn ship(c: &Client) -> Entity {
-    let mut e = Entity::new(c.player_id, TYPE_PLAYER, MASK_PLAYER, 100.0, 200.0 + 150.0 * c.player_id as f32);
+    let mut e = Entity::new(
+        c.player_id,
+        TYPE_PLAYER,
+        MASK_PLAYER,
+        100.0,
+        200.0 + 150.0 * c.player_id as f32,
+    );
     e.health = 100;
     e.lives = 3;
     e.status = 0x02; // invincible while the level starts
@@ -105,24 +133,47 @@ fn ship(c: &Client) -> Entity {
 
 /// Input flags of a player at play tick `i`: a square path, firing now and then, charging.
 fn input_flags(player: u32, i: u32) -> u16 {
-    let flag = |name: &str| INPUT_FLAGS.iter().find(|f| f.name == name).map_or(0, |f| f.value as u16);
+    let flag = |name: &str| {
+        INPUT_FLAGS
+            .iter()
+            .find(|f| f.name == name)
+            .map_or(0, |f| f.value as u16)
+    };
     let direction = ["right", "up", "left", "down"][((i / 20 + player) % 4) as usize];
     let mut flags = flag(direction);
     if i.is_multiple_of(10) {
         flags |= flag("fire");
     }
     if i % 40 >= 30 {
-        flags |= flag(["charge1", "charge2", "charge3", "charge4", "charge5"][((i % 40 - 30) / 2) as usize]);
+        flags |= flag(
+            ["charge1", "charge2", "charge3", "charge4", "charge5"][((i % 40 - 30) / 2) as usize],
+        );
     }
     flags
 }
 
 /// Velocity a ship gets from its input flags.
 fn velocity(flags: u16) -> (f32, f32) {
-    let flag = |name: &str| INPUT_FLAGS.iter().any(|f| f.name == name && flags & f.value as u16 != 0);
+    let flag = |name: &str| {
+        INPUT_FLAGS
+            .iter()
+            .any(|f| f.name == name && flags & f.value as u16 != 0)
+    };
     let speed = 120.0;
-    let vx = if flag("right") { speed } else if flag("left") { -speed } else { 0.0 };
-    let vy = if flag("down") { speed } else if flag("up") { -speed } else { 0.0 };
+    let vx = if flag("right") {
+        speed
+    } else if flag("left") {
+        -speed
+    } else {
+        0.0
+    };
+    let vy = if flag("down") {
+        speed
+    } else if flag("up") {
+        -speed
+    } else {
+        0.0
+    };
     (vx, vy)
 }
 
@@ -138,7 +189,12 @@ fn clean_session(s: &mut Script, opts: Session) -> io::Result<()> {
     let ready = message("ready")?.code;
     for c in &players {
         let seq = s.client(c, "ready", json!({}))?;
-        s.server(c, "server_ack", seq, json!({"ack_sequence": seq, "ack_msg_type": ready}))?;
+        s.server(
+            c,
+            "server_ack",
+            seq,
+            json!({"ack_sequence": seq, "ack_msg_type": ready}),
+        )?;
     }
     s.at(t + 1);
     s.broadcast(&players, "all_ready", 0, json!({}))?;
@@ -175,14 +231,22 @@ fn deny_third_client(s: &mut Script, tick: u32) -> io::Result<u32> {
 
 /// `ticks` ticks of play from `tick`: inputs, snapshots, chunk sets, pings, spawns, destroys,
 /// level events. Returns the tick after the last.
-fn play(s: &mut Script, players: &[Client], world: &mut World, tick: u32, ticks: u32) -> io::Result<u32> {
+fn play(
+    s: &mut Script,
+    players: &[Client],
+    world: &mut World,
+    tick: u32,
+    ticks: u32,
+) -> io::Result<u32> {
     let mut next_id = 1000;
     for i in 0..ticks {
         let t = tick + i;
         s.at(t);
         for c in players {
             let flags = input_flags(c.player_id, i);
-            let ship = world.get_mut(c.player_id).ok_or_else(|| invalid("ship missing"))?;
+            let ship = world
+                .get_mut(c.player_id)
+                .ok_or_else(|| invalid("ship missing"))?;
             (ship.vx, ship.vy) = velocity(flags);
             if i == 60 {
                 ship.status = 0;
@@ -199,7 +263,12 @@ fn play(s: &mut Script, players: &[Client], world: &mut World, tick: u32, ticks:
         if i % 30 == 15 {
             for c in players {
                 for (index, chunk) in world.chunks(3).into_iter().enumerate() {
-                    s.server(c, "snapshot_chunk", (t as u16).wrapping_add(index as u16), chunk)?;
+                    s.server(
+                        c,
+                        "snapshot_chunk",
+                        (t as u16).wrapping_add(index as u16),
+                        chunk,
+                    )?;
                 }
             }
         }
@@ -216,7 +285,13 @@ fn ping(s: &mut Script, c: &Client, tick: u32) -> io::Result<()> {
 }
 
 /// What happens at play tick `i` besides inputs and snapshots.
-fn play_events(s: &mut Script, players: &[Client], world: &mut World, i: u32, next_id: &mut u32) -> io::Result<()> {
+fn play_events(
+    s: &mut Script,
+    players: &[Client],
+    world: &mut World,
+    i: u32,
+    next_id: &mut u32,
+) -> io::Result<()> {
     let spawn = |s: &mut Script, world: &mut World, e: Entity| {
         s.broadcast(players, "entity_spawn", 0, e.spawn_json())?;
         world.add(e);
@@ -226,7 +301,13 @@ fn play_events(s: &mut Script, players: &[Client], world: &mut World, i: u32, ne
         10 => {
             // A formation of four scouts: same speed, same health, so snapshots compress.
             for k in 0..4 {
-                let mut e = Entity::new(*next_id, TYPE_SCOUT, MASK_ENEMY, 1900.0, 300.0 + 100.0 * k as f32);
+                let mut e = Entity::new(
+                    *next_id,
+                    TYPE_SCOUT,
+                    MASK_ENEMY,
+                    1900.0,
+                    300.0 + 100.0 * k as f32,
+                );
                 (e.vx, e.health) = (-90.0, 50);
                 *next_id += 1;
                 spawn(s, world, e)?;
@@ -243,7 +324,12 @@ fn play_events(s: &mut Script, players: &[Client], world: &mut World, i: u32, ne
             world.remove(900);
             s.broadcast(players, "entity_destroyed", 0, json!({"entity_id": 900}))?;
         }
-        60 => s.broadcast(players, "levelevent", 0, json!({"event_type": 5, "gate_open": {"gate_id": "gate_a"}}))?,
+        60 => s.broadcast(
+            players,
+            "levelevent",
+            0,
+            json!({"event_type": 5, "gate_open": {"gate_id": "gate_a"}}),
+        )?,
         70 => {
             let mut e = Entity::new(*next_id, TYPE_POWERUP, MASK_ITEM, 1200.0, 540.0);
             e.vx = -30.0;
@@ -254,7 +340,12 @@ fn play_events(s: &mut Script, players: &[Client], world: &mut World, i: u32, ne
             world.remove(1001);
             s.broadcast(players, "entity_destroyed", 0, json!({"entity_id": 1001}))?;
         }
-        100 => s.broadcast(players, "levelevent", 0, json!({"event_type": 6, "gate_close": {"gate_id": "gate_a"}}))?,
+        100 => s.broadcast(
+            players,
+            "levelevent",
+            0,
+            json!({"event_type": 6, "gate_close": {"gate_id": "gate_a"}}),
+        )?,
         105 => {
             let scroll = json!({"event_type": 1, "set_scroll": {"mode": 0, "speed_x": 2.0, "keyframes": []}});
             s.broadcast(players, "levelevent", 0, scroll)?;
@@ -273,8 +364,18 @@ fn finish(s: &mut Script, players: &[Client; 2], tick: u32) -> io::Result<()> {
     s.at(tick + 30);
     let disconnect = message("disconnect")?.code;
     let seq = s.client(p2, "disconnect", json!({"reason": 0x01}))?;
-    s.server(p2, "server_ack", seq, json!({"ack_sequence": seq, "ack_msg_type": disconnect}))?;
-    s.server(p1, "player_disconnected", 0, json!({"player_id": p2.player_id}))?;
+    s.server(
+        p2,
+        "server_ack",
+        seq,
+        json!({"ack_sequence": seq, "ack_msg_type": disconnect}),
+    )?;
+    s.server(
+        p1,
+        "player_disconnected",
+        0,
+        json!({"player_id": p2.player_id}),
+    )?;
     s.at(tick + 60);
     let seq = s.client(p1, "disconnect", json!({"reason": 0x01}))?;
     s.server(p1, "server_disconnect", seq, json!({"reason": 0x01}))
@@ -290,11 +391,19 @@ pub(super) fn prelude(s: &mut Script, clients: &[Client]) -> io::Result<(u32, Wo
 }
 
 /// A few ticks of conforming inputs and snapshots, so violations sit inside normal traffic.
-pub(super) fn filler(s: &mut Script, clients: &[Client], world: &mut World, tick: u32, ticks: u32) -> io::Result<u32> {
+pub(super) fn filler(
+    s: &mut Script,
+    clients: &[Client],
+    world: &mut World,
+    tick: u32,
+    ticks: u32,
+) -> io::Result<u32> {
     for i in 0..ticks {
         s.at(tick + i);
         for c in clients {
-            let ship = world.get_mut(c.player_id).ok_or_else(|| invalid("ship missing"))?;
+            let ship = world
+                .get_mut(c.player_id)
+                .ok_or_else(|| invalid("ship missing"))?;
             let input = json!({"player_id": c.player_id, "input_flags": 0x0008, "pos_x": ship.x, "pos_y": ship.y, "angle": 0.0});
             s.client(c, "input", input)?;
         }
@@ -317,7 +426,13 @@ pub(super) fn farewell(s: &mut Script, clients: &[Client], tick: u32) -> io::Res
 /// Adds a formation of scouts (so snapshots exceed 64 bytes and compress).
 pub(super) fn add_scouts(world: &mut World, count: u32) {
     for k in 0..count {
-        let mut e = Entity::new(1000 + k, TYPE_SCOUT, MASK_ENEMY, 1800.0, 300.0 + 80.0 * k as f32);
+        let mut e = Entity::new(
+            1000 + k,
+            TYPE_SCOUT,
+            MASK_ENEMY,
+            1800.0,
+            300.0 + 80.0 * k as f32,
+        );
         (e.vx, e.health) = (-90.0, 50);
         world.add(e);
     }

@@ -22,15 +22,29 @@ use crate::proto::profile::{BitSlot, Profile, MASK_BITS};
 use crate::proto::schema::{Field, Message, Node, Role, Ty};
 
 /// Encodes a message body from `value` (a JSON object; anything for an empty body).
-pub fn encode_message(msg: &'static Message, value: &Value, profile: &Profile) -> Result<Vec<u8>, String> {
+pub fn encode_message(
+    msg: &'static Message,
+    value: &Value,
+    profile: &Profile,
+) -> Result<Vec<u8>, String> {
     let mut out = Vec::new();
     encode_nodes(msg.body, value, profile, &mut out).map_err(|e| format!("{}: {e}", msg.name))?;
     Ok(out)
 }
 
 /// Appends the encoding of `nodes`, valued from the JSON object `value`, to `out`.
-pub fn encode_nodes(nodes: &'static [Node], value: &Value, profile: &Profile, out: &mut Vec<u8>) -> Result<(), String> {
-    Encoder { profile, out, mask: 0 }.nodes(nodes, value)
+pub fn encode_nodes(
+    nodes: &'static [Node],
+    value: &Value,
+    profile: &Profile,
+    out: &mut Vec<u8>,
+) -> Result<(), String> {
+    Encoder {
+        profile,
+        out,
+        mask: 0,
+    }
+    .nodes(nodes, value)
 }
 
 struct Encoder<'a> {
@@ -57,7 +71,8 @@ impl Encoder<'_> {
                     None => self.field(count, &Value::from(items.len()))?,
                 };
                 items.iter().enumerate().try_for_each(|(i, it)| {
-                    self.nodes(item.nodes, it).map_err(|e| format!("{}[{i}]: {e}", item.name))
+                    self.nodes(item.nodes, it)
+                        .map_err(|e| format!("{}[{i}]: {e}", item.name))
                 })
             }
             Node::Switch { tag, cases, .. } => {
@@ -65,7 +80,8 @@ impl Encoder<'_> {
                 match cases.iter().find(|c| u64::from(c.value) == chosen) {
                     Some(case) => {
                         let inner = member(obj, case.group.name)?;
-                        self.nodes(case.group.nodes, inner).map_err(|e| format!("{}: {e}", case.group.name))
+                        self.nodes(case.group.nodes, inner)
+                            .map_err(|e| format!("{}: {e}", case.group.name))
                     }
                     None => Ok(()),
                 }
@@ -99,8 +115,13 @@ impl Encoder<'_> {
         let raw = match field.ty {
             Ty::Str8 => {
                 let bytes = text_bytes(field, value)?;
-                let len = u8::try_from(bytes.len())
-                    .map_err(|_| format!("`{}` is {} bytes, more than a u8 length allows", field.name, bytes.len()))?;
+                let len = u8::try_from(bytes.len()).map_err(|_| {
+                    format!(
+                        "`{}` is {} bytes, more than a u8 length allows",
+                        field.name,
+                        bytes.len()
+                    )
+                })?;
                 self.out.push(len);
                 self.out.extend_from_slice(&bytes);
                 0
@@ -114,11 +135,16 @@ impl Encoder<'_> {
                 let n = integer(field, value)?;
                 let (min, max) = int_range(ty);
                 if n < min || n > max {
-                    return Err(format!("`{}` = {n} does not fit a {}", field.name, ty.name()));
+                    return Err(format!(
+                        "`{}` = {n} does not fit a {}",
+                        field.name,
+                        ty.name()
+                    ));
                 }
                 let width = ty.width().unwrap_or(0);
                 // Two's complement, big-endian, cut to the field's width.
-                self.out.extend_from_slice(&(n as u64).to_be_bytes()[8 - width..]);
+                self.out
+                    .extend_from_slice(&(n as u64).to_be_bytes()[8 - width..]);
                 n as u64 & (u64::MAX >> (64 - 8 * width))
             }
         };
@@ -131,7 +157,8 @@ impl Encoder<'_> {
 
 /// The member `name` of a JSON object; a missing one is an error naming it.
 fn member<'v>(obj: &'v Value, name: &str) -> Result<&'v Value, String> {
-    obj.get(name).ok_or_else(|| format!("missing field `{name}`"))
+    obj.get(name)
+        .ok_or_else(|| format!("missing field `{name}`"))
 }
 
 fn int_range(ty: Ty) -> (i64, i64) {
@@ -167,7 +194,10 @@ fn float(field: &Field, value: &Value) -> Result<f64, String> {
         Some("nan") => Ok(f64::NAN),
         Some("inf" | "+inf" | "infinity") => Ok(f64::INFINITY),
         Some("-inf" | "-infinity") => Ok(f64::NEG_INFINITY),
-        _ => Err(format!("`{}` must be a number, \"NaN\" or \"inf\", not {value}", field.name)),
+        _ => Err(format!(
+            "`{}` must be a number, \"NaN\" or \"inf\", not {value}",
+            field.name
+        )),
     }
 }
 
@@ -176,7 +206,10 @@ fn text_bytes(field: &Field, value: &Value) -> Result<Vec<u8>, String> {
     match value {
         Value::String(s) => Ok(s.as_bytes().to_vec()),
         Value::Array(_) => byte_array(field.name, value),
-        _ => Err(format!("`{}` must be a string or an array of bytes, not {value}", field.name)),
+        _ => Err(format!(
+            "`{}` must be a string or an array of bytes, not {value}",
+            field.name
+        )),
     }
 }
 
@@ -186,6 +219,10 @@ fn byte_array(name: &str, value: &Value) -> Result<Vec<u8>, String> {
         .as_array()
         .ok_or_else(wrong)?
         .iter()
-        .map(|b| b.as_u64().and_then(|b| u8::try_from(b).ok()).ok_or_else(wrong))
+        .map(|b| {
+            b.as_u64()
+                .and_then(|b| u8::try_from(b).ok())
+                .ok_or_else(wrong)
+        })
         .collect()
 }

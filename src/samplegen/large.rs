@@ -8,8 +8,8 @@ use std::path::Path;
 use serde_json::json;
 
 use super::script::{
-    level_init, message, Client, Entity, PcapSink, Script, World, XorShift, MASK_ENEMY, MASK_ITEM, MASK_PLAYER,
-    MASK_SHOT, TYPE_PLAYER, TYPE_POWERUP, TYPE_SCOUT, TYPE_SHOT,
+    level_init, message, Client, Entity, PcapSink, Script, World, XorShift, MASK_ENEMY, MASK_ITEM,
+    MASK_PLAYER, MASK_SHOT, TYPE_PLAYER, TYPE_POWERUP, TYPE_SCOUT, TYPE_SHOT,
 };
 
 /// The PRNG seed: fixed, so the capture is the same on every run.
@@ -25,9 +25,14 @@ const CHUNKS: u16 = 3;
 /// pays), pings, spawns and destroys, and a full-state chunk set every second. Deterministic.
 pub fn generate_large(out: &Path, datagrams: u64, clients: u32) -> io::Result<()> {
     if clients == 0 {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, "at least one client is needed"));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "at least one client is needed",
+        ));
     }
-    let clients: Vec<Client> = (0..clients).map(Client::numbered).collect::<io::Result<_>>()?;
+    let clients: Vec<Client> = (0..clients)
+        .map(Client::numbered)
+        .collect::<io::Result<_>>()?;
     let mut sink = PcapSink::new(BufWriter::with_capacity(1 << 20, File::create(out)?))?;
     let mut script = Script::new(&mut sink).limit(datagrams);
     run(&mut script, &clients)?;
@@ -40,7 +45,13 @@ fn run(s: &mut Script, clients: &[Client]) -> io::Result<()> {
     let start = lobby(s, clients)?;
     let mut world = World::default();
     for c in clients {
-        let mut ship = Entity::new(c.player_id, TYPE_PLAYER, MASK_PLAYER, 100.0, 100.0 + 40.0 * (c.player_id % 24) as f32);
+        let mut ship = Entity::new(
+            c.player_id,
+            TYPE_PLAYER,
+            MASK_PLAYER,
+            100.0,
+            100.0 + 40.0 * (c.player_id % 24) as f32,
+        );
         (ship.health, ship.lives) = (100, 3);
         world.add(ship);
     }
@@ -54,10 +65,17 @@ fn run(s: &mut Script, clients: &[Client]) -> io::Result<()> {
         world.step();
         wrap(&mut world);
         spawn_and_destroy(s, clients, &mut world, &mut rng, &mut next_id)?;
-        if i % CHUNK_PERIOD == CHUNK_PERIOD / 2 && s.room() >= u64::from(CHUNKS) * clients.len() as u64 {
+        if i % CHUNK_PERIOD == CHUNK_PERIOD / 2
+            && s.room() >= u64::from(CHUNKS) * clients.len() as u64
+        {
             for c in clients {
                 for (index, chunk) in world.chunks(CHUNKS).into_iter().enumerate() {
-                    s.server(c, "snapshot_chunk", (tick as u16).wrapping_add(index as u16), chunk)?;
+                    s.server(
+                        c,
+                        "snapshot_chunk",
+                        (tick as u16).wrapping_add(index as u16),
+                        chunk,
+                    )?;
                 }
             }
         }
@@ -78,7 +96,12 @@ fn lobby(s: &mut Script, clients: &[Client]) -> io::Result<u32> {
         let seq = s.client(c, "join_request", json!({}))?;
         s.server(c, "join_accept", seq, json!({}))?;
         let seq = s.client(c, "ready", json!({}))?;
-        s.server(c, "server_ack", seq, json!({"ack_sequence": seq, "ack_msg_type": ready}))?;
+        s.server(
+            c,
+            "server_ack",
+            seq,
+            json!({"ack_sequence": seq, "ack_msg_type": ready}),
+        )?;
     }
     let t = 2 * clients.len() as u32 + 2;
     s.at(t);
@@ -87,17 +110,29 @@ fn lobby(s: &mut Script, clients: &[Client]) -> io::Result<u32> {
     s.broadcast(clients, "levelinit", 0, level_init())?;
     s.at(t + 1);
     for c in clients {
-        s.client(c, "ack", json!({"ack_sequence": 0, "ack_msg_type": levelinit}))?;
+        s.client(
+            c,
+            "ack",
+            json!({"ack_sequence": 0, "ack_msg_type": levelinit}),
+        )?;
     }
     Ok(t + 2)
 }
 
 /// One CLIENT_INPUT per client (random movement within the game's input bits), and a ping per
 /// client every second, staggered.
-fn inputs(s: &mut Script, clients: &[Client], world: &mut World, rng: &mut XorShift, i: u32) -> io::Result<()> {
+fn inputs(
+    s: &mut Script,
+    clients: &[Client],
+    world: &mut World,
+    rng: &mut XorShift,
+    i: u32,
+) -> io::Result<()> {
     for c in clients {
         let flags = rng.below(0x400) as u16;
-        let Some(ship) = world.get_mut(c.player_id) else { continue };
+        let Some(ship) = world.get_mut(c.player_id) else {
+            continue;
+        };
         let axis = |plus: u16, minus: u16| match (flags & plus != 0, flags & minus != 0) {
             (true, false) => 150.0,
             (false, true) => -150.0,
@@ -139,7 +174,11 @@ fn spawn_and_destroy(
     rng: &mut XorShift,
     next_id: &mut u32,
 ) -> io::Result<()> {
-    let others = world.entities.iter().filter(|e| e.type_id != TYPE_PLAYER).count();
+    let others = world
+        .entities
+        .iter()
+        .filter(|e| e.type_id != TYPE_PLAYER)
+        .count();
     if others < MAX_ENEMIES && rng.below(6) == 0 {
         let (type_id, mask, vx) = match rng.below(4) {
             0 => (TYPE_SHOT, MASK_SHOT, 600.0),
@@ -155,7 +194,13 @@ fn spawn_and_destroy(
     }
     if others > 0 && rng.below(8) == 0 {
         let victim = rng.below(others as u64) as usize;
-        if let Some(id) = world.entities.iter().filter(|e| e.type_id != TYPE_PLAYER).nth(victim).map(|e| e.id) {
+        if let Some(id) = world
+            .entities
+            .iter()
+            .filter(|e| e.type_id != TYPE_PLAYER)
+            .nth(victim)
+            .map(|e| e.id)
+        {
             world.remove(id);
             s.broadcast(clients, "entity_destroyed", 0, json!({"entity_id": id}))?;
         }

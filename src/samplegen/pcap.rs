@@ -56,34 +56,53 @@ fn mac_of(ip: IpAddr) -> [u8; 6] {
 }
 
 /// A frame carrying `payload` from `from` to `to` over UDP, IPv4 or IPv6 as the addresses are.
-pub fn udp_frame(link: Link, from: SocketAddr, to: SocketAddr, payload: &[u8]) -> io::Result<Vec<u8>> {
+pub fn udp_frame(
+    link: Link,
+    from: SocketAddr,
+    to: SocketAddr,
+    payload: &[u8],
+) -> io::Result<Vec<u8>> {
     let mut frame = Vec::with_capacity(payload.len() + 70);
     let (src_mac, dst_mac) = (mac_of(from.ip()), mac_of(to.ip()));
     let (sport, dport) = (from.port(), to.port());
     let written = match (link, from.ip(), to.ip()) {
         (Link::RawIpv4, IpAddr::V4(s), IpAddr::V4(d)) => {
-            PacketBuilder::ipv4(s.octets(), d.octets(), 64).udp(sport, dport).write(&mut frame, payload)
+            PacketBuilder::ipv4(s.octets(), d.octets(), 64)
+                .udp(sport, dport)
+                .write(&mut frame, payload)
         }
         (Link::RawIpv4, _, _) => return Err(invalid("a raw IPv4 link carries IPv4 only")),
-        (Link::Ethernet, IpAddr::V4(s), IpAddr::V4(d)) => PacketBuilder::ethernet2(src_mac, dst_mac)
-            .ipv4(s.octets(), d.octets(), 64)
-            .udp(sport, dport)
-            .write(&mut frame, payload),
-        (Link::Ethernet, IpAddr::V6(s), IpAddr::V6(d)) => PacketBuilder::ethernet2(src_mac, dst_mac)
-            .ipv6(s.octets(), d.octets(), 64)
-            .udp(sport, dport)
-            .write(&mut frame, payload),
-        (Link::EthernetVlan(id), IpAddr::V4(s), IpAddr::V4(d)) => PacketBuilder::ethernet2(src_mac, dst_mac)
-            .single_vlan(VlanId::try_new(id).map_err(invalid)?)
-            .ipv4(s.octets(), d.octets(), 64)
-            .udp(sport, dport)
-            .write(&mut frame, payload),
-        (Link::EthernetVlan(id), IpAddr::V6(s), IpAddr::V6(d)) => PacketBuilder::ethernet2(src_mac, dst_mac)
-            .single_vlan(VlanId::try_new(id).map_err(invalid)?)
-            .ipv6(s.octets(), d.octets(), 64)
-            .udp(sport, dport)
-            .write(&mut frame, payload),
-        _ => return Err(invalid("source and destination are of different IP versions")),
+        (Link::Ethernet, IpAddr::V4(s), IpAddr::V4(d)) => {
+            PacketBuilder::ethernet2(src_mac, dst_mac)
+                .ipv4(s.octets(), d.octets(), 64)
+                .udp(sport, dport)
+                .write(&mut frame, payload)
+        }
+        (Link::Ethernet, IpAddr::V6(s), IpAddr::V6(d)) => {
+            PacketBuilder::ethernet2(src_mac, dst_mac)
+                .ipv6(s.octets(), d.octets(), 64)
+                .udp(sport, dport)
+                .write(&mut frame, payload)
+        }
+        (Link::EthernetVlan(id), IpAddr::V4(s), IpAddr::V4(d)) => {
+            PacketBuilder::ethernet2(src_mac, dst_mac)
+                .single_vlan(VlanId::try_new(id).map_err(invalid)?)
+                .ipv4(s.octets(), d.octets(), 64)
+                .udp(sport, dport)
+                .write(&mut frame, payload)
+        }
+        (Link::EthernetVlan(id), IpAddr::V6(s), IpAddr::V6(d)) => {
+            PacketBuilder::ethernet2(src_mac, dst_mac)
+                .single_vlan(VlanId::try_new(id).map_err(invalid)?)
+                .ipv6(s.octets(), d.octets(), 64)
+                .udp(sport, dport)
+                .write(&mut frame, payload)
+        }
+        _ => {
+            return Err(invalid(
+                "source and destination are of different IP versions",
+            ))
+        }
     };
     written.map_err(invalid)?;
     Ok(frame)
@@ -102,12 +121,17 @@ pub struct PcapWriter<W: Write> {
 impl<W: Write> PcapWriter<W> {
     /// Writes the file header.
     pub fn new(out: W, linktype: u32) -> io::Result<Self> {
-        Ok(PcapWriter { inner: writer::PcapWriter::new(out, LinkType(linktype), Precision::Micro, SNAPLEN)? })
+        Ok(PcapWriter {
+            inner: writer::PcapWriter::new(out, LinkType(linktype), Precision::Micro, SNAPLEN)?,
+        })
     }
 
     /// Writes one record holding `frame` whole.
     pub fn record(&mut self, ts_us: u64, frame: &[u8]) -> io::Result<()> {
-        let ts_nanos = ts_us.checked_mul(1000).and_then(|ns| i64::try_from(ns).ok()).ok_or_else(|| invalid("timestamp past 2106"))?;
+        let ts_nanos = ts_us
+            .checked_mul(1000)
+            .and_then(|ns| i64::try_from(ns).ok())
+            .ok_or_else(|| invalid("timestamp past 2106"))?;
         self.inner.write(ts_nanos, frame, len32(frame.len())?)
     }
 
@@ -133,14 +157,18 @@ impl<W: Write> PcapngWriter<W> {
         shb.extend((-1i64).to_le_bytes()); // section length: not given
         write_block(&mut out, 0x0A0D_0D0A, &shb)?;
         for &linktype in linktypes {
-            let link = u16::try_from(linktype).map_err(|_| invalid("pcapng link types are 16-bit"))?;
+            let link =
+                u16::try_from(linktype).map_err(|_| invalid("pcapng link types are 16-bit"))?;
             let mut idb = Vec::with_capacity(8);
             idb.extend(link.to_le_bytes());
             idb.extend(0u16.to_le_bytes());
             idb.extend(SNAPLEN.to_le_bytes());
             write_block(&mut out, 1, &idb)?;
         }
-        Ok(PcapngWriter { out, interfaces: linktypes.len() })
+        Ok(PcapngWriter {
+            out,
+            interfaces: linktypes.len(),
+        })
     }
 
     /// Writes `frame` as captured on interface `interface` (an index into the link types given).
@@ -178,7 +206,9 @@ fn write_block<W: Write>(out: &mut W, block_type: u32, body: &[u8]) -> io::Resul
 
 /// Gzips `bytes` deterministically (no file name, modification time 0).
 pub fn gzip(bytes: &[u8]) -> io::Result<Vec<u8>> {
-    let mut encoder = flate2::GzBuilder::new().mtime(0).write(Vec::new(), flate2::Compression::best());
+    let mut encoder = flate2::GzBuilder::new()
+        .mtime(0)
+        .write(Vec::new(), flate2::Compression::best());
     encoder.write_all(bytes)?;
     encoder.finish()
 }
@@ -194,11 +224,20 @@ mod tests {
     #[test]
     fn frames_have_the_expected_sizes() {
         let (c, s) = (addr("10.0.0.2:41002"), addr("10.0.0.1:50010"));
-        assert_eq!(udp_frame(Link::Ethernet, c, s, &[1, 2, 3]).unwrap().len(), 14 + 20 + 8 + 3);
-        assert_eq!(udp_frame(Link::EthernetVlan(42), c, s, &[1]).unwrap().len(), 18 + 20 + 8 + 1);
+        assert_eq!(
+            udp_frame(Link::Ethernet, c, s, &[1, 2, 3]).unwrap().len(),
+            14 + 20 + 8 + 3
+        );
+        assert_eq!(
+            udp_frame(Link::EthernetVlan(42), c, s, &[1]).unwrap().len(),
+            18 + 20 + 8 + 1
+        );
         assert_eq!(udp_frame(Link::RawIpv4, c, s, &[]).unwrap().len(), 20 + 8);
         let (c6, s6) = (addr("[fd00::5]:41005"), addr("[fd00::1]:50010"));
-        assert_eq!(udp_frame(Link::Ethernet, c6, s6, &[]).unwrap().len(), 14 + 40 + 8);
+        assert_eq!(
+            udp_frame(Link::Ethernet, c6, s6, &[]).unwrap().len(),
+            14 + 40 + 8
+        );
         assert!(udp_frame(Link::RawIpv4, c6, s6, &[]).is_err());
         assert!(udp_frame(Link::Ethernet, c, s6, &[]).is_err());
     }

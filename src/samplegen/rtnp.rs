@@ -48,7 +48,10 @@ fn addr(net: u8, host: u8, port: u16) -> SocketAddr {
 /// A JSON object with its members in the order given: serde_json's map (without its
 /// `preserve_order` feature) would sort them, and where `type` stands is what the checks judge.
 fn text(parts: &[(&str, Value)]) -> String {
-    let members: Vec<String> = parts.iter().map(|(k, v)| format!("{}:{v}", Value::from(*k))).collect();
+    let members: Vec<String> = parts
+        .iter()
+        .map(|(k, v)| format!("{}:{v}", Value::from(*k)))
+        .collect();
     format!("{{{}}}", members.join(","))
 }
 
@@ -73,7 +76,13 @@ fn entity(id: u32, t: u32) -> Value {
 }
 
 fn snapshot(epoch: u64, entities: &[Value]) -> String {
-    msg("snapshot", &[("epoch", epoch.into()), ("entities", Value::from(entities.to_vec()))])
+    msg(
+        "snapshot",
+        &[
+            ("epoch", epoch.into()),
+            ("entities", Value::from(entities.to_vec())),
+        ],
+    )
 }
 
 /// A session whose messages go raw or wrapped.
@@ -103,28 +112,65 @@ impl Rtnp {
 
 /// A conforming conversation: connect_request, assign_id, inputs and snapshots, disconnect.
 fn conforming(s: &mut Rtnp, client: SocketAddr, name: &str, client_id: u32, ticks: u32) {
-    s.client(client, &msg("connect_request", &[("player_name", name.into()), ("version", "1.0".into())]));
-    s.server(client, &msg("assign_id", &[("client_id", client_id.into())]));
+    s.client(
+        client,
+        &msg(
+            "connect_request",
+            &[("player_name", name.into()), ("version", "1.0".into())],
+        ),
+    );
+    s.server(
+        client,
+        &msg("assign_id", &[("client_id", client_id.into())]),
+    );
     for t in 0..ticks {
         s.capture.now_us += TICK_US;
-        s.client(client, &msg("player_input", &[("client_id", client_id.into()), ("keys", keys(t))]));
-        s.server(client, &snapshot(u64::from(t), &[entity(0, t), entity(1, t)]));
+        s.client(
+            client,
+            &msg(
+                "player_input",
+                &[("client_id", client_id.into()), ("keys", keys(t))],
+            ),
+        );
+        s.server(
+            client,
+            &snapshot(u64::from(t), &[entity(0, t), entity(1, t)]),
+        );
     }
-    s.client(client, &msg("disconnect", &[("client_id", client_id.into()), ("reason", "quit".into())]));
+    s.client(
+        client,
+        &msg(
+            "disconnect",
+            &[("client_id", client_id.into()), ("reason", "quit".into())],
+        ),
+    );
 }
 
 /// `rtnp-envelope`: every datagram in an envelope. Conversation 1 (ann) conforms; conversation 2
 /// (bob) breaks one rule per datagram.
 fn envelope_sample() -> Capture {
     let server = addr(5, 1, SERVER_PORT);
-    let mut s = Rtnp { capture: Capture::new(), wrap: true, server };
+    let mut s = Rtnp {
+        capture: Capture::new(),
+        wrap: true,
+        server,
+    };
     conforming(&mut s, addr(5, 2, 41002), "ann", 5, 10);
     let bob = addr(5, 3, 41003);
     let e = |s: &mut Rtnp, rule: Rule| s.capture.expect(rule, 1);
-    s.client(bob, &msg("connect_request", &[("player_name", "b".repeat(33).into())]));
+    s.client(
+        bob,
+        &msg("connect_request", &[("player_name", "b".repeat(33).into())]),
+    );
     e(&mut s, Rule::RtnpPlayerName);
     s.server(bob, &msg("assign_id", &[("client_id", 6.into())]));
-    s.client(bob, &msg("player_input", &[("client_id", 9.into()), ("keys", keys(0))]));
+    s.client(
+        bob,
+        &msg(
+            "player_input",
+            &[("client_id", 9.into()), ("keys", keys(0))],
+        ),
+    );
     e(&mut s, Rule::RtnpClientId);
     s.server(bob, &snapshot(0, &[entity(0, 0)]));
     s.server(bob, &snapshot(2, &[entity(0, 1)]));
@@ -132,25 +178,45 @@ fn envelope_sample() -> Capture {
     s.server(bob, &msg("snapshot", &[("entities", json!([]))]));
     e(&mut s, Rule::RtnpEpochMissing);
     s.server(bob, &snapshot(3, &[]));
-    s.client(bob, &text(&[("client_id", 6.into()), ("keys", keys(1)), ("type", "player_input".into())]));
+    s.client(
+        bob,
+        &text(&[
+            ("client_id", 6.into()),
+            ("keys", keys(1)),
+            ("type", "player_input".into()),
+        ]),
+    );
     e(&mut s, Rule::RtnpTypeNotFirst);
     s.client(bob, &msg("lobby_chat", &[("text", "hi".into())]));
     e(&mut s, Rule::RtnpUnknownType);
     s.client(bob, "PING");
     s.server(bob, "PONG");
     s.capture.expect(Rule::RtnpKeepaliveText, 2);
-    let mut broken = envelope(&msg("player_input", &[("client_id", 6.into()), ("keys", keys(2))]));
+    let mut broken = envelope(&msg(
+        "player_input",
+        &[("client_id", 6.into()), ("keys", keys(2))],
+    ));
     // The Text pointer is a far pointer, not a list of bytes.
     broken[16] = 2;
     s.capture.send(bob, server, broken);
     e(&mut s, Rule::RtnpEnvelope);
     s.client(bob, "{\"type\":\"player_input\",");
     e(&mut s, Rule::RtnpJsonInvalid);
-    s.client(bob, &format!("{{\"type\":\"player_input\",\"deep\":{}0{}}}", "[".repeat(40), "]".repeat(40)));
+    s.client(
+        bob,
+        &format!(
+            "{{\"type\":\"player_input\",\"deep\":{}0{}}}",
+            "[".repeat(40),
+            "]".repeat(40)
+        ),
+    );
     e(&mut s, Rule::RtnpJsonLimit);
     let mut wrong = keys(3);
     wrong["up"] = "yes".into();
-    s.client(bob, &msg("player_input", &[("client_id", 6.into()), ("keys", wrong)]));
+    s.client(
+        bob,
+        &msg("player_input", &[("client_id", 6.into()), ("keys", wrong)]),
+    );
     e(&mut s, Rule::RtnpWrongType);
     s.client(bob, &msg("player_input", &[("client_id", 6.into())]));
     e(&mut s, Rule::RtnpMissingField);
@@ -168,14 +234,21 @@ fn envelope_sample() -> Capture {
     e(&mut s, Rule::RtnpClientSilent);
     s.server(bob, &snapshot(6, &[]));
     // The disconnect, its reason with a raw (unescaped) non-ASCII character.
-    s.client(bob, &msg("disconnect", &[("client_id", 6.into())]).replace('}', ",\"reason\":\"à plus\"}"));
+    s.client(
+        bob,
+        &msg("disconnect", &[("client_id", 6.into())]).replace('}', ",\"reason\":\"à plus\"}"),
+    );
     e(&mut s, Rule::RtnpJsonNonAscii);
     s.capture
 }
 
 /// `rtnp-raw-json`: two conforming conversations as raw JSON datagrams; no finding.
 fn raw_sample() -> Capture {
-    let mut s = Rtnp { capture: Capture::new(), wrap: false, server: addr(6, 1, SERVER_PORT) };
+    let mut s = Rtnp {
+        capture: Capture::new(),
+        wrap: false,
+        server: addr(6, 1, SERVER_PORT),
+    };
     conforming(&mut s, addr(6, 2, 41002), "ann", 0, 15);
     conforming(&mut s, addr(6, 3, 41003), "bob", 1, 15);
     s.capture
@@ -198,7 +271,14 @@ fn fragments(from: SocketAddr, to: SocketAddr, bytes: &[u8], id: u16) -> io::Res
     let piece = (MTU - IP) / 8 * 8;
     let mut frames = Vec::new();
     for (i, chunk) in payload.chunks(piece).enumerate() {
-        let mut h = Ipv4Header::new(chunk.len() as u16, 64, IpNumber::UDP, src.octets(), dst.octets()).map_err(invalid)?;
+        let mut h = Ipv4Header::new(
+            chunk.len() as u16,
+            64,
+            IpNumber::UDP,
+            src.octets(),
+            dst.octets(),
+        )
+        .map_err(invalid)?;
         h.identification = id;
         h.dont_fragment = false;
         h.more_fragments = (i + 1) * piece < payload.len();
@@ -216,8 +296,15 @@ fn fragments(from: SocketAddr, to: SocketAddr, bytes: &[u8], id: u16) -> io::Res
 fn fragmented_sample() -> io::Result<(Capture, Vec<u8>)> {
     let server = addr(7, 1, SERVER_PORT);
     let client = addr(7, 2, 41002);
-    let mut s = Rtnp { capture: Capture::new(), wrap: true, server };
-    s.client(client, &msg("connect_request", &[("player_name", "ann".into())]));
+    let mut s = Rtnp {
+        capture: Capture::new(),
+        wrap: true,
+        server,
+    };
+    s.client(
+        client,
+        &msg("connect_request", &[("player_name", "ann".into())]),
+    );
     s.server(client, &msg("assign_id", &[("client_id", 3.into())]));
     // Entities until the envelope is just under 8 KiB.
     let fill = |epoch: u64, limit: usize| {
@@ -232,7 +319,13 @@ fn fragmented_sample() -> io::Result<(Capture, Vec<u8>)> {
     };
     for epoch in 0..4u64 {
         s.capture.now_us += TICK_US;
-        s.client(client, &msg("player_input", &[("client_id", 3.into()), ("keys", keys(epoch as u32))]));
+        s.client(
+            client,
+            &msg(
+                "player_input",
+                &[("client_id", 3.into()), ("keys", keys(epoch as u32))],
+            ),
+        );
         s.server(client, &fill(epoch, MAX_DATAGRAM));
     }
     s.capture.now_us += TICK_US;
@@ -251,7 +344,10 @@ fn fragmented_sample() -> io::Result<(Capture, Vec<u8>)> {
 /// Writes `rtnp-envelope`, `rtnp-raw-json` and `rtnp-fragmented` (`.pcap` and `.expected.txt`)
 /// into `dir`.
 pub fn write(dir: &Path) -> io::Result<()> {
-    for (name, capture) in [("rtnp-envelope", envelope_sample()), ("rtnp-raw-json", raw_sample())] {
+    for (name, capture) in [
+        ("rtnp-envelope", envelope_sample()),
+        ("rtnp-raw-json", raw_sample()),
+    ] {
         capture.write(dir, name, &capture.pcap()?)?;
     }
     let (capture, bytes) = fragmented_sample()?;
@@ -265,7 +361,12 @@ mod tests {
 
     #[test]
     fn envelopes_read_back() {
-        for text in ["", "PING", "{\"type\":\"assign_id\",\"client_id\":5}", &"x".repeat(8000)] {
+        for text in [
+            "",
+            "PING",
+            "{\"type\":\"assign_id\",\"client_id\":5}",
+            &"x".repeat(8000),
+        ] {
             let e = envelope(text);
             assert_eq!(e.len() % 8, 0);
             let range = read_envelope(&e).unwrap();
@@ -278,7 +379,10 @@ mod tests {
 
     #[test]
     fn conforming_messages_put_type_first() {
-        assert_eq!(msg("assign_id", &[("client_id", 5.into())]), "{\"type\":\"assign_id\",\"client_id\":5}");
+        assert_eq!(
+            msg("assign_id", &[("client_id", 5.into())]),
+            "{\"type\":\"assign_id\",\"client_id\":5}"
+        );
     }
 
     #[test]
@@ -287,7 +391,13 @@ mod tests {
         let sizes: Vec<usize> = capture.records.iter().map(|r| r.bytes.len()).collect();
         assert!(sizes[3] > 8000 && sizes[3] <= MAX_DATAGRAM, "{sizes:?}");
         assert!(sizes[10] > MAX_DATAGRAM, "{sizes:?}");
-        let frames = fragments(capture.records[3].from, capture.records[3].to, &capture.records[3].bytes, 1).unwrap();
+        let frames = fragments(
+            capture.records[3].from,
+            capture.records[3].to,
+            &capture.records[3].bytes,
+            1,
+        )
+        .unwrap();
         assert_eq!(frames.len(), 6);
         assert!(frames.iter().all(|f| f.len() <= 14 + MTU));
         assert!(bytes.len() > 5 * 8000);

@@ -11,7 +11,9 @@ use serde_json::{json, Value};
 use super::encode::{encode_message, encode_nodes};
 use crate::datagram::rtype::HeaderLayout;
 use crate::proto::profile::Profile;
-use crate::proto::rtype::{COMPRESSED_BIT, COMPRESS_THRESHOLD, MAGIC, PACKET_CLIENT, PACKET_SERVER, VERSION};
+use crate::proto::rtype::{
+    COMPRESSED_BIT, COMPRESS_THRESHOLD, MAGIC, PACKET_CLIENT, PACKET_SERVER, VERSION,
+};
 use crate::proto::schema::{Direction, Message};
 
 /// The header has no masked fields, so any profile will do; this one is built once.
@@ -121,7 +123,12 @@ impl RtypeBuilder {
     }
 
     /// Encodes `value` as `msg` (by the description) and builds the datagram around it.
-    pub fn build_message(&self, msg: &'static Message, value: &Value, profile: &Profile) -> Result<Vec<u8>, String> {
+    pub fn build_message(
+        &self,
+        msg: &'static Message,
+        value: &Value,
+        profile: &Profile,
+    ) -> Result<Vec<u8>, String> {
         self.build(&encode_message(msg, value, profile)?)
     }
 
@@ -143,8 +150,13 @@ impl RtypeBuilder {
             "orig_size": u16::try_from(orig_size).map_err(|_| too_big("original size", orig_size))?,
         });
         let mut datagram = Vec::with_capacity(self.layout.len() + wire.len() + 4);
-        encode_nodes(self.layout.nodes(), &header, document_profile(), &mut datagram)
-            .map_err(|e| format!("header: {e}"))?;
+        encode_nodes(
+            self.layout.nodes(),
+            &header,
+            document_profile(),
+            &mut datagram,
+        )
+        .map_err(|e| format!("header: {e}"))?;
         datagram.extend_from_slice(&wire);
         let mut crc = crc32fast::hash(&datagram);
         if self.corrupt_crc {
@@ -159,10 +171,16 @@ impl RtypeBuilder {
         let old = self.layout == HeaderLayout::Old15;
         match self.compression {
             Compression::Never => Ok((payload.to_vec(), false)),
-            Compression::Auto if old || payload.len() <= COMPRESS_THRESHOLD => Ok((payload.to_vec(), false)),
+            Compression::Auto if old || payload.len() <= COMPRESS_THRESHOLD => {
+                Ok((payload.to_vec(), false))
+            }
             Compression::Auto => {
                 let packed = lz4_flex::block::compress(payload);
-                Ok(if packed.len() < payload.len() { (packed, true) } else { (payload.to_vec(), false) })
+                Ok(if packed.len() < payload.len() {
+                    (packed, true)
+                } else {
+                    (payload.to_vec(), false)
+                })
             }
             Compression::Force | Compression::Raw if old => {
                 Err("the 15-byte header has no compression bit".to_string())
@@ -188,14 +206,21 @@ mod tests {
 
     #[test]
     fn conforming_datagrams_parse_clean() {
-        let small = RtypeBuilder::new(PACKET_CLIENT, 0x04).sequence(3).tick(9).build(&[0, 0, 0, 5]).unwrap();
+        let small = RtypeBuilder::new(PACKET_CLIENT, 0x04)
+            .sequence(3)
+            .tick(9)
+            .build(&[0, 0, 0, 5])
+            .unwrap();
         assert_eq!(small.len(), 17 + 4 + 4);
         assert_eq!(rules_of(&small), vec![]);
         let big = vec![0u8; 200];
         let packed = RtypeBuilder::new(PACKET_SERVER, 0x14).build(&big).unwrap();
         assert_eq!(packed[4], 0x81);
         assert_eq!(rules_of(&packed), vec![]);
-        let old = RtypeBuilder::new(PACKET_CLIENT, 0x01).old_header().build(&[]).unwrap();
+        let old = RtypeBuilder::new(PACKET_CLIENT, 0x01)
+            .old_header()
+            .build(&[])
+            .unwrap();
         assert_eq!(old.len(), 15 + 4);
         assert_eq!(rules_of(&old), vec![Rule::RtypeOldHeader]);
     }
@@ -204,13 +229,37 @@ mod tests {
     fn knobs_break_one_rule_each() {
         let b = || RtypeBuilder::new(PACKET_CLIENT, 0x04);
         let ping = [0, 0, 0, 5];
-        assert_eq!(rules_of(&b().corrupt_crc().build(&ping).unwrap()), vec![Rule::RtypeCrc]);
-        assert_eq!(rules_of(&b().version(2).build(&ping).unwrap()), vec![Rule::RtypeVersion]);
-        assert_eq!(rules_of(&b().packet_type(3).build(&ping).unwrap()), vec![Rule::RtypePacketType]);
-        assert_eq!(rules_of(&b().payload_len(9).build(&ping).unwrap()), vec![Rule::RtypeLength]);
-        assert_eq!(rules_of(&b().orig_size(70).build(&ping).unwrap()), vec![Rule::RtypeOrigSizeSet]);
-        let garbage = RtypeBuilder::new(PACKET_SERVER, 0x14).compression(Compression::Raw).orig_size(100);
-        assert_eq!(rules_of(&garbage.build(&[0xF0, 0xFF, 0xFF, 0xFF]).unwrap()), vec![Rule::RtypeLz4]);
-        assert!(RtypeBuilder::new(PACKET_CLIENT, 1).old_header().compression(Compression::Force).build(&[]).is_err());
+        assert_eq!(
+            rules_of(&b().corrupt_crc().build(&ping).unwrap()),
+            vec![Rule::RtypeCrc]
+        );
+        assert_eq!(
+            rules_of(&b().version(2).build(&ping).unwrap()),
+            vec![Rule::RtypeVersion]
+        );
+        assert_eq!(
+            rules_of(&b().packet_type(3).build(&ping).unwrap()),
+            vec![Rule::RtypePacketType]
+        );
+        assert_eq!(
+            rules_of(&b().payload_len(9).build(&ping).unwrap()),
+            vec![Rule::RtypeLength]
+        );
+        assert_eq!(
+            rules_of(&b().orig_size(70).build(&ping).unwrap()),
+            vec![Rule::RtypeOrigSizeSet]
+        );
+        let garbage = RtypeBuilder::new(PACKET_SERVER, 0x14)
+            .compression(Compression::Raw)
+            .orig_size(100);
+        assert_eq!(
+            rules_of(&garbage.build(&[0xF0, 0xFF, 0xFF, 0xFF]).unwrap()),
+            vec![Rule::RtypeLz4]
+        );
+        assert!(RtypeBuilder::new(PACKET_CLIENT, 1)
+            .old_header()
+            .compression(Compression::Force)
+            .build(&[])
+            .is_err());
     }
 }

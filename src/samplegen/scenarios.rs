@@ -190,21 +190,31 @@ impl Scenario {
             }
             Format::Pcapng => pcapng_bytes(&records)?,
         };
-        Ok(Sample { bytes, expected, datagrams })
+        Ok(Sample {
+            bytes,
+            expected,
+            datagrams,
+        })
     }
 
     /// Writes the sample and `NAME.expected.txt` into `dir`.
     pub fn write(&self, dir: &Path) -> io::Result<Sample> {
         let sample = self.generate()?;
         fs::write(dir.join(self.file), &sample.bytes)?;
-        fs::write(dir.join(self.expected_file()), expected_text(&sample.expected))?;
+        fs::write(
+            dir.join(self.expected_file()),
+            expected_text(&sample.expected),
+        )?;
         Ok(sample)
     }
 }
 
 /// Expected findings as lines `RULE_ID COUNT`, sorted by rule id.
 pub fn expected_text(expected: &Expected) -> String {
-    expected.iter().map(|(id, n)| format!("{id} {n}\n")).collect()
+    expected
+        .iter()
+        .map(|(id, n)| format!("{id} {n}\n"))
+        .collect()
 }
 
 fn pcap_bytes(records: &[Record]) -> io::Result<Vec<u8>> {
@@ -222,7 +232,11 @@ fn pcapng_bytes(records: &[Record]) -> io::Result<Vec<u8>> {
     let mut w = PcapngWriter::new(Vec::new(), &links.map(Link::linktype))?;
     for r in records {
         let interface = usize::from(r.from.ip() == raw_host || r.to.ip() == raw_host);
-        w.packet(interface as u32, r.ts_us, &udp_frame(links[interface], r.from, r.to, &r.bytes)?)?;
+        w.packet(
+            interface as u32,
+            r.ts_us,
+            &udp_frame(links[interface], r.from, r.to, &r.bytes)?,
+        )?;
     }
     w.finish()
 }
@@ -233,10 +247,18 @@ fn readme(rows: &[(&Scenario, Sample)]) -> String {
         let findings = if sample.expected.is_empty() {
             "none".to_string()
         } else {
-            sample.expected.iter().map(|(id, n)| format!("`{id}` {n}")).collect::<Vec<_>>().join(", ")
+            sample
+                .expected
+                .iter()
+                .map(|(id, n)| format!("`{id}` {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
         };
         let summary = s.summary.split_whitespace().collect::<Vec<_>>().join(" ");
-        text += &format!("| `{}` | {} | {} | {} |\n", s.file, summary, sample.datagrams, findings);
+        text += &format!(
+            "| `{}` | {} | {} | {} |\n",
+            s.file, summary, sample.datagrams, findings
+        );
     }
     text + README_TAIL
 }

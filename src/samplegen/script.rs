@@ -29,9 +29,11 @@ pub const TICK_HZ: u64 = 60;
 const GAP_US: u64 = 40;
 
 /// The port the server listens on.
-pub const SERVER_LISTEN: SocketAddr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 50010));
+pub const SERVER_LISTEN: SocketAddr =
+    SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 50010));
 /// The ephemeral port the server answers from.
-pub const SERVER_REPLY: SocketAddr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 49316));
+pub const SERVER_REPLY: SocketAddr =
+    SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 49316));
 
 /// Start of a tick, in capture time.
 pub fn tick_time(tick: u32) -> u64 {
@@ -49,16 +51,29 @@ impl Client {
     /// Client number `n` (0-based): host 10.0.0.(n+2), port 41000 + host, player id n + 1.
     pub fn numbered(n: u32) -> io::Result<Client> {
         let host = n + 2;
-        let port = u16::try_from(41_000 + host)
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "too many clients for distinct ports"))?;
+        let port = u16::try_from(41_000 + host).map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "too many clients for distinct ports",
+            )
+        })?;
         let ip = Ipv4Addr::new(10, 0, (host >> 8) as u8, host as u8);
-        Ok(Client { addr: SocketAddr::V4(SocketAddrV4::new(ip, port)), player_id: n + 1 })
+        Ok(Client {
+            addr: SocketAddr::V4(SocketAddrV4::new(ip, port)),
+            player_id: n + 1,
+        })
     }
 }
 
 /// Where generated datagrams go, in capture order.
 pub trait Sink {
-    fn datagram(&mut self, ts_us: u64, from: SocketAddr, to: SocketAddr, bytes: &[u8]) -> io::Result<()>;
+    fn datagram(
+        &mut self,
+        ts_us: u64,
+        from: SocketAddr,
+        to: SocketAddr,
+        bytes: &[u8],
+    ) -> io::Result<()>;
 }
 
 /// One generated datagram, kept in memory (for the small samples and tests).
@@ -71,8 +86,19 @@ pub struct Record {
 }
 
 impl Sink for Vec<Record> {
-    fn datagram(&mut self, ts_us: u64, from: SocketAddr, to: SocketAddr, bytes: &[u8]) -> io::Result<()> {
-        self.push(Record { ts_us, from, to, bytes: bytes.to_vec() });
+    fn datagram(
+        &mut self,
+        ts_us: u64,
+        from: SocketAddr,
+        to: SocketAddr,
+        bytes: &[u8],
+    ) -> io::Result<()> {
+        self.push(Record {
+            ts_us,
+            from,
+            to,
+            bytes: bytes.to_vec(),
+        });
         Ok(())
     }
 }
@@ -90,8 +116,15 @@ impl<W: Write> PcapSink<W> {
 }
 
 impl<W: Write> Sink for PcapSink<W> {
-    fn datagram(&mut self, ts_us: u64, from: SocketAddr, to: SocketAddr, bytes: &[u8]) -> io::Result<()> {
-        self.0.record(ts_us, &udp_frame(Link::Ethernet, from, to, bytes)?)
+    fn datagram(
+        &mut self,
+        ts_us: u64,
+        from: SocketAddr,
+        to: SocketAddr,
+        bytes: &[u8],
+    ) -> io::Result<()> {
+        self.0
+            .record(ts_us, &udp_frame(Link::Ethernet, from, to, bytes)?)
     }
 }
 
@@ -104,7 +137,10 @@ pub(crate) fn invalid(e: impl std::fmt::Display) -> io::Error {
 
 /// The message whose short name is `short` (e.g. `snapshot`).
 pub(crate) fn message(short: &str) -> io::Result<&'static Message> {
-    MESSAGES.iter().find(|m| m.short == short).ok_or_else(|| invalid(format!("no message `{short}`")))
+    MESSAGES
+        .iter()
+        .find(|m| m.short == short)
+        .ok_or_else(|| invalid(format!("no message `{short}`")))
 }
 
 /// A session being written: encodes messages by the description, numbers and times them, sends
@@ -182,12 +218,18 @@ impl<'s> Script<'s> {
         let seq = self.client_seq.entry(client.addr).or_insert(0);
         *seq = seq.wrapping_add(1);
         let seq = *seq;
-        Ok(RtypeBuilder::for_message(message(short)?).sequence(seq).tick(self.tick).layout(self.layout))
+        Ok(RtypeBuilder::for_message(message(short)?)
+            .sequence(seq)
+            .tick(self.tick)
+            .layout(self.layout))
     }
 
     /// A header for `short` sent by the server with sequence number `seq`.
     pub fn server_header(&self, short: &str, seq: u16) -> io::Result<RtypeBuilder> {
-        Ok(RtypeBuilder::for_message(message(short)?).sequence(seq).tick(self.tick).layout(self.layout))
+        Ok(RtypeBuilder::for_message(message(short)?)
+            .sequence(seq)
+            .tick(self.tick)
+            .layout(self.layout))
     }
 
     /// Sends a conforming `short` message from `client`; returns its sequence number.
@@ -200,17 +242,37 @@ impl<'s> Script<'s> {
     }
 
     /// Sends a conforming `short` message from the server to `client`.
-    pub fn server(&mut self, client: &Client, short: &str, seq: u16, value: Value) -> io::Result<()> {
+    pub fn server(
+        &mut self,
+        client: &Client,
+        short: &str,
+        seq: u16,
+        value: Value,
+    ) -> io::Result<()> {
         let payload = self.payload(short, &value)?;
-        let datagram = self.server_header(short, seq)?.build(&payload).map_err(invalid)?;
+        let datagram = self
+            .server_header(short, seq)?
+            .build(&payload)
+            .map_err(invalid)?;
         self.server_raw(client, &datagram)
     }
 
     /// Sends the same server message to every client in `clients` (one datagram, built once).
-    pub fn broadcast(&mut self, clients: &[Client], short: &str, seq: u16, value: Value) -> io::Result<()> {
+    pub fn broadcast(
+        &mut self,
+        clients: &[Client],
+        short: &str,
+        seq: u16,
+        value: Value,
+    ) -> io::Result<()> {
         let payload = self.payload(short, &value)?;
-        let datagram = self.server_header(short, seq)?.build(&payload).map_err(invalid)?;
-        clients.iter().try_for_each(|c| self.server_raw(c, &datagram))
+        let datagram = self
+            .server_header(short, seq)?
+            .build(&payload)
+            .map_err(invalid)?;
+        clients
+            .iter()
+            .try_for_each(|c| self.server_raw(c, &datagram))
     }
 
     /// Sends prepared bytes from `client` to the server.
@@ -286,7 +348,18 @@ pub struct Entity {
 
 impl Entity {
     pub fn new(id: u32, type_id: u8, mask: u16, x: f32, y: f32) -> Entity {
-        Entity { id, type_id, mask, x, y, vx: 0.0, vy: 0.0, health: 0, status: 0, lives: 0 }
+        Entity {
+            id,
+            type_id,
+            mask,
+            x,
+            y,
+            vx: 0.0,
+            vy: 0.0,
+            health: 0,
+            status: 0,
+            lives: 0,
+        }
     }
 
     /// The entity block's values; the encoder takes the ones the mask selects.
@@ -348,11 +421,20 @@ impl World {
 
     /// The full state as `total` SERVER_SNAPSHOT_CHUNKs (some may be empty).
     pub fn chunks(&self, total: u16) -> Vec<Value> {
-        let per = self.entities.len().div_ceil(usize::from(total.max(1))).max(1);
+        let per = self
+            .entities
+            .len()
+            .div_ceil(usize::from(total.max(1)))
+            .max(1);
         (0..total)
             .map(|index| {
-                let part: Vec<Value> =
-                    self.entities.iter().skip(usize::from(index) * per).take(per).map(Entity::json).collect();
+                let part: Vec<Value> = self
+                    .entities
+                    .iter()
+                    .skip(usize::from(index) * per)
+                    .take(per)
+                    .map(Entity::json)
+                    .collect();
                 json!({"total_chunks": total, "chunk_index": index, "entities": part})
             })
             .collect()

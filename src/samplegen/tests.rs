@@ -27,7 +27,10 @@ struct Collect {
 
 impl Collect {
     fn new() -> Collect {
-        Collect { stack: vec![(None, Json::Object(Map::new()))], undecoded: 0 }
+        Collect {
+            stack: vec![(None, Json::Object(Map::new()))],
+            undecoded: 0,
+        }
     }
     fn into_json(mut self) -> Json {
         self.stack.pop().map(|(_, v)| v).unwrap_or_default()
@@ -61,7 +64,9 @@ impl Visitor for Collect {
         self.stack.push(frame);
     }
     fn close(&mut self, _: Open) {
-        let Some((key, value)) = self.stack.pop() else { return };
+        let Some((key, value)) = self.stack.pop() else {
+            return;
+        };
         match (self.stack.last_mut(), key) {
             (Some((_, Json::Array(items))), _) => items.push(value),
             (Some((_, Json::Object(obj))), Some(key)) => {
@@ -82,9 +87,21 @@ fn round_trip(short: &str, value: &Json) -> (Json, Vec<Rule>) {
     let mut visitor = Collect::new();
     let mut findings: Vec<Finding> = Vec::new();
     let profile = Profile::document();
-    decode_message(msg, &bytes, 0, Endian::Big, &profile, &MESSAGE_RULES, &mut visitor, &mut findings);
+    decode_message(
+        msg,
+        &bytes,
+        0,
+        Endian::Big,
+        &profile,
+        &MESSAGE_RULES,
+        &mut visitor,
+        &mut findings,
+    );
     assert_eq!(visitor.undecoded, 0, "{short}: undecoded bytes");
-    (visitor.into_json(), findings.iter().map(|f| f.rule).collect())
+    (
+        visitor.into_json(),
+        findings.iter().map(|f| f.rule).collect(),
+    )
 }
 
 fn entity_full() -> Json {
@@ -113,32 +130,50 @@ fn message_values() -> Vec<(&'static str, Json)> {
         ("join_request", empty.clone()),
         ("ready", empty.clone()),
         ("ping", json!({"client_time": 123_456})),
-        ("input", json!({"player_id": 2, "input_flags": 0x0219, "pos_x": 12.5, "pos_y": -3.25, "angle": 0.5})),
+        (
+            "input",
+            json!({"player_id": 2, "input_flags": 0x0219, "pos_x": 12.5, "pos_y": -3.25, "angle": 0.5}),
+        ),
         ("ack", json!({"ack_sequence": 513, "ack_msg_type": 0x30})),
         ("disconnect", json!({"reason": 0x01})),
         ("server_hello", empty.clone()),
         ("join_accept", empty.clone()),
         ("join_deny", empty.clone()),
         ("pong", json!({"client_time": 99})),
-        ("snapshot", json!({"entity_count": 2, "entities": [entity_full(), entity_small()]})),
+        (
+            "snapshot",
+            json!({"entity_count": 2, "entities": [entity_full(), entity_small()]}),
+        ),
         ("game_start", empty.clone()),
         ("game_end", json!({"player_id": 1})),
         ("kick", json!({"reason": 0x12})),
         ("ban", json!({"reason": 0x21})),
         ("broadcast", json!({"text": "Wave 1 – incoming!"})),
         ("server_disconnect", json!({"reason": 0x30})),
-        ("server_ack", json!({"ack_sequence": 7, "ack_msg_type": 0x03})),
+        (
+            "server_ack",
+            json!({"ack_sequence": 7, "ack_msg_type": 0x03}),
+        ),
         ("player_disconnected", json!({"player_id": 2})),
-        ("entity_spawn", json!({"entity_id": 900, "entity_type": 3, "pos_x": 132.0, "pos_y": 350.0})),
+        (
+            "entity_spawn",
+            json!({"entity_id": 900, "entity_type": 3, "pos_x": 132.0, "pos_y": 350.0}),
+        ),
         ("entity_destroyed", json!({"entity_id": 900})),
         ("all_ready", empty.clone()),
         ("countdown", json!({"value": 3})),
-        ("snapshot_chunk", json!({"total_chunks": 3, "chunk_index": 1, "entity_count": 1, "entities": [entity_small()]})),
-        ("levelinit", json!({"level_id": 1, "seed": 0x00C0_FFEE, "background_id": "bg_space_01", "music_id": "stage1_theme",
+        (
+            "snapshot_chunk",
+            json!({"total_chunks": 3, "chunk_index": 1, "entity_count": 1, "entities": [entity_small()]}),
+        ),
+        (
+            "levelinit",
+            json!({"level_id": 1, "seed": 0x00C0_FFEE, "background_id": "bg_space_01", "music_id": "stage1_theme",
             "archetype_count": 3, "archetypes": [
                 {"type_id": 1, "sprite_id": "player_ship", "anim_id": "ship_idle", "layer": 2},
                 {"type_id": 2, "sprite_id": "bydo_scout", "anim_id": "scout_fly", "layer": 1},
-                {"type_id": 3, "sprite_id": "wave_shot", "anim_id": "", "layer": 3}]})),
+                {"type_id": 3, "sprite_id": "wave_shot", "anim_id": "", "layer": 3}]}),
+        ),
         ("leveltransition", empty),
     ];
     values.extend(level_events.into_iter().map(|e| ("levelevent", e)));
@@ -149,7 +184,11 @@ fn message_values() -> Vec<(&'static str, Json)> {
 fn every_message_round_trips_through_the_decoder() {
     let values = message_values();
     for m in MESSAGES {
-        assert!(values.iter().any(|(short, _)| *short == m.short), "no round-trip value for {}", m.name);
+        assert!(
+            values.iter().any(|(short, _)| *short == m.short),
+            "no round-trip value for {}",
+            m.name
+        );
     }
     for (short, value) in &values {
         let (decoded, findings) = round_trip(short, value);
@@ -163,13 +202,28 @@ fn level_init_archetypes_and_all_six_events() {
     let values = message_values();
     let (_, init) = values.iter().find(|(s, _)| *s == "levelinit").unwrap();
     let (decoded, _) = round_trip("levelinit", init);
-    let types: Vec<_> = decoded["archetypes"].as_array().unwrap().iter().map(|a| a["type_id"].clone()).collect();
+    let types: Vec<_> = decoded["archetypes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["type_id"].clone())
+        .collect();
     assert_eq!(types, vec![json!(1), json!(2), json!(3)]);
     assert_eq!(decoded["archetypes"][2]["anim_id"], json!(""));
-    let events: Vec<_> = values.iter().filter(|(s, _)| *s == "levelevent").map(|(_, v)| round_trip("levelevent", v).0).collect();
-    let kinds: Vec<_> = events.iter().map(|e| e["event_type"].as_u64().unwrap()).collect();
+    let events: Vec<_> = values
+        .iter()
+        .filter(|(s, _)| *s == "levelevent")
+        .map(|(_, v)| round_trip("levelevent", v).0)
+        .collect();
+    let kinds: Vec<_> = events
+        .iter()
+        .map(|e| e["event_type"].as_u64().unwrap())
+        .collect();
     assert_eq!(kinds, vec![1, 2, 3, 4, 5, 6]);
-    assert_eq!(events[0]["set_scroll"]["keyframes"][1]["speed_x"], json!(3.0));
+    assert_eq!(
+        events[0]["set_scroll"]["keyframes"][1]["speed_x"],
+        json!(3.0)
+    );
     assert_eq!(events[3]["set_camera_bounds"]["min_y"], json!(-8.5));
 }
 
@@ -177,28 +231,60 @@ fn level_init_archetypes_and_all_six_events() {
 fn encoder_takes_counts_lengths_and_specials_from_the_json() {
     let doc = Profile::document();
     // Counts come from the array unless given.
-    let bytes = encode_message(message("snapshot").unwrap(), &json!({"entities": []}), &doc).unwrap();
+    let bytes =
+        encode_message(message("snapshot").unwrap(), &json!({"entities": []}), &doc).unwrap();
     assert_eq!(bytes, vec![0, 0]);
-    let bytes = encode_message(message("snapshot").unwrap(), &json!({"entity_count": 5, "entities": []}), &doc).unwrap();
+    let bytes = encode_message(
+        message("snapshot").unwrap(),
+        &json!({"entity_count": 5, "entities": []}),
+        &doc,
+    )
+    .unwrap();
     assert_eq!(bytes, vec![0, 5]);
     // Missing fields are named.
-    let err = encode_message(message("input").unwrap(), &json!({"player_id": 1}), &doc).unwrap_err();
+    let err =
+        encode_message(message("input").unwrap(), &json!({"player_id": 1}), &doc).unwrap_err();
     assert!(err.contains("input_flags"), "{err}");
-    let err = encode_message(message("snapshot").unwrap(), &json!({"entities": [{"id": 1, "update_mask": 2}]}), &doc).unwrap_err();
-    assert!(err.contains("entities[0]") && err.contains("pos_x"), "{err}");
+    let err = encode_message(
+        message("snapshot").unwrap(),
+        &json!({"entities": [{"id": 1, "update_mask": 2}]}),
+        &doc,
+    )
+    .unwrap_err();
+    assert!(
+        err.contains("entities[0]") && err.contains("pos_x"),
+        "{err}"
+    );
     // Out of range, wrong type.
     assert!(encode_message(message("countdown").unwrap(), &json!({"value": 256}), &doc).is_err());
     assert!(encode_message(message("countdown").unwrap(), &json!({"value": 1.5}), &doc).is_err());
     // Non-finite floats and non-UTF-8 text.
-    let input = json!({"player_id": 1, "input_flags": 0, "pos_x": "NaN", "pos_y": "inf", "angle": "-inf"});
+    let input =
+        json!({"player_id": 1, "input_flags": 0, "pos_x": "NaN", "pos_y": "inf", "angle": "-inf"});
     let bytes = encode_message(message("input").unwrap(), &input, &doc).unwrap();
     assert!(f32::from_be_bytes(bytes[6..10].try_into().unwrap()).is_nan());
-    assert_eq!(f32::from_be_bytes(bytes[10..14].try_into().unwrap()), f32::INFINITY);
-    assert_eq!(f32::from_be_bytes(bytes[14..18].try_into().unwrap()), f32::NEG_INFINITY);
-    let bytes = encode_message(message("broadcast").unwrap(), &json!({"text": [0xFF, 0x41]}), &doc).unwrap();
+    assert_eq!(
+        f32::from_be_bytes(bytes[10..14].try_into().unwrap()),
+        f32::INFINITY
+    );
+    assert_eq!(
+        f32::from_be_bytes(bytes[14..18].try_into().unwrap()),
+        f32::NEG_INFINITY
+    );
+    let bytes = encode_message(
+        message("broadcast").unwrap(),
+        &json!({"text": [0xFF, 0x41]}),
+        &doc,
+    )
+    .unwrap();
     assert_eq!(bytes, vec![2, 0xFF, 0x41]);
     // An event type no case knows writes the tag alone.
-    let bytes = encode_message(message("levelevent").unwrap(), &json!({"event_type": 9}), &doc).unwrap();
+    let bytes = encode_message(
+        message("levelevent").unwrap(),
+        &json!({"event_type": 9}),
+        &doc,
+    )
+    .unwrap();
     assert_eq!(bytes, vec![9]);
 }
 
@@ -209,18 +295,35 @@ fn masked_fields_follow_the_profile() {
     )
     .unwrap();
     let entity = json!({"id": 7, "update_mask": 0x0402, "pos_x": 12.3, "score": -2});
-    let bytes = encode_message(message("snapshot").unwrap(), &json!({"entities": [entity]}), &profile).unwrap();
-    assert_eq!(bytes, vec![0, 1, 0, 0, 0, 7, 0x04, 0x02, 0, 123, 0xFF, 0xFF, 0xFF, 0xFE]);
+    let bytes = encode_message(
+        message("snapshot").unwrap(),
+        &json!({"entities": [entity]}),
+        &profile,
+    )
+    .unwrap();
+    assert_eq!(
+        bytes,
+        vec![0, 1, 0, 0, 0, 7, 0x04, 0x02, 0, 123, 0xFF, 0xFF, 0xFF, 0xFE]
+    );
     // With the document's profile, bit 10 has no width: its bytes come raw from "bit10".
     let entity = json!({"id": 7, "update_mask": 0x0400, "bit10": [1, 2, 3, 4]});
     let mut out = Vec::new();
-    encode_nodes(message("snapshot").unwrap().body, &json!({"entities": [entity]}), &Profile::document(), &mut out).unwrap();
+    encode_nodes(
+        message("snapshot").unwrap().body,
+        &json!({"entities": [entity]}),
+        &Profile::document(),
+        &mut out,
+    )
+    .unwrap();
     assert_eq!(&out[8..], &[1, 2, 3, 4]);
 }
 
 #[test]
 fn scenarios_are_deterministic_and_listed() {
-    let names: Vec<_> = SCENARIOS.iter().map(|n| scenario(n).unwrap().name).collect();
+    let names: Vec<_> = SCENARIOS
+        .iter()
+        .map(|n| scenario(n).unwrap().name)
+        .collect();
     assert_eq!(names, SCENARIOS);
     for name in SCENARIOS {
         let s = scenario(name).unwrap();
@@ -301,7 +404,16 @@ fn decoded_findings(records: &[Record]) -> BTreeMap<&'static str, u64> {
         if let Some(d) = parse(&r.bytes, &mut scratch, &mut findings) {
             if let (Some(m), Some(p)) = (d.message, d.payload(&scratch)) {
                 let mut visitor = Collect::new();
-                decode_message(m, p, d.payload_at, Endian::Big, &profile, &MESSAGE_RULES, &mut visitor, &mut findings);
+                decode_message(
+                    m,
+                    p,
+                    d.payload_at,
+                    Endian::Big,
+                    &profile,
+                    &MESSAGE_RULES,
+                    &mut visitor,
+                    &mut findings,
+                );
             }
         }
         for f in findings {
@@ -317,7 +429,10 @@ fn expected_findings_match_the_datagram_and_message_layers() {
         let (records, expected) = scenario(name).unwrap().records().unwrap();
         let early = |(id, _): &(&str, u64)| !LATER_LAYERS.iter().any(|r| r.id() == *id);
         let ours: BTreeMap<_, _> = expected.into_iter().filter(early).collect();
-        let decoded: BTreeMap<_, _> = decoded_findings(&records).into_iter().filter(early).collect();
+        let decoded: BTreeMap<_, _> = decoded_findings(&records)
+            .into_iter()
+            .filter(early)
+            .collect();
         assert_eq!(decoded, ours, "{name}");
     }
 }
@@ -331,11 +446,26 @@ fn expected_later_layer_findings_hold() {
     for r in &records {
         let mut findings = Vec::new();
         let mut scratch = vec![0; MAX_PAYLOAD];
-        let Some(d) = parse(&r.bytes, &mut scratch, &mut findings) else { continue };
+        let Some(d) = parse(&r.bytes, &mut scratch, &mut findings) else {
+            continue;
+        };
         if d.message.is_some_and(|m| m.short == "snapshot_chunk") {
             let p = d.payload(&scratch).unwrap();
-            let facts = decode_message(d.message.unwrap(), p, 0, Endian::Big, &Profile::document(), &MESSAGE_RULES, &mut crate::message::NoFields, &mut findings);
-            chunks.push((d.header.tick(), facts.total_chunks.unwrap(), facts.chunk_index.unwrap()));
+            let facts = decode_message(
+                d.message.unwrap(),
+                p,
+                0,
+                Endian::Big,
+                &Profile::document(),
+                &MESSAGE_RULES,
+                &mut crate::message::NoFields,
+                &mut findings,
+            );
+            chunks.push((
+                d.header.tick(),
+                facts.total_chunks.unwrap(),
+                facts.chunk_index.unwrap(),
+            ));
         }
     }
     let mut counts: BTreeMap<&str, u64> = BTreeMap::new();
@@ -361,14 +491,23 @@ fn expected_later_layer_findings_hold() {
             *counts.entry(rule.id()).or_default() += 1;
         }
     }
-    let missing = sets.values().filter(|(total, have, discarded)| !discarded && have.len() < usize::from(*total)).count();
+    let missing = sets
+        .values()
+        .filter(|(total, have, discarded)| !discarded && have.len() < usize::from(*total))
+        .count();
     counts.insert(Rule::RtypeChunkMissing.id(), missing as u64);
-    let chunk_rules: BTreeMap<_, _> = expected.into_iter().filter(|(id, _)| id.starts_with("rtype.chunk.")).collect();
+    let chunk_rules: BTreeMap<_, _> = expected
+        .into_iter()
+        .filter(|(id, _)| id.starts_with("rtype.chunk."))
+        .collect();
     assert_eq!(counts, chunk_rules);
     // The clean session sends complete chunk sets of three, every 30 ticks, to both players.
     let (records, _) = scenario("clean-session").unwrap().records().unwrap();
     let chunk_code = message("snapshot_chunk").unwrap().code;
-    assert_eq!(records.iter().filter(|r| r.bytes[6] == chunk_code).count(), 4 * 3 * 2);
+    assert_eq!(
+        records.iter().filter(|r| r.bytes[6] == chunk_code).count(),
+        4 * 3 * 2
+    );
 }
 
 #[test]
@@ -381,16 +520,29 @@ fn clean_session_covers_every_message_and_both_snapshot_forms() {
     }
     let snapshot = message("snapshot").unwrap().code;
     let snapshots: Vec<_> = records.iter().filter(|r| r.bytes[6] == snapshot).collect();
-    assert!(snapshots.iter().any(|r| r.bytes[4] & 0x80 != 0), "no compressed snapshot");
-    assert!(snapshots.iter().any(|r| r.bytes[4] & 0x80 == 0), "no uncompressed snapshot");
+    assert!(
+        snapshots.iter().any(|r| r.bytes[4] & 0x80 != 0),
+        "no compressed snapshot"
+    );
+    assert!(
+        snapshots.iter().any(|r| r.bytes[4] & 0x80 == 0),
+        "no uncompressed snapshot"
+    );
 }
 
 #[test]
 fn builder_header_matches_the_datagram_view() {
-    let bytes = RtypeBuilder::for_message(message("ping").unwrap()).sequence(0x1234).tick(0xA0B0C0D0).build(&[0, 0, 0, 1]).unwrap();
+    let bytes = RtypeBuilder::for_message(message("ping").unwrap())
+        .sequence(0x1234)
+        .tick(0xA0B0C0D0)
+        .build(&[0, 0, 0, 1])
+        .unwrap();
     let mut scratch = vec![0; MAX_PAYLOAD];
     let d = parse(&bytes, &mut scratch, &mut Vec::new()).unwrap();
-    assert_eq!((d.header.sequence(), d.header.tick(), d.header.packet_type()), (0x1234, 0xA0B0C0D0, 1));
+    assert_eq!(
+        (d.header.sequence(), d.header.tick(), d.header.packet_type()),
+        (0x1234, 0xA0B0C0D0, 1)
+    );
 }
 
 #[test]
@@ -409,11 +561,19 @@ fn large_capture_is_exact_readable_and_deterministic() {
         compressed += usize::from(p[4] & 0x80 != 0);
         chunks += usize::from(p[6] == message("snapshot_chunk").unwrap().code);
     }
-    assert!(compressed > 1000 && chunks > 100, "compressed {compressed}, chunks {chunks}");
+    assert!(
+        compressed > 1000 && chunks > 100,
+        "compressed {compressed}, chunks {chunks}"
+    );
     // No finding from the datagram and message layers: the large capture is clean traffic.
     let records: Vec<Record> = payloads
         .into_iter()
-        .map(|bytes| Record { ts_us: 0, from: "0.0.0.0:1".parse().unwrap(), to: "0.0.0.0:1".parse().unwrap(), bytes })
+        .map(|bytes| Record {
+            ts_us: 0,
+            from: "0.0.0.0:1".parse().unwrap(),
+            to: "0.0.0.0:1".parse().unwrap(),
+            bytes,
+        })
         .collect();
     assert_eq!(decoded_findings(&records), BTreeMap::new());
     assert!(super::generate_large(&a, 10, 0).is_err());
@@ -425,8 +585,14 @@ fn large_capture_is_exact_readable_and_deterministic() {
 fn committed_samples_are_up_to_date() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("samples");
     for s in SCENARIOS.iter().filter_map(|n| scenario(n)) {
-        let Ok(committed) = std::fs::read(dir.join(s.file)) else { continue };
+        let Ok(committed) = std::fs::read(dir.join(s.file)) else {
+            continue;
+        };
         let sample: super::scenarios::Sample = s.generate().unwrap();
-        assert!(committed == sample.bytes, "samples/{} is stale: cargo run --release -- generate --all samples/", s.file);
+        assert!(
+            committed == sample.bytes,
+            "samples/{} is stale: cargo run --release -- generate --all samples/",
+            s.file
+        );
     }
 }

@@ -20,8 +20,8 @@ pub use recent::{RING as DUPLICATE_RING, WINDOW_NANOS as DUPLICATE_WINDOW_NANOS}
 pub use role::{Role, Step};
 pub use seq::{Arrival, Sequence};
 pub use session::{
-    Compression, LevelInit, Outcome, Session, StepSeen, Traffic, DISCONNECT_GRACE_NANOS, LEVELINIT_JUDGED_AFTER_NANOS,
-    MIN_RATE_TICKS,
+    Compression, LevelInit, Outcome, Session, StepSeen, Traffic, DISCONNECT_GRACE_NANOS,
+    LEVELINIT_JUDGED_AFTER_NANOS, MIN_RATE_TICKS,
 };
 
 use crate::pipeline::{DatagramEvent, LooseFinding};
@@ -40,7 +40,10 @@ pub struct Config {
 
 impl Default for Config {
     fn default() -> Self {
-        Config { snapshot_hz: 60.0, snapshot_tolerance: 0.2 }
+        Config {
+            snapshot_hz: 60.0,
+            snapshot_tolerance: 0.2,
+        }
     }
 }
 
@@ -63,7 +66,10 @@ pub struct Analysis {
 
 impl Analysis {
     pub fn new(config: Config) -> Analysis {
-        Analysis { config, ..Analysis::default() }
+        Analysis {
+            config,
+            ..Analysis::default()
+        }
     }
 
     pub fn config(&self) -> &Config {
@@ -72,14 +78,19 @@ impl Analysis {
 
     /// Analyses one datagram, after the sink saw it; session findings go to `emit`.
     pub fn observe<F: FnMut(LooseFinding)>(&mut self, event: &DatagramEvent<'_>, emit: &mut F) {
-        let Some(index) = (event.conversation as usize).checked_sub(1).filter(|i| *i < MAX_ANALYSED) else {
+        let Some(index) = (event.conversation as usize)
+            .checked_sub(1)
+            .filter(|i| *i < MAX_ANALYSED)
+        else {
             self.unanalysed += 1;
             return;
         };
         if self.sessions.len() <= index {
             self.sessions.resize_with(index + 1, || None);
         }
-        self.sessions[index].get_or_insert_with(|| Box::new(Session::new(event))).observe(event, emit);
+        self.sessions[index]
+            .get_or_insert_with(|| Box::new(Session::new(event)))
+            .observe(event, emit);
     }
 
     /// Judges what can only be judged at the end (LevelInit acknowledged, snapshot rate).
@@ -95,7 +106,9 @@ impl Analysis {
     }
 
     pub fn session(&self, conversation: u32) -> Option<&Session> {
-        self.sessions.get((conversation as usize).checked_sub(1)?)?.as_deref()
+        self.sessions
+            .get((conversation as usize).checked_sub(1)?)?
+            .as_deref()
     }
 
     /// Datagrams of conversations past [`MAX_ANALYSED`] (or of none).

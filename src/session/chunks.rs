@@ -82,23 +82,48 @@ pub struct ChunkSets {
 impl ChunkSets {
     /// Adds a chunk. Per-chunk problems go to `findings`; sets closed on the way go to `closed`.
     /// Returns the reassembled snapshot when this chunk completed its set.
-    pub fn push(&mut self, chunk: Chunk<'_>, findings: &mut Vec<Finding>, closed: &mut Vec<Closed>) -> Option<Reassembled<'_>> {
-        let report = |findings: &mut Vec<Finding>, rule, detail| findings.push(Finding { rule, at: chunk.at, detail });
+    pub fn push(
+        &mut self,
+        chunk: Chunk<'_>,
+        findings: &mut Vec<Finding>,
+        closed: &mut Vec<Closed>,
+    ) -> Option<Reassembled<'_>> {
+        let report = |findings: &mut Vec<Finding>, rule, detail| {
+            findings.push(Finding {
+                rule,
+                at: chunk.at,
+                detail,
+            })
+        };
         if chunk.total == 0 {
             report(findings, Rule::RtypeChunkTotalZero, Detail::Value(0));
             return None;
         }
         if chunk.index >= chunk.total {
-            report(findings, Rule::RtypeChunkIndex, Detail::Sizes { expected: chunk.total.into(), found: chunk.index.into() });
+            report(
+                findings,
+                Rule::RtypeChunkIndex,
+                Detail::Sizes {
+                    expected: chunk.total.into(),
+                    found: chunk.index.into(),
+                },
+            );
             return None;
         }
         self.expire(chunk.ts_nanos, closed);
-        let position = self.open.iter().position(|s| s.conversation == chunk.conversation && s.tick == chunk.tick);
+        let position = self
+            .open
+            .iter()
+            .position(|s| s.conversation == chunk.conversation && s.tick == chunk.tick);
         let i = match position {
             Some(i) => i,
             None => {
                 if chunk.total > MAX_CHUNKS {
-                    report(findings, Rule::RtypeChunkLimit, Detail::Value(chunk.total.into()));
+                    report(
+                        findings,
+                        Rule::RtypeChunkLimit,
+                        Detail::Value(chunk.total.into()),
+                    );
                     return None;
                 }
                 if self.open.len() == MAX_OPEN_SETS {
@@ -116,25 +141,48 @@ impl ChunkSets {
         };
         let set = &mut self.open[i];
         if set.total != chunk.total {
-            report(findings, Rule::RtypeChunkTotalMismatch, Detail::Sizes { expected: set.total.into(), found: chunk.total.into() });
+            report(
+                findings,
+                Rule::RtypeChunkTotalMismatch,
+                Detail::Sizes {
+                    expected: set.total.into(),
+                    found: chunk.total.into(),
+                },
+            );
             set.discarded = true;
             return None;
         }
         if set.has(chunk.index) {
-            report(findings, Rule::RtypeChunkDuplicate, Detail::Value(chunk.index.into()));
+            report(
+                findings,
+                Rule::RtypeChunkDuplicate,
+                Detail::Value(chunk.index.into()),
+            );
             return None;
         }
         if set.discarded {
             return None;
         }
         if set.data.len() + chunk.blocks.len() > MAX_SET_BYTES {
-            report(findings, Rule::RtypeChunkLimit, Detail::Value(set.data.len() as u64));
+            report(
+                findings,
+                Rule::RtypeChunkLimit,
+                Detail::Value(set.data.len() as u64),
+            );
             set.discarded = true;
             return None;
         }
         let start = set.data.len();
+        // Grow as a Vec would (doubling), but never past the limit: a set's buffer is at most
+        // MAX_SET_BYTES, not the twice as much that doubling could reach.
+        let want = start + chunk.blocks.len();
+        if want > set.data.capacity() {
+            set.data
+                .reserve_exact(want.max(2 * set.data.capacity()).min(MAX_SET_BYTES) - start);
+        }
         set.data.extend_from_slice(chunk.blocks);
-        set.parts.push((chunk.index, chunk.entity_count, start..set.data.len()));
+        set.parts
+            .push((chunk.index, chunk.entity_count, start..set.data.len()));
         if set.parts.len() < set.total as usize {
             return None;
         }
@@ -142,19 +190,29 @@ impl ChunkSets {
         set.parts.sort_unstable_by_key(|p| p.0);
         let count: u32 = set.parts.iter().map(|p| u32::from(p.1)).sum();
         self.out.clear();
-        self.out.extend_from_slice(&(count.min(u16::MAX.into()) as u16).to_be_bytes());
+        self.out
+            .extend_from_slice(&(count.min(u16::MAX.into()) as u16).to_be_bytes());
         for (_, _, range) in &set.parts {
             self.out.extend_from_slice(&set.data[range.clone()]);
         }
         let (tick, chunks, first_frame) = (set.tick, set.total, set.first_frame);
         self.recycle(set);
         self.completed += 1;
-        Some(Reassembled { tick, chunks, first_frame, payload: &self.out })
+        Some(Reassembled {
+            tick,
+            chunks,
+            first_frame,
+            payload: &self.out,
+        })
     }
 
     /// Closes the sets that are too old at capture time `now`.
     fn expire(&mut self, now: i64, closed: &mut Vec<Closed>) {
-        while let Some(i) = self.open.iter().position(|s| now.saturating_sub(s.first_ts) > MAX_AGE_NANOS) {
+        while let Some(i) = self
+            .open
+            .iter()
+            .position(|s| now.saturating_sub(s.first_ts) > MAX_AGE_NANOS)
+        {
             self.close(i, Rule::RtypeChunkMissing, closed);
         }
     }
@@ -169,11 +227,19 @@ impl ChunkSets {
     fn close(&mut self, i: usize, rule: Rule, closed: &mut Vec<Closed>) {
         let set = self.open.remove(i);
         if !set.discarded || rule == Rule::RtypeChunkLimit {
-            let detail = Detail::Chunks { tick: set.tick, have: set.parts.len() as u16, total: set.total };
+            let detail = Detail::Chunks {
+                tick: set.tick,
+                have: set.parts.len() as u16,
+                total: set.total,
+            };
             closed.push(Closed {
                 frame: set.first_frame,
                 conversation: set.conversation,
-                finding: Finding { rule, at: 0, detail },
+                finding: Finding {
+                    rule,
+                    at: 0,
+                    detail,
+                },
             });
         }
         self.recycle(set);
@@ -194,7 +260,17 @@ mod tests {
     use super::*;
 
     fn chunk(tick: u32, total: u16, index: u16, blocks: &[u8]) -> Chunk<'_> {
-        Chunk { conversation: 1, tick, frame: u64::from(index) + 10, ts_nanos: 0, total, index, entity_count: 1, blocks, at: 17 }
+        Chunk {
+            conversation: 1,
+            tick,
+            frame: u64::from(index) + 10,
+            ts_nanos: 0,
+            total,
+            index,
+            entity_count: 1,
+            blocks,
+            at: 17,
+        }
     }
 
     #[test]
@@ -222,11 +298,44 @@ mod tests {
         let rules: Vec<_> = f.iter().map(|f| f.rule).collect();
         assert_eq!(
             rules,
-            [Rule::RtypeChunkTotalZero, Rule::RtypeChunkIndex, Rule::RtypeChunkDuplicate, Rule::RtypeChunkTotalMismatch]
+            [
+                Rule::RtypeChunkTotalZero,
+                Rule::RtypeChunkIndex,
+                Rule::RtypeChunkDuplicate,
+                Rule::RtypeChunkTotalMismatch
+            ]
         );
         // The discarded set (tick 2) is not reported again; tick 3 is missing a chunk.
         assert_eq!(c.len(), 1);
-        assert_eq!(c[0].finding.detail, Detail::Chunks { tick: 3, have: 1, total: 2 });
+        assert_eq!(
+            c[0].finding.detail,
+            Detail::Chunks {
+                tick: 3,
+                have: 1,
+                total: 2
+            }
+        );
+    }
+
+    #[test]
+    fn set_buffers_stay_within_the_limit() {
+        // Chunks of 60,000 bytes: doubling alone would take the buffer to 1,920,000 bytes.
+        let blocks = vec![0x5A; 60_000];
+        let mut sets = ChunkSets::default();
+        let (mut f, mut c) = (vec![], vec![]);
+        for index in 0..18 {
+            sets.push(chunk(9, 20, index, &blocks), &mut f, &mut c);
+        }
+        assert_eq!(
+            f.iter().map(|f| f.rule).collect::<Vec<_>>(),
+            [Rule::RtypeChunkLimit]
+        );
+        assert_eq!(sets.open[0].data.len(), 17 * 60_000);
+        assert!(
+            sets.open[0].data.capacity() <= MAX_SET_BYTES,
+            "{}",
+            sets.open[0].data.capacity()
+        );
     }
 
     #[test]

@@ -13,6 +13,9 @@ use crate::proto::Direction;
 pub const MAX_CONVERSATIONS: usize = 100_000;
 /// At most this many archetypes are remembered per conversation.
 pub const MAX_ARCHETYPES: usize = 1024;
+/// Up to this many conversations, a datagram's is found by comparing addresses with each, which
+/// is quicker than hashing them.
+const FEW_CONVERSATIONS: usize = 8;
 
 /// One client ↔ server pair. The reference server replies from another port than the one it
 /// listens on, so a conversation is the client's address and port with the server's address.
@@ -30,7 +33,10 @@ pub struct Conversation {
 
 impl Conversation {
     pub fn sprite(&self, type_id: u16) -> Option<&str> {
-        self.archetypes.iter().find(|a| a.0 == type_id).map(|a| a.1.as_str())
+        self.archetypes
+            .iter()
+            .find(|a| a.0 == type_id)
+            .map(|a| a.1.as_str())
     }
 }
 
@@ -43,12 +49,26 @@ pub struct Conversations {
 
 impl Conversations {
     /// The conversation of a datagram from `src` to `dst` travelling in `direction`.
-    pub fn lookup(&mut self, src: SocketAddr, dst: SocketAddr, direction: Direction, frame: u64) -> u32 {
+    pub fn lookup(
+        &mut self,
+        src: SocketAddr,
+        dst: SocketAddr,
+        direction: Direction,
+        frame: u64,
+    ) -> u32 {
         let (client, server) = match direction {
             Direction::ClientToServer => (src, dst),
             Direction::ServerToClient => (dst, src),
         };
-        if let Some(id) = self.index.get(&(client, server.ip())) {
+        if self.list.len() <= FEW_CONVERSATIONS {
+            if let Some(c) = self
+                .list
+                .iter()
+                .find(|c| c.client == client && c.server.ip() == server.ip())
+            {
+                return c.id;
+            }
+        } else if let Some(id) = self.index.get(&(client, server.ip())) {
             return *id;
         }
         if self.list.len() >= MAX_CONVERSATIONS {
@@ -72,7 +92,8 @@ impl Conversations {
     }
 
     pub fn get_mut(&mut self, id: u32) -> Option<&mut Conversation> {
-        id.checked_sub(1).and_then(|i| self.list.get_mut(i as usize))
+        id.checked_sub(1)
+            .and_then(|i| self.list.get_mut(i as usize))
     }
 
     pub fn all(&self) -> &[Conversation] {
@@ -92,7 +113,12 @@ mod tests {
         let reply: SocketAddr = "10.0.0.1:49316".parse().unwrap();
         let a = c.lookup(client, listen, Direction::ClientToServer, 1);
         let b = c.lookup(reply, client, Direction::ServerToClient, 2);
-        let other = c.lookup("10.0.0.3:41000".parse().unwrap(), listen, Direction::ClientToServer, 3);
+        let other = c.lookup(
+            "10.0.0.3:41000".parse().unwrap(),
+            listen,
+            Direction::ClientToServer,
+            3,
+        );
         assert_eq!((a, b, other), (1, 1, 2));
         assert_eq!(c.get(1).unwrap().server, listen);
     }

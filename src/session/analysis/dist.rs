@@ -28,7 +28,14 @@ pub struct Durations {
 
 impl Default for Durations {
     fn default() -> Self {
-        Durations { count: 0, sum: 0, min: u32::MAX, max: 0, exact: [0; EXACT], histogram: None }
+        Durations {
+            count: 0,
+            sum: 0,
+            min: u32::MAX,
+            max: 0,
+            exact: [0; EXACT],
+            histogram: None,
+        }
     }
 }
 
@@ -116,7 +123,9 @@ impl Durations {
                     seen += u64::from(*c);
                     seen >= rank
                 });
-                index.map_or(self.max, bucket_middle).clamp(self.min, self.max)
+                index
+                    .map_or(self.max, bucket_middle)
+                    .clamp(self.min, self.max)
             }
         };
         Some(ms(micros))
@@ -134,12 +143,28 @@ mod tests {
     #[test]
     fn buckets_are_ordered_and_narrow() {
         let mut last = 0;
-        for v in [0u32, 1, 31, 32, 33, 63, 64, 65, 1_000, 16_667, 100_000, (1 << 24) - 1] {
+        for v in [
+            0u32,
+            1,
+            31,
+            32,
+            33,
+            63,
+            64,
+            65,
+            1_000,
+            16_667,
+            100_000,
+            (1 << 24) - 1,
+        ] {
             let b = bucket(v);
             assert!(b >= last, "{v}");
             last = b;
             let mid = bucket_middle(b);
-            assert!((f64::from(mid) - f64::from(v)).abs() <= f64::from(v) / 32.0 + 0.5, "{v} -> {mid}");
+            assert!(
+                (f64::from(mid) - f64::from(v)).abs() <= f64::from(v) / 32.0 + 0.5,
+                "{v} -> {mid}"
+            );
         }
         assert_eq!(bucket(u32::MAX), BUCKETS - 1);
         assert_eq!(bucket((1 << 24) - 1), BUCKETS - 1);
@@ -155,7 +180,10 @@ mod tests {
         assert_eq!(d.quantile_ms(0.5), Some(3.0));
         assert_eq!(d.quantile_ms(0.0), Some(1.0));
         assert_eq!(d.quantile_ms(0.99), Some(5.0));
-        assert_eq!((d.min_ms(), d.max_ms(), d.mean_ms()), (Some(1.0), Some(5.0), Some(3.0)));
+        assert_eq!(
+            (d.min_ms(), d.max_ms(), d.mean_ms()),
+            (Some(1.0), Some(5.0), Some(3.0))
+        );
     }
 
     #[test]

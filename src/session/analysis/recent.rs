@@ -29,7 +29,11 @@ pub struct Recent {
 
 impl Default for Recent {
     fn default() -> Self {
-        Recent { ring: [Entry::default(); RING], len: 0, next: 0 }
+        Recent {
+            ring: [Entry::default(); RING],
+            len: 0,
+            next: 0,
+        }
     }
 }
 
@@ -60,7 +64,11 @@ impl Recent {
             .filter(|e| e.hash == hash && ts_nanos.saturating_sub(e.ts_nanos) <= WINDOW_NANOS)
             .max_by_key(|e| e.ts_nanos)
             .map(|e| e.frame);
-        self.ring[self.next] = Entry { hash, frame, ts_nanos };
+        self.ring[self.next] = Entry {
+            hash,
+            frame,
+            ts_nanos,
+        };
         self.next = (self.next + 1) % RING;
         self.len = (self.len + 1).min(RING);
         original
@@ -83,6 +91,10 @@ mod tests {
         for i in 0..RING as u64 {
             r.push(hash(&i.to_be_bytes()), 10 + i, 3_000 + WINDOW_NANOS);
         }
-        assert_eq!(r.push(a, 99, 4_000 + WINDOW_NANOS), None, "pushed out of the ring");
+        assert_eq!(
+            r.push(a, 99, 4_000 + WINDOW_NANOS),
+            None,
+            "pushed out of the ring"
+        );
     }
 }

@@ -134,7 +134,9 @@ fn by_name(name: &str, direction: Option<Direction>) -> Role {
         "PLAYER_IS_READY" if client => Role::Step(Step::Ready),
         "GAME_START" | "LEVEL_START" | "game_started" if server => Role::Step(Step::GameStart),
         "GAME_END" if server => Role::Step(Step::GameEnd),
-        "CLIENT_DISCONNECT" | "disconnect" | "leave_lobby" if client => Role::Step(Step::Disconnect),
+        "CLIENT_DISCONNECT" | "disconnect" | "leave_lobby" if client => {
+            Role::Step(Step::Disconnect)
+        }
         "PING" if client => Role::Ping,
         "PONG" if server => Role::Pong,
         "PLAYER_INPUT" | "player_input" if client => Role::Input,

@@ -45,7 +45,17 @@ impl Sequence {
     /// A family whose numbers are `bits` wide (16 or 32).
     pub fn new(bits: u32) -> Sequence {
         let bits = bits.clamp(2, 32);
-        Sequence { bits, started: false, highest: 0, window: 0, received: 0, lost: 0, duplicates: 0, reordered: 0, resets: 0 }
+        Sequence {
+            bits,
+            started: false,
+            highest: 0,
+            window: 0,
+            received: 0,
+            lost: 0,
+            duplicates: 0,
+            reordered: 0,
+            resets: 0,
+        }
     }
 
     pub fn started(&self) -> bool {
@@ -60,14 +70,22 @@ impl Sequence {
     /// The estimated loss as a fraction of the numbers expected.
     pub fn loss_ratio(&self) -> f64 {
         let expected = self.received + self.lost;
-        if expected == 0 { 0.0 } else { self.lost as f64 / expected as f64 }
+        if expected == 0 {
+            0.0
+        } else {
+            self.lost as f64 / expected as f64
+        }
     }
 
     /// `value - highest` as a signed serial-number distance.
     fn distance(&self, value: u32) -> i64 {
         let modulus = 1u64 << self.bits;
         let d = u64::from(value.wrapping_sub(self.highest)) & (modulus - 1);
-        if d >= modulus / 2 { d as i64 - modulus as i64 } else { d as i64 }
+        if d >= modulus / 2 {
+            d as i64 - modulus as i64
+        } else {
+            d as i64
+        }
     }
 
     pub fn push(&mut self, value: u32) -> Arrival {
@@ -88,7 +106,11 @@ impl Sequence {
         }
         if d > 0 {
             self.lost += d as u64 - 1;
-            self.window = if d >= i64::from(WINDOW) { 1 } else { (self.window << d) | 1 };
+            self.window = if d >= i64::from(WINDOW) {
+                1
+            } else {
+                (self.window << d) | 1
+            };
             self.highest = value;
             self.received += 1;
             return Arrival::New;
@@ -121,7 +143,10 @@ mod tests {
         use Arrival::*;
         let (s, a) = run(32, &[10, 11, 14, 12, 12, 15, 15]);
         assert_eq!(a, vec![New, New, New, Late, Duplicate, New, Duplicate]);
-        assert_eq!((s.received, s.lost, s.duplicates, s.reordered, s.resets), (5, 1, 2, 1, 0));
+        assert_eq!(
+            (s.received, s.lost, s.duplicates, s.reordered, s.resets),
+            (5, 1, 2, 1, 0)
+        );
         assert!((s.loss_ratio() - 1.0 / 6.0).abs() < 1e-9);
     }
 

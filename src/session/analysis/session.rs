@@ -171,7 +171,8 @@ fn prerequisite(role: Role) -> Option<(u32, Step)> {
         Role::Step(s @ Step::JoinRequest) => check(s as u32, Step::ServerHello),
         Role::Step(s @ (Step::JoinAccept | Step::JoinDeny)) => check(s as u32, Step::JoinRequest),
         Role::Step(
-            s @ (Step::Ready | Step::AllReady | Step::Countdown | Step::GameStart | Step::LevelInit),
+            s
+            @ (Step::Ready | Step::AllReady | Step::Countdown | Step::GameStart | Step::LevelInit),
         ) => check(s as u32, Step::JoinAccept),
         Role::Input => check(20, Step::JoinAccept),
         Role::Snapshot => check(21, Step::GameStart),
@@ -184,7 +185,11 @@ fn prerequisite(role: Role) -> Option<(u32, Step)> {
 impl Session {
     pub(super) fn new(event: &DatagramEvent<'_>) -> Session {
         // rtype's header sequence is a u16; other dialects' are taken as u32.
-        let bits = if event.dialect == Dialect::Rtype { 16 } else { 32 };
+        let bits = if event.dialect == Dialect::Rtype {
+            16
+        } else {
+            32
+        };
         Session {
             id: event.conversation,
             dialect: event.dialect,
@@ -223,10 +228,24 @@ impl Session {
         }
     }
 
-    pub(super) fn observe<F: FnMut(LooseFinding)>(&mut self, event: &DatagramEvent<'_>, emit: &mut F) {
+    pub(super) fn observe<F: FnMut(LooseFinding)>(
+        &mut self,
+        event: &DatagramEvent<'_>,
+        emit: &mut F,
+    ) {
         let (frame, ts) = (event.frame, event.ts_nanos);
         let conversation = self.id;
-        let mut report = |rule, detail| emit(LooseFinding { frame, conversation, finding: Finding { rule, at: 0, detail } });
+        let mut report = |rule, detail| {
+            emit(LooseFinding {
+                frame,
+                conversation,
+                finding: Finding {
+                    rule,
+                    at: 0,
+                    detail,
+                },
+            })
+        };
         self.last_frame = frame;
         self.last_ts = self.last_ts.max(ts);
         let dir = slot(event.direction);
@@ -236,7 +255,10 @@ impl Session {
         if dir < 2 && role::repeats_are_suspect(event.dialect) {
             if let Some(original) = self.recent[dir].push(recent::hash(event.bytes), frame, ts) {
                 t.duplicates += 1;
-                report(Rule::SessionDuplicateDatagram, Detail::Frames { first: original });
+                report(
+                    Rule::SessionDuplicateDatagram,
+                    Detail::Frames { first: original },
+                );
             }
         }
         if event.compressed() {
@@ -322,23 +344,45 @@ impl Session {
         let seen = &mut self.steps[step as usize];
         match seen {
             Some(s) => s.count += 1,
-            None => *seen = Some(StepSeen { step, frame: event.frame, ts_nanos: event.ts_nanos, count: 1 }),
+            None => {
+                *seen = Some(StepSeen {
+                    step,
+                    frame: event.frame,
+                    ts_nanos: event.ts_nanos,
+                    count: 1,
+                })
+            }
         }
         match step {
             Step::LevelInit => {
                 self.level_init.sent += 1;
-                self.level_init.first.get_or_insert((event.frame, event.ts_nanos));
+                self.level_init
+                    .first
+                    .get_or_insert((event.frame, event.ts_nanos));
             }
             Step::Disconnect | Step::ServerEnd if self.ended.is_none() => {
-                let by = if step == Step::Disconnect { Direction::ClientToServer } else { Direction::ServerToClient };
-                self.ended = Some(End { by, frame: event.frame, ts_nanos: event.ts_nanos });
+                let by = if step == Step::Disconnect {
+                    Direction::ClientToServer
+                } else {
+                    Direction::ServerToClient
+                };
+                self.ended = Some(End {
+                    by,
+                    frame: event.frame,
+                    ts_nanos: event.ts_nanos,
+                });
             }
             _ => {}
         }
     }
 
     /// Traffic after the session ended. A new HELLO starts the session again.
-    fn after_end(&mut self, role: Role, event: &DatagramEvent<'_>, report: &mut impl FnMut(Rule, Detail)) {
+    fn after_end(
+        &mut self,
+        role: Role,
+        event: &DatagramEvent<'_>,
+        report: &mut impl FnMut(Rule, Detail),
+    ) {
         let Some(end) = self.ended else { return };
         match role {
             Role::Step(Step::Hello) => {
@@ -352,7 +396,10 @@ impl Session {
                 let own = event.direction == Some(end.by);
                 if own || event.ts_nanos.saturating_sub(end.ts_nanos) > DISCONNECT_GRACE_NANOS {
                     self.after_disconnect_flagged += 1;
-                    report(Rule::SessionAfterDisconnect, Detail::Frames { first: end.frame });
+                    report(
+                        Rule::SessionAfterDisconnect,
+                        Detail::Frames { first: end.frame },
+                    );
                 }
             }
         }
@@ -360,7 +407,10 @@ impl Session {
 
     fn ping(&mut self, event: &DatagramEvent<'_>) {
         self.pings += 1;
-        self.pending[self.pending_next] = Some(Ping { sequence: event.sequence, ts_nanos: event.ts_nanos });
+        self.pending[self.pending_next] = Some(Ping {
+            sequence: event.sequence,
+            ts_nanos: event.ts_nanos,
+        });
         self.pending_next = (self.pending_next + 1) % PENDING_PINGS;
     }
 
@@ -368,27 +418,41 @@ impl Session {
     /// echoes the ping's sequence and tick in the header), else the oldest one waiting.
     fn pong(&mut self, event: &DatagramEvent<'_>) {
         self.pongs += 1;
-        let waiting = self.pending.iter().enumerate().filter_map(|(i, p)| p.map(|p| (i, p)));
+        let waiting = self
+            .pending
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| p.map(|p| (i, p)));
         let found = match event.sequence {
-            Some(seq) => waiting.filter(|(_, p)| p.sequence == Some(seq)).max_by_key(|(_, p)| p.ts_nanos),
+            Some(seq) => waiting
+                .filter(|(_, p)| p.sequence == Some(seq))
+                .max_by_key(|(_, p)| p.ts_nanos),
             None => waiting.min_by_key(|(_, p)| p.ts_nanos),
         };
         match found {
             Some((i, ping)) => {
                 self.pending[i] = None;
-                self.rtt.add_nanos(event.ts_nanos.saturating_sub(ping.ts_nanos));
+                self.rtt
+                    .add_nanos(event.ts_nanos.saturating_sub(ping.ts_nanos));
             }
             None => self.unmatched_pongs += 1,
         }
     }
 
-    fn snapshot_tick(&mut self, tick: u32, event: &DatagramEvent<'_>, report: &mut impl FnMut(Rule, Detail)) {
+    fn snapshot_tick(
+        &mut self,
+        tick: u32,
+        event: &DatagramEvent<'_>,
+        report: &mut impl FnMut(Rule, Detail),
+    ) {
         let highest = self.snapshot_ticks.highest();
         let arrival = self.snapshot_ticks.push(tick);
         if arrival == Arrival::Duplicate {
             return;
         }
-        if matches!(arrival, Arrival::Late) || arrival == Arrival::Reset && highest.is_some_and(|h| tick < h) {
+        if matches!(arrival, Arrival::Late)
+            || arrival == Arrival::Reset && highest.is_some_and(|h| tick < h)
+        {
             report(Rule::SessionTickBackwards, Detail::Value(tick.into()));
         }
         if self.first_arrival.is_none() {
@@ -401,14 +465,26 @@ impl Session {
     fn snapshot_arrival(&mut self, event: &DatagramEvent<'_>) {
         match self.first_arrival {
             None => self.first_arrival = Some((event.frame, event.ts_nanos)),
-            Some(_) => self.snapshot_gaps.add_nanos(event.ts_nanos.saturating_sub(self.last_arrival)),
+            Some(_) => self
+                .snapshot_gaps
+                .add_nanos(event.ts_nanos.saturating_sub(self.last_arrival)),
         }
         self.last_arrival = event.ts_nanos;
     }
 
     pub(super) fn finish<F: FnMut(LooseFinding)>(&self, config: &Config, emit: &mut F) {
         let conversation = self.id;
-        let mut report = |frame, rule, detail| emit(LooseFinding { frame, conversation, finding: Finding { rule, at: 0, detail } });
+        let mut report = |frame, rule, detail| {
+            emit(LooseFinding {
+                frame,
+                conversation,
+                finding: Finding {
+                    rule,
+                    at: 0,
+                    detail,
+                },
+            })
+        };
         if let (Some((frame, ts)), None) = (self.level_init.first, self.level_init.acknowledged) {
             if self.last_ts.saturating_sub(ts) >= LEVELINIT_JUDGED_AFTER_NANOS {
                 report(frame, Rule::SessionLevelInitUnacknowledged, Detail::None);
@@ -419,7 +495,10 @@ impl Session {
         }
         if let (Some(rate), Some((frame, _))) = (self.snapshot_rate_hz(), self.first_arrival) {
             if self.rate_judged() && !config.rate_ok(rate) {
-                let detail = Detail::Sizes { expected: config.snapshot_hz.round() as u64, found: rate.round() as u64 };
+                let detail = Detail::Sizes {
+                    expected: config.snapshot_hz.round() as u64,
+                    found: rate.round() as u64,
+                };
                 report(frame, Rule::SessionSnapshotRate, detail);
             }
         }
@@ -448,7 +527,9 @@ impl Session {
             Outcome::Unanswered
         } else if seen(Step::Hello) {
             Outcome::NoJoinRequest
-        } else if self.traffic.iter().any(|t| t.datagrams > 0) && self.pings + self.snapshot_ticks.received > 0 {
+        } else if self.traffic.iter().any(|t| t.datagrams > 0)
+            && self.pings + self.snapshot_ticks.received > 0
+        {
             Outcome::MidSession
         } else {
             Outcome::None
@@ -462,7 +543,8 @@ impl Session {
 
     /// Distinct snapshot ticks that arrived.
     pub fn snapshot_tick_count(&self) -> u64 {
-        self.first_arrival.map_or(0, |_| self.snapshot_gaps.count() + 1)
+        self.first_arrival
+            .map_or(0, |_| self.snapshot_gaps.count() + 1)
     }
 
     /// Snapshot ticks arriving per second.
@@ -476,7 +558,10 @@ impl Session {
     pub fn tick_rate_hz(&self) -> Option<f64> {
         let (_, first) = self.first_arrival?;
         let seconds = (self.last_arrival - first) as f64 / 1e9;
-        let ticks = self.snapshot_ticks.highest()?.checked_sub(self.first_tick?)?;
+        let ticks = self
+            .snapshot_ticks
+            .highest()?
+            .checked_sub(self.first_tick?)?;
         (seconds > 0.0 && self.snapshot_ticks.resets == 0).then(|| f64::from(ticks) / seconds)
     }
 

@@ -17,11 +17,23 @@ struct Script {
 
 impl Script {
     fn new() -> Script {
-        Script { analysis: Analysis::default(), findings: Vec::new(), frame: 0, ts: 0 }
+        Script {
+            analysis: Analysis::default(),
+            findings: Vec::new(),
+            frame: 0,
+            ts: 0,
+        }
     }
 
     /// Sends message `code` with this sequence and tick; `bytes` make the datagram distinct.
-    fn send(&mut self, code: u8, sequence: u32, tick: u32, facts: Facts, after_ms: i64) -> &mut Script {
+    fn send(
+        &mut self,
+        code: u8,
+        sequence: u32,
+        tick: u32,
+        facts: Facts,
+        after_ms: i64,
+    ) -> &mut Script {
         self.frame += 1;
         self.ts += after_ms * MS;
         let message = crate::proto::rtype::message(code).expect("described");
@@ -47,7 +59,8 @@ impl Script {
             findings: &[],
         };
         let findings = &mut self.findings;
-        self.analysis.observe(&event, &mut |f| findings.push((f.finding.rule, f.frame)));
+        self.analysis
+            .observe(&event, &mut |f| findings.push((f.finding.rule, f.frame)));
         self
     }
 
@@ -61,12 +74,18 @@ impl Script {
 
     /// The standard handshake up to GAME_START, client sequences 1..=3.
     fn handshake(&mut self) -> &mut Script {
-        self.c(0x01, 1).s(0x10, 1, 0).c(0x02, 2).s(0x11, 2, 0).c(0x03, 3).s(0x15, 0, 0)
+        self.c(0x01, 1)
+            .s(0x10, 1, 0)
+            .c(0x02, 2)
+            .s(0x11, 2, 0)
+            .c(0x03, 3)
+            .s(0x15, 0, 0)
     }
 
     fn finish(&mut self) -> Vec<(Rule, u64)> {
         let findings = &mut self.findings;
-        self.analysis.finish(&mut |f| findings.push((f.finding.rule, f.frame)));
+        self.analysis
+            .finish(&mut |f| findings.push((f.finding.rule, f.frame)));
         std::mem::take(&mut self.findings)
     }
 
@@ -76,7 +95,11 @@ impl Script {
 }
 
 fn ack(msg_type: u8) -> Facts {
-    Facts { ack_msg_type: Some(msg_type), ack_sequence: Some(0), ..Facts::default() }
+    Facts {
+        ack_msg_type: Some(msg_type),
+        ack_sequence: Some(0),
+        ..Facts::default()
+    }
 }
 
 #[test]
@@ -86,18 +109,48 @@ fn clean_session_has_no_findings() {
     for tick in 100..200 {
         s.send(0x14, tick, tick, Facts::default(), 17);
     }
-    s.send(0x05, 5, 1, Facts { player_id: Some(7), ..Facts::default() }, 1).c(0x04, 6).s(0x13, 6, 1).c(0x07, 7);
+    s.send(
+        0x05,
+        5,
+        1,
+        Facts {
+            player_id: Some(7),
+            ..Facts::default()
+        },
+        1,
+    )
+    .c(0x04, 6)
+    .s(0x13, 6, 1)
+    .c(0x07, 7);
     assert_eq!(s.finish(), vec![]);
     let session = s.session();
     assert_eq!(session.outcome(), Outcome::Accepted);
     assert_eq!(session.player_id, Some(7));
     let steps: Vec<&str> = session.steps().iter().map(|st| st.step.name()).collect();
-    assert_eq!(steps, ["HELLO", "SERVER_HELLO", "JOIN_REQUEST", "JOIN_ACCEPT", "READY", "GAME_START", "LEVEL_INIT", "DISCONNECT"]);
+    assert_eq!(
+        steps,
+        [
+            "HELLO",
+            "SERVER_HELLO",
+            "JOIN_REQUEST",
+            "JOIN_ACCEPT",
+            "READY",
+            "GAME_START",
+            "LEVEL_INIT",
+            "DISCONNECT"
+        ]
+    );
     assert_eq!((session.rtt.count(), session.rtt.min_ms()), (1, Some(1.0)));
     assert_eq!(session.snapshot_tick_count(), 100);
     assert!((session.snapshot_rate_hz().unwrap() - 1000.0 / 17.0).abs() < 1e-9);
     assert_eq!(session.snapshot_gaps.quantile_ms(0.5), Some(17.0));
-    assert_eq!((session.client_sequence.received, session.client_sequence.lost), (7, 0));
+    assert_eq!(
+        (
+            session.client_sequence.received,
+            session.client_sequence.lost
+        ),
+        (7, 0)
+    );
     assert!(session.level_init.acknowledged.is_some());
 }
 
@@ -105,9 +158,16 @@ fn clean_session_has_no_findings() {
 fn handshake_order_is_reported_once_per_kind() {
     let mut s = Script::new();
     s.c(0x01, 1).s(0x10, 1, 0).c(0x02, 2);
-    s.send(0x05, 3, 1, Facts::default(), 1).send(0x05, 4, 2, Facts::default(), 1);
+    s.send(0x05, 3, 1, Facts::default(), 1)
+        .send(0x05, 4, 2, Facts::default(), 1);
     s.s(0x14, 10, 10).s(0x11, 2, 0);
-    assert_eq!(s.finish(), vec![(Rule::SessionHandshakeOrder, 4), (Rule::SessionHandshakeOrder, 6)]);
+    assert_eq!(
+        s.finish(),
+        vec![
+            (Rule::SessionHandshakeOrder, 4),
+            (Rule::SessionHandshakeOrder, 6)
+        ]
+    );
 }
 
 #[test]
@@ -129,11 +189,22 @@ fn join_deny_is_an_outcome() {
 #[test]
 fn levelinit_unacknowledged_and_not_retried() {
     let mut s = Script::new();
-    s.handshake().s(0x30, 0, 0).send(0x14, 100, 100, Facts::default(), 1_500);
-    assert_eq!(s.finish(), vec![(Rule::SessionLevelInitUnacknowledged, 7), (Rule::SessionLevelInitNotRetried, 7)]);
+    s.handshake()
+        .s(0x30, 0, 0)
+        .send(0x14, 100, 100, Facts::default(), 1_500);
+    assert_eq!(
+        s.finish(),
+        vec![
+            (Rule::SessionLevelInitUnacknowledged, 7),
+            (Rule::SessionLevelInitNotRetried, 7)
+        ]
+    );
     // Retried, never acknowledged.
     let mut s = Script::new();
-    s.handshake().s(0x30, 0, 0).send(0x30, 0, 0, Facts::default(), 200).send(0x14, 100, 100, Facts::default(), 1_500);
+    s.handshake()
+        .s(0x30, 0, 0)
+        .send(0x30, 0, 0, Facts::default(), 200)
+        .send(0x14, 100, 100, Facts::default(), 1_500);
     assert_eq!(s.finish(), vec![(Rule::SessionLevelInitUnacknowledged, 7)]);
     assert_eq!(s.session().level_init.sent, 2);
     // Acknowledging another message type does not count; a capture ending too soon is not judged.
@@ -150,17 +221,33 @@ fn ticks_going_back_gaps_and_duplicates() {
         s.s(0x14, tick, tick);
     }
     let findings = s.finish();
-    assert_eq!(findings, vec![(Rule::SessionTickBackwards, 10), (Rule::SessionTickBackwards, 13)]);
+    assert_eq!(
+        findings,
+        vec![
+            (Rule::SessionTickBackwards, 10),
+            (Rule::SessionTickBackwards, 13)
+        ]
+    );
     let t = &s.session().snapshot_ticks;
-    assert_eq!((t.received, t.lost, t.duplicates, t.reordered, t.resets), (6, 1, 1, 1, 1));
+    assert_eq!(
+        (t.received, t.lost, t.duplicates, t.reordered, t.resets),
+        (6, 1, 1, 1, 1)
+    );
 }
 
 #[test]
 fn chunk_sets_count_their_tick_once() {
     let mut s = Script::new();
     s.handshake();
-    let chunk = |index| Facts { total_chunks: Some(2), chunk_index: Some(index), ..Facts::default() };
-    s.s(0x14, 99, 99).send(0x21, 100, 100, chunk(0), 1).send(0x21, 101, 100, chunk(1), 1).s(0x14, 101, 101);
+    let chunk = |index| Facts {
+        total_chunks: Some(2),
+        chunk_index: Some(index),
+        ..Facts::default()
+    };
+    s.s(0x14, 99, 99)
+        .send(0x21, 100, 100, chunk(0), 1)
+        .send(0x21, 101, 100, chunk(1), 1)
+        .s(0x14, 101, 101);
     s.send(0x21, 101, 100, chunk(1), 1);
     let t = &s.session().snapshot_ticks;
     assert_eq!((t.received, t.lost, t.duplicates), (3, 0, 1));
@@ -181,7 +268,13 @@ fn snapshot_rate_is_judged_from_twenty_ticks() {
         s.send(0x14, tick, tick, Facts::default(), 50);
     }
     assert_eq!(s.finish(), vec![(Rule::SessionSnapshotRate, 7)]);
-    let mut s = Script { analysis: Analysis::new(Config { snapshot_hz: 20.0, snapshot_tolerance: 0.1 }), ..Script::new() };
+    let mut s = Script {
+        analysis: Analysis::new(Config {
+            snapshot_hz: 20.0,
+            snapshot_tolerance: 0.1,
+        }),
+        ..Script::new()
+    };
     s.handshake();
     for tick in 0..20 {
         s.send(0x14, tick, tick, Facts::default(), 50);
@@ -199,21 +292,48 @@ fn traffic_after_disconnect_beyond_grace() {
     s.c(0x05, 6); // the client itself
     s.c(0x01, 7).c(0x02, 8); // reconnects
     let findings = s.finish();
-    assert_eq!(findings, vec![(Rule::SessionAfterDisconnect, 9), (Rule::SessionAfterDisconnect, 11)]);
+    assert_eq!(
+        findings,
+        vec![
+            (Rule::SessionAfterDisconnect, 9),
+            (Rule::SessionAfterDisconnect, 11)
+        ]
+    );
     let session = s.session();
-    assert_eq!((session.after_disconnect, session.after_disconnect_flagged, session.reconnects), (3, 2, 1));
+    assert_eq!(
+        (
+            session.after_disconnect,
+            session.after_disconnect_flagged,
+            session.reconnects
+        ),
+        (3, 2, 1)
+    );
 }
 
 #[test]
 fn pongs_pair_with_the_ping_whose_sequence_they_echo() {
     let mut s = Script::new();
     s.handshake();
-    s.send(0x04, 10, 0, Facts::default(), 1).send(0x04, 11, 0, Facts::default(), 4);
-    s.send(0x13, 11, 0, Facts::default(), 3).send(0x13, 10, 0, Facts::default(), 5).send(0x13, 99, 0, Facts::default(), 1);
+    s.send(0x04, 10, 0, Facts::default(), 1)
+        .send(0x04, 11, 0, Facts::default(), 4);
+    s.send(0x13, 11, 0, Facts::default(), 3)
+        .send(0x13, 10, 0, Facts::default(), 5)
+        .send(0x13, 99, 0, Facts::default(), 1);
     let session = s.session();
     assert_eq!(session.rtt.count(), 2);
-    assert_eq!((session.rtt.min_ms(), session.rtt.max_ms()), (Some(3.0), Some(12.0)));
-    assert_eq!((session.pings, session.pongs, session.unmatched_pongs, session.unanswered_pings()), (2, 3, 1, 0));
+    assert_eq!(
+        (session.rtt.min_ms(), session.rtt.max_ms()),
+        (Some(3.0), Some(12.0))
+    );
+    assert_eq!(
+        (
+            session.pings,
+            session.pongs,
+            session.unmatched_pongs,
+            session.unanswered_pings()
+        ),
+        (2, 3, 1, 0)
+    );
 }
 
 #[test]
@@ -249,5 +369,9 @@ fn conversations_past_the_limit_are_only_counted() {
 #[test]
 fn a_conversation_record_stays_small() {
     // The module's memory bound: about 3 KiB per conversation, histograms apart.
-    assert!(std::mem::size_of::<Session>() <= 3 * 1024 + 512, "{}", std::mem::size_of::<Session>());
+    assert!(
+        std::mem::size_of::<Session>() <= 3 * 1024 + 512,
+        "{}",
+        std::mem::size_of::<Session>()
+    );
 }
