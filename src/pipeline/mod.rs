@@ -236,6 +236,19 @@ impl Pipeline {
         self.state.flush_closed(sink);
         self.state.rt_finish(sink);
         self.state.analysis.finish(&mut |f| sink.loose(&f));
+        if let Some(frame) = self.state.conversations.overflow {
+            let limit = crate::session::MAX_CONVERSATIONS as u64;
+            let finding = Finding {
+                rule: Rule::SessionConversationLimit,
+                at: 0,
+                detail: Detail::Value(limit),
+            };
+            sink.loose(&LooseFinding {
+                frame,
+                conversation: 0,
+                finding,
+            });
+        }
         let stats = self.state.defrag.stats();
         self.state.counts.reassembled_fragments = stats.reassembled;
         sink.end(&RunEnd {

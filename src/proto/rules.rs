@@ -238,6 +238,8 @@ rules! {
         "traffic after DISCONNECT (or KICK, BAN, SERVER_DISCONNECT), beyond 100 ms of datagrams in flight";
     SessionDuplicateDatagram = "session.duplicate-datagram", Warning, "spec-notes B",
         "the same datagram, byte for byte, sent again within 100 ms in the same direction";
+    SessionConversationLimit = "session.conversation-limit", Warning, "SECURITY.md",
+        "more conversations than are tracked: later ones share conversation 0 and are not analysed";
 }
 
 impl Rule {

@@ -9,8 +9,9 @@ use std::net::{IpAddr, SocketAddr};
 
 use crate::proto::Direction;
 
-/// At most this many conversations are tracked; datagrams of further ones share conversation 0.
-pub const MAX_CONVERSATIONS: usize = 100_000;
+/// At most this many conversations are tracked (as many as the analysis keeps, bounding memory to
+/// a few tens of MB); datagrams of further ones share conversation 0, reported once.
+pub const MAX_CONVERSATIONS: usize = crate::session::analysis::MAX_ANALYSED;
 /// At most this many archetypes are remembered per conversation.
 pub const MAX_ARCHETYPES: usize = 1024;
 /// Up to this many conversations, a datagram's is found by comparing addresses with each, which
@@ -45,6 +46,8 @@ impl Conversation {
 pub struct Conversations {
     index: HashMap<(SocketAddr, IpAddr), u32>,
     list: Vec<Conversation>,
+    /// The first frame whose conversation was past [`MAX_CONVERSATIONS`].
+    pub overflow: Option<u64>,
 }
 
 impl Conversations {
@@ -72,6 +75,7 @@ impl Conversations {
             return *id;
         }
         if self.list.len() >= MAX_CONVERSATIONS {
+            self.overflow.get_or_insert(frame);
             return 0;
         }
         let id = self.list.len() as u32 + 1;
