@@ -144,3 +144,62 @@ pub struct Facts {
     pub entities_at: Option<usize>,
     pub event_type: Option<u8>,
 }
+
+/// Passes a message's structure on to `inner` while `on_field` also sees the fields `watch`
+/// selects: how the pipeline reads a few fields on their way to a report (entity types against
+/// LevelInit, rt's acknowledged sequence) without a forwarding visitor of its own for each.
+pub struct Tap<'a, V, W, F> {
+    inner: &'a mut V,
+    watch: W,
+    on_field: F,
+}
+
+impl<'a, V, W, F> Tap<'a, V, W, F>
+where
+    V: Visitor,
+    W: Fn(&'static Field) -> bool,
+    F: FnMut(&'static Field, usize, Value<'_>),
+{
+    pub fn new(inner: &'a mut V, watch: W, on_field: F) -> Self {
+        Tap {
+            inner,
+            watch,
+            on_field,
+        }
+    }
+}
+
+impl<V, W, F> Visitor for Tap<'_, V, W, F>
+where
+    V: Visitor,
+    W: Fn(&'static Field) -> bool,
+    F: FnMut(&'static Field, usize, Value<'_>),
+{
+    const WANTS_FIELDS: bool = V::WANTS_FIELDS;
+    fn wants(&self, field: &'static Field) -> bool {
+        self.inner.wants(field) || (self.watch)(field)
+    }
+    fn field(&mut self, field: &'static Field, at: usize, len: usize, value: Value<'_>) {
+        if (self.watch)(field) {
+            (self.on_field)(field, at, value);
+        }
+        if self.inner.wants(field) {
+            self.inner.field(field, at, len, value);
+        }
+    }
+    fn open(&mut self, group: &'static Group, how: Open, at: usize) {
+        if V::WANTS_FIELDS {
+            self.inner.open(group, how, at);
+        }
+    }
+    fn close(&mut self, how: Open) {
+        if V::WANTS_FIELDS {
+            self.inner.close(how);
+        }
+    }
+    fn undecoded(&mut self, at: usize, bytes: &[u8]) {
+        if V::WANTS_FIELDS {
+            self.inner.undecoded(at, bytes);
+        }
+    }
+}

@@ -7,9 +7,11 @@ use std::net::SocketAddr;
 
 use super::{DatagramEvent, Decoded, LooseFinding, Sink, State, HEADER_GROUP};
 use crate::datagram::{rt, Dialect};
-use crate::message::{decode_message, decode_nodes, Detail, Facts, Finding, Open, Value, Visitor};
+use crate::message::{
+    decode_message, decode_nodes, Detail, Facts, Finding, Open, Tap, Value, Visitor,
+};
 use crate::proto::rt as desc;
-use crate::proto::schema::{Field, Group, Role};
+use crate::proto::schema::{Field, Role};
 use crate::proto::{Direction, Message, Rule};
 
 /// At most this many server endpoints are remembered; past it, direction falls back to guesses.
@@ -197,10 +199,15 @@ impl State {
             }
             match message {
                 Some(m) if d.decodable() && m.code == desc::ACKNOWLEDGMENT => {
-                    let mut ack = AckSequence {
-                        inner: fields,
-                        sequence: None,
-                    };
+                    // The walker's facts keep rtype's 16-bit acknowledged sequence: read rt's whole.
+                    let mut sequence = None;
+                    let mut ack = Tap::new(
+                        fields,
+                        |f: &'static Field| f.role == Role::AckSequence,
+                        |_, _, value: Value<'_>| {
+                            sequence = value.as_u64().and_then(|v| u32::try_from(v).ok());
+                        },
+                    );
                     facts = decode_message(
                         m,
                         d.payload,
@@ -211,7 +218,7 @@ impl State {
                         &mut ack,
                         &mut self.findings,
                     );
-                    acked = ack.sequence;
+                    acked = sequence;
                 }
                 Some(m) if d.decodable() => {
                     facts = decode_message(
@@ -299,39 +306,6 @@ impl State {
                 conversation,
                 finding,
             });
-        }
-    }
-}
-
-/// Passes fields on, keeping the acknowledged sequence number whole (the walker's facts keep
-/// rtype's 16-bit one).
-struct AckSequence<'a, V> {
-    inner: &'a mut V,
-    sequence: Option<u32>,
-}
-
-impl<V: Visitor> Visitor for AckSequence<'_, V> {
-    fn field(&mut self, field: &'static Field, at: usize, len: usize, value: Value<'_>) {
-        if field.role == Role::AckSequence {
-            self.sequence = value.as_u64().and_then(|v| u32::try_from(v).ok());
-        }
-        if V::WANTS_FIELDS {
-            self.inner.field(field, at, len, value);
-        }
-    }
-    fn open(&mut self, group: &'static Group, how: Open, at: usize) {
-        if V::WANTS_FIELDS {
-            self.inner.open(group, how, at);
-        }
-    }
-    fn close(&mut self, how: Open) {
-        if V::WANTS_FIELDS {
-            self.inner.close(how);
-        }
-    }
-    fn undecoded(&mut self, at: usize, bytes: &[u8]) {
-        if V::WANTS_FIELDS {
-            self.inner.undecoded(at, bytes);
         }
     }
 }

@@ -4,7 +4,9 @@ use std::net::SocketAddr;
 
 use super::{DatagramEvent, Decoded, ReassembledEvent, Sink, State, HEADER_GROUP};
 use crate::datagram::{rtype, Dialect};
-use crate::message::{decode_message, decode_nodes, Detail, Facts, Finding, Open, Value, Visitor};
+use crate::message::{
+    decode_message, decode_nodes, Detail, Facts, Finding, Open, Tap, Value, Visitor,
+};
 use crate::proto::rtype as desc;
 use crate::proto::schema::{Field, Group, Role};
 use crate::proto::{Direction, Message, Rule};
@@ -66,12 +68,26 @@ impl State {
             }
             payload = d.payload(scratch);
             if let (Some(message), Some(p)) = (message, payload) {
-                let mut check = EntityTypes {
-                    inner: fields,
-                    archetypes,
-                    findings: Vec::new(),
-                    at: d.payload_at,
-                };
+                // Entity types are checked against the conversation's LevelInit on their way to the
+                // sink's visitor.
+                let at = d.payload_at;
+                let mut unknown = Vec::new();
+                let mut check = Tap::new(
+                    fields,
+                    |f: &'static Field| f.role == Role::EntityType && !archetypes.is_empty(),
+                    |_, offset, value: Value<'_>| {
+                        let known = |t: u64| archetypes.iter().any(|a| u64::from(a.0) == t);
+                        if let Some(t) = value.as_u64().filter(|t| !known(*t)) {
+                            let detail = Detail::Value(t);
+                            let at = (at + offset) as u32;
+                            unknown.push(Finding {
+                                rule: Rule::RtypeUnknownEntityType,
+                                at,
+                                detail,
+                            });
+                        }
+                    },
+                );
                 facts = decode_message(
                     message,
                     p,
@@ -82,7 +98,7 @@ impl State {
                     &mut check,
                     &mut self.findings,
                 );
-                self.findings.append(&mut check.findings);
+                self.findings.append(&mut unknown);
             }
         }
         if let (Some(m), Some(p)) = (message, payload) {
@@ -141,17 +157,7 @@ impl State {
         }) = reassembled
         {
             let snapshot = desc::message(desc::SNAPSHOT).expect("SERVER_SNAPSHOT is described");
-            let archetypes = self
-                .conversations
-                .get(conversation)
-                .map_or(&[][..], |c| &c.archetypes[..]);
             sink.begin(&self.conversations, conversation);
-            let mut check = EntityTypes {
-                inner: sink.fields(),
-                archetypes,
-                findings: Vec::new(),
-                at: 0,
-            };
             let mut ignored = Vec::new();
             // Entity-level findings were already reported on the chunks themselves.
             decode_message(
@@ -161,7 +167,7 @@ impl State {
                 rtype::ENDIAN,
                 &self.profile,
                 &rtype::MESSAGE_RULES,
-                &mut check,
+                sink.fields(),
                 &mut ignored,
             );
             sink.reassembled(&ReassembledEvent {
@@ -235,51 +241,4 @@ impl Visitor for Archetypes {
     fn open(&mut self, _: &'static Group, _: Open, _: usize) {}
     fn close(&mut self, _: Open) {}
     fn undecoded(&mut self, _: usize, _: &[u8]) {}
-}
-
-/// Passes fields on to the sink's visitor, checking entity types against the LevelInit archetypes.
-struct EntityTypes<'a, V> {
-    inner: &'a mut V,
-    archetypes: &'a [(u16, String)],
-    findings: Vec<Finding>,
-    at: usize,
-}
-
-impl<V: Visitor> Visitor for EntityTypes<'_, V> {
-    const WANTS_FIELDS: bool = V::WANTS_FIELDS;
-    fn wants(&self, field: &'static Field) -> bool {
-        self.inner.wants(field) || field.role == Role::EntityType && !self.archetypes.is_empty()
-    }
-    fn field(&mut self, field: &'static Field, at: usize, len: usize, value: Value<'_>) {
-        if field.role == Role::EntityType && !self.archetypes.is_empty() {
-            if let Some(t) = value.as_u64() {
-                if !self.archetypes.iter().any(|a| u64::from(a.0) == t) {
-                    let finding = Finding {
-                        rule: Rule::RtypeUnknownEntityType,
-                        at: (self.at + at) as u32,
-                        detail: Detail::Value(t),
-                    };
-                    self.findings.push(finding);
-                }
-            }
-        }
-        if self.inner.wants(field) {
-            self.inner.field(field, at, len, value);
-        }
-    }
-    fn open(&mut self, group: &'static Group, how: Open, at: usize) {
-        if V::WANTS_FIELDS {
-            self.inner.open(group, how, at);
-        }
-    }
-    fn close(&mut self, how: Open) {
-        if V::WANTS_FIELDS {
-            self.inner.close(how);
-        }
-    }
-    fn undecoded(&mut self, at: usize, bytes: &[u8]) {
-        if V::WANTS_FIELDS {
-            self.inner.undecoded(at, bytes);
-        }
-    }
 }
