@@ -52,51 +52,148 @@ const DRIVER: &str = include_str!("lua/driver.lua");
 const DRIVER_RT: &str = include_str!("lua/rt.lua");
 const DRIVER_RTNP: &str = include_str!("lua/rtnp.lua");
 
-/// Fields of the runtime (not of the description): protocol, name in its `PF` table, filter name
-/// and constructor.
-const RUNTIME_FIELDS: &[(&str, &str, &str, &str)] = &[
-    ("rtype", "header_len", "rtype.header_len", "ProtoField.uint8(\"rtype.header_len\", \"Header Length\", base.DEC)"),
-    ("rtype", "crc", "rtype.crc", "ProtoField.uint32(\"rtype.crc\", \"CRC32\", base.HEX)"),
-    (
+/// A field of the runtime (not of the description).
+struct RuntimeField {
+    proto: &'static str,
+    /// Name in the protocol's `PF` table.
+    key: &'static str,
+    filter: &'static str,
+    /// `ProtoField` constructor.
+    kind: &'static str,
+    label: &'static str,
+    /// The constructor's arguments after filter name and label (base, value string).
+    rest: &'static str,
+}
+
+impl RuntimeField {
+    fn constructor(&self) -> String {
+        format!(
+            "ProtoField.{}(\"{}\", \"{}\"{})",
+            self.kind, self.filter, self.label, self.rest
+        )
+    }
+}
+
+const fn rf(
+    proto: &'static str,
+    key: &'static str,
+    filter: &'static str,
+    kind: &'static str,
+    label: &'static str,
+    rest: &'static str,
+) -> RuntimeField {
+    RuntimeField {
+        proto,
+        key,
+        filter,
+        kind,
+        label,
+        rest,
+    }
+}
+
+const RUNTIME_FIELDS: &[RuntimeField] = &[
+    rf(
+        "rtype",
+        "header_len",
+        "rtype.header_len",
+        "uint8",
+        "Header Length",
+        ", base.DEC",
+    ),
+    rf("rtype", "crc", "rtype.crc", "uint32", "CRC32", ", base.HEX"),
+    rf(
         "rtype",
         "crc_status",
         "rtype.crc.status",
-        "ProtoField.uint8(\"rtype.crc.status\", \"CRC32 Status\", base.DEC, { [0] = \"Bad\", [1] = \"Good\", [2] = \"Unverified\" })",
+        "uint8",
+        "CRC32 Status",
+        ", base.DEC, { [0] = \"Bad\", [1] = \"Good\", [2] = \"Unverified\" }",
     ),
-    ("rtype", "payload", "rtype.payload", "ProtoField.bytes(\"rtype.payload\", \"Payload\")"),
-    ("rtype", "undecoded", "rtype.undecoded", "ProtoField.bytes(\"rtype.undecoded\", \"Undecoded\")"),
-    (
+    rf("rtype", "payload", "rtype.payload", "bytes", "Payload", ""),
+    rf(
+        "rtype",
+        "undecoded",
+        "rtype.undecoded",
+        "bytes",
+        "Undecoded",
+        "",
+    ),
+    rf(
         "rtype",
         "reassembled_in",
         "rtype.chunk.reassembled_in",
-        "ProtoField.framenum(\"rtype.chunk.reassembled_in\", \"Reassembled in\")",
+        "framenum",
+        "Reassembled in",
+        "",
     ),
-    ("rtype", "chunk_frame", "rtype.chunk.frame", "ProtoField.framenum(\"rtype.chunk.frame\", \"Chunk in frame\")"),
-    (
+    rf(
+        "rtype",
+        "chunk_frame",
+        "rtype.chunk.frame",
+        "framenum",
+        "Chunk in frame",
+        "",
+    ),
+    rf(
         "rtype",
         "reassembled_length",
         "rtype.reassembled.length",
-        "ProtoField.uint32(\"rtype.reassembled.length\", \"Reassembled Length\", base.DEC)",
+        "uint32",
+        "Reassembled Length",
+        ", base.DEC",
     ),
-    (
+    rf(
         "rtype",
         "reassembled_undecoded",
         "rtype.reassembled.undecoded",
-        "ProtoField.bytes(\"rtype.reassembled.undecoded\", \"Undecoded\")",
+        "bytes",
+        "Undecoded",
+        "",
     ),
-    ("rt", "undecoded", "rt.undecoded", "ProtoField.bytes(\"rt.undecoded\", \"Undecoded\")"),
-    ("rtnp", "framing", "rtnp.framing", "ProtoField.string(\"rtnp.framing\", \"Framing\")"),
-    (
+    rf("rt", "undecoded", "rt.undecoded", "bytes", "Undecoded", ""),
+    rf("rtnp", "framing", "rtnp.framing", "string", "Framing", ""),
+    rf(
         "rtnp",
         "segments",
         "rtnp.envelope.segments",
-        "ProtoField.uint32(\"rtnp.envelope.segments\", \"Segment Count - 1\", base.DEC)",
+        "uint32",
+        "Segment Count - 1",
+        ", base.DEC",
     ),
-    ("rtnp", "words", "rtnp.envelope.words", "ProtoField.uint32(\"rtnp.envelope.words\", \"Segment Words\", base.DEC)"),
-    ("rtnp", "text_bytes", "rtnp.envelope.text", "ProtoField.bytes(\"rtnp.envelope.text\", \"Text (with its NUL)\")"),
-    ("rtnp", "keepalive", "rtnp.keepalive", "ProtoField.string(\"rtnp.keepalive\", \"Keep-alive Text\")"),
-    ("rtnp", "text", "rtnp.text", "ProtoField.string(\"rtnp.text\", \"Message Text (not JSON)\")"),
-    ("rtnp", "type", "rtnp.type", "ProtoField.string(\"rtnp.type\", \"Message Type\")"),
+    rf(
+        "rtnp",
+        "words",
+        "rtnp.envelope.words",
+        "uint32",
+        "Segment Words",
+        ", base.DEC",
+    ),
+    rf(
+        "rtnp",
+        "text_bytes",
+        "rtnp.envelope.text",
+        "bytes",
+        "Text (with its NUL)",
+        "",
+    ),
+    rf(
+        "rtnp",
+        "keepalive",
+        "rtnp.keepalive",
+        "string",
+        "Keep-alive Text",
+        "",
+    ),
+    rf(
+        "rtnp",
+        "text",
+        "rtnp.text",
+        "string",
+        "Message Text (not JSON)",
+        "",
+    ),
+    rf("rtnp", "type", "rtnp.type", "string", "Message Type", ""),
 ];
 
 /// Filter prefix of the snapshot rebuilt from SNAPSHOT_CHUNK datagrams.
@@ -301,8 +398,8 @@ struct Gen<'p> {
 impl<'p> Gen<'p> {
     fn new(profile: &'p Profile) -> Self {
         let mut used = HashSet::new();
-        for (_, _, abbrev, _) in RUNTIME_FIELDS {
-            used.insert(abbrev.to_string());
+        for field in RUNTIME_FIELDS {
+            used.insert(field.filter.to_string());
         }
         for name in [PROTO, PROTO_RT, PROTO_RTNP] {
             used.insert(name.to_string());
@@ -453,8 +550,14 @@ impl<'p> Gen<'p> {
         );
         for (table, proto) in [("PF", PROTO), ("PF_RT", PROTO_RT), ("PF_RTNP", PROTO_RTNP)] {
             let _ = writeln!(out, "local {table} = {{");
-            for (p, key, _, ctor) in RUNTIME_FIELDS.iter().filter(|f| f.0 == proto) {
-                let _ = writeln!(out, "    {key} = reg({}, {ctor}),", lua_str(p));
+            for f in RUNTIME_FIELDS.iter().filter(|f| f.proto == proto) {
+                let _ = writeln!(
+                    out,
+                    "    {} = reg({}, {}),",
+                    f.key,
+                    lua_str(f.proto),
+                    f.constructor()
+                );
             }
             out.push_str("}\n");
         }
