@@ -734,6 +734,7 @@ const fn without_client_id(body: &'static [Node]) -> &'static [Node] {
     body.split_at(body.len() - 1).0
 }
 
+/// A message with the document's layout only (shorter than `Message::new` in the tables below).
 const fn msg(
     code: u8,
     name: &'static str,
@@ -742,16 +743,7 @@ const fn msg(
     section: &'static str,
     body: &'static [Node],
 ) -> Message {
-    Message {
-        code,
-        name,
-        short,
-        direction,
-        section,
-        body,
-        variants: &[],
-        seen_rule: None,
-    }
+    Message::new(code, name, short, direction, section, body)
 }
 
 /// A component snapshot, which real servers send without `world_tick`.

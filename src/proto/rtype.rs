@@ -385,6 +385,7 @@ const BOSS_TRAILER: &[Node] = &[Node::Repeat {
     },
 }];
 
+/// A message with the document's layout only (shorter than `Message::new` in the tables below).
 const fn msg(
     code: u8,
     name: &'static str,
@@ -393,16 +394,7 @@ const fn msg(
     section: &'static str,
     body: &'static [Node],
 ) -> Message {
-    Message {
-        code,
-        name,
-        short,
-        direction,
-        section,
-        body,
-        variants: &[],
-        seen_rule: None,
-    }
+    Message::new(code, name, short, direction, section, body)
 }
 
 /// Every message type of documents 002 and 001, in code order.

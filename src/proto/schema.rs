@@ -265,6 +265,27 @@ pub struct Message {
 }
 
 impl Message {
+    /// A message with the document's layout and nothing else (no variants, not reported when seen).
+    pub const fn new(
+        code: u8,
+        name: &'static str,
+        short: &'static str,
+        direction: Direction,
+        section: &'static str,
+        body: &'static [Node],
+    ) -> Message {
+        Message {
+            code,
+            name,
+            short,
+            direction,
+            section,
+            body,
+            variants: &[],
+            seen_rule: None,
+        }
+    }
+
     /// The payload size when every node has a fixed width (the document's fixed-size messages).
     pub fn fixed_size(&self) -> Option<usize> {
         nodes_fixed_size(self.body)
