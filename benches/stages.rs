@@ -2,7 +2,7 @@
 //! work, and prints each pass's datagrams per second and its share of the full decode, side by
 //! side (ratios, not absolute targets). Run with `cargo bench --bench stages -- FILE`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use rtype_inspect::capture::{udp_from_frame, CaptureReader, LinkOutcome};
@@ -18,7 +18,7 @@ enum Stage {
     Message,
 }
 
-fn pass(path: &PathBuf, stage: Stage) -> (f64, u64) {
+fn pass(path: &Path, stage: Stage) -> (f64, u64) {
     let mut reader = CaptureReader::open(path).expect("capture opens");
     let mut scratch = vec![0u8; rtype::MAX_PAYLOAD];
     let mut findings = Vec::new();

@@ -25,5 +25,5 @@ mod testutil;
 pub use defrag::{DefragOutcome, DefragStats, Defragmenter, OwnedUdp};
 pub use link::{udp_from_frame, LinkOutcome, LinkType, UdpDatagram};
 pub use reader::{
-    CaptureError, CaptureFormat, CaptureInfo, CaptureReader, Frame, ReadEnd, Truncation,
+    Ahead, CaptureError, CaptureFormat, CaptureInfo, CaptureReader, Frame, ReadEnd, Truncation,
 };

@@ -361,16 +361,20 @@ impl CaptureReader {
     }
 
     /// [`CaptureReader::for_each_frame`] with the reading (and gunzipping) on a second thread, so
-    /// that it overlaps with `on_frame` on this one. Frames are copied into batches of about
-    /// 256 KiB, handed over in file order through a bounded channel, and the batches are
-    /// recycled: `on_frame` sees the same frames in the same order, and memory stays bounded
-    /// (at most [`BATCHES_AHEAD`] + 3 batches exist).
-    pub fn for_each_frame_threaded(
+    /// that it overlaps with `on_frame` on this one; that thread also runs `ahead` on each frame
+    /// (work that needs nothing from the frames before it, such as checksums and
+    /// decompression). Frames are copied into batches of about 256 KiB, each with `ahead`'s
+    /// results for its frames, handed over in file order through a bounded channel, and
+    /// recycled: `on_frame` sees the same frames in the same order, with the batch's results
+    /// and the frame's index in the batch, and memory stays bounded (at most
+    /// [`BATCHES_AHEAD`] + 3 batches exist, and `ahead`'s results count toward a batch's size).
+    pub fn for_each_frame_threaded<A: Ahead>(
         &mut self,
-        mut on_frame: impl FnMut(&Frame<'_>),
+        mut ahead: A,
+        mut on_frame: impl FnMut(&Frame<'_>, &A::Results, usize),
     ) -> Result<ReadEnd, CaptureError> {
-        let (full_tx, full_rx) = mpsc::sync_channel::<Batch>(BATCHES_AHEAD);
-        let (free_tx, free_rx) = mpsc::channel::<Batch>();
+        let (full_tx, full_rx) = mpsc::sync_channel::<Batch<A::Results>>(BATCHES_AHEAD);
+        let (free_tx, free_rx) = mpsc::channel::<Batch<A::Results>>();
         std::thread::scope(|scope| {
             let reader = &mut *self;
             scope.spawn(move || {
@@ -380,7 +384,8 @@ impl CaptureReader {
                 reader.pump(false, &mut |frame: &Frame<'_>| {
                     if open {
                         batch.push(frame);
-                        if batch.is_full() {
+                        ahead.frame(frame, &mut batch.results);
+                        if batch.is_full(A::size(&batch.results)) {
                             let next = free_rx.try_recv().unwrap_or_default();
                             open = full_tx.send(std::mem::replace(&mut batch, next)).is_ok();
                         }
@@ -393,6 +398,7 @@ impl CaptureReader {
             for mut batch in full_rx {
                 batch.deliver(&mut on_frame);
                 batch.clear();
+                A::clear(&mut batch.results);
                 let _ = free_tx.send(batch);
             }
         });
@@ -527,15 +533,38 @@ impl CaptureReader {
     }
 }
 
-/// Frames copied out of the reader's buffer to cross to another thread: their bytes end to end,
-/// and for each the rest of its [`Frame`] with where its bytes end.
-#[derive(Default)]
-struct Batch {
-    data: Vec<u8>,
-    frames: Vec<(Frame<'static>, usize)>,
+/// Work [`CaptureReader::for_each_frame_threaded`] does on the reading thread for every frame.
+pub trait Ahead: Send {
+    /// What it leaves for one batch's frames; reused from batch to batch.
+    type Results: Default + Send;
+    /// Adds one frame's results (every frame must add exactly one, in order).
+    fn frame(&mut self, frame: &Frame<'_>, results: &mut Self::Results);
+    /// Bytes the results hold, counted toward the batch's size.
+    fn size(results: &Self::Results) -> usize;
+    /// Empties the results for reuse, giving back memory a hostile batch made them take.
+    fn clear(results: &mut Self::Results);
 }
 
-impl Batch {
+/// Nothing ahead: only the reading is on the other thread.
+impl Ahead for () {
+    type Results = ();
+    fn frame(&mut self, _: &Frame<'_>, _: &mut ()) {}
+    fn size(_: &()) -> usize {
+        0
+    }
+    fn clear(_: &mut ()) {}
+}
+
+/// Frames copied out of the reader's buffer to cross to another thread: their bytes end to end,
+/// for each the rest of its [`Frame`] with where its bytes end, and what [`Ahead`] found.
+#[derive(Default)]
+struct Batch<R> {
+    data: Vec<u8>,
+    frames: Vec<(Frame<'static>, usize)>,
+    results: R,
+}
+
+impl<R> Batch<R> {
     fn push(&mut self, frame: &Frame<'_>) {
         self.data.extend_from_slice(frame.data);
         self.frames.push((
@@ -547,17 +576,18 @@ impl Batch {
         ));
     }
 
-    fn is_full(&self) -> bool {
-        self.data.len() >= BATCH_BYTES || self.frames.len() >= BATCH_FRAMES
+    fn is_full(&self, results_size: usize) -> bool {
+        self.data.len() + results_size >= BATCH_BYTES || self.frames.len() >= BATCH_FRAMES
     }
 
-    fn deliver(&self, on_frame: &mut impl FnMut(&Frame<'_>)) {
+    fn deliver(&self, on_frame: &mut impl FnMut(&Frame<'_>, &R, usize)) {
         let mut start = 0;
-        for (frame, end) in &self.frames {
-            on_frame(&Frame {
+        for (index, (frame, end)) in self.frames.iter().enumerate() {
+            let frame = Frame {
                 data: &self.data[start..*end],
                 ..*frame
-            });
+            };
+            on_frame(&frame, &self.results, index);
             start = *end;
         }
     }
@@ -1265,7 +1295,7 @@ mod tests {
             CaptureReader::from_read(Path::new("test.pcap"), Box::new(Cursor::new(f))).unwrap();
         let mut got = Vec::new();
         let end = reader
-            .for_each_frame_threaded(|f| {
+            .for_each_frame_threaded((), |f, _, _| {
                 got.push(Got {
                     number: f.number,
                     ts: f.ts_nanos,

@@ -159,12 +159,15 @@ impl<'a> Datagram<'a> {
 /// Largest payload a header can announce; the scratch buffer for decompression has this size.
 pub const MAX_PAYLOAD: usize = u16::MAX as usize;
 
+/// The CRC stored in the footer, and the one computed over the rest.
 fn crc_of(bytes: &[u8]) -> (u32, u32) {
-    let (covered, footer) = bytes.split_at(bytes.len() - CRC_LEN);
-    (
-        u32::from_be_bytes([footer[0], footer[1], footer[2], footer[3]]),
-        crc32fast::hash(covered),
-    )
+    let covered = &bytes[..bytes.len() - CRC_LEN];
+    (crc_stored(bytes), crc32fast::hash(covered))
+}
+
+fn crc_stored(bytes: &[u8]) -> u32 {
+    let footer = &bytes[bytes.len() - CRC_LEN..];
+    u32::from_be_bytes([footer[0], footer[1], footer[2], footer[3]])
 }
 
 /// Picks the header layout whose length (and, for the older header, CRC) fits the datagram.
@@ -185,12 +188,63 @@ fn layout_of(bytes: &[u8]) -> HeaderLayout {
     HeaderLayout::Standard
 }
 
+/// The costly part of checking an rtype datagram: its CRC, and the decompression of its payload.
+/// It needs nothing from other datagrams, so the pipeline runs it ahead on the reading thread.
+#[derive(Clone, Copy, Debug)]
+pub struct Unpacked {
+    layout: HeaderLayout,
+    crc_computed: u32,
+    /// The LZ4 outcome of a compressed payload: the decompressed length, or `None` when it failed.
+    decompressed: Option<usize>,
+}
+
+impl Unpacked {
+    /// The decompressed length, when the payload was compressed and LZ4 decoded it.
+    pub fn decompressed(&self) -> Option<usize> {
+        self.decompressed
+    }
+}
+
+/// Computes `bytes`' CRC and, when its header says the payload is compressed, decompresses it into
+/// `scratch` (which must be [`MAX_PAYLOAD`] bytes). Judging is left to [`check`].
+pub fn unpack(bytes: &[u8], scratch: &mut [u8]) -> Unpacked {
+    let layout = layout_of(bytes);
+    let mut unpacked = Unpacked {
+        layout,
+        crc_computed: 0,
+        decompressed: None,
+    };
+    let Some(header) = Header::new_checked(bytes, layout) else {
+        return unpacked;
+    };
+    if bytes.len() < layout.len() + CRC_LEN {
+        return unpacked;
+    }
+    unpacked.crc_computed = crc_of(bytes).1;
+    if header.compressed() {
+        let wire_payload = &bytes[layout.len()..bytes.len() - CRC_LEN];
+        unpacked.decompressed =
+            lz4_flex::block::decompress_into(wire_payload, &mut scratch[..MAX_PAYLOAD]).ok();
+    }
+    unpacked
+}
+
 /// Checks an rtype datagram (it starts with the magic): layout, length, CRC, version, packet type,
 /// compression (decompressing into `scratch`, which must be [`MAX_PAYLOAD`] bytes), message type and
 /// direction. Returns `None` when it is too short to carry a header and footer.
 pub fn parse<'a>(
     bytes: &'a [u8],
     scratch: &mut [u8],
+    findings: &mut Vec<Finding>,
+) -> Option<Datagram<'a>> {
+    check(bytes, unpack(bytes, scratch), findings)
+}
+
+/// [`parse`] with the CRC and decompression done already by [`unpack`] (the payload is in the
+/// scratch buffer `unpack` was given).
+pub fn check<'a>(
+    bytes: &'a [u8],
+    unpacked: Unpacked,
     findings: &mut Vec<Finding>,
 ) -> Option<Datagram<'a>> {
     let mut report = |rule, at: usize, detail| {
@@ -200,7 +254,7 @@ pub fn parse<'a>(
             detail,
         })
     };
-    let layout = layout_of(bytes);
+    let layout = unpacked.layout;
     if bytes.len() < layout.len() + CRC_LEN {
         let detail = Detail::Sizes {
             expected: (layout.len() + CRC_LEN) as u64,
@@ -227,7 +281,8 @@ pub fn parse<'a>(
             },
         );
     }
-    let (crc_stored, crc_computed) = crc_of(bytes);
+    let crc_stored = crc_stored(bytes);
+    let crc_computed = unpacked.crc_computed;
     if crc_stored != crc_computed {
         report(
             Rule::RtypeCrc,
@@ -275,8 +330,8 @@ pub fn parse<'a>(
             };
             report(Rule::RtypeCompressNotSmaller, payload_at, detail);
         }
-        match lz4_flex::block::decompress_into(wire_payload, &mut scratch[..MAX_PAYLOAD]) {
-            Ok(n) => {
+        match unpacked.decompressed {
+            Some(n) => {
                 if n != orig {
                     report(
                         Rule::RtypeOrigSize,
@@ -289,7 +344,7 @@ pub fn parse<'a>(
                 }
                 decompressed = Some(n);
             }
-            Err(_) => report(Rule::RtypeLz4, payload_at, Detail::None),
+            None => report(Rule::RtypeLz4, payload_at, Detail::None),
         }
     } else if orig != 0 {
         report(

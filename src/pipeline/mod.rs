@@ -12,7 +12,9 @@ mod rtype_arm;
 
 use std::net::SocketAddr;
 
-use crate::capture::{self, CaptureInfo, Defragmenter, Frame, LinkOutcome, ReadEnd};
+use std::ops::Range;
+
+use crate::capture::{self, Ahead, CaptureInfo, Defragmenter, Frame, LinkOutcome, ReadEnd};
 use crate::datagram::{rt, rtnp, rtype, Dialect};
 use crate::message::{Detail, Facts, Finding, Visitor};
 use crate::proto::profile::Profile;
@@ -211,7 +213,15 @@ impl Pipeline {
         sink: &mut S,
     ) -> Result<(), capture::CaptureError> {
         sink.start(reader.info());
-        let read = reader.for_each_frame_threaded(|frame| self.frame(frame, sink))?;
+        let ahead = UnpackAhead {
+            scratch: vec![0; rtype::MAX_PAYLOAD],
+        };
+        let read = reader.for_each_frame_threaded(ahead, |frame, unpacks: &Unpacks, index| {
+            let ahead = unpacks.frames.get(index).and_then(Option::as_ref);
+            let ahead =
+                ahead.map(|(unpacked, range)| (*unpacked, &unpacks.payloads[range.clone()]));
+            self.state.frame(&mut self.scratch, frame, ahead, sink);
+        })?;
         self.finish(reader.info(), &read, sink);
         Ok(())
     }
@@ -265,12 +275,83 @@ impl Pipeline {
 
     /// Handles one captured frame.
     pub fn frame<S: Sink>(&mut self, frame: &Frame<'_>, sink: &mut S) {
-        self.state.frame(&mut self.scratch, frame, sink);
+        self.state.frame(&mut self.scratch, frame, None, sink);
+    }
+}
+
+/// One UDP payload on its way through a dialect's arm.
+#[derive(Clone, Copy)]
+struct Udp<'a> {
+    frame: u64,
+    ts_nanos: i64,
+    src: SocketAddr,
+    dst: SocketAddr,
+    bytes: &'a [u8],
+}
+
+/// Where an rtype datagram's CRC and decompression ([`rtype::unpack`]) are done.
+enum Unpack<'s> {
+    /// Here, decompressing into this scratch buffer.
+    Here(&'s mut [u8]),
+    /// Ahead, on the reading thread; the slice is the decompressed payload.
+    Ahead(rtype::Unpacked, &'s [u8]),
+}
+
+/// The reading thread's share of the work: the CRC and decompression of every rtype datagram
+/// carried whole in a frame (fragments are reassembled, in order, on the decoding thread). The
+/// decoding thread then has only the stateful part left, and the two run side by side.
+struct UnpackAhead {
+    scratch: Vec<u8>,
+}
+
+/// A batch's [`rtype::Unpacked`] per frame (none for other frames), with the decompressed
+/// payloads end to end.
+#[derive(Default)]
+struct Unpacks {
+    frames: Vec<Option<(rtype::Unpacked, Range<usize>)>>,
+    payloads: Vec<u8>,
+}
+
+impl Ahead for UnpackAhead {
+    type Results = Unpacks;
+
+    fn frame(&mut self, frame: &Frame<'_>, unpacks: &mut Unpacks) {
+        let unpacked = match capture::udp_from_frame(frame.link_type, frame.data) {
+            LinkOutcome::Udp(udp) if Dialect::detect(udp.payload) == Some(Dialect::Rtype) => {
+                let unpacked = rtype::unpack(udp.payload, &mut self.scratch);
+                let start = unpacks.payloads.len();
+                let payload = &self.scratch[..unpacked.decompressed().unwrap_or(0)];
+                unpacks.payloads.extend_from_slice(payload);
+                Some((unpacked, start..unpacks.payloads.len()))
+            }
+            _ => None,
+        };
+        unpacks.frames.push(unpacked);
+    }
+
+    fn size(unpacks: &Unpacks) -> usize {
+        unpacks.payloads.len()
+    }
+
+    fn clear(unpacks: &mut Unpacks) {
+        unpacks.frames.clear();
+        unpacks.payloads.clear();
+        // A batch of hostile datagrams that each decompress to 64 KiB gives its memory back.
+        if unpacks.payloads.capacity() > 1 << 20 {
+            unpacks.payloads = Vec::new();
+        }
     }
 }
 
 impl State {
-    fn frame<S: Sink>(&mut self, scratch: &mut [u8], frame: &Frame<'_>, sink: &mut S) {
+    /// Handles one frame; `ahead` is its rtype datagram's [`rtype::unpack`] when done already.
+    fn frame<S: Sink>(
+        &mut self,
+        scratch: &mut [u8],
+        frame: &Frame<'_>,
+        ahead: Option<(rtype::Unpacked, &[u8])>,
+        sink: &mut S,
+    ) {
         self.counts.frames += 1;
         self.first_ts.get_or_insert(frame.ts_nanos);
         self.last_ts = Some(frame.ts_nanos);
@@ -296,15 +377,18 @@ impl State {
                         Detail::Value(udp.truncated_by.into()),
                     );
                 }
-                self.datagram(
-                    scratch,
-                    frame.number,
-                    frame.ts_nanos,
-                    udp.src,
-                    udp.dst,
-                    udp.payload,
-                    sink,
-                );
+                let unpack = match ahead {
+                    Some((unpacked, payload)) => Unpack::Ahead(unpacked, payload),
+                    None => Unpack::Here(scratch),
+                };
+                let udp = Udp {
+                    frame: frame.number,
+                    ts_nanos: frame.ts_nanos,
+                    src: udp.src,
+                    dst: udp.dst,
+                    bytes: udp.payload,
+                };
+                self.datagram(&udp, unpack, sink);
             }
             LinkOutcome::Fragment => {
                 // Datagrams evicted (set or byte limit) or expired while this fragment was kept
@@ -324,15 +408,14 @@ impl State {
                     loose(sink, Rule::CaptureFragmentDropped, 0, Detail::None);
                 }
                 if let capture::DefragOutcome::Complete(udp) = outcome {
-                    self.datagram(
-                        scratch,
-                        frame.number,
-                        frame.ts_nanos,
-                        udp.src,
-                        udp.dst,
-                        &udp.payload,
-                        sink,
-                    );
+                    let udp = Udp {
+                        frame: frame.number,
+                        ts_nanos: frame.ts_nanos,
+                        src: udp.src,
+                        dst: udp.dst,
+                        bytes: &udp.payload,
+                    };
+                    self.datagram(&udp, Unpack::Here(scratch), sink);
                 }
             }
             LinkOutcome::NotUdp => self.counts.not_udp += 1,
@@ -349,33 +432,24 @@ impl State {
         }
     }
 
-    fn datagram<S: Sink>(
-        &mut self,
-        scratch: &mut [u8],
-        frame: u64,
-        ts_nanos: i64,
-        src: SocketAddr,
-        dst: SocketAddr,
-        bytes: &[u8],
-        sink: &mut S,
-    ) {
+    fn datagram<S: Sink>(&mut self, udp: &Udp<'_>, unpack: Unpack<'_>, sink: &mut S) {
         self.counts.udp += 1;
         if self
             .port
-            .is_some_and(|p| src.port() != p && dst.port() != p)
+            .is_some_and(|p| udp.src.port() != p && udp.dst.port() != p)
         {
             return;
         }
-        let Some(dialect) = Dialect::detect(bytes) else {
+        let Some(dialect) = Dialect::detect(udp.bytes) else {
             self.counts.other_udp += 1;
             return;
         };
         self.counts.datagrams += 1;
         self.findings.clear();
         match dialect {
-            Dialect::Rtype => self.rtype(scratch, frame, ts_nanos, src, dst, bytes, sink),
-            Dialect::Rt => self.rt(frame, ts_nanos, src, dst, bytes, sink),
-            Dialect::Rtnp => self.rtnp(frame, ts_nanos, src, dst, bytes, sink),
+            Dialect::Rtype => self.rtype(udp, unpack, sink),
+            Dialect::Rt => self.rt(udp, sink),
+            Dialect::Rtnp => self.rtnp(udp, sink),
         }
         self.flush_closed(sink);
     }

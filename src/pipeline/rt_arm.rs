@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::SocketAddr;
 
-use super::{DatagramEvent, Decoded, LooseFinding, Sink, State, HEADER_GROUP};
+use super::{DatagramEvent, Decoded, LooseFinding, Sink, State, Udp, HEADER_GROUP};
 use crate::datagram::{rt, Dialect};
 use crate::message::{
     decode_message, decode_nodes, Detail, Facts, Finding, Open, Tap, Value, Visitor,
@@ -149,15 +149,14 @@ impl RtState {
 }
 
 impl State {
-    pub(super) fn rt<S: Sink>(
-        &mut self,
-        frame: u64,
-        ts_nanos: i64,
-        src: SocketAddr,
-        dst: SocketAddr,
-        bytes: &[u8],
-        sink: &mut S,
-    ) {
+    pub(super) fn rt<S: Sink>(&mut self, udp: &Udp<'_>, sink: &mut S) {
+        let Udp {
+            frame,
+            ts_nanos,
+            src,
+            dst,
+            bytes,
+        } = *udp;
         let parsed = rt::parse(bytes, &mut self.findings);
         let message = parsed.and_then(|d| d.message);
         let (direction, known) = self.rt.direction(src, dst, message);

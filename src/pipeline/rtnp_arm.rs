@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use serde_json::Value;
 
 use super::rt_arm::{lower_port_is_server, Servers};
-use super::{DatagramEvent, Decoded, Sink, State};
+use super::{DatagramEvent, Decoded, Sink, State, Udp};
 use crate::datagram::{rtnp, Dialect};
 use crate::message::{Detail, Facts, Finding};
 use crate::proto::rtnp::{
@@ -75,15 +75,14 @@ enum Content {
 }
 
 impl State {
-    pub(super) fn rtnp<S: Sink>(
-        &mut self,
-        frame: u64,
-        ts_nanos: i64,
-        src: SocketAddr,
-        dst: SocketAddr,
-        bytes: &[u8],
-        sink: &mut S,
-    ) {
+    pub(super) fn rtnp<S: Sink>(&mut self, udp: &Udp<'_>, sink: &mut S) {
+        let Udp {
+            frame,
+            ts_nanos,
+            src,
+            dst,
+            bytes,
+        } = *udp;
         let parsed = rtnp::parse(bytes, &mut self.findings);
         let at = parsed.text_at;
         self.rtnp.json = None;

@@ -1,8 +1,5 @@
 //! The rtype dialect's part of the pipeline: checks, decoding, archetypes and chunk sets.
-
-use std::net::SocketAddr;
-
-use super::{DatagramEvent, Decoded, ReassembledEvent, Sink, State, HEADER_GROUP};
+use super::{DatagramEvent, Decoded, ReassembledEvent, Sink, State, Udp, Unpack, HEADER_GROUP};
 use crate::datagram::{rtype, Dialect};
 use crate::message::{
     decode_message, decode_nodes, Detail, Facts, Finding, Open, Tap, Value, Visitor,
@@ -13,18 +10,21 @@ use crate::proto::{Direction, Message, Rule};
 use crate::session::chunks::{Chunk, Reassembled};
 
 impl State {
-    pub(super) fn rtype<S: Sink>(
-        &mut self,
-        scratch: &mut [u8],
-        frame: u64,
-        ts_nanos: i64,
-        src: SocketAddr,
-        dst: SocketAddr,
-        bytes: &[u8],
-        sink: &mut S,
-    ) {
-        let parsed = rtype::parse(bytes, scratch, &mut self.findings);
-        let scratch: &[u8] = scratch;
+    pub(super) fn rtype<S: Sink>(&mut self, udp: &Udp<'_>, unpack: Unpack<'_>, sink: &mut S) {
+        let Udp {
+            frame,
+            ts_nanos,
+            src,
+            dst,
+            bytes,
+        } = *udp;
+        // `scratch` holds the decompressed payload.
+        let (parsed, scratch): (_, &[u8]) = match unpack {
+            Unpack::Here(scratch) => (rtype::parse(bytes, scratch, &mut self.findings), scratch),
+            Unpack::Ahead(unpacked, payload) => {
+                (rtype::check(bytes, unpacked, &mut self.findings), payload)
+            }
+        };
         let message = parsed.and_then(|d| d.message);
         // Direction: the header's packet type, else the message's, else the lower port is the server.
         let direction = parsed
