@@ -112,6 +112,11 @@ impl Defragmenter {
         }
     }
 
+    /// Datagrams still waiting for fragments (at the end of a capture: never completed).
+    pub fn unfinished(&self) -> usize {
+        self.sets.len()
+    }
+
     /// Feed a frame whose [`udp_from_frame`](super::udp_from_frame) said
     /// `Fragment`. Returns `Complete` when this fragment completed a datagram.
     pub fn push(&mut self, link_type: LinkType, data: &[u8], ts_nanos: i64) -> DefragOutcome {

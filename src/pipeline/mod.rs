@@ -242,6 +242,19 @@ impl Pipeline {
                 finding,
             });
         }
+        // Datagrams whose fragments never all arrived are lost too, like those dropped on the way.
+        for _ in 0..self.state.defrag.unfinished() {
+            let finding = Finding {
+                rule: Rule::CaptureFragmentDropped,
+                at: 0,
+                detail: Detail::None,
+            };
+            sink.loose(&LooseFinding {
+                frame: read.frames,
+                conversation: 0,
+                finding,
+            });
+        }
         self.state.chunks.finish(&mut self.state.closed);
         self.state.flush_closed(sink);
         self.state.rt_finish(sink);

@@ -69,7 +69,7 @@ rules! {
     CaptureSnaplen = "capture.snaplen", Warning, "pcap",
         "a datagram was cut short by the capture's snapshot length";
     CaptureFragmentDropped = "capture.fragment-dropped", Warning, "pcap",
-        "IP fragments were dropped (limit reached, overlap or expiry) before reassembly";
+        "IP fragments were dropped (limit reached, overlap or expiry, or still incomplete when the capture ends) before reassembly";
     // rtype datagram.
     RtypeShortDatagram = "rtype.datagram.short", Error, "002 §4",
         "datagram shorter than the 17-byte header plus the 4-byte CRC";
