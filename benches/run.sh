@@ -137,3 +137,14 @@ print(f"\nexport: {records:,} records, {per_s(records / t['export'])} records/s 
       f"({per_s(records / cpu['export'])} per CPU second)")
 print("datagrams per CPU second: " + ", ".join(f"{k} {per_s(n / cpu[k])}" for k in ["summary", "check", "export", "packets", "tcpdump"]))
 EOF
+
+# Where the decoding time goes, stage by stage, in one thread (benches/stages.rs).
+echo >&2 "stages..."
+{
+  echo
+  echo "Stages, one thread, best of 3 (\`cargo bench --bench stages -- FILE\`):"
+  echo
+  echo '```'
+  cargo bench --quiet --bench stages -- "$FILE" 2>/dev/null
+  echo '```'
+} | tee -a "$DIR/results.md"
