@@ -144,9 +144,11 @@ impl<W: Write> Sink for Export<W> {
             e.frame
         );
         write_rfc3339(line, e.ts_nanos);
+        line.push_str("\",\"time_rel\":");
+        render::push_f64(line, rel);
         let _ = write!(
             line,
-            "\",\"time_rel\":{rel},\"src_ip\":\"{}\",\"src_port\":{},\"dst_ip\":\"{}\",\"dst_port\":{},\"conversation\":{},\
+            ",\"src_ip\":\"{}\",\"src_port\":{},\"dst_ip\":\"{}\",\"dst_port\":{},\"conversation\":{},\
              \"dialect\":\"{}\",\"direction\":\"{}\",\"length\":{}",
             e.src.ip(),
             e.src.port(),

@@ -100,8 +100,7 @@ impl JsonFields {
 
     fn key(&mut self, name: &str) {
         self.separate();
-        render::json_str(&mut self.out, name);
-        self.out.push(':');
+        render::json_key(&mut self.out, name);
     }
 }
 

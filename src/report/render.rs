@@ -32,6 +32,18 @@ pub fn json_str(out: &mut String, s: &str) {
     out.push('"');
 }
 
+/// Appends `"name":`, an object key from the protocol description or a profile. Their names
+/// are [a-z0-9_] (profiles are validated on load), so the escape scan of [`json_str`] is skipped.
+pub fn json_key(out: &mut String, name: &str) {
+    debug_assert!(
+        !name.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20),
+        "key {name:?} needs escaping"
+    );
+    out.push('"');
+    out.push_str(name);
+    out.push_str("\":");
+}
+
 /// Appends bytes as lowercase hex.
 pub fn hex(out: &mut String, bytes: &[u8]) {
     for b in bytes {
@@ -57,11 +69,81 @@ fn float(out: &mut String, field: &Field, f: f64, json: bool) {
         }
         return;
     }
-    let _ = if field.ty == Ty::F32 {
-        write!(out, "{}", f as f32)
+    if field.ty == Ty::F32 {
+        push_f32(out, f as f32);
     } else {
-        write!(out, "{f}")
+        push_f64(out, f);
+    }
+}
+
+/// Appends `x` exactly as `write!(out, "{x}")` does, but through zmij, which is much cheaper than
+/// std's float formatting (export writes many floats); zmij is in the tree through serde_json.
+pub fn push_f64(out: &mut String, x: f64) {
+    let bits = x.to_bits();
+    let exp = ((bits >> 52) & 0x7ff) as i32;
+    let frac = bits & ((1 << 52) - 1);
+    let places = if exp == 0 {
+        exact_places(frac, -1074)
+    } else {
+        exact_places(frac | 1 << 52, exp - 1075)
     };
+    if !x.is_finite() || !push_shortest(out, zmij::Buffer::new().format_finite(x), places) {
+        let _ = write!(out, "{x}");
+    }
+}
+
+/// [`push_f64`] for `f32`, whose `Display` gives the shortest digits at single precision.
+pub fn push_f32(out: &mut String, x: f32) {
+    let bits = x.to_bits();
+    let exp = ((bits >> 23) & 0xff) as i32;
+    let frac = u64::from(bits & 0x7f_ffff);
+    let places = if exp == 0 {
+        exact_places(frac, -149)
+    } else {
+        exact_places(frac | 1 << 23, exp - 150)
+    };
+    if !x.is_finite() || !push_shortest(out, zmij::Buffer::new().format_finite(x), places) {
+        let _ = write!(out, "{x}");
+    }
+}
+
+/// Decimal places in the exact value of `m * 2^e`: a binary fraction `odd / 2^k` has exactly
+/// `k`, the last of them a 5.
+fn exact_places(m: u64, e: i32) -> usize {
+    if m == 0 {
+        return 0;
+    }
+    (-(e + m.trailing_zeros() as i32)).max(0) as usize
+}
+
+/// Appends zmij's shortest form `s` of a value with `places` exact decimal places, rewritten as
+/// `Display` writes it; false (nothing appended) where that is not a cheap rewrite.
+///
+/// Both give the same shortest digits, but zmij writes "1.0" for `Display`'s "1" and "1e-7" or
+/// "1e+16" where `Display` never uses an exponent. And where the value lies exactly halfway
+/// between two shortest candidates (one more exact decimal place than shown, that place a 5:
+/// 2.00390625 as an f32), zmij rounds to even ("2.0039062") and std away from zero
+/// ("2.0039063"): those few go through `write!` too.
+fn push_shortest(out: &mut String, s: &str, places: usize) -> bool {
+    // One pass over the (short) text for both the exponent and the point.
+    let mut dot = None;
+    for (i, b) in s.bytes().enumerate() {
+        match b {
+            b'e' => return false,
+            b'.' => dot = Some(i),
+            _ => {}
+        }
+    }
+    let (s, shown) = match dot {
+        Some(dot) if &s[dot..] == ".0" => (&s[..dot], 0),
+        Some(dot) => (s, s.len() - dot - 1),
+        None => (s, 0),
+    };
+    if places == shown + 1 {
+        return false;
+    }
+    out.push_str(s);
+    true
 }
 
 /// Appends an integer in decimal, as `write!(out, "{n}")` does but without the formatting
@@ -207,5 +289,126 @@ pub fn detail(finding: &Finding) -> String {
         }
         Detail::Chunks { tick, have, total } => format!("tick {tick}: {have} of {total} chunks"),
         Detail::Frames { first } => format!("see frame {first}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check_f32(x: f32) {
+        let mut s = String::new();
+        push_f32(&mut s, x);
+        assert_eq!(s, format!("{x}"), "f32 {:#010x}", x.to_bits());
+    }
+
+    fn check_f64(x: f64) {
+        let mut s = String::new();
+        push_f64(&mut s, x);
+        assert_eq!(s, format!("{x}"), "f64 {:#018x}", x.to_bits());
+    }
+
+    /// xorshift64: reproducible pseudo-random bits without a dependency.
+    fn xorshift(state: &mut u64) -> u64 {
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        *state
+    }
+
+    #[test]
+    fn floats_as_display_writes_them() {
+        for x in [
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            0.1,
+            1e-7,
+            1e16,
+            123456789.0,
+            f32::MIN_POSITIVE,
+            -f32::MIN_POSITIVE,
+            f32::from_bits(1),
+            f32::from_bits(0x007f_ffff),
+            f32::MAX,
+            f32::MIN,
+            f32::EPSILON,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            // Exactly halfway between two shortest candidates, where std rounds up and zmij to
+            // even: 2.00390625, 131072.125, 0.000244140625.
+            f32::from_bits(0x4000_4000),
+            f32::from_bits(0x4800_0008),
+            f32::from_bits(0x3980_0000),
+        ] {
+            check_f32(x);
+        }
+        for x in [
+            0.0,
+            -0.0,
+            1e-7,
+            1e16,
+            123456789.0,
+            f64::MIN_POSITIVE,
+            f64::from_bits(1),
+            f64::MAX,
+            f64::INFINITY,
+            f64::NAN,
+            f64::from(f32::MAX),
+        ] {
+            check_f64(x);
+        }
+        // Fixed-point profile fields (tenths, hundredths) read as f32.
+        for k in -100_000..100_000 {
+            check_f32(k as f32 / 10.0);
+            check_f32(k as f32 / 100.0);
+        }
+        // Divisor fields: i16 / 10 and i32 / 1000 in f64.
+        for n in i16::MIN..=i16::MAX {
+            check_f64(f64::from(n) / 10.0);
+            check_f64(f64::from(n) / 1000.0);
+        }
+        let mut state = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..1_000_000 {
+            check_f64(f64::from(xorshift(&mut state) as i32) / 1000.0);
+        }
+        // Any f32 bit pattern (NaN and infinities are written before this path).
+        let mut tested = 0;
+        while tested < 3_000_000 {
+            let x = f32::from_bits(xorshift(&mut state) as u32);
+            if x.is_finite() {
+                check_f32(x);
+                tested += 1;
+            }
+        }
+    }
+
+    #[test]
+    fn zmij_path_is_taken_for_ordinary_values() {
+        // The comparison above would pass through `write!` alone; make sure it exercised zmij.
+        let mut s = String::new();
+        let (mut a, mut b) = (zmij::Buffer::new(), zmij::Buffer::new());
+        assert!(push_shortest(&mut s, a.format_finite(1.5f32), 1));
+        assert!(push_shortest(&mut s, b.format_finite(-3.0f64), 0));
+        assert_eq!(s, "1.5-3");
+    }
+
+    #[test]
+    fn integers_and_keys() {
+        let mut state = 1;
+        for n in [0, 1, 9, 10, 99, 100, u64::MAX, i64::MAX as u64]
+            .into_iter()
+            .chain((0..10_000).map(|_| xorshift(&mut state) >> (state % 64)))
+        {
+            let mut s = String::new();
+            push_u64(&mut s, n);
+            assert_eq!(s, n.to_string());
+        }
+        let mut s = String::new();
+        push_i64(&mut s, i64::MIN);
+        json_key(&mut s, "pos_x");
+        assert_eq!(s, "-9223372036854775808\"pos_x\":");
     }
 }
