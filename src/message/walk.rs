@@ -1,7 +1,7 @@
 //! The walker: reads a payload node by node, as the protocol description lays it out.
 
 use super::{Detail, Facts, Finding, NoFields, Open, Value, Visitor};
-use crate::proto::profile::{BitSlot, Profile};
+use crate::proto::profile::{BitSlot, Profile, MASK_BITS};
 use crate::proto::schema::{Check, Display, Field, Group, Message, Node, Role, Ty};
 use crate::proto::Rule;
 
@@ -400,7 +400,17 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
             if mask != 0 {
                 let bit = mask.trailing_zeros() as usize;
                 mask &= mask - 1;
-                self.bit(bit)?;
+                let w = usize::from(plan.wanted[bit]);
+                match self.profile.bits[bit] {
+                    // A plain number the visitor wants (an entity type, for its check): read here.
+                    BitSlot::Field(field) if w > 0 && self.left() >= w => {
+                        let at = self.pos;
+                        let raw = self.raw(&self.buf[at..at + w]);
+                        self.pos += w;
+                        self.visitor.field(field, at, w, number(field, raw));
+                    }
+                    _ => self.bit(bit)?,
+                }
             }
         }
         while mask != 0 {
@@ -449,6 +459,8 @@ struct MaskPlan {
     four: u16,
     /// The bits that must be read or reported (every bit not skippable).
     handle: u16,
+    /// Per bit, the width of a plain number (as the skippable ones) that the visitor wants, else 0.
+    wanted: [u8; MASK_BITS],
 }
 
 impl MaskPlan {
@@ -458,6 +470,7 @@ impl MaskPlan {
             two: 0,
             four: 0,
             handle: 0,
+            wanted: [0; MASK_BITS],
         };
         for (bit, slot) in profile.bits.iter().enumerate() {
             let class = match slot {
@@ -474,6 +487,16 @@ impl MaskPlan {
                         Some(4) => &mut plan.four,
                         _ => &mut plan.handle,
                     }
+                }
+                BitSlot::Field(f)
+                    if f.array == 0
+                        && f.check == Check::None
+                        && matches!(f.role, Role::None | Role::EntityType) =>
+                {
+                    if let Some(w @ (1 | 2 | 4)) = f.width() {
+                        plan.wanted[bit] = w as u8;
+                    }
+                    &mut plan.handle
                 }
                 _ => &mut plan.handle,
             };
@@ -618,11 +641,32 @@ mod tests {
     use crate::datagram::rtype;
     use crate::proto::rtype as desc;
 
-    /// A visitor that wants every field, so the walk goes node by node.
-    struct Everything;
+    /// A visitor that wants every field (so the walk goes node by node) and lists them.
+    #[derive(Default)]
+    struct Everything(Vec<(&'static str, usize, usize)>);
 
     impl Visitor for Everything {
-        fn field(&mut self, _: &'static Field, _: usize, _: usize, _: Value<'_>) {}
+        fn field(&mut self, f: &'static Field, at: usize, len: usize, _: Value<'_>) {
+            self.0.push((f.name, at, len));
+        }
+        fn open(&mut self, _: &'static Group, _: Open, _: usize) {}
+        fn close(&mut self, _: Open) {}
+        fn undecoded(&mut self, _: usize, _: &[u8]) {}
+    }
+
+    /// A visitor that only wants entity types, as the pipeline's check against LevelInit.
+    #[derive(Default)]
+    struct Types(Vec<(usize, Value<'static>)>);
+
+    impl Visitor for Types {
+        const WANTS_FIELDS: bool = false;
+        fn wants(&self, field: &'static Field) -> bool {
+            field.role == Role::EntityType
+        }
+        fn field(&mut self, _: &'static Field, at: usize, _: usize, value: Value<'_>) {
+            let value = value.as_u64().map_or(Value::U(u64::MAX), Value::U);
+            self.0.push((at, value));
+        }
         fn open(&mut self, _: &'static Group, _: Open, _: usize) {}
         fn close(&mut self, _: Open) {}
         fn undecoded(&mut self, _: usize, _: &[u8]) {}
@@ -663,9 +707,39 @@ mod tests {
         for len in 0..=payload.len() {
             let cut = &payload[..len];
             let skipped = decode(cut, &mut NoFields);
-            let read = decode(cut, &mut Everything);
-            assert_eq!(skipped, read, "payload cut at {len}");
+            assert_eq!(
+                skipped,
+                decode(cut, &mut Everything::default()),
+                "cut at {len}"
+            );
+            assert_eq!(skipped, decode(cut, &mut Types::default()), "cut at {len}");
         }
+        // Fields are visited at their offsets, whichever way the walk reads them.
+        let mut every = Everything::default();
+        decode(&payload, &mut every);
+        let names: Vec<&str> = every.0.iter().map(|f| f.0).collect();
+        assert_eq!(
+            names[..12],
+            [
+                "entity_count",
+                "id",
+                "update_mask",
+                "entity_type",
+                "pos_x",
+                "pos_y",
+                "vel_x",
+                "vel_y",
+                "health",
+                "status_flags",
+                "lives",
+                "id"
+            ]
+        );
+        assert_eq!(every.0[3], ("entity_type", 8, 1));
+        assert_eq!(every.0[10], ("lives", 28, 1));
+        let mut types = Types::default();
+        decode(&payload, &mut types);
+        assert_eq!(types.0, [(8, Value::U(0))]);
         let (facts, findings) = decode(&payload, &mut NoFields);
         assert_eq!(facts.entity_count, Some(4));
         let rules: Vec<Rule> = findings.iter().map(|f| f.rule).collect();
