@@ -473,34 +473,33 @@ impl MaskPlan {
             wanted: [0; MASK_BITS],
         };
         for (bit, slot) in profile.bits.iter().enumerate() {
-            let class = match slot {
-                BitSlot::Field(f)
-                    if f.array == 0
-                        && f.check == Check::None
-                        // Roles [`Walker::note`] ignores: only a visitor may want them.
-                        && matches!(f.role, Role::None | Role::EntityType)
-                        && !visitor.wants(f) =>
-                {
-                    match f.width() {
-                        Some(1) => &mut plan.one,
-                        Some(2) => &mut plan.two,
-                        Some(4) => &mut plan.four,
-                        _ => &mut plan.handle,
-                    }
-                }
+            // A number of 1, 2 or 4 bytes, unchecked, with a role [`Walker::note`] ignores.
+            let plain = match slot {
                 BitSlot::Field(f)
                     if f.array == 0
                         && f.check == Check::None
                         && matches!(f.role, Role::None | Role::EntityType) =>
                 {
-                    if let Some(w @ (1 | 2 | 4)) = f.width() {
-                        plan.wanted[bit] = w as u8;
-                    }
-                    &mut plan.handle
+                    f.width()
+                        .filter(|w| matches!(w, 1 | 2 | 4))
+                        .map(|w| (*f, w))
                 }
-                _ => &mut plan.handle,
+                _ => None,
             };
-            *class |= 1 << bit;
+            match plain {
+                Some((f, w)) if !visitor.wants(f) => {
+                    *match w {
+                        1 => &mut plan.one,
+                        2 => &mut plan.two,
+                        _ => &mut plan.four,
+                    } |= 1 << bit
+                }
+                Some((_, w)) => {
+                    plan.wanted[bit] = w as u8;
+                    plan.handle |= 1 << bit;
+                }
+                None => plan.handle |= 1 << bit,
+            }
         }
         plan
     }
