@@ -155,6 +155,49 @@ fn collect(bytes: &[u8]) -> Collect {
     c
 }
 
+/// The export of `path` by [`Pipeline::run`] (CRC and LZ4 done ahead on the reading thread), and
+/// frame by frame with [`Pipeline::frame`] (everything on one thread, as a live capture runs).
+fn export_both_ways(path: &Path) -> (Vec<u8>, Vec<u8>) {
+    let profile = || Profile::load(&root().join("samples/profiles/reference-17byte.toml")).unwrap();
+    let filter = FilterArgs::default().build().expect("the empty filter");
+    let mut threaded = Vec::new();
+    let mut reader = CaptureReader::open(path).unwrap();
+    let mut sink = Export::new(&mut threaded, false, filter.clone());
+    Pipeline::new(profile(), None)
+        .run(&mut reader, &mut sink)
+        .unwrap();
+    drop(sink);
+    let mut inline = Vec::new();
+    let mut reader = CaptureReader::open(path).unwrap();
+    let mut sink = Export::new(&mut inline, false, filter);
+    let mut pipeline = Pipeline::new(profile(), None);
+    sink.start(reader.info());
+    let read = reader
+        .for_each_frame(|f| pipeline.frame(f, &mut sink))
+        .unwrap();
+    pipeline.finish(&reader.info().clone(), &read, &mut sink);
+    drop(sink);
+    (threaded, inline)
+}
+
+#[test]
+fn unpacking_ahead_changes_nothing() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut compared = 0;
+    for dir in ["samples", "tests/fixtures"] {
+        for e in std::fs::read_dir(root().join(dir)).unwrap().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.ends_with(".pcap") || name.ends_with(".pcapng") || name.ends_with(".pcap.gz") {
+                let (threaded, inline) = export_both_ways(&e.path());
+                assert!(threaded.len() > 1000, "{name}");
+                assert!(threaded == inline, "{name}: the two exports differ");
+                compared += 1;
+            }
+        }
+    }
+    assert!(compared >= 19, "only {compared} captures found");
+}
+
 /// The summary, the NDJSON export, the verbose packet list with hex and the session statistics,
 /// over `bytes`.
 fn every_report(bytes: &[u8]) {

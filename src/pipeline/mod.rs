@@ -11,7 +11,6 @@ mod rtnp_arm;
 mod rtype_arm;
 
 use std::net::SocketAddr;
-
 use std::ops::Range;
 
 use crate::capture::{self, Ahead, CaptureInfo, Defragmenter, Frame, LinkOutcome, ReadEnd};
