@@ -37,23 +37,25 @@ impl Default for Recent {
     }
 }
 
-/// The hash datagrams are compared by: every datagram is hashed, so it takes 8 bytes at a time,
-/// each mixed in by a 64 × 64 → 128-bit multiply folded back to 64 bits (as wyhash and foldhash
-/// do). Not meant to resist crafted collisions (a crafted duplicate is only a false finding).
+/// The hash datagrams are compared by: every datagram is hashed, so it takes 16 bytes at a time
+/// in one 64 × 64 → 128-bit multiply folded back to 64 bits (the two 8-byte halves are mixed in
+/// on either side of the product, as wyhash does). Not meant to resist crafted collisions (a
+/// crafted duplicate is only a false finding).
 pub fn hash(bytes: &[u8]) -> u64 {
     const K: [u64; 2] = [0x9E37_79B9_7F4A_7C15, 0xD6E8_FEB8_6659_FD93];
-    let mix = |h: u64, word: u64| {
-        let m = u128::from(h ^ word) * u128::from(K[1]);
+    let mix = |a: u64, b: u64| {
+        let m = u128::from(a) * u128::from(b);
         (m as u64) ^ (m >> 64) as u64
     };
-    let mut words = bytes.chunks_exact(8);
+    let word = |w: &[u8]| u64::from_le_bytes(w.try_into().expect("8 bytes"));
+    let mut pairs = bytes.chunks_exact(16);
     let mut h = K[0] ^ bytes.len() as u64;
-    for w in &mut words {
-        h = mix(h, u64::from_le_bytes(w.try_into().expect("8 bytes")));
+    for p in &mut pairs {
+        h = mix(word(&p[..8]) ^ K[1], word(&p[8..]) ^ h);
     }
-    let mut last = [0u8; 8];
-    last[..words.remainder().len()].copy_from_slice(words.remainder());
-    mix(mix(h, u64::from_le_bytes(last)), K[0])
+    let mut last = [0u8; 16];
+    last[..pairs.remainder().len()].copy_from_slice(pairs.remainder());
+    mix(word(&last[..8]) ^ K[1], word(&last[8..]) ^ h) ^ K[0]
 }
 
 impl Recent {
@@ -78,12 +80,29 @@ impl Recent {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeSet;
 
     #[test]
     fn repeats_within_the_window_only() {
         let mut r = Recent::default();
         let (a, b) = (hash(b"destroy 7"), hash(b"destroy 8"));
         assert_ne!(a, b);
+        // Every byte counts, in both halves of a 16-byte step, and so does the length.
+        let long = [7u8; 40];
+        let hashes: BTreeSet<u64> = (0..long.len())
+            .map(|i| {
+                let mut d = long;
+                d[i] ^= 1;
+                hash(&d)
+            })
+            .chain([
+                hash(&long),
+                hash(&long[..39]),
+                hash(&[0; 16]),
+                hash(&[0; 17]),
+            ])
+            .collect();
+        assert_eq!(hashes.len(), long.len() + 4);
         assert_eq!(r.push(a, 1, 0), None);
         assert_eq!(r.push(b, 2, 1_000), None);
         assert_eq!(r.push(a, 3, 2_000), Some(1));
