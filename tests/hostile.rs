@@ -881,6 +881,19 @@ fn decompression_is_bounded_by_the_header() {
 }
 
 #[test]
+fn payloads_decompressed_ahead_stay_bounded() {
+    // Small datagrams that each inflate to 65,000 bytes: the reading thread decompresses them
+    // ahead of decoding, and the batches they travel in must not grow with what they inflate to.
+    let packed = lz4_flex::block::compress(&vec![0u8; 65_000]);
+    let frame = server_datagram(&rtype(2, 0x14, 1, &packed, Some(65_000)));
+    let frames = vec![frame; 3_000];
+    let (found, peak) = measured(|| collect(&raw_pcap(&frames, 65_535)));
+    assert_eq!(found.frames("rtype.compress.lz4"), Vec::<u64>::new());
+    assert_eq!(found.frames("rtype.message.trailing").len(), 3_000);
+    assert!(peak < 8 << 20, "{peak}");
+}
+
+#[test]
 fn json_limits_are_findings() {
     let deep = format!(
         "{{\"type\":\"snapshot\",\"x\":{}{}}}",
