@@ -159,19 +159,14 @@ impl<'a> Datagram<'a> {
 /// Largest payload a header can announce; the scratch buffer for decompression has this size.
 pub const MAX_PAYLOAD: usize = u16::MAX as usize;
 
-/// The CRC stored in the footer, and the one computed over the rest.
-fn crc_of(bytes: &[u8]) -> (u32, u32) {
-    let covered = &bytes[..bytes.len() - CRC_LEN];
-    (crc_stored(bytes), crc32fast::hash(covered))
-}
-
+/// The CRC stored in the footer (the caller checked there is one).
 fn crc_stored(bytes: &[u8]) -> u32 {
     let footer = &bytes[bytes.len() - CRC_LEN..];
     u32::from_be_bytes([footer[0], footer[1], footer[2], footer[3]])
 }
 
 /// Picks the header layout whose length (and, for the older header, CRC) fits the datagram.
-fn layout_of(bytes: &[u8]) -> HeaderLayout {
+fn layout_of(bytes: &[u8], crc_ok: bool) -> HeaderLayout {
     let fits = |layout: HeaderLayout| {
         Header::new_checked(bytes, layout)
             .is_some_and(|h| bytes.len() == layout.len() + h.payload_len() as usize + CRC_LEN)
@@ -179,10 +174,7 @@ fn layout_of(bytes: &[u8]) -> HeaderLayout {
     if fits(HeaderLayout::Standard) {
         return HeaderLayout::Standard;
     }
-    if fits(HeaderLayout::Old15) && {
-        let (stored, computed) = crc_of(bytes);
-        stored == computed
-    } {
+    if fits(HeaderLayout::Old15) && crc_ok {
         return HeaderLayout::Old15;
     }
     HeaderLayout::Standard
@@ -208,10 +200,17 @@ impl Unpacked {
 /// Computes `bytes`' CRC and, when its header says the payload is compressed, decompresses it into
 /// `scratch` (which must be [`MAX_PAYLOAD`] bytes). Judging is left to [`check`].
 pub fn unpack(bytes: &[u8], scratch: &mut [u8]) -> Unpacked {
-    let layout = layout_of(bytes);
+    // The CRC covers everything before the footer whatever the header's layout, and the layout
+    // check needs it: computed once, first.
+    let crc_computed = bytes
+        .len()
+        .checked_sub(CRC_LEN)
+        .map_or(0, |covered| crc32fast::hash(&bytes[..covered]));
+    let crc_ok = bytes.len() >= CRC_LEN && crc_stored(bytes) == crc_computed;
+    let layout = layout_of(bytes, crc_ok);
     let mut unpacked = Unpacked {
         layout,
-        crc_computed: 0,
+        crc_computed,
         decompressed: None,
     };
     let Some(header) = Header::new_checked(bytes, layout) else {
@@ -220,7 +219,6 @@ pub fn unpack(bytes: &[u8], scratch: &mut [u8]) -> Unpacked {
     if bytes.len() < layout.len() + CRC_LEN {
         return unpacked;
     }
-    unpacked.crc_computed = crc_of(bytes).1;
     if header.compressed() {
         let wire_payload = &bytes[layout.len()..bytes.len() - CRC_LEN];
         unpacked.decompressed =
