@@ -309,46 +309,48 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
     /// Walks the items of a repeat made of fixed-width numbers that are not checked and that the
     /// visitor does not want (a snapshot's entity id and update mask), then perhaps the masked
     /// fields, without going node by node: most of a summary's time is spent in these items.
-    /// Returns how many items it walked; the node-by-node walk takes over from the first one
-    /// that is cut short (to report it) or when the items are not of this kind.
+    /// Only the entity id and the update mask are read, each at its place in the item, so every
+    /// branch here takes the same way for every item. Returns how many items it walked; the
+    /// node-by-node walk takes over from the first one that is cut short (to report it) or when
+    /// the items are not of this kind.
     fn plain_items(&mut self, item: &'static Group, n: u32) -> Result<u32, Stop> {
-        const MAX_FIELDS: usize = 4;
         let (nodes, masked) = match item.nodes {
             [nodes @ .., Node::Masked] => (nodes, true),
             nodes => (nodes, false),
         };
-        let mut fields = [(Role::None, 0usize); MAX_FIELDS];
+        // (offset in the item, width) of the numbers [`Walker::note`] keeps.
+        let (mut id, mut mask_at) = (None, None);
         let mut width = 0;
-        for (slot, node) in fields.iter_mut().zip(nodes) {
+        for node in nodes {
             let Node::Field(field) = node else {
                 return Ok(0);
             };
-            match (field.array, field.ty.width(), field.check) {
-                (0, Some(w), Check::None) if !self.visitor.wants(field) => {
-                    *slot = (field.role, w);
-                    width += w;
-                }
+            let (0, Some(w), Check::None) = (field.array, field.ty.width(), field.check) else {
+                return Ok(0);
+            };
+            if self.visitor.wants(field) {
+                return Ok(0);
+            }
+            match field.role {
+                Role::None => {}
+                Role::EntityId => id = Some((width, w)),
+                Role::UpdateMask => mask_at = Some((width, w)),
                 _ => return Ok(0),
             }
-        }
-        if nodes.len() > MAX_FIELDS {
-            return Ok(0);
+            width += w;
         }
         // Kept here rather than re-read from `self` in every item.
         let plan = self.mask_plan();
-        let mut mask = 0;
         for index in 0..n {
-            if self.left() < width {
+            let Some(bytes) = self.buf.get(self.pos..self.pos + width) else {
                 return Ok(index);
+            };
+            if let Some((at, w)) = id {
+                self.entity = self.raw(&bytes[at..at + w]) as u32;
             }
-            for &(role, w) in &fields[..nodes.len()] {
-                let raw = self.raw(&self.buf[self.pos..self.pos + w]);
-                self.note(role, raw);
-                if role == Role::UpdateMask {
-                    mask = raw as u16;
-                }
-                self.pos += w;
-            }
+            let mask = mask_at.map_or(0, |(at, w)| self.raw(&bytes[at..at + w]) as u16);
+            self.mask = mask;
+            self.pos += width;
             if masked {
                 self.masked_fields(plan, mask)?;
             }
