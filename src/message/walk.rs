@@ -1,7 +1,7 @@
 //! The walker: reads a payload node by node, as the protocol description lays it out.
 
 use super::{Detail, Facts, Finding, NoFields, Open, Value, Visitor};
-use crate::proto::profile::{BitSlot, Profile, MASK_BITS};
+use crate::proto::profile::{BitSlot, Profile};
 use crate::proto::schema::{Check, Display, Field, Group, Message, Node, Role, Ty};
 use crate::proto::Rule;
 
@@ -387,34 +387,27 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
     }
 
     /// The fields `mask` gates, laid out by the profile.
-    fn masked_fields(&mut self, plan: MaskPlan, mut mask: u16) -> Result<(), Stop> {
-        while mask != 0 {
-            // Step over the skippable fields below the next bit that must be handled, at once.
-            let handled = mask & plan.handle;
-            let below = mask & (handled & handled.wrapping_neg()).wrapping_sub(1);
-            let width = plan.width(below);
-            if self.left() < width {
-                // Truncated among them: go field by field so the finding names the field.
-                break;
-            }
-            self.pos += width;
-            mask &= !below;
-            if mask != 0 {
-                let bit = mask.trailing_zeros() as usize;
-                mask &= mask - 1;
-                let w = usize::from(plan.wanted[bit]);
-                match self.profile.bits[bit] {
-                    // A plain number the visitor wants (an entity type, for its check): read here.
-                    BitSlot::Field(field) if w > 0 && self.left() >= w => {
-                        let at = self.pos;
-                        let raw = self.raw(&self.buf[at..at + w]);
-                        self.pos += w;
-                        self.visitor.field(field, at, w, number(field, raw));
-                    }
-                    _ => self.bit(bit)?,
+    fn masked_fields(&mut self, plan: MaskPlan, mask: u16) -> Result<(), Stop> {
+        // Mostly every set bit gates a plain number and all of them fit: the block's width is
+        // then known at once, and only the numbers the visitor wants are read.
+        let width = plan.width(mask);
+        if mask & plan.other == 0 && self.left() >= width {
+            let mut wanted = mask & plan.wanted;
+            while wanted != 0 {
+                let bit = wanted.trailing_zeros() as usize;
+                wanted &= wanted - 1;
+                if let BitSlot::Field(field) = self.profile.bits[bit] {
+                    let at = self.pos + plan.width(mask & ((1 << bit) - 1));
+                    let w = plan.width(1 << bit);
+                    let raw = self.raw(&self.buf[at..at + w]);
+                    self.visitor.field(field, at, w, number(field, raw));
                 }
             }
+            self.pos += width;
+            return Ok(());
         }
+        // Otherwise field by field, so that a cut or an unknown bit is reported where it is.
+        let mut mask = mask;
         while mask != 0 {
             let bit = mask.trailing_zeros() as usize;
             mask &= mask - 1;
@@ -450,19 +443,19 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
 }
 
 /// How a walk treats each update-mask bit. A field can be stepped over unread when reading it
-/// would change nothing: a number of 1, 2 or 4 bytes that is not checked, has no role the walk
-/// notes, and that the visitor does not want (most of a snapshot's fields for a summary). The
-/// width of any set of such bits is then three population counts, with no branch per bit.
+/// would change nothing: a number of 1, 2 or 4 bytes that is not checked and has no role the
+/// walk notes (most of a snapshot's fields). The width of any set of such bits is then three
+/// population counts, with no branch per bit; of those, only the ones the visitor wants are read.
 #[derive(Clone, Copy, Debug)]
 struct MaskPlan {
-    /// The skippable bits, by width.
+    /// The plain-number bits, by width.
     one: u16,
     two: u16,
     four: u16,
-    /// The bits that must be read or reported (every bit not skippable).
-    handle: u16,
-    /// Per bit, the width of a plain number (as the skippable ones) that the visitor wants, else 0.
-    wanted: [u8; MASK_BITS],
+    /// The plain-number bits whose value the visitor wants (an entity type, for its check).
+    wanted: u16,
+    /// The other bits, read or reported one by one: checked or variable fields, unknown widths.
+    other: u16,
 }
 
 impl MaskPlan {
@@ -471,8 +464,8 @@ impl MaskPlan {
             one: 0,
             two: 0,
             four: 0,
-            handle: 0,
-            wanted: [0; MASK_BITS],
+            wanted: 0,
+            other: 0,
         };
         for (bit, slot) in profile.bits.iter().enumerate() {
             // A number of 1, 2 or 4 bytes, unchecked, with a role [`Walker::note`] ignores.
@@ -489,24 +482,23 @@ impl MaskPlan {
                 _ => None,
             };
             match plain {
-                Some((f, w)) if !visitor.wants(f) => {
+                Some((f, w)) => {
                     *match w {
                         1 => &mut plan.one,
                         2 => &mut plan.two,
                         _ => &mut plan.four,
-                    } |= 1 << bit
+                    } |= 1 << bit;
+                    if visitor.wants(f) {
+                        plan.wanted |= 1 << bit;
+                    }
                 }
-                Some((_, w)) => {
-                    plan.wanted[bit] = w as u8;
-                    plan.handle |= 1 << bit;
-                }
-                None => plan.handle |= 1 << bit,
+                None => plan.other |= 1 << bit,
             }
         }
         plan
     }
 
-    /// Bytes taken by the fields of `bits`, all skippable.
+    /// Bytes taken by the fields of `bits`, all plain numbers.
     fn width(&self, bits: u16) -> usize {
         ((bits & self.one).count_ones()
             + 2 * (bits & self.two).count_ones()
