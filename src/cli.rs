@@ -220,7 +220,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
             let out = std::io::BufWriter::with_capacity(1 << 16, out);
             let mut export = report::export::Export::new(out, json_array, filter.build()?);
             read_capture(&file, &read, &mut export)?;
-            quiet_on_broken_pipe(export.error)
+            quiet_on_broken_pipe(export.error())
         }
         Command::Stats(args) => report::stats::run(args),
         Command::Check(args) => report::check::run(args),

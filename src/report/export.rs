@@ -20,37 +20,30 @@ use crate::session::Conversations;
 /// Writes timeline records to `out`. A write error (a closed pipe) stops the output quietly and
 /// is kept for the caller.
 pub struct Export<W: Write> {
-    out: W,
-    array: bool,
-    records: u64,
+    output: Output<W>,
     fields: JsonFields,
     line: String,
+    /// A datagram record's end, after its fields.
+    tail: String,
     filter: Filter,
     first_ts: Option<i64>,
     summary: Summary,
     /// Whether the last datagram passed the filter (its reassembled snapshot follows it).
     shown: bool,
-    pub error: Option<io::Error>,
 }
 
-impl<W: Write> Export<W> {
-    pub fn new(out: W, array: bool, filter: Filter) -> Self {
-        Export {
-            out,
-            array,
-            records: 0,
-            fields: JsonFields::default(),
-            line: String::with_capacity(4096),
-            filter,
-            first_ts: None,
-            summary: Summary::default(),
-            shown: false,
-            error: None,
-        }
-    }
+/// Where records go: NDJSON lines, or the members of one array.
+struct Output<W: Write> {
+    out: W,
+    array: bool,
+    records: u64,
+    error: Option<io::Error>,
+}
 
-    /// Writes the record in `self.line`.
-    fn emit(&mut self) {
+impl<W: Write> Output<W> {
+    /// Writes one record made of `parts` (a datagram's fields are written from where they were
+    /// rendered, not copied into its line first).
+    fn record(&mut self, parts: &[&[u8]]) {
         if self.error.is_some() {
             return;
         }
@@ -59,21 +52,45 @@ impl<W: Write> Export<W> {
             (true, _) => b",\n",
             (false, _) => b"",
         };
-        let result = self
-            .out
-            .write_all(separator)
-            .and_then(|_| self.out.write_all(self.line.as_bytes()))
-            .and_then(|_| {
-                if self.array {
-                    Ok(())
-                } else {
-                    self.out.write_all(b"\n")
-                }
-            });
+        let end: &[u8] = if self.array { b"" } else { b"\n" };
+        let result = std::iter::once(separator)
+            .chain(parts.iter().copied())
+            .chain(std::iter::once(end))
+            .try_for_each(|part| self.out.write_all(part));
         self.records += 1;
         if let Err(e) = result {
             self.error = Some(e);
         }
+    }
+}
+
+impl<W: Write> Export<W> {
+    pub fn new(out: W, array: bool, filter: Filter) -> Self {
+        Export {
+            output: Output {
+                out,
+                array,
+                records: 0,
+                error: None,
+            },
+            fields: JsonFields::default(),
+            line: String::with_capacity(4096),
+            tail: String::new(),
+            filter,
+            first_ts: None,
+            summary: Summary::default(),
+            shown: false,
+        }
+    }
+
+    /// The write error that stopped the output, if any (a closed pipe).
+    pub fn error(self) -> Option<io::Error> {
+        self.output.error
+    }
+
+    /// Writes the record in `self.line`.
+    fn emit(&mut self) {
+        self.output.record(&[self.line.as_bytes()]);
     }
 
     fn relative(&mut self, ts: i64) -> f64 {
@@ -138,27 +155,28 @@ impl<W: Write> Sink for Export<W> {
         }
         let line = &mut self.line;
         line.clear();
-        let _ = write!(
-            line,
-            "{{\"kind\":\"datagram\",\"frame\":{},\"time\":\"",
-            e.frame
-        );
+        line.push_str("{\"kind\":\"datagram\",\"frame\":");
+        render::push_u64(line, e.frame);
+        line.push_str(",\"time\":\"");
         write_rfc3339(line, e.ts_nanos);
         line.push_str("\",\"time_rel\":");
         render::push_f64(line, rel);
-        let _ = write!(
-            line,
-            ",\"src_ip\":\"{}\",\"src_port\":{},\"dst_ip\":\"{}\",\"dst_port\":{},\"conversation\":{},\
-             \"dialect\":\"{}\",\"direction\":\"{}\",\"length\":{}",
-            e.src.ip(),
-            e.src.port(),
-            e.dst.ip(),
-            e.dst.port(),
-            e.conversation,
-            e.dialect.name(),
-            e.direction.map_or("unknown", Direction::name),
-            e.bytes.len(),
-        );
+        line.push_str(",\"src_ip\":\"");
+        render::push_ip(line, e.src.ip());
+        line.push_str("\",\"src_port\":");
+        render::push_u64(line, e.src.port().into());
+        line.push_str(",\"dst_ip\":\"");
+        render::push_ip(line, e.dst.ip());
+        line.push_str("\",\"dst_port\":");
+        render::push_u64(line, e.dst.port().into());
+        line.push_str(",\"conversation\":");
+        render::push_u64(line, e.conversation.into());
+        line.push_str(",\"dialect\":\"");
+        line.push_str(e.dialect.name());
+        line.push_str("\",\"direction\":\"");
+        line.push_str(e.direction.map_or("unknown", Direction::name));
+        line.push_str("\",\"length\":");
+        render::push_u64(line, e.bytes.len() as u64);
         if let Some(code) = e.code {
             let _ = write!(line, ",\"code\":{code}");
         }
@@ -200,10 +218,12 @@ impl<W: Write> Sink for Export<W> {
             }
             None => {}
         }
-        line.push_str(self.fields.finish());
-        violations(line, e.findings);
-        line.push('}');
-        self.emit();
+        let fields = self.fields.finish();
+        self.tail.clear();
+        violations(&mut self.tail, e.findings);
+        self.tail.push('}');
+        self.output
+            .record(&[line.as_bytes(), fields.as_bytes(), self.tail.as_bytes()]);
     }
 
     fn reassembled(&mut self, e: &ReassembledEvent<'_>) {
@@ -260,14 +280,19 @@ impl<W: Write> Sink for Export<W> {
         summary["kind"] = "summary".into();
         self.line = summary.to_string();
         self.emit();
-        if self.array && self.error.is_none() {
-            let closing: &[u8] = if self.records == 0 { b"[]\n" } else { b"\n]\n" };
-            if let Err(e) = self.out.write_all(closing) {
-                self.error = Some(e);
+        let output = &mut self.output;
+        if output.array && output.error.is_none() {
+            let closing: &[u8] = if output.records == 0 {
+                b"[]\n"
+            } else {
+                b"\n]\n"
+            };
+            if let Err(e) = output.out.write_all(closing) {
+                output.error = Some(e);
             }
         }
-        if let Err(e) = self.out.flush() {
-            self.error.get_or_insert(e);
+        if let Err(e) = output.out.flush() {
+            output.error.get_or_insert(e);
         }
     }
 }

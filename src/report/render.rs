@@ -1,6 +1,7 @@
 //! Rendering decoded values and findings as text and JSON, in the description's terms.
 
 use std::fmt::Write as _;
+use std::net::IpAddr;
 
 use crate::datagram::Dialect;
 use crate::message::{Detail, Finding, Value};
@@ -148,26 +149,30 @@ fn push_shortest(out: &mut String, s: &str, places: usize) -> bool {
 
 /// Appends an integer in decimal, as `write!(out, "{n}")` does but without the formatting
 /// machinery (export writes dozens per datagram).
-pub fn push_u64(out: &mut String, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend(digits[i..].iter().map(|d| char::from(*d)));
+pub fn push_u64(out: &mut String, n: u64) {
+    out.push_str(itoa::Buffer::new().format(n));
 }
 
 /// [`push_u64`] for signed integers.
 pub fn push_i64(out: &mut String, n: i64) {
-    if n < 0 {
-        out.push('-');
+    out.push_str(itoa::Buffer::new().format(n));
+}
+
+/// Appends an address as its `Display` does; IPv4 without the formatting machinery.
+pub fn push_ip(out: &mut String, ip: IpAddr) {
+    match ip {
+        IpAddr::V4(v4) => {
+            for (i, octet) in v4.octets().into_iter().enumerate() {
+                if i > 0 {
+                    out.push('.');
+                }
+                push_u64(out, octet.into());
+            }
+        }
+        IpAddr::V6(v6) => {
+            let _ = write!(out, "{v6}");
+        }
     }
-    push_u64(out, n.unsigned_abs());
 }
 
 /// Appends a value as JSON.
@@ -410,5 +415,17 @@ mod tests {
         push_i64(&mut s, i64::MIN);
         json_key(&mut s, "pos_x");
         assert_eq!(s, "-9223372036854775808\"pos_x\":");
+        for ip in [
+            "0.0.0.0",
+            "10.0.0.1",
+            "255.255.255.255",
+            "192.168.1.20",
+            "::1",
+            "fe80::2",
+        ] {
+            let mut s = String::new();
+            push_ip(&mut s, ip.parse().unwrap());
+            assert_eq!(s, ip);
+        }
     }
 }
