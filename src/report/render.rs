@@ -103,9 +103,40 @@ pub fn push_f32(out: &mut String, x: f32) {
     } else {
         exact_places(frac | 1 << 23, exp - 150)
     };
-    if !x.is_finite() || !push_shortest(out, zmij::Buffer::new().format_finite(x), places) {
+    if !push_short_exact(out, x, places)
+        && (!x.is_finite() || !push_shortest(out, zmij::Buffer::new().format_finite(x), places))
+    {
         let _ = write!(out, "{x}");
     }
+}
+
+/// Appends `x` from integers when it is below 16384 with at most 3 decimal places (whole
+/// numbers, halves, quarters, eighths: most of a game's positions, speeds and health); false
+/// otherwise. Such a value is its own shortest form: its last place is a 5, so a number with
+/// fewer places is at least 0.005 away, and below 16384 an f32 is less than 0.0005 from the
+/// next one, so no shorter number reads back as `x`.
+fn push_short_exact(out: &mut String, x: f32, places: usize) -> bool {
+    const SCALE: [u64; 4] = [1, 10, 100, 1000];
+    let Some(&scale) = SCALE.get(places) else {
+        return false;
+    };
+    if x.is_nan() || x.abs() >= 16384.0 {
+        return false;
+    }
+    if x.is_sign_negative() {
+        out.push('-');
+    }
+    // Exact: below 2^14 × 1000 < 2^24.
+    let scaled = (f64::from(x.abs()) * scale as f64) as u64;
+    push_u64(out, scaled / scale);
+    if places > 0 {
+        out.push('.');
+        let fraction = scaled % scale;
+        for place in SCALE[..places].iter().rev() {
+            out.push(char::from(b'0' + (fraction / place % 10) as u8));
+        }
+    }
+    true
 }
 
 /// Decimal places in the exact value of `m * 2^e`: a binary fraction `odd / 2^k` has exactly
@@ -365,6 +396,15 @@ mod tests {
         ] {
             check_f64(x);
         }
+        // Every f32 with up to 3 decimal places near the short path's bound (eighths), and
+        // every whole number, half and quarter on both sides of it.
+        for k in -(16_400 * 8)..16_400 * 8 {
+            check_f32(k as f32 / 8.0);
+        }
+        for k in -(1 << 16)..1 << 16 {
+            check_f32(k as f32 + 0.25);
+            check_f32(k as f32 * 4.0 + 0.5);
+        }
         // Fixed-point profile fields (tenths, hundredths) read as f32.
         for k in -100_000..100_000 {
             check_f32(k as f32 / 10.0);
@@ -398,6 +438,13 @@ mod tests {
         assert!(push_shortest(&mut s, a.format_finite(1.5f32), 1));
         assert!(push_shortest(&mut s, b.format_finite(-3.0f64), 0));
         assert_eq!(s, "1.5-3");
+        // And that the short path above took the values it should, and only those.
+        let mut s = String::new();
+        assert!(push_short_exact(&mut s, -97.125, 3));
+        assert!(push_short_exact(&mut s, -0.0, 0));
+        assert!(!push_short_exact(&mut s, 16384.0, 0));
+        assert!(!push_short_exact(&mut s, 0.0625, 4));
+        assert_eq!(s, "-97.125-0");
     }
 
     #[test]
