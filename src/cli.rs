@@ -280,7 +280,8 @@ pub fn read_capture<S: Sink>(file: &Path, opts: &ReadOpts, sink: &mut S) -> Resu
     result.map_err(|e| e.to_string())
 }
 
-/// A progress bar over the file's bytes, fed from the reader's counter by a ticker thread.
+/// A progress bar over the file's bytes, fed from the reader's counter by a ticker thread; for a
+/// pipe or a device, whose size is unknown, a spinner with the bytes read so far.
 fn progress_bar(
     file: &Path,
     reader: &CaptureReader,
@@ -288,16 +289,20 @@ fn progress_bar(
     indicatif::ProgressBar,
     std::sync::Arc<std::sync::atomic::AtomicBool>,
 ) {
-    let len = std::fs::metadata(file).map_or(0, |m| m.len());
-    let bar = indicatif::ProgressBar::with_draw_target(
-        Some(len),
-        indicatif::ProgressDrawTarget::stderr(),
-    );
+    let len = std::fs::metadata(file)
+        .ok()
+        .filter(|m| m.is_file())
+        .map(|m| m.len());
+    let template = if len.is_some() {
+        "{bar:40} {bytes}/{total_bytes} {bytes_per_sec} ETA {eta}"
+    } else {
+        "{spinner} {bytes} read, {bytes_per_sec}"
+    };
+    let bar =
+        indicatif::ProgressBar::with_draw_target(len, indicatif::ProgressDrawTarget::stderr());
     bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{bar:40} {bytes}/{total_bytes} {bytes_per_sec} ETA {eta}",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        indicatif::ProgressStyle::with_template(template)
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let (counter, ticker, done) = (reader.progress_counter(), bar.clone(), stop.clone());

@@ -32,6 +32,8 @@ pub enum HeaderLayout {
 }
 
 impl HeaderLayout {
+    /// The header's size in bytes (a layout is never empty).
+    #[allow(clippy::len_without_is_empty)]
     pub const fn len(self) -> usize {
         match self {
             HeaderLayout::Standard => desc::HEADER_LEN,
