@@ -155,8 +155,9 @@ fn collect(bytes: &[u8]) -> Collect {
     c
 }
 
-/// The export of `path` by [`Pipeline::run`] (CRC and LZ4 done ahead on the reading thread), and
-/// frame by frame with [`Pipeline::frame`] (everything on one thread, as a live capture runs).
+/// The export of `path` by [`Pipeline::run`] (CRC and LZ4 done ahead on the reading thread, and
+/// two in three rtype datagrams' fields rendered there), and frame by frame with
+/// [`Pipeline::frame`] (everything on one thread, as a live capture runs).
 fn export_both_ways(path: &Path) -> (Vec<u8>, Vec<u8>) {
     let profile = || Profile::load(&root().join("samples/profiles/reference-17byte.toml")).unwrap();
     let filter = FilterArgs::default().build().expect("the empty filter");
@@ -891,6 +892,48 @@ fn payloads_decompressed_ahead_stay_bounded() {
     assert_eq!(found.frames("rtype.compress.lz4"), Vec::<u64>::new());
     assert_eq!(found.frames("rtype.message.trailing").len(), 3_000);
     assert!(peak < 8 << 20, "{peak}");
+}
+
+#[test]
+fn fields_rendered_ahead_stay_bounded() {
+    // Small datagrams that each inflate to a snapshot of 300 entities whose positions and speeds
+    // are the smallest f32 (6,602 bytes), 75 KB of JSON each, as every such float is written out
+    // in full: export renders most of them on the reading thread, and the batches they travel in
+    // must not grow with what they render to. Were only their payloads counted, a 256 KiB batch
+    // would carry 39 of them, 3 MB of JSON.
+    let entities = 300u16;
+    let mut snapshot = entities.to_be_bytes().to_vec();
+    for _ in 0..entities {
+        snapshot.extend([0, 0, 0, 7, 0, 0b1_1110]);
+        snapshot.extend([0, 0, 0, 1].repeat(4));
+    }
+    let packed = lz4_flex::block::compress(&snapshot);
+    let frame = server_datagram(&rtype(2, 0x14, 1, &packed, Some(snapshot.len() as u16)));
+    let capture = raw_pcap(&vec![frame; 1_000], 65_535);
+    let filter = FilterArgs::default().build().expect("the empty filter");
+    let (written, peak) = measured(|| {
+        let mut bytes = 0;
+        let mut sink = Export::new(WriteCounted(io::sink(), &mut bytes), false, filter);
+        assert!(run(&capture, &mut sink));
+        drop(sink);
+        bytes
+    });
+    assert!(written > 1_000 * 75_000, "{written}");
+    assert!(peak < 4 << 20, "{peak}");
+}
+
+/// A writer that counts what goes through it.
+struct WriteCounted<'a, W>(W, &'a mut usize);
+
+impl<W: Write> Write for WriteCounted<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.0.write(buf)?;
+        *self.1 += n;
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
 }
 
 #[test]

@@ -1,9 +1,12 @@
 //! The rtype dialect's part of the pipeline: checks, decoding, archetypes and chunk sets.
-use super::{DatagramEvent, Decoded, ReassembledEvent, Sink, State, Udp, Unpack, HEADER_GROUP};
+use super::{
+    DatagramEvent, Decoded, ReassembledEvent, RenderAhead, Sink, State, Udp, Unpack, HEADER_GROUP,
+};
 use crate::datagram::{rtype, Dialect};
 use crate::message::{
-    decode_message, decode_nodes, Detail, Facts, Finding, Open, Tap, Value, Visitor,
+    decode_message, decode_nodes, Detail, Facts, Finding, NoFields, Open, Tap, Value, Visitor,
 };
+use crate::proto::profile::Profile;
 use crate::proto::rtype as desc;
 use crate::proto::schema::{Field, Group, Role};
 use crate::proto::{Direction, Message, Rule};
@@ -19,11 +22,21 @@ impl State {
             bytes,
         } = *udp;
         // `scratch` holds the decompressed payload.
-        let (parsed, scratch): (_, &[u8]) = match unpack {
-            Unpack::Here(scratch) => (rtype::parse(bytes, scratch, &mut self.findings), scratch),
-            Unpack::Ahead(unpacked, payload) => {
-                (rtype::check(bytes, unpacked, &mut self.findings), payload)
-            }
+        let (parsed, scratch, rendered): (_, &[u8], _) = match unpack {
+            Unpack::Here(scratch) => (
+                rtype::parse(bytes, scratch, &mut self.findings),
+                scratch,
+                None,
+            ),
+            Unpack::Ahead {
+                unpacked,
+                payload,
+                rendered,
+            } => (
+                rtype::check(bytes, unpacked, &mut self.findings),
+                payload,
+                rendered,
+            ),
         };
         let message = parsed.and_then(|d| d.message);
         // Direction: the header's packet type, else the message's, else the lower port is the server.
@@ -53,53 +66,26 @@ impl State {
         let mut facts = Facts::default();
         let mut payload = None;
         if let Some(d) = &parsed {
-            let fields = sink.fields();
-            if S::Fields::WANTS_FIELDS {
-                fields.open(&HEADER_GROUP, Open::Case, 0);
-                decode_nodes(
-                    d.header.layout().nodes(),
-                    d.header.bytes(),
-                    rtype::ENDIAN,
-                    &self.profile,
-                    &rtype::MESSAGE_RULES,
-                    fields,
-                );
-                fields.close(Open::Case);
-            }
             payload = d.payload(scratch);
-            if let (Some(message), Some(p)) = (message, payload) {
-                // Entity types are checked against the conversation's LevelInit on their way to the
-                // sink's visitor.
-                let at = d.payload_at;
-                let mut unknown = Vec::new();
-                let mut check = Tap::new(
-                    fields,
-                    |f: &'static Field| f.role == Role::EntityType && !archetypes.is_empty(),
-                    |_, offset, value: Value<'_>| {
-                        let known = |t: u64| archetypes.iter().any(|a| u64::from(a.0) == t);
-                        if let Some(t) = value.as_u64().filter(|t| !known(*t)) {
-                            let detail = Detail::Value(t);
-                            let at = (at + offset) as u32;
-                            unknown.push(Finding {
-                                rule: Rule::RtypeUnknownEntityType,
-                                at,
-                                detail,
-                            });
-                        }
-                    },
-                );
-                facts = decode_message(
-                    message,
-                    p,
-                    d.payload_at,
-                    rtype::ENDIAN,
-                    &self.profile,
-                    &rtype::MESSAGE_RULES,
-                    &mut check,
-                    &mut self.findings,
-                );
-                self.findings.append(&mut unknown);
-            }
+            let fields = sink.fields();
+            let walk = Walk {
+                d,
+                payload,
+                profile: &self.profile,
+                archetypes,
+                findings: &mut self.findings,
+            };
+            facts = match rendered {
+                // The reading thread rendered the fields: walk again only for findings and facts.
+                Some(rendered) => {
+                    fields.take_rendered(rendered);
+                    walk.checked(&mut NoFields)
+                }
+                None => {
+                    header_fields(d, &self.profile, fields);
+                    walk.checked(fields)
+                }
+            };
         }
         if let (Some(m), Some(p)) = (message, payload) {
             if m.code == desc::LEVEL_INIT {
@@ -241,4 +227,91 @@ impl Visitor for Archetypes {
     fn open(&mut self, _: &'static Group, _: Open, _: usize) {}
     fn close(&mut self, _: Open) {}
     fn undecoded(&mut self, _: usize, _: &[u8]) {}
+}
+
+/// A datagram's header fields, for a visitor that wants them.
+fn header_fields<V: Visitor>(d: &rtype::Datagram<'_>, profile: &Profile, fields: &mut V) {
+    if V::WANTS_FIELDS {
+        fields.open(&HEADER_GROUP, Open::Case, 0);
+        decode_nodes(
+            d.header.layout().nodes(),
+            d.header.bytes(),
+            rtype::ENDIAN,
+            profile,
+            &rtype::MESSAGE_RULES,
+            fields,
+        );
+        fields.close(Open::Case);
+    }
+}
+
+/// Renders a datagram's fields on the reading thread as the decoding thread would (`scratch`
+/// holds its decompressed payload), for [`super::RenderAhead`]. Its findings are the decoding
+/// thread's to make, with the conversation's archetypes.
+pub(super) fn render<V: Visitor>(
+    d: &rtype::Datagram<'_>,
+    scratch: &[u8],
+    profile: &Profile,
+    fields: &mut V,
+    findings: &mut Vec<Finding>,
+) {
+    header_fields(d, profile, fields);
+    let walk = Walk {
+        d,
+        payload: d.payload(scratch),
+        profile,
+        archetypes: &[],
+        findings,
+    };
+    walk.checked(fields);
+}
+
+/// A datagram's message walk, with its conversation's LevelInit archetypes (none on the reading
+/// thread).
+struct Walk<'a, 'd> {
+    d: &'a rtype::Datagram<'d>,
+    payload: Option<&'a [u8]>,
+    profile: &'a Profile,
+    archetypes: &'a [(u16, String)],
+    findings: &'a mut Vec<Finding>,
+}
+
+impl Walk<'_, '_> {
+    /// Walks the message into `fields`; entity types are checked against the archetypes on
+    /// their way, and their findings follow the walk's.
+    fn checked<V: Visitor>(self, fields: &mut V) -> Facts {
+        let (Some(message), Some(p)) = (self.d.message, self.payload) else {
+            return Facts::default();
+        };
+        let (at, archetypes) = (self.d.payload_at, self.archetypes);
+        let mut unknown = Vec::new();
+        let mut check = Tap::new(
+            fields,
+            |f: &'static Field| f.role == Role::EntityType && !archetypes.is_empty(),
+            |_, offset, value: Value<'_>| {
+                let known = |t: u64| archetypes.iter().any(|a| u64::from(a.0) == t);
+                if let Some(t) = value.as_u64().filter(|t| !known(*t)) {
+                    let detail = Detail::Value(t);
+                    let at = (at + offset) as u32;
+                    unknown.push(Finding {
+                        rule: Rule::RtypeUnknownEntityType,
+                        at,
+                        detail,
+                    });
+                }
+            },
+        );
+        let facts = decode_message(
+            message,
+            p,
+            at,
+            rtype::ENDIAN,
+            self.profile,
+            &rtype::MESSAGE_RULES,
+            &mut check,
+            self.findings,
+        );
+        self.findings.append(&mut unknown);
+        facts
+    }
 }

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use super::render;
 use crate::datagram::Dialect;
 use crate::message::{Open, Value, Visitor};
-use crate::pipeline::HEADER_GROUP;
+use crate::pipeline::{RenderAhead, HEADER_GROUP};
 use crate::proto::schema::{Display, Field, Group, Role};
 use crate::session::Conversations;
 
@@ -33,7 +33,9 @@ impl Sprites {
         if field.role != Role::EntityType {
             return None;
         }
-        let t = value.as_u64()?;
+        self.of_type(value.as_u64()?)
+    }
+    fn of_type(&self, t: u64) -> Option<&str> {
         self.list
             .iter()
             .find(|a| u64::from(a.0) == t)
@@ -49,6 +51,9 @@ pub struct JsonFields {
     stack: Vec<(bool, bool)>,
     pub dialect: Dialect,
     pub sprites: Sprites,
+    /// In a copy rendering on the reading thread ([`RenderAhead`]), which knows no conversation:
+    /// where a sprite would follow, and the entity type it would be of.
+    sprite_points: Option<Vec<(u32, u64)>>,
 }
 
 impl Default for JsonFields {
@@ -58,7 +63,63 @@ impl Default for JsonFields {
             stack: Vec::new(),
             dialect: Dialect::Rtype,
             sprites: Sprites::default(),
+            sprite_points: None,
         }
+    }
+}
+
+/// A rendering crosses threads as the number of sprite points (4 bytes), the points (offset,
+/// 4 bytes, and entity type, 8 bytes, little-endian), then the JSON.
+const POINT: usize = 12;
+
+impl RenderAhead for JsonFields {
+    fn ahead(&self) -> Option<Self> {
+        Some(JsonFields {
+            dialect: self.dialect,
+            sprite_points: Some(Vec::new()),
+            ..JsonFields::default()
+        })
+    }
+
+    fn drain_rendered(&mut self, out: &mut Vec<u8>) {
+        self.finish();
+        let points = self.sprite_points.get_or_insert_with(Vec::new);
+        out.extend_from_slice(&(points.len() as u32).to_le_bytes());
+        for (at, t) in points.drain(..) {
+            out.extend_from_slice(&at.to_le_bytes());
+            out.extend_from_slice(&t.to_le_bytes());
+        }
+        out.extend_from_slice(self.out.as_bytes());
+        self.clear();
+    }
+
+    fn take_rendered(&mut self, rendered: &[u8]) {
+        self.clear();
+        let count = rendered
+            .first_chunk::<4>()
+            .map_or(0, |n| u32::from_le_bytes(*n) as usize);
+        let (points, json) = rendered[4.min(rendered.len())..]
+            .split_at_checked(count * POINT)
+            .unwrap_or_default();
+        // Made by `drain_rendered` from a `String`: always UTF-8, and a point is always at a
+        // character boundary (after a number).
+        let json = std::str::from_utf8(json).unwrap_or_default();
+        let mut from = 0;
+        for point in points.chunks_exact(POINT) {
+            let (at, t) = point.split_at(4);
+            let at = u32::from_le_bytes(at.try_into().unwrap_or_default()) as usize;
+            let t = u64::from_le_bytes(t.try_into().unwrap_or_default());
+            let Some(before) = json.get(from..at) else {
+                break;
+            };
+            self.out.push_str(before);
+            from = at;
+            if let Some(sprite) = self.sprites.of_type(t) {
+                self.out.push_str(",\"sprite\":");
+                render::json_str(&mut self.out, sprite);
+            }
+        }
+        self.out.push_str(json.get(from..).unwrap_or_default());
     }
 }
 
@@ -122,10 +183,19 @@ impl Visitor for JsonFields {
             self.out.push_str("_name\":");
             render::json_str(&mut self.out, name);
         }
-        if let Some(sprite) = self.sprites.of(field, value) {
-            // The field was just written in this level, so a comma always comes first.
-            self.out.push_str(",\"sprite\":");
-            render::json_str(&mut self.out, sprite);
+        match &mut self.sprite_points {
+            Some(points) if field.role == Role::EntityType => {
+                if let Some(t) = value.as_u64() {
+                    points.push((self.out.len() as u32, t));
+                }
+            }
+            _ => {
+                if let Some(sprite) = self.sprites.of(field, value) {
+                    // The field was just written in this level, so a comma always comes first.
+                    self.out.push_str(",\"sprite\":");
+                    render::json_str(&mut self.out, sprite);
+                }
+            }
         }
     }
 

@@ -10,7 +10,9 @@ use super::render;
 use super::table::WIDTH;
 use super::time::write_rfc3339;
 use crate::message::{Facts, Finding, Open, Value, Visitor};
-use crate::pipeline::{DatagramEvent, Decoded, LooseFinding, ReassembledEvent, RunEnd, Sink};
+use crate::pipeline::{
+    DatagramEvent, Decoded, LooseFinding, ReassembledEvent, RenderAhead, RunEnd, Sink,
+};
 use crate::proto::schema::{Field, Group};
 use crate::proto::Direction;
 use crate::session::Conversations;
@@ -20,6 +22,9 @@ pub struct MaybeTree {
     on: bool,
     tree: TreeFields,
 }
+
+/// The tree is made in order, on the decoding thread.
+impl RenderAhead for MaybeTree {}
 
 impl Visitor for MaybeTree {
     fn wants(&self, _: &'static Field) -> bool {
