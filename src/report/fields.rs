@@ -115,12 +115,18 @@ impl RenderAhead for JsonFields {
             self.out.push_str(before);
             from = at;
             if let Some(sprite) = self.sprites.of_type(t) {
-                self.out.push_str(",\"sprite\":");
-                render::json_str(&mut self.out, sprite);
+                push_sprite(&mut self.out, sprite);
             }
         }
         self.out.push_str(json.get(from..).unwrap_or_default());
     }
+}
+
+/// The sprite member after an entity type, which was just written in its level: so a comma
+/// always comes first.
+fn push_sprite(out: &mut String, sprite: &str) {
+    out.push_str(",\"sprite\":");
+    render::json_str(out, sprite);
 }
 
 impl JsonFields {
@@ -191,9 +197,7 @@ impl Visitor for JsonFields {
             }
             _ => {
                 if let Some(sprite) = self.sprites.of(field, value) {
-                    // The field was just written in this level, so a comma always comes first.
-                    self.out.push_str(",\"sprite\":");
-                    render::json_str(&mut self.out, sprite);
+                    push_sprite(&mut self.out, sprite);
                 }
             }
         }
