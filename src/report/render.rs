@@ -131,12 +131,21 @@ fn push_short_exact(out: &mut String, x: f32, places: usize) -> bool {
     push_u64(out, scaled / scale);
     if places > 0 {
         out.push('.');
-        let fraction = scaled % scale;
-        for place in SCALE[..places].iter().rev() {
-            out.push(char::from(b'0' + (fraction / place % 10) as u8));
-        }
+        push_padded(out, scaled % scale, places);
     }
     true
+}
+
+/// Appends the last `width` (at most 9) decimal digits of `n`, zero-padded: a fraction's places,
+/// a timestamp's parts.
+pub fn push_padded(out: &mut String, mut n: u64, width: usize) {
+    let mut digits = [b'0'; 9];
+    let width = width.min(digits.len());
+    for d in digits[..width].iter_mut().rev() {
+        *d = b'0' + (n % 10) as u8;
+        n /= 10;
+    }
+    out.push_str(std::str::from_utf8(&digits[..width]).unwrap_or_default());
 }
 
 /// Decimal places in the exact value of `m * 2^e`: a binary fraction `odd / 2^k` has exactly

@@ -1,5 +1,7 @@
 //! Timestamps as RFC 3339 text, without a calendar crate.
 
+use super::render::push_padded;
+
 /// `2026-01-01T00:00:00.000000000Z` for nanoseconds since the Unix epoch.
 pub fn rfc3339(nanos: i64) -> String {
     let mut out = String::with_capacity(30);
@@ -15,30 +17,20 @@ pub fn write_rfc3339(out: &mut String, nanos: i64) {
     let (y, m, d) = civil_from_days(days);
     // Nanoseconds in an i64 span the years 1677 to 2262: every part has a fixed number of
     // digits (export writes one timestamp per datagram, so not through the formatting machinery).
-    push_digits(out, y as u64, 4);
+    push_padded(out, y as u64, 4);
     out.push('-');
-    push_digits(out, m.into(), 2);
+    push_padded(out, m.into(), 2);
     out.push('-');
-    push_digits(out, d.into(), 2);
+    push_padded(out, d.into(), 2);
     out.push('T');
-    push_digits(out, (rem / 3600) as u64, 2);
+    push_padded(out, (rem / 3600) as u64, 2);
     out.push(':');
-    push_digits(out, (rem / 60 % 60) as u64, 2);
+    push_padded(out, (rem / 60 % 60) as u64, 2);
     out.push(':');
-    push_digits(out, (rem % 60) as u64, 2);
+    push_padded(out, (rem % 60) as u64, 2);
     out.push('.');
-    push_digits(out, frac as u64, 9);
+    push_padded(out, frac as u64, 9);
     out.push('Z');
-}
-
-/// The last `width` decimal digits of `n`, zero-padded.
-fn push_digits(out: &mut String, mut n: u64, width: usize) {
-    let mut digits = [b'0'; 9];
-    for d in digits[..width].iter_mut().rev() {
-        *d = b'0' + (n % 10) as u8;
-        n /= 10;
-    }
-    out.push_str(std::str::from_utf8(&digits[..width]).unwrap_or_default());
 }
 
 /// Howard Hinnant's days-to-civil algorithm.
