@@ -44,8 +44,9 @@ pub enum CatalogFormat {
 /// Options shared by the commands that read captures.
 #[derive(clap::Args, Clone)]
 pub struct ReadOpts {
-    /// Snapshot field profile (TOML) replacing the document's mask-bit table.
-    #[arg(long, value_name = "FILE")]
+    /// Snapshot field profile replacing the document's mask-bit table: a bundled one by name
+    /// (reference-17byte, reference-15byte) or a TOML file.
+    #[arg(long, value_name = "NAME|FILE")]
     pub profile: Option<PathBuf>,
     /// Only datagrams to or from this UDP port (default: any port, found by magic bytes).
     #[arg(long)]
@@ -260,7 +261,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
 }
 
 fn load_profile(path: Option<&Path>) -> Result<Profile, String> {
-    path.map_or_else(|| Ok(Profile::document()), Profile::load)
+    path.map_or_else(|| Ok(Profile::document()), Profile::resolve)
 }
 
 /// Reads one capture into `sink`, with a progress bar on a TTY.

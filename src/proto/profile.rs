@@ -26,6 +26,19 @@ pub const MASK_BITS: usize = 16;
 /// Largest profile text accepted.
 const MAX_TEXT: usize = 64 * 1024;
 
+/// The profiles shipped inside the binary, by name: `--profile reference-17byte` needs no path.
+/// Their files stay in `samples/profiles/` for users to copy and edit.
+pub const BUNDLED: &[(&str, &str)] = &[
+    (
+        "reference-17byte",
+        include_str!("../../samples/profiles/reference-17byte.toml"),
+    ),
+    (
+        "reference-15byte",
+        include_str!("../../samples/profiles/reference-15byte.toml"),
+    ),
+];
+
 /// What one mask bit means.
 #[derive(Clone, Copy, Debug)]
 pub enum BitSlot {
@@ -68,6 +81,20 @@ impl Profile {
         Profile {
             name: "document".into(),
             bits,
+        }
+    }
+
+    /// A profile shipped in the binary ([`BUNDLED`]).
+    pub fn bundled(name: &str) -> Option<Profile> {
+        let (_, text) = BUNDLED.iter().find(|(n, _)| *n == name)?;
+        Profile::parse(text).ok()
+    }
+
+    /// What `--profile ARG` names: a bundled profile, or else a profile file.
+    pub fn resolve(arg: &Path) -> Result<Profile, String> {
+        match arg.to_str().and_then(Profile::bundled) {
+            Some(profile) => Ok(profile),
+            None => Profile::load(arg),
         }
     }
 
@@ -230,6 +257,17 @@ mod tests {
         assert_eq!(p.field(10).unwrap().name, "score");
         assert_eq!(p.field(2).unwrap().ty, Ty::F32);
         assert_eq!(p.name, "x");
+    }
+
+    #[test]
+    fn bundled_profiles_parse_and_are_found_by_name() {
+        for (name, _) in BUNDLED {
+            assert_eq!(Profile::bundled(name).unwrap().name, *name);
+            assert_eq!(Profile::resolve(Path::new(name)).unwrap().name, *name);
+        }
+        assert!(Profile::bundled("nope").is_none());
+        let e = Profile::resolve(Path::new("nope")).unwrap_err();
+        assert!(e.starts_with("nope: "), "{e}");
     }
 
     #[cfg(unix)]

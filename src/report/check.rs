@@ -279,7 +279,7 @@ fn policy(args: &mut CheckArgs) -> Result<Policy, String> {
         }
     }
     if let Some(p) = &args.read.profile {
-        Profile::load(p)?;
+        Profile::resolve(p)?;
     }
     let opts = &mut args.read.analysis;
     opts.snapshot_hz = opts.snapshot_hz.or(file.snapshot_hz);

@@ -215,7 +215,7 @@ pub fn run(args: LiveArgs) -> Result<ExitCode, String> {
         .read
         .profile
         .as_deref()
-        .map_or_else(|| Ok(Profile::document()), Profile::load)?;
+        .map_or_else(|| Ok(Profile::document()), Profile::resolve)?;
     let analysis = args.read.analysis.config()?;
     let filter = args.filter.build()?;
     if args.format == Format::Json && (args.verbose || args.hex) {
