@@ -34,10 +34,6 @@ fn sample(name: &str) -> PathBuf {
     root().join("samples").join(name)
 }
 
-fn profile_file(name: &str) -> PathBuf {
-    root().join("samples/profiles").join(format!("{name}.toml"))
-}
-
 /// A scratch file path unique to this test process.
 fn scratch(name: &str) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("lua_dissector");
@@ -63,7 +59,22 @@ fn generated_dissector_is_checked_in() {
 #[test]
 fn generated_lua_uses_only_the_bit_module() {
     let lua = generate(&Profile::document());
-    for line in lua.lines().map(|l| l.split("--").next().unwrap_or("")) {
+    // The one exception: a chunk compiled with load() only where _VERSION says Lua 5.3 or later.
+    let (before, rest) = lua
+        .split_once("load([[")
+        .expect("the CRC loop for Lua 5.3+");
+    let (native, after) = rest.split_once("]])").unwrap();
+    assert!(
+        before.ends_with("else\n    crc32 = ")
+            && before.contains("if _VERSION == \"Lua 5.1\" or _VERSION == \"Lua 5.2\" then"),
+        "the Lua 5.3 chunk is loaded on Lua 5.3+ only"
+    );
+    assert!(native.contains(" ~ "), "the exception is still needed");
+    for line in [before, after]
+        .iter()
+        .flat_map(|part| part.lines())
+        .map(|l| l.split("--").next().unwrap_or(""))
+    {
         assert!(
             !line.contains("bit32"),
             "bit32 is not in Wireshark 4.4: {line}"
@@ -318,37 +329,173 @@ fn parse_json(text: &str) -> J {
 // tshark harness
 // ------------------------------------------------------------------------------------------------
 
-fn have_tshark(test: &str) -> bool {
-    static HAVE: OnceLock<bool> = OnceLock::new();
-    let ok = *HAVE.get_or_init(|| {
+/// A tshark to run the dissector in: Debian 12's 4.0 (Lua 5.2) on the host, or Debian 13's 4.4
+/// (Lua 5.4) in the chroot `.ci/trixie-chroot` builds under /var/cache (or `RTYPE_TRIXIE_ROOT`).
+/// tshark 4.4 loads no Lua plugin at all as root, so it runs as `nobody` there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Tshark {
+    Host,
+    Trixie,
+}
+
+impl Tshark {
+    fn name(self) -> &'static str {
+        match self {
+            Tshark::Host => "tshark 4.0",
+            Tshark::Trixie => "tshark 4.4",
+        }
+    }
+}
+
+fn trixie_root() -> PathBuf {
+    std::env::var_os("RTYPE_TRIXIE_ROOT").map_or_else(
+        || PathBuf::from("/var/cache/rtype-inspect/trixie"),
+        PathBuf::from,
+    )
+}
+
+/// Why the chroot's tshark 4.4 cannot run, if it cannot.
+fn trixie_missing() -> Option<String> {
+    static WHY: OnceLock<Option<String>> = OnceLock::new();
+    WHY.get_or_init(|| {
+        let root = trixie_root();
+        if !root.join(".rtype-inspect-packages").exists() || !root.join("usr/bin/tshark").exists() {
+            return Some(format!(
+                "no Debian 13 chroot with tshark at {}",
+                root.display()
+            ));
+        }
+        let out = Command::new("chroot")
+            .arg("--userspec=65534:65534")
+            .arg(&root)
+            .args([
+                "/usr/bin/env",
+                "-i",
+                "PATH=/usr/bin:/bin",
+                "tshark",
+                "--version",
+            ])
+            .output();
+        match out {
+            Ok(o) if String::from_utf8_lossy(&o.stdout).starts_with("TShark (Wireshark) 4.") => {
+                None
+            }
+            Ok(o) => Some(format!(
+                "tshark does not run in {} ({})",
+                root.display(),
+                String::from_utf8_lossy(&o.stderr).trim()
+            )),
+            Err(e) => Some(format!("chroot: {e}")),
+        }
+    })
+    .clone()
+}
+
+/// The tsharks `test` runs in: 4.0 when `tshark` is on PATH (CI installs Debian's package), 4.4
+/// when the chroot is there. A missing one is said on stderr; the 4.4 one fails the test when
+/// `RTYPE_REQUIRE_TSHARK_4_4` is set (by .ci/run once it built the chroot).
+fn tsharks(test: &str) -> Vec<Tshark> {
+    static HOST: OnceLock<bool> = OnceLock::new();
+    let mut list = Vec::new();
+    if *HOST.get_or_init(|| {
         Command::new("tshark")
             .arg("--version")
             .output()
             .is_ok_and(|o| o.status.success())
-    });
-    if !ok {
-        eprintln!("skipping {test}: tshark is not on PATH (apt-get install tshark)");
+    }) {
+        list.push(Tshark::Host);
+    } else {
+        eprintln!("skipping the tshark 4.0 half of {test}: tshark is not on PATH (apt-get install tshark)");
     }
-    ok
+    match trixie_missing() {
+        None => list.push(Tshark::Trixie),
+        Some(why) if std::env::var_os("RTYPE_REQUIRE_TSHARK_4_4").is_some() => {
+            panic!("{test}: tshark 4.4 is required (RTYPE_REQUIRE_TSHARK_4_4) but {why}")
+        }
+        Some(why) => eprintln!(
+            "skipping the tshark 4.4 half of {test}: {why} (bash .ci/trixie-chroot builds it)"
+        ),
+    }
+    list
 }
 
-/// Runs tshark with the Lua script over `capture`; fails on any Lua error (a capture cut short is
-/// read up to the cut, as rtype-inspect does). Returns stdout.
-fn tshark(script: &Path, capture: &Path, args: &[&str]) -> String {
-    let output = Command::new("tshark")
-        .arg("-n")
-        .arg("-r")
-        .arg(capture)
-        .arg("-X")
-        .arg(format!("lua_script:{}", script.display()))
-        .args(args)
-        .output()
-        .expect("tshark runs");
+/// The chroot's directory for this test process's files (made once; older ones removed).
+fn trixie_dir() -> &'static (PathBuf, String) {
+    static DIR: OnceLock<(PathBuf, String)> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let tmp = trixie_root().join("tmp");
+        let name = format!("rtype-inspect-tests-{}", std::process::id());
+        if let Ok(entries) = std::fs::read_dir(&tmp) {
+            for entry in entries.flatten() {
+                let old = entry
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with("rtype-inspect-tests-")
+                    && entry.metadata().and_then(|m| m.modified()).is_ok_and(|t| {
+                        t.elapsed().unwrap_or_default() > std::time::Duration::from_secs(3600)
+                    });
+                if old {
+                    let _ = std::fs::remove_dir_all(entry.path());
+                }
+            }
+        }
+        let dir = tmp.join(&name);
+        std::fs::create_dir_all(&dir).unwrap();
+        make_readable(&dir, 0o755);
+        (dir, format!("/tmp/{name}"))
+    })
+}
+
+fn make_readable(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// `path` as the chroot sees it, copied in.
+fn into_trixie(path: &Path) -> String {
+    static COUNT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let (dir, inside) = trixie_dir();
+    let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let name = format!("{n}-{}", path.file_name().unwrap().to_string_lossy());
+    std::fs::copy(path, dir.join(&name)).unwrap();
+    make_readable(&dir.join(&name), 0o644);
+    format!("{inside}/{name}")
+}
+
+/// Runs `ts` with the checked-in dissector over `capture` (plus `args`); fails on any Lua error
+/// (a capture cut short is read up to the cut, as rtype-inspect does). Returns stdout.
+fn tshark(ts: Tshark, capture: &Path, args: &[&str]) -> String {
+    let script = dissector();
+    let mut cmd = match ts {
+        Tshark::Host => {
+            let mut cmd = Command::new("tshark");
+            cmd.arg("-n")
+                .arg("-r")
+                .arg(capture)
+                .arg("-X")
+                .arg(format!("lua_script:{}", script.display()));
+            cmd
+        }
+        Tshark::Trixie => {
+            let mut cmd = Command::new("chroot");
+            cmd.arg("--userspec=65534:65534")
+                .arg(trixie_root())
+                .args(["/usr/bin/env", "-i", "PATH=/usr/bin:/bin", "LANG=C.UTF-8"])
+                .arg(format!("HOME={}", trixie_dir().1))
+                .args(["tshark", "-n", "-r"])
+                .arg(into_trixie(capture))
+                .arg("-X")
+                .arg(format!("lua_script:{}", into_trixie(&script)));
+            cmd
+        }
+    };
+    let output = cmd.args(args).output().expect("tshark runs");
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     assert!(
         output.status.success() || stderr.contains("cut short in the middle of a packet"),
-        "tshark failed: {stderr}"
+        "{} failed: {stderr}",
+        ts.name()
     );
     // Large JSON output is checked for Lua errors as it is read (see `dissect`): scanning it
     // here costs seconds in a test binary built without optimisations.
@@ -360,20 +507,23 @@ fn tshark(script: &Path, capture: &Path, args: &[&str]) -> String {
     for text in checked {
         assert!(
             !text.contains("Lua Error"),
-            "Lua error while dissecting {}:\n{}",
+            "{}: Lua error while dissecting {}:\n{}",
+            ts.name(),
             capture.display(),
             lua_lines(text)
         );
         assert!(
             !text.contains("Lua:"),
-            "Lua error while loading {}:\n{}",
+            "{}: Lua error while loading {}:\n{}",
+            ts.name(),
             script.display(),
             lua_lines(text)
         );
         for id in ["rtype.malformed", "rt.malformed", "rtnp.malformed"] {
             assert!(
                 !text.contains(id),
-                "the dissector failed on {}:\n{}",
+                "{}: the dissector failed on {}:\n{}",
+                ts.name(),
                 capture.display(),
                 lua_lines(text)
             );
@@ -388,24 +538,6 @@ fn lua_lines(text: &str) -> String {
         .take(20)
         .collect::<Vec<_>>()
         .join("\n")
-}
-
-/// A Lua dissector generated for `profile` (None: the checked-in one, for the document's table).
-fn script_for(profile: Option<&str>) -> PathBuf {
-    match profile {
-        None => dissector(),
-        Some(name) => {
-            let profile = Profile::load(&profile_file(name)).unwrap();
-            let script = scratch(&format!("rtype-{name}.lua"));
-            let lua = generate(&profile);
-            if std::fs::read_to_string(&script).ok().as_deref() != Some(lua.as_str()) {
-                let tmp = scratch(&format!("rtype-{name}.lua.{}", std::process::id()));
-                std::fs::write(&tmp, lua).unwrap();
-                std::fs::rename(&tmp, &script).unwrap();
-            }
-            script
-        }
-    }
 }
 
 /// Values computed once per test process, by key.
@@ -428,30 +560,40 @@ fn cached<T: Send + Sync + 'static>(
     slot.get_or_init(|| Arc::new(make())).clone()
 }
 
-/// Field types (FT_UINT8, FT_FLOAT, ...) by filter name, read from the script's ProtoField
-/// constructors (as `tshark -G fields` would list them, without starting tshark).
-fn field_types(script: &Path) -> Arc<HashMap<String, String>> {
+/// Field types (FT_UINT8, FT_FLOAT, ...) by filter name with snapshot profile `profile` (None:
+/// the document's), read from the dissector's ProtoField constructors (as `tshark -G fields`
+/// would list them, without starting tshark; it lists one field of a name that several profiles
+/// register). A profile's own fields are marked `-- profile NAME`.
+fn field_types(profile: Option<&str>) -> Arc<HashMap<String, String>> {
     static CACHE: Cache<HashMap<String, String>> = OnceLock::new();
-    cached(&CACHE, script.display().to_string(), || {
-        let lua = std::fs::read_to_string(script).unwrap();
+    cached(&CACHE, format!("{profile:?}"), || {
+        let lua = std::fs::read_to_string(dissector()).unwrap();
+        let wanted = profile.unwrap_or("document");
         let mut types = HashMap::new();
-        for part in lua.split("ProtoField.").skip(1) {
-            let Some((ctor, rest)) = part.split_once("(\"") else {
-                continue;
-            };
-            let Some((name, _)) = rest.split_once('"') else {
-                continue;
-            };
-            let ftype = match ctor {
-                "float" => "FT_FLOAT".to_string(),
-                "double" => "FT_DOUBLE".to_string(),
-                "string" => "FT_STRING".to_string(),
-                "bytes" => "FT_BYTES".to_string(),
-                "bool" => "FT_BOOLEAN".to_string(),
-                "framenum" => "FT_FRAMENUM".to_string(),
-                int => format!("FT_{}", int.to_ascii_uppercase()),
-            };
-            types.insert(name.to_string(), ftype);
+        for line in lua.lines() {
+            if let Some((_, names)) = line.split_once(" -- profile ") {
+                if !names.split(' ').any(|n| n == wanted) {
+                    continue;
+                }
+            }
+            for part in line.split("ProtoField.").skip(1) {
+                let Some((ctor, rest)) = part.split_once("(\"") else {
+                    continue;
+                };
+                let Some((name, _)) = rest.split_once('"') else {
+                    continue;
+                };
+                let ftype = match ctor {
+                    "float" => "FT_FLOAT".to_string(),
+                    "double" => "FT_DOUBLE".to_string(),
+                    "string" => "FT_STRING".to_string(),
+                    "bytes" => "FT_BYTES".to_string(),
+                    "bool" => "FT_BOOLEAN".to_string(),
+                    "framenum" => "FT_FRAMENUM".to_string(),
+                    int => format!("FT_{}", int.to_ascii_uppercase()),
+                };
+                types.insert(name.to_string(), ftype);
+            }
         }
         types
     })
@@ -473,8 +615,13 @@ struct Frame {
     /// The protocol's fields in tree order, the reassembled snapshot's apart.
     items: Vec<Item>,
     reassembled: Vec<Item>,
-    /// Rule IDs of the frame's expert infos.
+    /// Rule IDs of the frame's expert infos (the reassembled snapshot's and the profile
+    /// suggestion apart).
     experts: Vec<String>,
+    /// Rule IDs of the expert infos of the snapshot the frame completed.
+    reassembled_experts: Vec<String>,
+    /// The profile the dissector suggested on this frame.
+    suggested: Option<String>,
     /// Wireshark's JSON dissector shows the message.
     json: bool,
 }
@@ -488,20 +635,22 @@ impl Frame {
     }
 }
 
-/// Runs `tshark -T json -x` over `capture`, once per process; frames by number. The checked-in
-/// dissector runs in two passes, as Wireshark runs it (what depends on earlier frames is decided
-/// in the first and read back in the second); the profiles' dissectors, which only differ in
-/// snapshot fields, in one, to keep the suite fast.
-fn dissect(script: &Path, capture: &Path) -> Arc<BTreeMap<u64, Frame>> {
+/// Runs `tshark -T json -x` over `capture` (with snapshot profile `profile`), once per process;
+/// frames by number. The document's profile runs in two passes, as Wireshark runs it (what
+/// depends on earlier frames is decided in the first and read back in the second); the others,
+/// which only differ in snapshot fields, in one, to keep the suite fast.
+fn dissect(ts: Tshark, capture: &Path, profile: Option<&str>) -> Arc<BTreeMap<u64, Frame>> {
     static CACHE: Cache<BTreeMap<u64, Frame>> = OnceLock::new();
-    let key = format!("{}|{}", script.display(), capture.display());
+    let key = format!("{ts:?}|{}|{profile:?}", capture.display());
     cached(&CACHE, key, || {
+        let option = profile.map(|p| format!("rtype.profile:{p}"));
         let mut args = vec!["-T", "json", "-x", "-J", "frame rtype rt rtnp json"];
-        if script == dissector() {
-            args.insert(0, "-2");
+        match &option {
+            Some(o) => args.extend(["-o", o.as_str()]),
+            None => args.insert(0, "-2"),
         }
-        let out = tshark(script, capture, &args);
-        let types = field_types(script);
+        let out = tshark(ts, capture, &args);
+        let types = field_types(profile);
         // The bytes of f32 fields, and of rt's magic, which tells their byte order.
         let floats = types
             .iter()
@@ -542,7 +691,7 @@ fn dissect(script: &Path, capture: &Path) -> Arc<BTreeMap<u64, Frame>> {
                     json,
                     ..Frame::default()
                 };
-                flatten(layer, &mut frame, false);
+                flatten(layer, &mut frame, false, false);
                 assert!(
                     frames.insert(number, frame).is_none(),
                     "frame {number} has two of the protocols"
@@ -556,7 +705,7 @@ fn dissect(script: &Path, capture: &Path) -> Arc<BTreeMap<u64, Frame>> {
 /// Collects the field items of a protocol's tree in order: text items are walked through; a
 /// field's own subtree (flag bits, the raw value of a scaled field) only for expert infos and
 /// the CRC status.
-fn flatten(node: &J, frame: &mut Frame, under_field: bool) {
+fn flatten(node: &J, frame: &mut Frame, under_field: bool, reassembled: bool) {
     let mut raw: HashMap<&str, String> = HashMap::new();
     for (key, value) in node.members() {
         assert!(!key.starts_with("Lua Error"), "{key}");
@@ -570,7 +719,18 @@ fn flatten(node: &J, frame: &mut Frame, under_field: bool) {
                     !["rtype.malformed", "rt.malformed", "rtnp.malformed"].contains(&id),
                     "the dissector failed: {message}"
                 );
-                frame.experts.push(id.to_string());
+                if id == "rtype.profile.suggested" {
+                    let name = message
+                        .rsplit('(')
+                        .next()
+                        .unwrap_or("")
+                        .trim_end_matches(')');
+                    frame.suggested = Some(name.to_string());
+                } else if reassembled {
+                    frame.reassembled_experts.push(id.to_string());
+                } else {
+                    frame.experts.push(id.to_string());
+                }
             }
         } else if let Some(field) = key.strip_suffix("_raw") {
             if let J::A(parts) = value {
@@ -579,10 +739,12 @@ fn flatten(node: &J, frame: &mut Frame, under_field: bool) {
                 }
             }
         } else if key.ends_with("_tree") {
-            flatten(value, frame, true);
+            flatten(value, frame, true, reassembled);
         } else if let J::O(_) = value {
-            // A text item (`_ws.lua.text`, or an expert info's own item, keyed by its text).
-            flatten(value, frame, under_field);
+            // A text item (`_ws.lua.text`, or an expert info's own item, keyed by its text); the
+            // reassembled snapshot's holds its length.
+            let inside = reassembled || value.get("rtype.reassembled.length").is_some();
+            flatten(value, frame, under_field, inside);
         } else if key.starts_with("_ws.") {
             // A text item without children, or Wireshark's own marks (`_ws.malformed` under a
             // malformed-group expert info).
@@ -603,7 +765,12 @@ fn flatten(node: &J, frame: &mut Frame, under_field: bool) {
         } else if let J::A(items) = value {
             // Expert infos or items shown twice in one level (should not happen).
             for v in items {
-                flatten(&J::O(vec![(key.clone(), v.clone())]), frame, under_field);
+                flatten(
+                    &J::O(vec![(key.clone(), v.clone())]),
+                    frame,
+                    under_field,
+                    reassembled,
+                );
             }
         }
     }
@@ -620,7 +787,7 @@ fn export(capture: &Path, profile: Option<&str>) -> Arc<Vec<J>> {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_rtype-inspect"));
         cmd.arg("export").arg("-q").arg(capture);
         if let Some(name) = profile {
-            cmd.arg("--profile").arg(profile_file(name));
+            cmd.arg("--profile").arg(name);
         }
         let out = cmd.output().expect("rtype-inspect runs");
         assert!(
@@ -901,6 +1068,9 @@ const RUNTIME: &[&str] = &[
     "rtnp.keepalive",
     "rtnp.text",
     "rtnp.type",
+    "rtype.conversation",
+    "rt.conversation",
+    "rtnp.conversation",
 ];
 
 /// What one comparison saw, for the tests' own assertions.
@@ -915,24 +1085,40 @@ struct Seen {
     experts: BTreeMap<String, usize>,
     /// rt datagrams in little-endian.
     little_endian: usize,
+    /// Findings per rule in reassembled snapshots.
+    reassembled_experts: BTreeMap<String, usize>,
+    /// (frame, profile) where the dissector suggested a profile.
+    suggested: Vec<(u64, String)>,
+    /// Datagrams the capture cut (capture.snaplen).
+    cut: usize,
 }
 
-/// Compares tshark's dissection of `capture` (by `script`) with `rtype-inspect export` (with the
-/// same profile), frame by frame; panics listing the differences.
-fn compare(script: &Path, capture: &Path, profile: Option<&str>) -> Seen {
-    let frames = dissect(script, capture);
+/// Compares `ts`'s dissection of `capture` (with snapshot profile `profile`) with
+/// `rtype-inspect export` (with the same profile), frame by frame; panics listing the
+/// differences.
+fn compare(ts: Tshark, capture: &Path, profile: Option<&str>) -> Seen {
+    let frames = dissect(ts, capture, profile);
     let records = export(capture, profile);
-    let types = field_types(script);
+    let types = field_types(profile);
     let raised: Vec<&str> = dissector_rules().iter().map(|r| r.id()).collect();
     let mut diffs = Vec::new();
     let mut seen = Seen::default();
     let mut datagram_frames = Vec::new();
     let mut snapshots: HashMap<u64, &J> = HashMap::new();
+    // Findings of the capture about a frame (capture.snaplen), by frame.
+    let mut loose: HashMap<u64, Vec<String>> = HashMap::new();
     for record in records.iter() {
         match record.get("kind").and_then(J::str) {
             Some("datagram") => datagram_frames.push(record),
             Some("snapshot") => {
                 snapshots.insert(record.get("frame").and_then(J::u64).unwrap(), record);
+            }
+            Some("finding") => {
+                let id = record.get("id").and_then(J::str).unwrap();
+                if raised.contains(&id) {
+                    let frame = record.get("frame").and_then(J::u64).unwrap();
+                    loose.entry(frame).or_default().push(id.to_string());
+                }
             }
             _ => {}
         }
@@ -941,8 +1127,9 @@ fn compare(script: &Path, capture: &Path, profile: Option<&str>) -> Seen {
         let number = record.get("frame").and_then(J::u64).unwrap();
         let dialect = record.get("dialect").and_then(J::str).unwrap();
         let what = format!(
-            "{}: frame {number}",
-            capture.file_name().unwrap().to_string_lossy()
+            "{} ({}): frame {number}",
+            capture.file_name().unwrap().to_string_lossy(),
+            ts.name()
         );
         let Some(frame) = frames.get(&number) else {
             diffs.push(format!("{what}: no {dialect} in tshark"));
@@ -979,6 +1166,10 @@ fn compare(script: &Path, capture: &Path, profile: Option<&str>) -> Seen {
             .into_iter()
             .filter(|id| raised.contains(&id.as_str()))
             .collect();
+        let cut = loose
+            .get(&number)
+            .is_some_and(|l| l.iter().any(|id| id == "capture.snaplen"));
+        want.extend(loose.remove(&number).unwrap_or_default());
         want.sort();
         let mut got = frame.experts.clone();
         got.sort();
@@ -987,6 +1178,39 @@ fn compare(script: &Path, capture: &Path, profile: Option<&str>) -> Seen {
         }
         for id in &got {
             *seen.experts.entry(id.clone()).or_default() += 1;
+        }
+        for id in &frame.reassembled_experts {
+            *seen.reassembled_experts.entry(id.clone()).or_default() += 1;
+        }
+        if let Some(p) = &frame.suggested {
+            seen.suggested.push((number, p.clone()));
+        }
+        // The conversation, numbered as rtype-inspect numbers it.
+        let conversation = record
+            .get("conversation")
+            .and_then(J::u64)
+            .map(|c| c.to_string());
+        let field = format!("{dialect}.conversation");
+        if frame.value(&field) != conversation.as_deref() {
+            diffs.push(format!(
+                "{what}: {field} {:?}, export {conversation:?}",
+                frame.value(&field)
+            ));
+        }
+        if cut {
+            // The capture holds part of the datagram: its fields are not compared (the export
+            // reads its last captured bytes as the CRC), its CRC is unverified.
+            seen.cut += 1;
+            if dialect == "rtype"
+                && record.get("header").is_some()
+                && frame.value("rtype.crc.status") != Some("2")
+            {
+                diffs.push(format!(
+                    "{what}: a cut datagram's CRC is {:?}, not unverified",
+                    frame.value("rtype.crc.status")
+                ));
+            }
+            continue;
         }
 
         // rt's byte order shows in the magic's bytes (rtype is big-endian).
@@ -1156,9 +1380,9 @@ fn compare(script: &Path, capture: &Path, profile: Option<&str>) -> Seen {
     }
     assert!(
         diffs.is_empty(),
-        "{} (script {}, profile {profile:?}): {} differences:\n{}",
+        "{} ({}, profile {profile:?}): {} differences:\n{}",
         capture.display(),
-        script.display(),
+        ts.name(),
         diffs.len(),
         diffs[..diffs.len().min(30)].join("\n")
     );
@@ -1171,8 +1395,8 @@ fn compare(script: &Path, capture: &Path, profile: Option<&str>) -> Seen {
 }
 
 /// Findings per rule as `tshark -z expert` counts them.
-fn expert_counts(script: &Path, capture: &Path) -> BTreeMap<String, usize> {
-    let out = tshark(script, capture, &["-q", "-z", "expert"]);
+fn expert_counts(ts: Tshark, capture: &Path) -> BTreeMap<String, usize> {
+    let out = tshark(ts, capture, &["-q", "-z", "expert"]);
     let mut counts = BTreeMap::new();
     for line in out.lines() {
         let Some(open) = line.find('[') else { continue };
@@ -1241,76 +1465,76 @@ const S2C: &str = "server_to_client";
 
 #[test]
 fn tshark_agrees_with_export_on_the_rtype_samples() {
-    if !have_tshark("tshark_agrees_with_export_on_the_rtype_samples") {
-        return;
+    for ts in tsharks("tshark_agrees_with_export_on_the_rtype_samples") {
+        let mut total = 0;
+        for name in [
+            "clean-session.pcap",
+            "clean-session.pcap.gz",
+            "violations-crc.pcap",
+            "violations-compression.pcap",
+            "violations-messages.pcap",
+            "violations-snapshot.pcap",
+            "violations-chunks.pcap",
+            "old-header.pcap",
+            "truncated.pcap",
+            "link-variety.pcapng",
+        ] {
+            let seen = compare(ts, &sample(name), None);
+            total += seen.datagrams;
+            if name.starts_with("clean")
+                || name == "link-variety.pcapng"
+                || name == "truncated.pcap"
+            {
+                assert!(seen.experts.is_empty(), "{name}: {:?}", seen.experts);
+            }
+            if name == "clean-session.pcap" {
+                assert!(seen.reassembled > 0, "{name}: chunk sets reassembled");
+                assert!(
+                    seen.messages.len() >= 27,
+                    "{name}: every message type but 0x31: {:?}",
+                    seen.messages
+                );
+            }
+            if name == "old-header.pcap" {
+                assert_eq!(
+                    seen.experts.get("rtype.header.15-byte"),
+                    Some(&2),
+                    "once per conversation"
+                );
+            }
+        }
+        assert!(total > 1400, "{total} datagrams compared");
     }
-    let mut total = 0;
-    for name in [
-        "clean-session.pcap",
-        "clean-session.pcap.gz",
-        "violations-crc.pcap",
-        "violations-compression.pcap",
-        "violations-messages.pcap",
-        "violations-snapshot.pcap",
-        "violations-chunks.pcap",
-        "old-header.pcap",
-        "truncated.pcap",
-        "link-variety.pcapng",
-    ] {
-        let seen = compare(&dissector(), &sample(name), None);
-        total += seen.datagrams;
-        if name.starts_with("clean") || name == "link-variety.pcapng" || name == "truncated.pcap" {
-            assert!(seen.experts.is_empty(), "{name}: {:?}", seen.experts);
-        }
-        if name == "clean-session.pcap" {
-            assert!(seen.reassembled > 0, "{name}: chunk sets reassembled");
-            assert!(
-                seen.messages.len() >= 27,
-                "{name}: every message type but 0x31: {:?}",
-                seen.messages
-            );
-        }
-        if name == "old-header.pcap" {
-            assert_eq!(
-                seen.experts.get("rtype.header.15-byte"),
-                Some(&2),
-                "once per conversation"
-            );
-        }
-    }
-    assert!(total > 1400, "{total} datagrams compared");
 }
 
 #[test]
 fn tshark_expert_counts_match_check() {
-    if !have_tshark("tshark_expert_counts_match_check") {
-        return;
-    }
-    // The field-by-field tests compare every frame's expert infos with its violations; these
-    // count them the way a user would, with tshark's own statistics.
-    for name in [
-        "violations-messages.pcap",
-        "violations-chunks.pcap",
-        "old-header.pcap",
-        "rt-big-endian.pcap",
-        "rtnp-envelope.pcap",
-    ] {
-        let capture = sample(name);
-        let tshark = expert_counts(&dissector(), &capture);
-        let check = check_counts(&capture);
-        assert_eq!(
-            tshark, check,
-            "{name}: tshark -z expert, then check --format json"
-        );
-        assert!(!check.is_empty(), "{name}");
+    for ts in tsharks("tshark_expert_counts_match_check") {
+        // The field-by-field tests compare every frame's expert infos with its violations; these
+        // count them the way a user would, with tshark's own statistics.
+        for name in [
+            "violations-messages.pcap",
+            "violations-chunks.pcap",
+            "old-header.pcap",
+            "rt-big-endian.pcap",
+            "rtnp-envelope.pcap",
+        ] {
+            let capture = sample(name);
+            let tshark = expert_counts(ts, &capture);
+            let check = check_counts(&capture);
+            assert_eq!(
+                tshark,
+                check,
+                "{name}: {} -z expert, then check --format json",
+                ts.name()
+            );
+            assert!(!check.is_empty(), "{name}");
+        }
     }
 }
 
 #[test]
 fn tshark_agrees_with_export_on_the_17_byte_capture() {
-    if !have_tshark("tshark_agrees_with_export_on_the_17_byte_capture") {
-        return;
-    }
     let capture = fixture("reference-17byte-1client.pcap");
     let expected = counts(&[
         (C2S, "CLIENT_HELLO", 1),
@@ -1330,65 +1554,81 @@ fn tshark_agrees_with_export_on_the_17_byte_capture() {
         (S2C, "SERVER_SNAPSHOT_CHUNK", 26),
         (S2C, "SERVER_LEVEL_INIT", 1),
     ]);
-    // The document's table misreads this build's snapshots; its profile reads them all.
-    for profile in [None, Some("reference-17byte")] {
-        let script = script_for(profile);
-        let seen = compare(&script, &capture, profile);
-        assert_eq!(seen.messages, expected, "profile {profile:?}");
-        assert_eq!(seen.reassembled, 16, "complete chunk sets");
-        assert!(!seen.experts.contains_key("rtype.crc.mismatch"));
-        if profile.is_some() {
-            for id in [
-                "rtype.message.truncated",
-                "rtype.message.trailing",
-                "rtype.snapshot.undefined-bit",
-                "rtype.snapshot.reserved-bit",
-            ] {
+    for ts in tsharks("tshark_agrees_with_export_on_the_17_byte_capture") {
+        // The document's table misreads this build's snapshots; its profile (chosen by the
+        // preference, with the same installed dissector) reads them all.
+        for profile in [None, Some("reference-17byte")] {
+            let seen = compare(ts, &capture, profile);
+            assert_eq!(seen.messages, expected, "profile {profile:?}");
+            assert_eq!(seen.reassembled, 16, "complete chunk sets");
+            assert!(!seen.experts.contains_key("rtype.crc.mismatch"));
+            if profile.is_some() {
+                for id in [
+                    "rtype.message.truncated",
+                    "rtype.message.trailing",
+                    "rtype.snapshot.undefined-bit",
+                    "rtype.snapshot.reserved-bit",
+                ] {
+                    assert!(
+                        !seen.experts.contains_key(id),
+                        "{id} with the capture's profile: {:?}",
+                        seen.experts
+                    );
+                }
                 assert!(
-                    !seen.experts.contains_key(id),
-                    "{id} with the capture's profile: {:?}",
-                    seen.experts
+                    seen.reassembled_experts.is_empty(),
+                    "{:?}",
+                    seen.reassembled_experts
                 );
+                assert!(seen.suggested.is_empty(), "{:?}", seen.suggested);
+            } else {
+                // The first snapshot that stops decoding suggests the build's profile, once for
+                // the conversation.
+                assert_eq!(seen.suggested.len(), 1, "{:?}", seen.suggested);
+                assert_eq!(seen.suggested[0].1, "reference-17byte");
             }
+            assert!(seen.experts.contains_key("rtype.pong.empty"));
+            assert!(seen.experts.contains_key("rtype.levelinit.boss-trailer"));
         }
-        assert!(seen.experts.contains_key("rtype.pong.empty"));
-        assert!(seen.experts.contains_key("rtype.levelinit.boss-trailer"));
+        // The chunks that did not complete their set link to the frame that did.
+        let frames = dissect(ts, &capture, None);
+        let linked: Vec<_> = frames
+            .values()
+            .filter_map(|f| f.value("rtype.chunk.reassembled_in"))
+            .collect();
+        assert_eq!(linked.len(), 26 - 16);
+        for target in linked {
+            let completing = &frames[&target.parse::<u64>().unwrap()];
+            assert_eq!(completing.value("rtype.msg_type"), Some("0x21"));
+            assert!(!completing.reassembled.is_empty());
+        }
+        // A reassembled snapshot that stops decoding says why, as a datagram would (frame 558:
+        // entity 0, then 1,041 bytes the document's table cannot read).
+        assert_eq!(
+            frames[&558].reassembled_experts,
+            ["rtype.snapshot.undefined-bit"]
+        );
+        let level_init = frames
+            .values()
+            .find(|f| f.value("rtype.levelinit.archetype_count").is_some())
+            .unwrap();
+        assert_eq!(
+            level_init.value("rtype.levelinit.archetype_count"),
+            Some("17")
+        );
+        assert_eq!(
+            level_init.value("rtype.levelinit.archetype.sprite_id"),
+            Some("player_ship")
+        );
+        assert_eq!(
+            level_init.value("rtype.levelinit.boss.name"),
+            Some("boss_alpha")
+        );
     }
-    // The chunks that did not complete their set link to the frame that did.
-    let frames = dissect(&dissector(), &capture);
-    let linked: Vec<_> = frames
-        .values()
-        .filter_map(|f| f.value("rtype.chunk.reassembled_in"))
-        .collect();
-    assert_eq!(linked.len(), 26 - 16);
-    for target in linked {
-        let completing = &frames[&target.parse::<u64>().unwrap()];
-        assert_eq!(completing.value("rtype.msg_type"), Some("0x21"));
-        assert!(!completing.reassembled.is_empty());
-    }
-    let level_init = frames
-        .values()
-        .find(|f| f.value("rtype.levelinit.archetype_count").is_some())
-        .unwrap();
-    assert_eq!(
-        level_init.value("rtype.levelinit.archetype_count"),
-        Some("17")
-    );
-    assert_eq!(
-        level_init.value("rtype.levelinit.archetype.sprite_id"),
-        Some("player_ship")
-    );
-    assert_eq!(
-        level_init.value("rtype.levelinit.boss.name"),
-        Some("boss_alpha")
-    );
 }
 
 #[test]
 fn tshark_agrees_with_export_on_the_15_byte_capture() {
-    if !have_tshark("tshark_agrees_with_export_on_the_15_byte_capture") {
-        return;
-    }
     let capture = fixture("reference-15byte-levelevents.pcap");
     let expected = counts(&[
         (C2S, "CLIENT_HELLO", 1),
@@ -1408,53 +1648,57 @@ fn tshark_agrees_with_export_on_the_15_byte_capture() {
         (S2C, "SERVER_LEVEL_INIT", 1),
         (S2C, "SERVER_LEVEL_EVENT", 4),
     ]);
-    for profile in [None, Some("reference-15byte")] {
-        let script = script_for(profile);
-        let seen = compare(&script, &capture, profile);
-        assert_eq!(seen.messages, expected, "profile {profile:?}");
-        // The older header, reported once for the capture's one conversation.
-        assert_eq!(
-            seen.experts.get("rtype.header.15-byte"),
-            Some(&1),
-            "{:?}",
-            seen.experts
-        );
-        assert!(!seen.experts.contains_key("rtype.crc.mismatch"));
-        assert_eq!(seen.reassembled, 0);
-        if profile.is_some() {
-            for id in [
-                "rtype.message.truncated",
-                "rtype.message.trailing",
-                "rtype.snapshot.undefined-bit",
-            ] {
-                assert!(
-                    !seen.experts.contains_key(id),
-                    "{id} with the capture's profile: {:?}",
-                    seen.experts
-                );
-            }
-        } else {
-            assert!(
-                seen.experts.contains_key("rtype.snapshot.undefined-bit"),
-                "bit 10 (score) is not the document's"
+    for ts in tsharks("tshark_agrees_with_export_on_the_15_byte_capture") {
+        for profile in [None, Some("reference-15byte")] {
+            let seen = compare(ts, &capture, profile);
+            assert_eq!(seen.messages, expected, "profile {profile:?}");
+            // The older header, reported once for the capture's one conversation.
+            assert_eq!(
+                seen.experts.get("rtype.header.15-byte"),
+                Some(&1),
+                "{:?}",
+                seen.experts
             );
+            assert!(!seen.experts.contains_key("rtype.crc.mismatch"));
+            assert_eq!(seen.reassembled, 0);
+            if profile.is_some() {
+                for id in [
+                    "rtype.message.truncated",
+                    "rtype.message.trailing",
+                    "rtype.snapshot.undefined-bit",
+                ] {
+                    assert!(
+                        !seen.experts.contains_key(id),
+                        "{id} with the capture's profile: {:?}",
+                        seen.experts
+                    );
+                }
+                assert!(seen.suggested.is_empty(), "{:?}", seen.suggested);
+            } else {
+                assert!(
+                    seen.experts.contains_key("rtype.snapshot.undefined-bit"),
+                    "bit 10 (score) is not the document's"
+                );
+                let suggested: Vec<&str> = seen.suggested.iter().map(|s| s.1.as_str()).collect();
+                assert_eq!(suggested, ["reference-15byte"]);
+            }
         }
-    }
-    let frames = dissect(&dissector(), &capture);
-    assert!(
-        frames
+        let frames = dissect(ts, &capture, None);
+        assert!(
+            frames
+                .values()
+                .all(|f| f.value("rtype.header_len") == Some("15")),
+            "the older header is recognised"
+        );
+        // Its version byte has no compression bit.
+        assert!(frames
             .values()
-            .all(|f| f.value("rtype.header_len") == Some("15")),
-        "the older header is recognised"
-    );
+            .all(|f| f.value("rtype.compressed").is_none()));
+    }
 }
 
 #[test]
 fn tshark_agrees_with_export_on_rt() {
-    if !have_tshark("tshark_agrees_with_export_on_rt") {
-        return;
-    }
-    let seen = compare(&dissector(), &fixture("rt-two-players.pcap"), None);
     let expected = counts(&[
         (C2S, "CLIENT_CONNECT", 2),
         (C2S, "PLAYER_IS_READY", 2),
@@ -1469,26 +1713,25 @@ fn tshark_agrees_with_export_on_rt() {
         (S2C, "WEAPON_SNAPSHOT", 1342),
         (S2C, "WEAPON_FIRE", 161),
     ]);
-    assert_eq!(seen.messages, expected);
-    assert_eq!(
-        seen.experts.get("rt.byte-order"),
-        Some(&2),
-        "once per conversation: {:?}",
-        seen.experts
-    );
-    assert_eq!(seen.little_endian, 4981);
-    for name in ["rt-big-endian.pcap", "rt-little-endian.pcap"] {
-        let seen = compare(&dissector(), &sample(name), None);
-        assert!(!seen.experts.is_empty(), "{name}");
+    for ts in tsharks("tshark_agrees_with_export_on_rt") {
+        let seen = compare(ts, &fixture("rt-two-players.pcap"), None);
+        assert_eq!(seen.messages, expected);
+        assert_eq!(
+            seen.experts.get("rt.byte-order"),
+            Some(&2),
+            "once per conversation: {:?}",
+            seen.experts
+        );
+        assert_eq!(seen.little_endian, 4981);
+        for name in ["rt-big-endian.pcap", "rt-little-endian.pcap"] {
+            let seen = compare(ts, &sample(name), None);
+            assert!(!seen.experts.is_empty(), "{name}");
+        }
     }
 }
 
 #[test]
 fn tshark_agrees_with_export_on_rtnp() {
-    if !have_tshark("tshark_agrees_with_export_on_rtnp") {
-        return;
-    }
-    let seen = compare(&dissector(), &fixture("rtnp-solo.pcap"), None);
     let expected = counts(&[
         (C2S, "PING", 5),
         (C2S, "request_lobby", 1),
@@ -1505,25 +1748,37 @@ fn tshark_agrees_with_export_on_rtnp() {
         (S2C, "snapshot", 321),
         (S2C, "lobby_left", 1),
     ]);
-    assert_eq!(seen.messages, expected);
-    assert_eq!(seen.experts.get("rtnp.keepalive.not-json"), Some(&10));
-    for name in [
-        "rtnp-envelope.pcap",
-        "rtnp-fragmented.pcap",
-        "rtnp-raw-json.pcap",
-    ] {
-        compare(&dissector(), &sample(name), None);
+    for ts in tsharks("tshark_agrees_with_export_on_rtnp") {
+        let seen = compare(ts, &fixture("rtnp-solo.pcap"), None);
+        assert_eq!(seen.messages, expected);
+        assert_eq!(seen.experts.get("rtnp.keepalive.not-json"), Some(&10));
+        for name in [
+            "rtnp-envelope.pcap",
+            "rtnp-fragmented.pcap",
+            "rtnp-raw-json.pcap",
+        ] {
+            compare(ts, &sample(name), None);
+        }
+        // The JSON goes to Wireshark's own dissector; the envelope's Text is a string.
+        let frames = dissect(ts, &fixture("rtnp-solo.pcap"), None);
+        assert_eq!(
+            frames.values().filter(|f| f.json).count(),
+            790 - 10,
+            "every message but the keep-alives is JSON"
+        );
+        assert!(frames
+            .values()
+            .all(|f| f.json == f.value("rtnp.type").is_some()));
+        let envelope = dissect(ts, &sample("rtnp-envelope.pcap"), None);
+        let text = envelope
+            .values()
+            .find_map(|f| f.value("rtnp.envelope.text"))
+            .expect("an envelope's Text");
+        assert!(
+            text.starts_with('{') || text == "PING" || text == "PONG",
+            "{text}"
+        );
     }
-    // The JSON goes to Wireshark's own dissector.
-    let frames = dissect(&dissector(), &fixture("rtnp-solo.pcap"));
-    assert_eq!(
-        frames.values().filter(|f| f.json).count(),
-        790 - 10,
-        "every message but the keep-alives is JSON"
-    );
-    assert!(frames
-        .values()
-        .all(|f| f.json == f.value("rtnp.type").is_some()));
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -1769,9 +2024,6 @@ fn rule_datagrams() -> Vec<(&'static str, Vec<u8>)> {
 
 #[test]
 fn tshark_raises_every_datagram_rule() {
-    if !have_tshark("tshark_raises_every_datagram_rule") {
-        return;
-    }
     let datagrams = rule_datagrams();
     let mut packets: Vec<_> = datagrams
         .iter()
@@ -1786,20 +2038,26 @@ fn tshark_raises_every_datagram_rule() {
     packets.push((40000, 40001, chunk(60, 2, 0, &[(1, 0x0001, &[4])])));
     let path = scratch("rules.pcap");
     write_pcap(&path, &packets);
-    let out = tshark(&dissector(), &path, &["-V", "-P", "-z", "expert"]);
-    for (id, _) in &datagrams {
-        assert!(out.contains(&format!("[{id}] ")), "no expert info [{id}]");
+    for ts in tsharks("tshark_raises_every_datagram_rule") {
+        let out = tshark(ts, &path, &["-V", "-P", "-z", "expert"]);
+        for (id, _) in &datagrams {
+            assert!(
+                out.contains(&format!("[{id}] ")),
+                "{}: no expert info [{id}]",
+                ts.name()
+            );
+        }
+        let infos = out.lines().filter(|l| l.contains("[Expert Info")).count();
+        assert!(infos >= datagrams.len());
+        assert!(
+            out.contains("Reassembled snapshot (2 entities from 2 chunks)"),
+            "{out}"
+        );
+        assert!(
+            out.contains("SERVER_SNAPSHOT_CHUNK seq=7 tick=60 chunk 1/2 [reassembled]"),
+            "{out}"
+        );
     }
-    let infos = out.lines().filter(|l| l.contains("[Expert Info")).count();
-    assert!(infos >= datagrams.len());
-    assert!(
-        out.contains("Reassembled snapshot (2 entities from 2 chunks)"),
-        "{out}"
-    );
-    assert!(
-        out.contains("SERVER_SNAPSHOT_CHUNK seq=7 tick=60 chunk 1/2 [reassembled]"),
-        "{out}"
-    );
 }
 
 /// A small deterministic generator (xorshift64*).
@@ -1907,9 +2165,6 @@ fn garbage_datagrams(seed: u64, count: usize) -> Vec<(u16, u16, Vec<u8>)> {
 
 #[test]
 fn tshark_survives_garbage() {
-    if !have_tshark("tshark_survives_garbage") {
-        return;
-    }
     let mut packets = garbage_datagrams(0x5EED_1234_ABCD_0001, 400);
     // An LZ4 bomb (more than 65535 bytes once decompressed) and a large valid payload.
     packets.push((
@@ -1931,21 +2186,30 @@ fn tshark_survives_garbage() {
     let path = scratch("garbage.pcap");
     write_pcap(&path, &packets);
 
-    let out = tshark(&dissector(), &path, &["-V"]);
-    let dissected = out
-        .lines()
-        .filter(|l| l.starts_with("R-Type UDP Protocol"))
-        .count();
-    assert_eq!(
-        dissected,
-        packets.len() - 1,
-        "every datagram with the magic is dissected"
-    );
-    assert!(out.contains("[rtype.compress.lz4]"));
-    assert!(
-        out.contains("\n        Entity Count: 9000\n"),
-        "the large compressed snapshot decodes"
-    );
+    for ts in tsharks("tshark_survives_garbage") {
+        let out = tshark(ts, &path, &["-V"]);
+        let dissected = out
+            .lines()
+            .filter(|l| l.starts_with("R-Type UDP Protocol"))
+            .count();
+        assert_eq!(
+            dissected,
+            packets.len() - 1,
+            "{}: every datagram with the magic is dissected",
+            ts.name()
+        );
+        assert!(out.contains("[rtype.compress.lz4]"));
+        assert!(
+            out.contains("\n        Entity Count: 9000\n"),
+            "the large compressed snapshot decodes"
+        );
+        // Without a tree (tshark's default output) the same datagrams are read.
+        let lines = tshark(ts, &path, &[]);
+        assert_eq!(
+            lines.lines().filter(|l| l.contains(" RTYPE ")).count(),
+            packets.len() - 1
+        );
+    }
 }
 
 /// Random rt and rtnp datagrams: rt headers in both byte orders with random types, flags and
@@ -2033,9 +2297,6 @@ fn garbage_rt_rtnp(seed: u64, count: usize) -> Vec<(u16, u16, Vec<u8>)> {
 
 #[test]
 fn tshark_agrees_with_export_on_rules_and_garbage() {
-    if !have_tshark("tshark_agrees_with_export_on_rules_and_garbage") {
-        return;
-    }
     let rules = scratch("compare-rules.pcap");
     let mut packets: Vec<_> = rule_datagrams()
         .into_iter()
@@ -2048,20 +2309,20 @@ fn tshark_agrees_with_export_on_rules_and_garbage() {
     ));
     packets.push((40000, 40001, chunk(60, 2, 0, &[(1, 0x0001, &[4])])));
     write_pcap(&rules, &packets);
-    let seen = compare(&dissector(), &rules, None);
-    assert_eq!(seen.reassembled, 1);
-    for (id, _) in rule_datagrams() {
-        assert!(seen.experts.contains_key(id), "{id} compared");
-    }
-
     let garbage = scratch("compare-garbage.pcap");
     let mut packets = garbage_datagrams(0xFACE_B00C, 1200);
     packets.extend(garbage_rt_rtnp(0x5EED_0003, 600));
     write_pcap(&garbage, &packets);
-    let seen = compare(&dissector(), &garbage, None);
-    assert!(seen.datagrams > 1700, "{}", seen.datagrams);
-    let script = script_for(Some("reference-17byte"));
-    compare(&script, &garbage, Some("reference-17byte"));
+    for ts in tsharks("tshark_agrees_with_export_on_rules_and_garbage") {
+        let seen = compare(ts, &rules, None);
+        assert_eq!(seen.reassembled, 1);
+        for (id, _) in rule_datagrams() {
+            assert!(seen.experts.contains_key(id), "{id} compared");
+        }
+        let seen = compare(ts, &garbage, None);
+        assert!(seen.datagrams > 1700, "{}", seen.datagrams);
+        compare(ts, &garbage, Some("reference-17byte"));
+    }
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -2073,8 +2334,8 @@ const MOCK_WIRESHARK: &str = r#"-- A stand-in for the parts of Wireshark's Lua A
 -- under a plain Lua interpreter (Lua 5.4, as Wireshark 4.4 embeds): numbers read from packets
 -- are integers there, `string.format("%d")` refuses fractions, and `bit` is a shim. Reads
 -- datagrams ("frame seconds sport dport hex" per line) on stdin; prints each one's protocol and the rule
--- IDs of its expert infos.
-local script = arg[1]
+-- IDs of its expert infos. arg[2] "tree" hands the dissector a drawn tree, "none" no tree.
+local script, mode = arg[1], arg[2]
 
 local function norm(x)
     if math.type(x) == "float" then
@@ -2095,7 +2356,7 @@ bit = {
     lshift = function(a, n) return norm(norm(a) << n) end,
 }
 
-base = { DEC = 1, HEX = 2 }
+base = setmetatable({}, { __index = function(_, k) return k end })
 expert = {
     group = setmetatable({}, { __index = function(_, k) return k end }),
     severity = setmetatable({}, { __index = function(_, k) return k end }),
@@ -2106,7 +2367,10 @@ local function field(kind)
     return function(abbr, label, ...) return { abbr = abbr, kind = kind } end
 end
 ProtoField = setmetatable({}, { __index = function(_, kind) return field(kind) end })
-Pref = { uint = function(_, default) return default end }
+Pref = setmetatable({}, { __index = function() return function(_, default) return default end end })
+function gui_enabled() return false end
+function register_stat_cmd_arg() end
+function register_menu() end
 local udp = { add = function() end, remove = function() end, add_for_decode_as = function() end }
 DissectorTable = { get = function() return udp end }
 Dissector = { get = function() return { call = function() end } end }
@@ -2131,6 +2395,7 @@ Tvb.__call = function(t, off, len)
     return new_range(t, off, len or (#t.s - off))
 end
 function Tvb:len() return #self.s end
+function Tvb:reported_len() return #self.s end
 function Tvb:raw(off, len) off = off or 0 return self.s:sub(off + 1, off + (len or #self.s - off)) end
 Range.__index = Range
 function Range:raw() return self.parent.s:sub(self.off + 1, self.off + self.n) end
@@ -2166,7 +2431,8 @@ function Bytes:tohex() return (self.s:gsub(".", function(c) return string.format
 -- Tree items: checked for what Wireshark would refuse, otherwise inert.
 local Item = {}
 Item.__index = Item
-local function item() return setmetatable({}, Item) end
+-- A drawn tree's items have a text and are visible; without a tree they have no text.
+local function item() return setmetatable(mode == "tree" and { text = "", visible = true } or {}, Item) end
 function Item:add(a, b, c)
     if type(a) == "table" and a.kind and getmetatable(b) == Range then
         local k = a.kind
@@ -2188,7 +2454,8 @@ function Item:add_tvb_expert_info(ex, range, text)
     return self
 end
 function Item:add_proto_expert_info(ex, text)
-    EXPERTS_SEEN[#EXPERTS_SEEN + 1] = ex.abbr .. "(" .. tostring(text) .. ")"
+    assert(type(text) == "string")
+    EXPERTS_SEEN[#EXPERTS_SEEN + 1] = ex.abbr:match("^rt%l*%.malformed$") and ex.abbr .. "(" .. text .. ")" or ex.abbr
     return self
 end
 
@@ -2219,7 +2486,7 @@ end
 /// `lua5.4` is installed.
 #[test]
 fn lua_5_4_raises_what_tshark_raises() {
-    if !have_tshark("lua_5_4_raises_what_tshark_raises") {
+    if !tsharks("lua_5_4_raises_what_tshark_raises").contains(&Tshark::Host) {
         return;
     }
     if !Command::new("lua5.4")
@@ -2249,15 +2516,57 @@ fn lua_5_4_raises_what_tshark_raises() {
             format!("{} {i} {sport} {dport} {hex}\n", i + 1)
         })
         .collect();
+    let frames = dissect(Tshark::Host, &capture, None);
+    let mut diffs = Vec::new();
+    // With a drawn tree and without one (tshark's default), the same expert infos.
+    for mode in ["tree", "none"] {
+        let stdout = run_mock(&mock, mode, &input);
+        assert_eq!(stdout.lines().count(), packets.len());
+        for line in stdout.lines() {
+            let mut words = line.split(' ').filter(|w| !w.is_empty());
+            let number: u64 = words.next().unwrap().parse().unwrap();
+            let proto = words.next().unwrap();
+            let lua54: Vec<&str> = words.filter(|w| *w != "rtype.profile.suggested").collect();
+            let (tshark_proto, mut tshark) = match frames.get(&number) {
+                Some(f) => (
+                    f.proto.as_str(),
+                    f.experts
+                        .iter()
+                        .chain(&f.reassembled_experts)
+                        .map(String::as_str)
+                        .collect::<Vec<_>>(),
+                ),
+                None => ("-", Vec::new()),
+            };
+            tshark.sort_unstable();
+            if (proto, &lua54) != (tshark_proto, &tshark) {
+                diffs.push(format!(
+                    "frame {number} ({mode}): Lua 5.4 {proto} {lua54:?}, tshark {tshark_proto} {tshark:?}"
+                ));
+            }
+        }
+    }
+    assert!(
+        diffs.is_empty(),
+        "{} frames differ:\n{}",
+        diffs.len(),
+        diffs[..diffs.len().min(20)].join("\n")
+    );
+}
+
+/// Runs the Lua 5.4 stand-in over `input` with a drawn tree or none (`mode`); its stdout.
+fn run_mock(mock: &Path, mode: &str, input: &str) -> String {
     let mut child = Command::new("lua5.4")
-        .arg(&mock)
+        .arg(mock)
         .arg(dissector())
+        .arg(mode)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_string();
     let writer =
         std::thread::spawn(move || std::io::Write::write_all(&mut stdin, input.as_bytes()));
     let out = child.wait_with_output().unwrap();
@@ -2267,33 +2576,5 @@ fn lua_5_4_raises_what_tshark_raises() {
         "lua5.4 failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let frames = dissect(&dissector(), &capture);
-    let mut diffs = Vec::new();
-    let stdout = String::from_utf8(out.stdout).unwrap();
-    assert_eq!(stdout.lines().count(), packets.len());
-    for line in stdout.lines() {
-        let mut words = line.split(' ').filter(|w| !w.is_empty());
-        let number: u64 = words.next().unwrap().parse().unwrap();
-        let proto = words.next().unwrap();
-        let lua54: Vec<&str> = words.collect();
-        let (tshark_proto, mut tshark) = match frames.get(&number) {
-            Some(f) => (
-                f.proto.as_str(),
-                f.experts.iter().map(String::as_str).collect::<Vec<_>>(),
-            ),
-            None => ("-", Vec::new()),
-        };
-        tshark.sort_unstable();
-        if (proto, &lua54) != (tshark_proto, &tshark) {
-            diffs.push(format!(
-                "frame {number}: Lua 5.4 {proto} {lua54:?}, tshark {tshark_proto} {tshark:?}"
-            ));
-        }
-    }
-    assert!(
-        diffs.is_empty(),
-        "{} frames differ:\n{}",
-        diffs.len(),
-        diffs[..diffs.len().min(20)].join("\n")
-    );
+    String::from_utf8(out.stdout).unwrap()
 }

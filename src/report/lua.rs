@@ -1,22 +1,26 @@
 //! The Wireshark Lua dissector, generated from the protocol description.
 //!
 //! [`generate`] compiles the description of the three dialects into one Lua file holding three
-//! protocols: `rtype` (its `HEADER`, `HEADER_15`, `MESSAGES` and the snapshot profile's mask bits),
+//! protocols: `rtype` (its `HEADER`, `HEADER_15`, `MESSAGES` and the snapshot profiles' mask bits),
 //! `rt` (its `HEADER` and `MESSAGES`, with their variants) and `rtnp` (its message schemas), plus
-//! the rule `CATALOG`: a `ProtoField` per described field, a `ProtoExpert` per rule a single
-//! datagram can break, and a Lua function per message layout that reads the fields in the
-//! description's order, exactly as `message::walk` does. The only hand-written Lua is the fixed
-//! runtime in `lua/`: CRC-32, LZ4, JSON, the per-field reader, the datagram checks, the chunk
-//! reassembly and the per-conversation decisions. No field layout is written by hand.
+//! the rule `CATALOG`: a `ProtoField` per described field (with a description written from the
+//! description), a `ProtoExpert` per rule a single datagram can break, and a Lua function per
+//! message layout that reads the fields in the description's order, exactly as `message::walk`
+//! does. Every bundled snapshot profile is compiled in, chosen by a preference. The only
+//! hand-written Lua is the fixed runtime in `lua/`: bytes, CRC-32, LZ4, JSON, the field readers,
+//! the datagram checks, the chunk reassembly, the per-conversation decisions, the statistics and
+//! the registration. No field layout is written by hand.
 //!
 //! The output runs in Wireshark/tshark 4.0 (Lua 5.2) and later (Lua 5.4): it uses Wireshark's
-//! `bit` module, never `bit32` nor the Lua 5.3 operators.
+//! `bit` module, never `bit32` nor the Lua 5.3 operators (but in one CRC loop compiled with
+//! `load` on Lua 5.3+). Field descriptors are flat tables built once at load; the message
+//! functions read a table of the payload's bytes and touch the tree only when one is drawn.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt::Write as _;
 
 use crate::datagram::rtype::{MAX_PAYLOAD, MESSAGE_RULES};
-use crate::proto::profile::{BitSlot, Profile, MASK_BITS};
+use crate::proto::profile::{BitSlot, Profile, BUNDLED, MASK_BITS};
 use crate::proto::rtnp::{JsonField, MAX_DATAGRAM, MAX_DEPTH, MAX_JSON, PING, PONG};
 use crate::proto::rtype::{
     COMPRESSED_BIT, COMPRESS_THRESHOLD, CRC_LEN, HEADER, HEADER_15, LEVEL_INIT, MAGIC, MESSAGES,
@@ -25,6 +29,7 @@ use crate::proto::rtype::{
 use crate::proto::schema::{Check, Direction, Display, Field, Message, Named, Node, Role, Ty};
 use crate::proto::{rt, rtnp, Rule, Severity, CATALOG};
 use crate::session::chunks::{MAX_AGE_NANOS, MAX_CHUNKS, MAX_OPEN_SETS, MAX_SET_BYTES};
+use crate::session::MAX_CONVERSATIONS;
 
 /// UDP port the rtype dissector registers by default (the reference server's).
 pub const DEFAULT_PORT: u16 = 50010;
@@ -48,9 +53,19 @@ const MALFORMED_SUMMARY: &str = "malformed packet: the dissector stopped early";
 
 const PRELUDE: &str = include_str!("lua/prelude.lua");
 const WALKER: &str = include_str!("lua/walker.lua");
+const RECOGNISE: &str = include_str!("lua/recognise.lua");
 const DRIVER: &str = include_str!("lua/driver.lua");
 const DRIVER_RT: &str = include_str!("lua/rt.lua");
 const DRIVER_RTNP: &str = include_str!("lua/rtnp.lua");
+const REGISTER: &str = include_str!("lua/register.lua");
+
+/// The one expert info that is not a rule of the catalog: a conversation's snapshots do not fit
+/// the selected profile and a bundled one reads them (its ID, summary).
+const PROFILE_SUGGESTED: (&str, &str) = (
+    "rtype.profile.suggested",
+    "snapshots fail to decode with the selected profile and this bundled profile reads them: \
+     Edit > Preferences > Protocols > RTYPE > Snapshot profile, or tshark -o rtype.profile:NAME",
+);
 
 /// A field of the runtime (not of the description).
 struct RuntimeField {
@@ -99,16 +114,23 @@ const RUNTIME_FIELDS: &[RuntimeField] = &[
         "rtype.header_len",
         "uint8",
         "Header Length",
-        ", base.DEC",
+        ", base.DEC, nil, nil, \"Length of the header layout the datagram fits: 17 (document 002) or 15 (the older build)\"",
     ),
-    rf("rtype", "crc", "rtype.crc", "uint32", "CRC32", ", base.HEX"),
+    rf(
+        "rtype",
+        "crc",
+        "rtype.crc",
+        "uint32",
+        "CRC32",
+        ", base.HEX, nil, nil, \"CRC-32 footer over header and payload (document 002 §4)\"",
+    ),
     rf(
         "rtype",
         "crc_status",
         "rtype.crc.status",
         "uint8",
         "CRC32 Status",
-        ", base.DEC, { [0] = \"Bad\", [1] = \"Good\", [2] = \"Unverified\" }",
+        ", base.DEC, { [0] = \"Bad\", [1] = \"Good\", [2] = \"Unverified\" }, nil, \"Unverified: the check is off, or the capture does not hold the footer\"",
     ),
     rf("rtype", "payload", "rtype.payload", "bytes", "Payload", ""),
     rf(
@@ -117,7 +139,7 @@ const RUNTIME_FIELDS: &[RuntimeField] = &[
         "rtype.undecoded",
         "bytes",
         "Undecoded",
-        "",
+        ", nil, \"Bytes the description cannot interpret\"",
     ),
     rf(
         "rtype",
@@ -125,7 +147,7 @@ const RUNTIME_FIELDS: &[RuntimeField] = &[
         "rtype.chunk.reassembled_in",
         "framenum",
         "Reassembled in",
-        "",
+        ", base.NONE, nil, nil, \"The frame whose chunk completed this chunk's set\"",
     ),
     rf(
         "rtype",
@@ -133,7 +155,7 @@ const RUNTIME_FIELDS: &[RuntimeField] = &[
         "rtype.chunk.frame",
         "framenum",
         "Chunk in frame",
-        "",
+        ", base.NONE, nil, nil, \"A frame holding one chunk of the reassembled snapshot\"",
     ),
     rf(
         "rtype",
@@ -151,8 +173,24 @@ const RUNTIME_FIELDS: &[RuntimeField] = &[
         "Undecoded",
         "",
     ),
+    rf(
+        "rtype",
+        "conversation",
+        "rtype.conversation",
+        "uint32",
+        "Conversation",
+        CONVERSATION_BLURB,
+    ),
     rf("rt", "undecoded", "rt.undecoded", "bytes", "Undecoded", ""),
-    rf("rtnp", "framing", "rtnp.framing", "string", "Framing", ""),
+    rf("rt", "conversation", "rt.conversation", "uint32", "Conversation", CONVERSATION_BLURB),
+    rf(
+        "rtnp",
+        "framing",
+        "rtnp.framing",
+        "string",
+        "Framing",
+        ", nil, \"envelope (Cap'n Proto, document 004 §4) or raw (JSON alone)\"",
+    ),
     rf(
         "rtnp",
         "segments",
@@ -173,9 +211,9 @@ const RUNTIME_FIELDS: &[RuntimeField] = &[
         "rtnp",
         "text_bytes",
         "rtnp.envelope.text",
-        "bytes",
-        "Text (with its NUL)",
-        "",
+        "string",
+        "Text",
+        ", nil, \"The envelope's Text field (its bytes include the NUL)\"",
     ),
     rf(
         "rtnp",
@@ -194,7 +232,13 @@ const RUNTIME_FIELDS: &[RuntimeField] = &[
         "",
     ),
     rf("rtnp", "type", "rtnp.type", "string", "Message Type", ""),
+    rf("rtnp", "conversation", "rtnp.conversation", "uint32", "Conversation", CONVERSATION_BLURB),
 ];
+
+/// What a conversation number is.
+const CONVERSATION_BLURB: &str =
+    ", base.DEC, nil, nil, \"rtype-inspect's conversation number: the client's address \
+    and port with the server's address, numbered in order of first appearance (0 past the limit)\"";
 
 /// Filter prefix of the snapshot rebuilt from SNAPSHOT_CHUNK datagrams.
 const REASSEMBLED_PREFIX: &str = "rtype.reassembled";
@@ -228,6 +272,7 @@ fn rtype_rules() -> Vec<(&'static str, Rule)> {
         ("chunk_total_mismatch", Rule::RtypeChunkTotalMismatch),
         ("chunk_duplicate", Rule::RtypeChunkDuplicate),
         ("chunk_limit", Rule::RtypeChunkLimit),
+        ("snaplen", Rule::CaptureSnaplen),
     ]
 }
 
@@ -251,6 +296,7 @@ fn rt_rules() -> Vec<(&'static str, Rule)> {
         ("disconnect_unreliable", Rule::RtDisconnectUnreliable),
         ("reliable_flag_missing", Rule::RtReliableFlagMissing),
         ("direction", Rule::RtDirection),
+        ("snaplen", Rule::CaptureSnaplen),
     ]
 }
 
@@ -267,6 +313,7 @@ fn rtnp_rules() -> Vec<(&'static str, Rule)> {
         ("unknown_type", Rule::RtnpUnknownType),
         ("wrong_type", Rule::RtnpWrongType),
         ("range", Rule::RtnpRange),
+        ("snaplen", Rule::CaptureSnaplen),
     ]
 }
 
@@ -339,89 +386,138 @@ pub fn dissector_rules() -> Vec<Rule> {
     rules.into_iter().collect()
 }
 
-/// The protocol a filter name or rule ID belongs to: its first segment.
+/// The protocol a filter name or rule ID belongs to: its first segment (rules of the capture,
+/// which every dialect raises, are registered with rtype's).
 fn proto_of(name: &str) -> &str {
-    name.split('.').next().unwrap_or(name)
+    match name.split('.').next().unwrap_or(name) {
+        p @ (PROTO_RT | PROTO_RTNP) => p,
+        _ => PROTO,
+    }
 }
 
-/// Writes the complete Lua dissector for `profile`'s snapshot layout.
+/// Writes the complete Lua dissector: every bundled snapshot profile, and `profile` (the
+/// default of the preference; the document's table when it is [`Profile::document`]).
 pub fn generate(profile: &Profile) -> String {
-    let mut g = Gen::new(profile);
+    let mut profiles = vec![Profile::document()];
+    for (name, _) in BUNDLED {
+        if let Some(p) = Profile::bundled(name) {
+            profiles.push(p);
+        }
+    }
+    let default = match profiles.iter().position(|p| p.name == profile.name) {
+        Some(i)
+            if profile.name == "document" || BUNDLED.iter().any(|(n, _)| *n == profile.name) =>
+        {
+            i
+        }
+        _ => {
+            profiles.push(profile.clone());
+            profiles.len() - 1
+        }
+    };
+    let mut g = Gen::new(profiles);
     // Compiling declares the fields, which the declarations then list.
-    let headers = g.headers();
-    let code = g.message_code();
-    let mut out = String::with_capacity(256 * 1024);
+    let code = g.code();
+    let mut out = String::with_capacity(512 * 1024);
     let _ = write!(
         out,
         "-- R-Type UDP protocols dissector for Wireshark/tshark 4.0+ (Lua 5.2 to 5.4): the `rtype`\n\
          -- dialect (documents 002/001), `rt` (document 003) and `rtnp` (document 004).\n\
          --\n\
-         -- GENERATED by rtype-inspect from its protocol description (src/proto) with the snapshot\n\
-         -- profile {profile_name}. Do not edit: regenerate with\n\
+         -- GENERATED by rtype-inspect from its protocol description (src/proto), with the snapshot\n\
+         -- profiles {names} (preference rtype.profile, default {default}). Do not edit: regenerate with\n\
          --     rtype-inspect dissector -o wireshark/rtype.lua\n\
          -- Install: copy to ~/.local/lib/wireshark/plugins/, or run tshark -X lua_script:rtype.lua\n\
          -- (see wireshark/README.md).\n\n\
          local rtype = Proto(\"{PROTO}\", \"R-Type UDP Protocol\")\n\
          local rt = Proto(\"{PROTO_RT}\", \"R-Type RT Protocol (document 003)\")\n\
          local rtnp = Proto(\"{PROTO_RTNP}\", \"R-Type RTNP Protocol (document 004)\")\n\n",
-        profile_name = lua_str(&profile.name),
+        names = g
+            .profiles
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        default = g.profiles[default].name,
     );
     out.push_str(PRELUDE);
     out.push('\n');
-    g.declarations(&mut out, &headers);
+    g.declarations(&mut out, default);
     out.push_str(WALKER);
     out.push('\n');
     out.push_str(&code);
-    out.push_str(DRIVER);
+    for part in [RECOGNISE, DRIVER, DRIVER_RT, DRIVER_RTNP, REGISTER] {
+        out.push_str(part);
+        out.push('\n');
+    }
+    out.truncate(out.trim_end().len());
     out.push('\n');
-    out.push_str(DRIVER_RT);
-    out.push('\n');
-    out.push_str(DRIVER_RTNP);
     out
 }
 
-/// State of one generation: the fields declared so far and the value strings.
-struct Gen<'p> {
-    profile: &'p Profile,
-    /// Every filter name registered, with the signature of the field behind it.
-    abbrevs: HashMap<String, String>,
-    used: HashSet<String>,
-    /// Value-string tables by content; the Lua name is `VS[index + 1]`.
-    value_strings: Vec<Vec<(u32, &'static str)>>,
-    /// Field descriptor declarations (`F[...] = {...}`), in first-use order.
-    fields: Vec<String>,
-    /// Fields another of the same name and another integer type may share (see `Gen::share`):
-    /// the field and the index of its declaration.
-    shareable: HashMap<String, (&'static Field, usize)>,
+/// A declared field: its signature (to share it), its descriptor index, and the profile it
+/// belongs to (`None`: every profile).
+struct Declared {
+    signature: String,
+    index: usize,
+    profile: Option<usize>,
 }
 
-impl<'p> Gen<'p> {
-    fn new(profile: &'p Profile) -> Self {
-        let mut used = HashSet::new();
+/// State of one generation: the fields declared so far and the value strings.
+struct Gen {
+    profiles: Vec<Profile>,
+    /// Filter names registered, with the fields behind each (profiles may give one name
+    /// different fields).
+    abbrevs: HashMap<String, Vec<Declared>>,
+    /// Filter names of the runtime, the protocols and the rules.
+    reserved: HashSet<String>,
+    /// Value-string tables by content; the Lua name is `VS[index + 1]`.
+    value_strings: Vec<Vec<(u32, &'static str)>>,
+    /// Flag-bit ProtoField constructors; the Lua name is `FB[index + 1]`.
+    bit_fields: Vec<String>,
+    /// Field descriptor declarations (`fd(index, ...)`), in first-use order; index = position + 1.
+    fields: Vec<String>,
+    /// Fields another of the same name and another integer type may share (see `Gen::share`):
+    /// the field and its descriptor index.
+    shareable: HashMap<String, (&'static Field, usize)>,
+    /// The prefixes the masked fields are compiled under (`PROFILE[k]` for the k-th).
+    masked: Vec<String>,
+    /// What the fields being declared belong to, for their descriptions: the message (or header)
+    /// and its document section.
+    context: String,
+}
+
+impl Gen {
+    fn new(profiles: Vec<Profile>) -> Self {
+        let mut reserved = HashSet::new();
         for field in RUNTIME_FIELDS {
-            used.insert(field.filter.to_string());
+            reserved.insert(field.filter.to_string());
         }
         for name in [PROTO, PROTO_RT, PROTO_RTNP] {
-            used.insert(name.to_string());
+            reserved.insert(name.to_string());
         }
         for rule in CATALOG {
-            used.insert(rule.id.to_string());
+            reserved.insert(rule.id.to_string());
         }
         for (_, id) in MALFORMED {
-            used.insert(id.to_string());
+            reserved.insert(id.to_string());
         }
+        reserved.insert(PROFILE_SUGGESTED.0.to_string());
         Gen {
-            profile,
+            profiles,
             abbrevs: HashMap::new(),
-            used,
+            reserved,
             value_strings: Vec::new(),
+            bit_fields: Vec::new(),
             fields: Vec::new(),
             shareable: HashMap::new(),
+            masked: Vec::new(),
+            context: String::new(),
         }
     }
 
-    /// Constants, rules, experts, value strings, ProtoFields, field descriptors and header layouts.
-    fn declarations(&mut self, out: &mut String, headers: &str) {
+    /// Constants, rules, experts, value strings, ProtoFields and field descriptors.
+    fn declarations(&mut self, out: &mut String, default: usize) {
         out.push_str(
             "-- ---------------------------------------------------------------------------------------------\n",
         );
@@ -435,7 +531,8 @@ impl<'p> Gen<'p> {
             "local C = {{\n    MAGIC = 0x{magic:08X}, CRC_LEN = {CRC_LEN}, VERSION = {VERSION}, COMPRESSED_BIT = 0x{COMPRESSED_BIT:02X},\n    \
              COMPRESS_THRESHOLD = {COMPRESS_THRESHOLD}, PACKET_CLIENT = {PACKET_CLIENT}, PACKET_SERVER = {PACKET_SERVER},\n    \
              MAX_PAYLOAD = {MAX_PAYLOAD}, DEFAULT_PORT = {DEFAULT_PORT}, LEVEL_INIT = 0x{LEVEL_INIT:02X}, SNAPSHOT_CHUNK = 0x{SNAPSHOT_CHUNK:02X},\n    \
-             CHUNK_MAX_AGE = {age}, CHUNK_MAX_CHUNKS = {MAX_CHUNKS}, CHUNK_MAX_OPEN = {MAX_OPEN_SETS}, CHUNK_MAX_BYTES = {MAX_SET_BYTES},\n}}",
+             CHUNK_MAX_AGE = {age}, CHUNK_MAX_CHUNKS = {MAX_CHUNKS}, CHUNK_MAX_OPEN = {MAX_OPEN_SETS}, CHUNK_MAX_BYTES = {MAX_SET_BYTES},\n    \
+             MAX_CONVERSATIONS = {MAX_CONVERSATIONS},\n}}",
             age = MAX_AGE_NANOS as f64 / 1e9,
         );
         let codes = |list: &[u8]| {
@@ -467,9 +564,10 @@ impl<'p> Gen<'p> {
         let _ = writeln!(
             out,
             "local C_RTNP = {{\n    MAX_DATAGRAM = {MAX_DATAGRAM}, MAX_JSON = {MAX_JSON}, MAX_DEPTH = {MAX_DEPTH}, MAX_WORDS = {RTNP_MAX_WORDS},\n    \
-             PING = {}, PONG = {},\n}}\n",
+             PING = {}, PONG = {}, SERVER_PORT = {},\n}}\n",
             lua_str(PING),
             lua_str(PONG),
+            rtnp::SERVER_PORT,
         );
 
         // The rules each runtime raises, by what they are about.
@@ -486,14 +584,26 @@ impl<'p> Gen<'p> {
                 .iter()
                 .find(|(p, _)| *p == proto)
                 .map_or("", |m| m.1);
-            let _ = writeln!(out, "    malformed = {},\n}}", lua_str(malformed));
+            let _ = writeln!(out, "    malformed = {},", lua_str(malformed));
+            if proto == PROTO {
+                let _ = writeln!(
+                    out,
+                    "    profile_suggested = {},",
+                    lua_str(PROFILE_SUGGESTED.0)
+                );
+            }
+            out.push_str("}\n");
         }
         out.push('\n');
 
         // One expert info per rule the dissector raises, registered with its dialect's protocol.
-        out.push_str("local EX, SUMMARY, EXPERTS = {}, {}, { rtype = {}, rt = {}, rtnp = {} }\n");
-        out.push_str("local function expert_info(proto, id, summary, group, severity)\n");
-        out.push_str("    SUMMARY[id] = summary\n");
+        out.push_str(
+            "local EX, SUMMARY, SEVERITY, SECTION, EXPERTS = {}, {}, {}, {}, { rtype = {}, rt = {}, rtnp = {} }\n",
+        );
+        out.push_str(
+            "local function expert_info(proto, id, summary, group, severity, level, section)\n",
+        );
+        out.push_str("    SUMMARY[id], SEVERITY[id], SECTION[id] = summary, level, section\n");
         out.push_str(
             "    EX[id] = ProtoExpert.new(id, \"[\" .. id .. \"] \" .. summary, group, severity)\n",
         );
@@ -502,29 +612,36 @@ impl<'p> Gen<'p> {
         let raised = dissector_rules();
         for rule in raised {
             let info = rule.info();
-            let severity = match info.severity {
-                Severity::Error => "ERROR",
-                Severity::Warning => "WARN",
-                Severity::Info => "NOTE",
+            let (severity, level) = match info.severity {
+                Severity::Error => ("ERROR", "error"),
+                Severity::Warning => ("WARN", "warning"),
+                Severity::Info => ("NOTE", "info"),
             };
             let _ = writeln!(
                 out,
-                "expert_info({}, {}, {}, expert.group.{}, expert.severity.{severity})",
+                "expert_info({}, {}, {}, expert.group.{}, expert.severity.{severity}, \"{level}\", {})",
                 lua_str(proto_of(info.id)),
                 lua_str(info.id),
                 lua_str(info.summary),
                 expert_group(rule),
+                lua_str(info.section),
             );
         }
         for (proto, id) in MALFORMED {
             let _ = writeln!(
                 out,
-                "expert_info({}, {}, {}, expert.group.MALFORMED, expert.severity.ERROR)",
+                "expert_info({}, {}, {}, expert.group.MALFORMED, expert.severity.ERROR, \"error\", \"\")",
                 lua_str(proto),
                 lua_str(id),
                 lua_str(MALFORMED_SUMMARY)
             );
         }
+        let _ = writeln!(
+            out,
+            "expert_info(\"{PROTO}\", {}, {}, expert.group.PROTOCOL, expert.severity.NOTE, \"info\", \"\")",
+            lua_str(PROFILE_SUGGESTED.0),
+            lua_str(PROFILE_SUGGESTED.1)
+        );
         out.push('\n');
 
         // Value strings.
@@ -564,79 +681,65 @@ impl<'p> Gen<'p> {
         out.push_str("RULE.undecoded_pf, RULE_RT.undecoded_pf = PF.undecoded, PF_RT.undecoded\n");
         out.push_str("local RULE_REASSEMBLED = setmetatable({ undecoded_pf = PF.reassembled_undecoded }, { __index = RULE })\n\n");
         out.push_str(
-            "-- Field descriptors: ProtoField, wire type, width, name, role and checks.\n",
+            "-- Field descriptors, by field number: ProtoField, name, flag-bit ProtoFields, raw ProtoField and\n\
+             -- divisor of a scaled field, whether the ProtoField is given its value (see walker).\n",
         );
-        out.push_str("local F = {}\n");
+        out.push_str("local FPF, FNAME, FBITS, FRAW, FDIV, FEXPLICIT = {}, {}, {}, {}, {}, {}\n");
+        out.push_str("local function fd(i, pf, name, bits, raw, div, explicit)\n");
+        out.push_str("    FPF[i], FNAME[i], FBITS[i], FRAW[i], FDIV[i], FEXPLICIT[i] = pf, name, bits, raw, div, explicit\n");
+        out.push_str("end\n");
+        out.push_str("local FB = {}\n");
+        for (i, ctor) in self.bit_fields.iter().enumerate() {
+            let _ = writeln!(out, "FB[{}] = {ctor}", i + 1);
+        }
         for line in &self.fields {
             out.push_str(line);
             out.push('\n');
         }
         out.push('\n');
-        out.push_str(headers);
         out.push_str(
             "rtype.fields, rt.fields, rtnp.fields = FIELDS.rtype, FIELDS.rt, FIELDS.rtnp\n\
              rtype.experts, rt.experts, rtnp.experts = EXPERTS.rtype, EXPERTS.rt, EXPERTS.rtnp\n\n",
         );
-    }
-
-    /// The header layouts: `HEADERS[1]` is rtype's 17-byte one, `HEADERS[2]` the older 15-byte
-    /// one; `RT_HEADER` is rt's.
-    fn headers(&mut self) -> String {
-        let mut out = String::from("local HEADERS = {\n");
-        for nodes in [HEADER, HEADER_15] {
-            self.header(&mut out, nodes, PROTO);
-        }
-        out.push_str("}\nlocal RT_HEADER = ");
-        self.header(&mut out, rt::HEADER, PROTO_RT);
-        out.truncate(out.trim_end_matches([',', '\n']).len());
-        out.push_str("\n\n");
-        out
-    }
-
-    /// One header layout: its length, whether it has the compression bit, its fields in order
-    /// and where each role's field is.
-    fn header(&mut self, out: &mut String, nodes: &'static [Node], proto: &str) {
-        let mut fields = Vec::new();
-        let mut at = Vec::new();
-        let mut offset = 0;
-        for node in nodes {
-            let Node::Field(f) = node else {
-                panic!("a header holds fields only")
-            };
-            let width = f.width().expect("header fields have fixed widths");
-            let abbrev = self.declare(format!("{proto}.{}", f.name), f, proto);
-            fields.push(format!("F[{}]", lua_str(&abbrev)));
-            if f.role != Role::None {
-                at.push(format!("{:?} = {{ {offset}, {width} }}", f.role));
-            }
-            offset += width;
-        }
-        let compression = nodes
-            .iter()
-            .any(|n| matches!(n, Node::Field(f) if f.role == Role::OrigSize));
         let _ = writeln!(
             out,
-            "    {{\n        len = {offset}, compression = {compression},"
+            "-- The snapshot profiles (their masked fields are compiled below), the selected one, the CRC\n\
+             -- check; set from the preferences.\n\
+             local PROFILES, DEFAULT_PROFILE, CHECK_CRC = {{}}, {}, true\nlocal PROFILE\n",
+            default + 1
         );
-        let _ = writeln!(out, "        fields = {{ {} }},", fields.join(", "));
-        let _ = writeln!(out, "        at = {{ {} }},\n    }},", at.join(", "));
     }
 
-    /// The message tables (rtype's, the reassembled snapshot's layout, rt's) and rtnp's schemas,
-    /// as Lua.
-    fn message_code(&mut self) -> String {
+    /// The header layouts, the message tables (rtype's, the reassembled snapshot's layout, rt's),
+    /// each profile's masked fields and rtnp's schemas, as Lua.
+    fn code(&mut self) -> String {
         let mut text = String::new();
         let out = &mut text;
         out.push_str(
             "-- ---------------------------------------------------------------------------------------------\n",
         );
-        out.push_str("-- Message layouts, compiled from the protocol description (one function per layout).\n");
-        out.push_str(
-            "-- Each returns true when its nodes were all read, false when the walk stopped.\n",
-        );
+        out.push_str("-- Layouts, compiled from the protocol description (one function per layout). Each returns\n");
+        out.push_str("-- true when its nodes were all read, false when the walk stopped.\n");
         out.push_str(
             "-- ---------------------------------------------------------------------------------------------\n",
         );
+        out.push_str("local HEADERS = {\n");
+        for (nodes, label) in [
+            (HEADER, "rtype header (17-byte layout, document 002 §4)"),
+            (
+                HEADER_15,
+                "rtype header (15-byte layout of the older build, spec-notes B)",
+            ),
+        ] {
+            self.context = label.to_string();
+            self.header(out, nodes, PROTO);
+        }
+        out.push_str("}\nlocal RT_HEADER = ");
+        self.context = "rt header (document 003 §3)".to_string();
+        self.header(out, rt::HEADER, PROTO_RT);
+        out.truncate(out.trim_end_matches([',', '\n']).len());
+        out.push_str("\n\n");
+
         self.messages(out, "MSG", PROTO, MESSAGES);
         let snapshot = snapshot_message();
         out.push_str("\n-- The snapshot rebuilt from a complete set of SNAPSHOT_CHUNK datagrams: laid out as\n");
@@ -646,10 +749,44 @@ impl<'p> Gen<'p> {
             snapshot.name
         );
         out.push_str("local REASSEMBLED = {\n    name = \"Reassembled snapshot\", variants = {},\n    body = ");
-        self.function(out, &[snapshot.body], REASSEMBLED_PREFIX, 1);
+        self.context = format!("reassembled {} ({})", snapshot.name, snapshot.section);
+        self.function(out, &[snapshot.body], REASSEMBLED_PREFIX, 1, None);
         out.push_str("}\n\n");
         self.messages(out, "MSG_RT", PROTO_RT, rt::MESSAGES);
         out.push('\n');
+
+        out.push_str("-- Each snapshot profile's masked fields: the function reading them under each prefix.\n");
+        for p in 0..self.profiles.len() {
+            let (name, label) = {
+                let profile = &self.profiles[p];
+                let label = if profile.name == "document" {
+                    "The document's table (001 §6.2)".to_string()
+                } else if BUNDLED.iter().any(|(n, _)| *n == profile.name) {
+                    format!("The bundled profile {}", profile.name)
+                } else {
+                    format!("The profile {}", profile.name)
+                };
+                (profile.name.clone(), label)
+            };
+            let _ = writeln!(
+                out,
+                "PROFILES[{}] = {{\n    name = {}, label = {},",
+                p + 1,
+                lua_str(&name),
+                lua_str(&label)
+            );
+            for k in 0..self.masked.len() {
+                let prefix = self.masked[k].clone();
+                self.context = format!("snapshot profile {name}");
+                let _ = write!(out, "    [{}] = function(c, t)\n", k + 1);
+                out.push_str("        local v\n");
+                self.masked_bits(out, p, &prefix, "t", 2);
+                out.push_str("        return true\n    end,\n");
+            }
+            out.push_str("}\n");
+        }
+        out.push_str("PROFILE = PROFILES[DEFAULT_PROFILE]\n\n");
+
         out.push_str("-- rtnp message types and their JSON schemas (document 004, Appendix B).\n");
         out.push_str("local RTNP_MESSAGES = {\n");
         for m in rtnp::MESSAGES {
@@ -671,8 +808,47 @@ impl<'p> Gen<'p> {
         text
     }
 
+    /// One header layout: its length, whether it has the compression bit, the function reading
+    /// its fields into a tree, and where each role's field is.
+    fn header(&mut self, out: &mut String, nodes: &'static [Node], proto: &str) {
+        let mut at = Vec::new();
+        let mut offset = 0;
+        let compression = nodes
+            .iter()
+            .any(|n| matches!(n, Node::Field(f) if f.role == Role::OrigSize));
+        for node in nodes {
+            let Node::Field(f) = node else {
+                panic!("a header holds fields only")
+            };
+            let width = f.width().expect("header fields have fixed widths");
+            if f.role != Role::None {
+                at.push(format!("{:?} = {{ {offset}, {width} }}", f.role));
+            }
+            offset += width;
+        }
+        let _ = writeln!(
+            out,
+            "    {{\n        len = {offset}, compression = {compression},"
+        );
+        let _ = writeln!(out, "        at = {{ {} }},", at.join(", "));
+        out.push_str("        read = function(c, t)\n            local v\n");
+        for node in nodes {
+            let Node::Field(f) = node else { continue };
+            // Without Orig. Size the version byte has no compression bit.
+            let drop = if compression || f.role != Role::VersionByte {
+                0
+            } else {
+                u32::from(COMPRESSED_BIT)
+            };
+            let index = self.declare_with(format!("{proto}.{}", f.name), f, proto, None, drop);
+            let call = self.read_call(f, index, "t");
+            let _ = writeln!(out, "            if {call} == nil then return false end");
+        }
+        out.push_str("            return true\n        end,\n    },\n");
+    }
+
     /// A dialect's message table `table`: each message's name, direction, fixed size, the rule
-    /// its mere sight breaks, its body and its variants.
+    /// its mere sight breaks, whether it holds masked fields, its body and its variants.
     fn messages(
         &mut self,
         out: &mut String,
@@ -683,6 +859,7 @@ impl<'p> Gen<'p> {
         let _ = writeln!(out, "local {table} = {{}}");
         for m in messages {
             let prefix = format!("{proto}.{}", m.short);
+            self.context = format!("{} ({})", m.name, m.section);
             let _ = writeln!(out, "{table}[0x{:02X}] = {{", m.code);
             let _ = writeln!(
                 out,
@@ -698,8 +875,11 @@ impl<'p> Gen<'p> {
             if let Some(rule) = m.seen_rule {
                 let _ = writeln!(out, "    seen = {},", lua_str(rule.id()));
             }
+            if has_masked(m.body) {
+                out.push_str("    masked = true,\n");
+            }
             out.push_str("    body = ");
-            self.function(out, &[m.body], &prefix, 1);
+            self.function(out, &[m.body], &prefix, 1, None);
             out.push_str("    variants = {");
             for v in m.variants {
                 let _ = write!(out, "\n        {{ rule = {}, fn = ", lua_str(v.rule.id()));
@@ -708,7 +888,8 @@ impl<'p> Gen<'p> {
                 } else {
                     vec![v.nodes]
                 };
-                self.function(out, &parts, &prefix, 2);
+                self.context = format!("{} ({}), as {}", m.name, m.section, v.rule.id());
+                self.function(out, &parts, &prefix, 2, None);
                 out.push_str("        },");
             }
             out.push_str(if m.variants.is_empty() {
@@ -726,15 +907,124 @@ impl<'p> Gen<'p> {
         parts: &[&'static [Node]],
         prefix: &str,
         indent: usize,
+        profile: Option<usize>,
     ) {
         out.push_str("function(c, t)\n");
+        let _ = writeln!(out, "{}local v", pad(indent + 1));
         for nodes in parts {
-            self.nodes(out, nodes, prefix, "t", indent + 1, 0);
+            self.nodes(out, nodes, prefix, "t", indent + 1, 0, profile);
         }
         let _ = writeln!(out, "{}return true\n{}end,", pad(indent + 1), pad(indent));
     }
 
+    /// The Lua call reading field `f` (descriptor `index`) into tree variable `t`: nil when the
+    /// walk stops, else the raw value (0 for text, bytes and floats nothing checks).
+    fn read_call(&self, f: &Field, index: usize, t: &str) -> String {
+        if f.array > 0 {
+            let reader = if matches!(f.display, Display::Text) {
+                "TEXT"
+            } else {
+                "BYTES"
+            };
+            return format!("{reader}(c, {t}, {index}, {})", f.array);
+        }
+        match f.ty {
+            Ty::Str8 => format!("STR8(c, {t}, {index})"),
+            Ty::F32 if matches!(f.check, Check::Finite(_) | Check::Ascending(_)) => {
+                format!("F32V(c, {t}, {index})")
+            }
+            Ty::F32 => format!("F32(c, {t}, {index})"),
+            ty if f.divisor != 1 => {
+                let (read, width, sign) = match ty {
+                    Ty::U8 => ("U8", 1, 0u64),
+                    Ty::U16 => ("U16", 2, 0),
+                    Ty::U32 => ("U32", 4, 0),
+                    Ty::I16 => ("U16", 2, 1 << 15),
+                    Ty::I32 => ("U32", 4, 1 << 31),
+                    Ty::F32 | Ty::Str8 => unreachable!("handled above"),
+                };
+                format!("SCALED(c, {t}, {index}, {read}, {width}, {sign})")
+            }
+            Ty::U8 => format!("U8(c, {t}, {index})"),
+            Ty::U16 => format!("U16(c, {t}, {index})"),
+            Ty::U32 => format!("U32(c, {t}, {index})"),
+            Ty::I16 => format!("I16(c, {t}, {index})"),
+            Ty::I32 => format!("I32(c, {t}, {index})"),
+        }
+    }
+
+    /// Statements reading field `f` into tree variable `t`, then its role and check.
+    /// `want` keeps the value in `v` for the statements after (a count, a switch tag).
+    #[allow(clippy::too_many_arguments)]
+    fn field(
+        &mut self,
+        out: &mut String,
+        f: &'static Field,
+        abbrev: String,
+        t: &str,
+        p: &str,
+        profile: Option<usize>,
+        want: bool,
+    ) {
+        let index = self.declare_with(abbrev, f, "", profile, 0);
+        let call = self.read_call(f, index, t);
+        let width = f.width().unwrap_or(0);
+        let plain_unsigned =
+            matches!(f.ty, Ty::U8 | Ty::U16 | Ty::U32) && f.divisor == 1 && f.array == 0;
+        let mut after = Vec::new();
+        match f.role {
+            Role::UpdateMask => after.push("c.mask = v".to_string()),
+            Role::EntityId => after.push("c.entity = v".to_string()),
+            Role::TotalChunks => after.push("c.total_chunks = v".to_string()),
+            Role::ChunkIndex => after.push("c.chunk_index = v".to_string()),
+            Role::EntityType if plain_unsigned => {
+                after.push(format!("entity_type(c, {index}, v, {width})"))
+            }
+            Role::ArchetypeTypeId => after.push("archetype_type(c, v)".to_string()),
+            _ => {}
+        }
+        match f.check {
+            Check::None => {}
+            Check::Finite(rule) if f.ty == Ty::F32 => after.push(format!(
+                "check_finite(c, {index}, v, {width}, {})",
+                lua_str(rule.id())
+            )),
+            Check::Ascending(rule) if f.ty == Ty::F32 => after.push(format!(
+                "check_ascending(c, {index}, v, {width}, {})",
+                lua_str(rule.id())
+            )),
+            Check::Known(rule) => {
+                if let (true, Display::Enum(named)) = (plain_unsigned, f.display) {
+                    let vs = self.value_string(named);
+                    after.push(format!(
+                        "check_known(c, {index}, v, {width}, {vs}, {})",
+                        lua_str(rule.id())
+                    ));
+                }
+            }
+            Check::Unused { mask, rule } if plain_unsigned => after.push(format!(
+                "check_unused(c, {index}, v, {width}, 0x{mask:X}, {})",
+                lua_str(rule.id())
+            )),
+            _ => {}
+        }
+        if f.role == Role::ArchetypeSpriteId && f.ty == Ty::Str8 {
+            let _ = writeln!(out, "{p}v = c.pos");
+            let _ = writeln!(out, "{p}if {call} == nil then return false end");
+            let _ = writeln!(out, "{p}archetype_sprite(c, v)");
+        } else if after.is_empty() && !want {
+            let _ = writeln!(out, "{p}if {call} == nil then return false end");
+        } else {
+            let _ = writeln!(out, "{p}v = {call}");
+            let _ = writeln!(out, "{p}if v == nil then return false end");
+            for line in after {
+                let _ = writeln!(out, "{p}{line}");
+            }
+        }
+    }
+
     /// Statements reading `nodes` into tree variable `t`; each returns false when the walk stops.
+    #[allow(clippy::too_many_arguments)]
     fn nodes(
         &mut self,
         out: &mut String,
@@ -743,35 +1033,33 @@ impl<'p> Gen<'p> {
         t: &str,
         indent: usize,
         depth: usize,
+        profile: Option<usize>,
     ) {
         let p = pad(indent);
         for node in nodes {
             match node {
-                Node::Field(f) => {
-                    let abbrev = self.declare(format!("{prefix}.{}", f.name), f, "");
-                    let _ = writeln!(
-                        out,
-                        "{p}if rd(c, {t}, F[{}]) == nil then return false end",
-                        lua_str(&abbrev)
-                    );
-                }
+                Node::Field(f) => self.field(
+                    out,
+                    f,
+                    format!("{prefix}.{}", f.name),
+                    t,
+                    &p,
+                    profile,
+                    false,
+                ),
                 Node::Repeat { count, item } => {
-                    let abbrev = self.declare(format!("{prefix}.{}", count.name), count, "");
-                    let (n, l, tl, i, g, ti) = (
+                    let abbrev = format!("{prefix}.{}", count.name);
+                    self.field(out, count, abbrev, t, &p, profile, true);
+                    let (n, l, s, i, g, ti) = (
                         format!("n{depth}"),
                         format!("l{depth}"),
-                        format!("tl{depth}"),
+                        format!("s{depth}"),
                         format!("i{depth}"),
                         format!("g{depth}"),
                         format!("t{depth}"),
                     );
                     let _ = writeln!(out, "{p}do");
-                    let _ = writeln!(
-                        out,
-                        "{p}    local {n} = rd(c, {t}, F[{}])",
-                        lua_str(&abbrev)
-                    );
-                    let _ = writeln!(out, "{p}    if {n} == nil then return false end");
+                    let _ = writeln!(out, "{p}    local {n}, {s} = v, c.pos");
                     if count.role == Role::EntityCount {
                         let _ = writeln!(
                             out,
@@ -781,22 +1069,21 @@ impl<'p> Gen<'p> {
                     let _ = writeln!(out, "{p}    c.prev = nil");
                     let _ = writeln!(
                         out,
-                        "{p}    local {l} = open(c, {t}, {} .. {n} .. \"]\")",
+                        "{p}    local {l} = {t} and open(c, {t}, {}, {n}, \"]\")",
                         lua_str(&format!("{} [", item.name))
                     );
-                    let _ = writeln!(out, "{p}    local {tl} = {l} and {l}.item");
                     let _ = writeln!(out, "{p}    for {i} = 0, {n} - 1 do");
+                    let _ = writeln!(out, "{p}        local {g} = c.pos");
                     let _ = writeln!(
                         out,
-                        "{p}        local {g} = open(c, {tl}, {} .. {i})",
+                        "{p}        local {ti} = {l} and open(c, {l}, {}, {i})",
                         lua_str(&format!("{} ", item.label))
                     );
-                    let _ = writeln!(out, "{p}        local {ti} = {g} and {g}.item");
                     let inner = format!("{prefix}.{}", item.filter);
-                    self.nodes(out, item.nodes, &inner, &ti, indent + 2, depth + 1);
-                    let _ = writeln!(out, "{p}        close(c, {g})");
+                    self.nodes(out, item.nodes, &inner, &ti, indent + 2, depth + 1, profile);
+                    let _ = writeln!(out, "{p}        if {ti} then close(c, {ti}, {g}) end");
                     let _ = writeln!(out, "{p}    end");
-                    let _ = writeln!(out, "{p}    close(c, {l})");
+                    let _ = writeln!(out, "{p}    if {l} then close(c, {l}, {s}) end");
                     let _ = writeln!(out, "{p}end");
                 }
                 Node::Switch {
@@ -804,101 +1091,171 @@ impl<'p> Gen<'p> {
                     cases,
                     unknown,
                 } => {
-                    let abbrev = self.declare(format!("{prefix}.{}", tag.name), tag, "");
-                    let (v, g, ti) = (
-                        format!("v{depth}"),
-                        format!("g{depth}"),
-                        format!("t{depth}"),
-                    );
-                    let _ = writeln!(out, "{p}do");
-                    let _ = writeln!(
-                        out,
-                        "{p}    local {v} = rd(c, {t}, F[{}])",
-                        lua_str(&abbrev)
-                    );
-                    let _ = writeln!(out, "{p}    if {v} == nil then return false end");
+                    let abbrev = format!("{prefix}.{}", tag.name);
+                    self.field(out, tag, abbrev, t, &p, profile, true);
+                    let (g, ti) = (format!("g{depth}"), format!("t{depth}"));
                     for (k, case) in cases.iter().enumerate() {
                         let kw = if k == 0 { "if" } else { "elseif" };
-                        let _ = writeln!(out, "{p}    {kw} {v} == {} then", case.value);
+                        let _ = writeln!(out, "{p}{kw} v == {} then", case.value);
+                        let _ = writeln!(out, "{p}    local {g} = c.pos");
                         let _ = writeln!(
                             out,
-                            "{p}        local {g} = open(c, {t}, {})",
+                            "{p}    local {ti} = {t} and open(c, {t}, {}, \"\")",
                             lua_str(case.group.label)
                         );
-                        let _ = writeln!(out, "{p}        local {ti} = {g} and {g}.item");
                         let inner = format!("{prefix}.{}", case.group.filter);
-                        self.nodes(out, case.group.nodes, &inner, &ti, indent + 2, depth + 1);
-                        let _ = writeln!(out, "{p}        close(c, {g})");
+                        self.nodes(
+                            out,
+                            case.group.nodes,
+                            &inner,
+                            &ti,
+                            indent + 1,
+                            depth + 1,
+                            profile,
+                        );
+                        let _ = writeln!(out, "{p}    if {ti} then close(c, {ti}, {g}) end");
                     }
                     let call = format!(
-                        "return unknown_case(c, {t}, {}, {v}, {})",
+                        "return unknown_case(c, {t}, {}, v, {})",
                         lua_str(tag.name),
                         lua_str(unknown.id())
                     );
                     if cases.is_empty() {
-                        let _ = writeln!(out, "{p}    {call}");
+                        let _ = writeln!(out, "{p}{call}");
                     } else {
-                        let _ = writeln!(out, "{p}    else\n{p}        {call}\n{p}    end");
+                        let _ = writeln!(out, "{p}else\n{p}    {call}\n{p}end");
                     }
-                    let _ = writeln!(out, "{p}end");
                 }
                 Node::Masked => {
-                    let _ = writeln!(out, "{p}do");
-                    let _ = writeln!(out, "{p}    local m = c.mask");
-                    for bit in 0..MASK_BITS {
-                        let test = format!("{p}    if band(m, 0x{:04X}) ~= 0 then", 1u32 << bit);
-                        match self.profile.bits[bit] {
-                            BitSlot::Field(f) => {
-                                let abbrev = self.declare(format!("{prefix}.{}", f.name), f, "");
-                                let _ = writeln!(
-                                    out,
-                                    "{test} if rd(c, {t}, F[{}]) == nil then return false end end",
-                                    lua_str(&abbrev)
-                                );
-                            }
-                            BitSlot::Reserved => {
-                                let _ =
-                                    writeln!(out, "{test} return unknown_bit(c, {t}, {bit}, c.rules.reserved_bit) end");
-                            }
-                            BitSlot::Undefined => {
-                                let _ = writeln!(
-                                    out,
-                                    "{test} return unknown_bit(c, {t}, {bit}, c.rules.undefined_bit) end"
-                                );
-                            }
+                    let k = match self.masked.iter().position(|m| m == prefix) {
+                        Some(k) => k,
+                        None => {
+                            self.masked.push(prefix.to_string());
+                            self.masked.len() - 1
                         }
-                    }
-                    let _ = writeln!(out, "{p}end");
+                    };
+                    let _ = writeln!(
+                        out,
+                        "{p}if not PROFILE[{}](c, {t}) then return false end",
+                        k + 1
+                    );
                 }
             }
         }
     }
 
-    /// Declares the field `f` under `abbrev` (once; a different field wanting the same filter name
-    /// gets a numbered one) and returns the filter name used. Flag bits are named under
-    /// `bits_prefix`, or under the field's own name when it is empty.
-    fn declare(&mut self, abbrev: String, f: &'static Field, bits_prefix: &str) -> String {
-        let signature = format!("{f:?}");
-        if let Some(key) = self.share(&abbrev, f, &signature) {
-            return key;
-        }
-        let mut name = abbrev.clone();
-        let mut n = 1;
-        loop {
-            match self.abbrevs.get(&name) {
-                Some(sig) if *sig == signature => return name,
-                None if !self.used.contains(&name) => break,
-                _ => {
-                    n += 1;
-                    name = format!("{abbrev}_{n}");
+    /// The fields profile `profile` gates by the update mask, read under `prefix`: each set bit
+    /// in order, tested with arithmetic (`m % 2^(bit+1) >= 2^bit`, no C call).
+    fn masked_bits(
+        &mut self,
+        out: &mut String,
+        profile: usize,
+        prefix: &str,
+        t: &str,
+        indent: usize,
+    ) {
+        let p = pad(indent);
+        let _ = writeln!(out, "{p}local m = c.mask");
+        for bit in 0..MASK_BITS {
+            let test = format!("{p}if m % {} >= {} then", 1u32 << (bit + 1), 1u32 << bit);
+            match self.profiles[profile].bits[bit] {
+                BitSlot::Field(f) => {
+                    let _ = writeln!(out, "{test}");
+                    let saved = std::mem::take(&mut self.context);
+                    self.context = format!("{saved}, update-mask bit {bit}");
+                    let abbrev = format!("{prefix}.{}", f.name);
+                    self.field(out, f, abbrev, t, &pad(indent + 1), Some(profile), false);
+                    self.context = saved;
+                    let _ = writeln!(out, "{p}end");
+                }
+                BitSlot::Reserved => {
+                    let _ = writeln!(
+                        out,
+                        "{test} return unknown_bit(c, {t}, {bit}, c.rules.reserved_bit) end"
+                    );
+                }
+                BitSlot::Undefined => {
+                    let _ = writeln!(
+                        out,
+                        "{test} return unknown_bit(c, {t}, {bit}, c.rules.undefined_bit) end"
+                    );
                 }
             }
         }
-        self.abbrevs.insert(name.clone(), signature);
-        self.used.insert(name.clone());
+    }
 
-        let label = lua_str(f.label);
-        let mut desc = Vec::new();
+    /// Declares the field `f` under `abbrev` and returns its descriptor index: once per field (a
+    /// different field wanting the same filter name gets a numbered one, unless it belongs to
+    /// another snapshot profile, whose fields may reuse the names of the others'). Flag bits are
+    /// named under `bits_prefix`, or under the field's own name when it is empty; flags whose value
+    /// is in `drop` are left out.
+    fn declare_with(
+        &mut self,
+        abbrev: String,
+        f: &'static Field,
+        bits_prefix: &str,
+        profile: Option<usize>,
+        drop: u32,
+    ) -> usize {
+        let signature = format!("{f:?} drop {drop}");
+        if drop == 0 {
+            if let Some(index) = self.share(&abbrev, f, &signature) {
+                return index;
+            }
+        }
+        let mut name = abbrev.clone();
+        let mut n = 1;
+        let mut shared_pf = None;
+        loop {
+            match self.abbrevs.get(&name) {
+                Some(list) => {
+                    if let Some(d) = list.iter().find(|d| d.signature == signature) {
+                        let index = d.index;
+                        if let Some(p) = profile {
+                            // One field of several profiles: each is named on its line.
+                            let line = &mut self.fields[index - 1];
+                            let name = &self.profiles[p].name;
+                            if line.contains(" -- profile ")
+                                && !line.split(' ').any(|word| word == name)
+                            {
+                                line.push(' ');
+                                line.push_str(name);
+                            }
+                        }
+                        return index;
+                    }
+                    // The same field without some flags (the 15-byte version byte): its ProtoField.
+                    if drop != 0 {
+                        if let Some(d) =
+                            list.iter().find(|d| d.signature == format!("{f:?} drop 0"))
+                        {
+                            shared_pf = Some(d.index);
+                            break;
+                        }
+                    }
+                    let clash = list
+                        .iter()
+                        .any(|d| profile.is_none() || d.profile.is_none() || d.profile == profile);
+                    if !clash {
+                        break;
+                    }
+                }
+                None if !self.reserved.contains(&name) => break,
+                None => {}
+            }
+            n += 1;
+            name = format!("{abbrev}_{n}");
+        }
+        let index = self.fields.len() + 1;
+        self.abbrevs
+            .entry(name.clone())
+            .or_default()
+            .push(Declared {
+                signature,
+                index,
+                profile,
+            });
+
         let vs = match f.display {
             Display::Enum(named) => Some(self.value_string(named)),
             Display::MessageType => Some("VS_MSG".to_string()),
@@ -913,81 +1270,57 @@ impl<'p> Gen<'p> {
         let array = f.array > 0;
         let text_array = array && matches!(f.display, Display::Text);
         let scaled = !array && f.divisor != 1 && f.ty != Ty::F32 && f.ty != Ty::Str8;
-        let (pf, ty) = match f.ty {
-            _ if text_array => (
-                format!("ProtoField.string({}, {label})", lua_str(&name)),
-                "text",
+        let label = lua_str(f.label);
+        let blurb = lua_str(&self.blurb(f));
+        let pf = match f.ty {
+            _ if text_array => format!(
+                "ProtoField.string({}, {label}, nil, {blurb})",
+                lua_str(&name)
             ),
-            _ if array => (
-                format!("ProtoField.bytes({}, {label})", lua_str(&name)),
-                "bytes",
+            _ if array => format!(
+                "ProtoField.bytes({}, {label}, nil, {blurb})",
+                lua_str(&name)
             ),
-            Ty::F32 => (
-                format!("ProtoField.float({}, {label})", lua_str(&name)),
-                "f32",
+            Ty::F32 => format!(
+                "ProtoField.float({}, {label}, nil, {blurb})",
+                lua_str(&name)
             ),
-            Ty::Str8 => (
-                format!("ProtoField.string({}, {label})", lua_str(&name)),
-                "str8",
+            Ty::Str8 => format!(
+                "ProtoField.string({}, {label}, nil, {blurb})",
+                lua_str(&name)
             ),
-            ty if scaled => (
-                format!("ProtoField.double({}, {label})", lua_str(&name)),
-                ty.name(),
+            _ if scaled => format!(
+                "ProtoField.double({}, {label}, nil, {blurb})",
+                lua_str(&name)
             ),
-            ty => (
-                format!(
-                    "ProtoField.{}({}, {label}, {base}{})",
-                    int_ctor(ty),
-                    lua_str(&name),
-                    vs.as_ref().map(|v| format!(", {v}")).unwrap_or_default()
-                ),
-                ty.name(),
+            ty => format!(
+                "ProtoField.{}({}, {label}, {base}, {}, nil, {blurb})",
+                int_ctor(ty),
+                lua_str(&name),
+                vs.as_deref().unwrap_or("nil")
             ),
         };
         let proto = proto_of(&name);
-        desc.push(format!("pf = reg(\"{proto}\", {pf})"));
-        desc.push(format!("ty = \"{ty}\""));
-        if let Some(w) = f.width() {
-            desc.push(format!("w = {w}"));
-        }
-        desc.push(format!("name = {}", lua_str(f.name)));
-        if f.role != Role::None {
-            desc.push(format!("role = \"{:?}\"", f.role));
-        }
+        let pf = match shared_pf {
+            Some(i) => format!("FPF[{i}]"),
+            None => format!("reg(\"{proto}\", {pf})"),
+        };
+        let mut raw = "nil".to_string();
+        let mut div = "nil".to_string();
         if scaled {
-            let raw = self.unique(format!("{name}.raw"));
-            desc.push(format!("div = {}", f.divisor));
-            desc.push(format!(
-                "raw_pf = reg(\"{proto}\", ProtoField.{}({}, {}, {base}))",
+            let raw_name = format!("{name}.raw");
+            self.reserved.insert(raw_name.clone());
+            div = f.divisor.to_string();
+            raw = format!(
+                "reg(\"{proto}\", ProtoField.{}({}, {}, {base}))",
                 int_ctor(f.ty),
-                lua_str(&raw),
+                lua_str(&raw_name),
                 lua_str(&format!("{} (raw)", f.label))
-            ));
+            );
         }
-        // The walker checks integers only when they are not scaled (its value is then unsigned).
-        let plain_unsigned = unsigned && !scaled && !array;
-        match f.check {
-            Check::None => {}
-            Check::Finite(rule) => desc.push(format!("finite = {}", lua_str(rule.id()))),
-            Check::Ascending(rule) => desc.push(format!("ascending = {}", lua_str(rule.id()))),
-            Check::Known(rule) => {
-                if let (true, Some(vs)) = (plain_unsigned, &vs) {
-                    desc.push(format!(
-                        "known = {vs}, unknown_rule = {}",
-                        lua_str(rule.id())
-                    ));
-                }
-            }
-            Check::Unused { mask, rule } => {
-                if plain_unsigned {
-                    desc.push(format!(
-                        "unused = 0x{mask:X}, unused_rule = {}",
-                        lua_str(rule.id())
-                    ));
-                }
-            }
-        }
-        if let (Display::Flags(named), true) = (f.display, plain_unsigned) {
+        // Flag bits: only on plain unsigned integers (scaled and signed ones are numbers).
+        let mut bits = "nil".to_string();
+        if let (Display::Flags(named), true, false, false) = (f.display, unsigned, scaled, array) {
             let width_bits = f.ty.width().unwrap_or(0) * 8;
             let max = if width_bits >= 32 {
                 u32::MAX
@@ -999,9 +1332,9 @@ impl<'p> Gen<'p> {
             } else {
                 bits_prefix.to_string()
             };
-            let mut bits = Vec::new();
+            let mut list = Vec::new();
             for flag in named.iter().filter(|n| n.value != 0 && n.value & !max == 0) {
-                let bit_abbrev = self.unique(format!("{parent}.{}", flag.name));
+                let bit_abbrev = format!("{parent}.{}", flag.name);
                 let ctor = if flag.value.count_ones() == 1 {
                     format!(
                         "ProtoField.bool({}, {}, {width_bits}, nil, 0x{:X})",
@@ -1018,81 +1351,125 @@ impl<'p> Gen<'p> {
                         flag.value
                     )
                 };
-                bits.push(format!("reg(\"{proto}\", {ctor})"));
+                let ctor = format!("reg(\"{proto}\", {ctor})");
+                // One ProtoField per flag filter name (the layout without a flag shares the rest).
+                let k = match self.bit_fields.iter().position(|c| *c == ctor) {
+                    Some(k) => k,
+                    None => {
+                        self.bit_fields.push(ctor);
+                        self.bit_fields.len() - 1
+                    }
+                };
+                if flag.value & drop == 0 {
+                    list.push(format!("FB[{}]", k + 1));
+                }
             }
-            if !bits.is_empty() {
-                desc.push(format!("bits = {{ {} }}", bits.join(", ")));
+            if !list.is_empty() {
+                bits = format!("{{ {} }}", list.join(", "));
             }
         }
-        if shareable(f) {
-            self.shareable.insert(name.clone(), (f, self.fields.len()));
+        if shareable(f) && profile.is_none() {
+            self.shareable.insert(name.clone(), (f, index));
         }
-        self.fields
-            .push(format!("F[{}] = {{ {} }}", lua_str(&name), desc.join(", ")));
-        name
+        let mut line = format!(
+            "fd({index}, {pf}, {}, {bits}, {raw}, {div})",
+            lua_str(f.name)
+        );
+        if let Some(p) = profile {
+            // Fields of one profile may share their filter names with another's (the tests read
+            // each profile's field types by this mark).
+            let _ = write!(line, " -- profile {}", self.profiles[p].name);
+        }
+        self.fields.push(line);
+        index
+    }
+
+    /// A field's description (its blurb): wire type, how it is shown, where it is, its check.
+    fn blurb(&self, f: &Field) -> String {
+        let mut ty = if f.array > 0 {
+            format!("u8[{}]", f.array)
+        } else {
+            f.ty.name().to_string()
+        };
+        if f.divisor != 1 && f.array == 0 {
+            let _ = write!(ty, " fixed point, ÷ {}", f.divisor);
+        }
+        let shown = match f.display {
+            Display::Enum(named) => format!(
+                ", one of {}",
+                named
+                    .iter()
+                    .map(|n| format!("{}={}", n.value, n.name))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ),
+            Display::Flags(named) => format!(
+                ", flags {}",
+                named
+                    .iter()
+                    .map(|n| format!("0x{:X}={}", n.value, n.name))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ),
+            Display::MessageType => ", message type".to_string(),
+            Display::Text if f.array > 0 => ", text up to the first NUL".to_string(),
+            Display::Text => ", length-prefixed UTF-8".to_string(),
+            _ => String::new(),
+        };
+        let check = match f.check {
+            Check::None => String::new(),
+            Check::Finite(r) => format!("; must be finite ({})", r.id()),
+            Check::Ascending(r) => format!("; must not decrease ({})", r.id()),
+            Check::Known(r) => format!("; must be a listed value ({})", r.id()),
+            Check::Unused { mask, rule } => {
+                format!("; bits 0x{mask:X} unused ({})", rule.id())
+            }
+        };
+        let mut text = format!("{ty}{shown} in {}{check}", self.context);
+        if text.len() > 240 {
+            let mut cut = 237;
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            text.truncate(cut);
+            text.push_str("...");
+        }
+        text
     }
 
     /// A field of a variant that has the filter name of another field of the same message and
     /// only differs from it by its integer type (PLAYER_INPUT's aim is u16 in the document, i16
     /// in real traffic): both get one ProtoField, an int32 given each value as its own type
     /// reads it, so that the filter name is the same whichever layout the datagram has. Returns
-    /// the key of the field's descriptor, `None` when the field is not such a one.
-    fn share(&mut self, abbrev: &str, f: &'static Field, signature: &str) -> Option<String> {
-        let (first, line) = *self.shareable.get(abbrev)?;
-        if !shareable(f) || self.abbrevs.get(abbrev).is_some_and(|s| s == signature) {
+    /// the descriptor index, `None` when the field is not such a one.
+    fn share(&mut self, abbrev: &str, f: &'static Field, signature: &str) -> Option<usize> {
+        let (first, first_index) = *self.shareable.get(abbrev)?;
+        let list = self.abbrevs.get(abbrev)?;
+        if !shareable(f) || list.iter().any(|d| d.signature == signature) {
             return None;
         }
-        let mut n = 2;
-        let key = loop {
-            let key = format!("{abbrev}#{n}");
-            match self.abbrevs.get(&key) {
-                Some(s) if s == signature => return Some(key),
-                Some(_) => n += 1,
-                None => break key,
-            }
-        };
-        self.abbrevs.insert(key.clone(), signature.to_string());
-        let ctor = |ty: Ty| {
-            format!(
-                "ProtoField.{}(",
-                if matches!(ty, Ty::U8) {
-                    "uint8"
-                } else {
-                    int_ctor(ty)
-                }
-            )
-        };
-        let shared = &mut self.fields[line];
-        if !shared.ends_with(", explicit = true }") {
+        let key = format!("{abbrev}#{}", f.ty.name());
+        if let Some(d) = self.abbrevs.get(&key).and_then(|l| l.first()) {
+            return Some(d.index);
+        }
+        let index = self.fields.len() + 1;
+        self.abbrevs.entry(key).or_default().push(Declared {
+            signature: signature.to_string(),
+            index,
+            profile: None,
+        });
+        let ctor = |ty: Ty| format!("ProtoField.{}(", int_ctor(ty));
+        let shared = &mut self.fields[first_index - 1];
+        if !shared.ends_with(", true)") {
             *shared = shared.replacen(&ctor(first.ty), "ProtoField.int32(", 1);
-            shared.truncate(shared.len() - 2);
-            shared.push_str(", explicit = true }");
+            shared.truncate(shared.len() - 1);
+            shared.push_str(", true)");
         }
-        let mut desc = vec![
-            format!("pf = F[{}].pf", lua_str(abbrev)),
-            format!("ty = \"{}\"", f.ty.name()),
-            format!("w = {}", f.ty.width().unwrap_or(0)),
-            format!("name = {}", lua_str(f.name)),
-        ];
-        if f.role != Role::None {
-            desc.push(format!("role = \"{:?}\"", f.role));
-        }
-        desc.push("explicit = true".into());
-        self.fields
-            .push(format!("F[{}] = {{ {} }}", lua_str(&key), desc.join(", ")));
-        Some(key)
-    }
-
-    /// A filter name nobody has taken yet, based on `abbrev`.
-    fn unique(&mut self, abbrev: String) -> String {
-        let mut name = abbrev.clone();
-        let mut n = 1;
-        while self.used.contains(&name) {
-            n += 1;
-            name = format!("{abbrev}_{n}");
-        }
-        self.used.insert(name.clone());
-        name
+        self.fields.push(format!(
+            "fd({index}, FPF[{first_index}], {}, nil, nil, nil, true)",
+            lua_str(f.name)
+        ));
+        Some(index)
     }
 
     /// The Lua expression of the value-string table for `named`.
@@ -1107,6 +1484,16 @@ impl<'p> Gen<'p> {
         };
         format!("VS[{}]", index + 1)
     }
+}
+
+/// Whether `nodes` (or the groups in them) hold the masked fields.
+fn has_masked(nodes: &[Node]) -> bool {
+    nodes.iter().any(|n| match n {
+        Node::Masked => true,
+        Node::Repeat { item, .. } => has_masked(item.nodes),
+        Node::Switch { cases, .. } => cases.iter().any(|c| has_masked(c.group.nodes)),
+        Node::Field(_) => false,
+    })
 }
 
 /// The ProtoField constructor of an integer type.

@@ -1,244 +1,421 @@
 -- ---------------------------------------------------------------------------------------------
+-- Per-capture state shared by the three dialects (hand-written, fixed): conversations numbered
+-- as rtype-inspect numbers them, the statistics of Statistics → R-Type, and what the tree looks
+-- like.
+--
+-- Two-pass dissection: what depends on earlier datagrams is decided the first time a frame is
+-- dissected (in frame order) and kept in flat tables keyed by frame number (only the frames it
+-- concerns); later passes (pinfo.visited, or Wireshark's re-dissection of a selected packet)
+-- read it back.
+-- ---------------------------------------------------------------------------------------------
+
+-- Conversations: number by key, the conversation of each frame, their endpoints and counts.
+local CONVS, CONV_COUNT, CONV_OF, CONV_LIST
+-- Statistics: datagrams by dialect, direction and message, findings by rule.
+local STATS
+
+local function shared_reset()
+    CONVS, CONV_COUNT, CONV_OF, CONV_LIST = {}, 0, {}, {}
+    STATS = { messages = {}, rules = {}, datagrams = 0 }
+end
+shared_reset()
+
+--- The conversation number of the frame: on its first pass, found (or numbered, in order of
+--- first appearance) by the client's address and port and the server's address, as
+--- src/session/mod.rs keys them; past the limit of conversations, 0. `c2s`: the datagram goes
+--- from client to server.
+local function conversation_of(pinfo, c2s)
+    local frame = pinfo.number
+    local n = CONV_OF[frame]
+    if n then return n, false end
+    local client, client_port, server, server_port
+    if c2s then
+        client, client_port, server, server_port = tostring(pinfo.src), pinfo.src_port, tostring(pinfo.dst), pinfo.dst_port
+    else
+        client, client_port, server, server_port = tostring(pinfo.dst), pinfo.dst_port, tostring(pinfo.src), pinfo.src_port
+    end
+    local key = client .. "|" .. client_port .. "|" .. server
+    n = CONVS[key]
+    if n == nil then
+        if CONV_COUNT < C.MAX_CONVERSATIONS then
+            CONV_COUNT = CONV_COUNT + 1
+            n = CONV_COUNT
+            CONVS[key] = n
+            CONV_LIST[n] = { client = client .. ":" .. client_port, server = server .. ":" .. server_port,
+                             first = frame, datagrams = 0, bytes = 0 }
+        else
+            n = 0
+        end
+    end
+    CONV_OF[frame] = n
+    return n, true
+end
+
+--- Counts a datagram (on its first pass) for the statistics: its conversation (and `bytes`),
+--- its message by dialect, direction (true: client to server, nil: unknown) and code (or name),
+--- and the findings in the lists f1 to f3 (nil: none).
+local function count_datagram(frame, dialect, conv, bytes, c2s, code, name, f1, f2, f3)
+    STATS.datagrams = STATS.datagrams + 1
+    local c = CONV_LIST[conv]
+    if c then
+        c.datagrams = c.datagrams + 1
+        c.bytes = c.bytes + bytes
+    end
+    local by_dir = STATS.messages[dialect]
+    if by_dir == nil then
+        by_dir = {}
+        STATS.messages[dialect] = by_dir
+    end
+    local dir = c2s == nil and 0 or (c2s and 1 or 2)
+    local by_key = by_dir[dir]
+    if by_key == nil then
+        by_key = {}
+        by_dir[dir] = by_key
+    end
+    local key = code or name
+    local m = by_key[key]
+    if m == nil then
+        by_key[key] = { count = 1, code = code, name = name }
+    else
+        m.count = m.count + 1
+    end
+    if f1 == nil and f2 == nil and f3 == nil then return end
+    for _, list in ipairs({ f1 or {}, f2 or {}, f3 or {} }) do
+        for _, fd in ipairs(list) do
+            local r = STATS.rules[fd.rule]
+            if r == nil then
+                STATS.rules[fd.rule] = { count = 1, first = frame }
+            else
+                r.count = r.count + 1
+            end
+        end
+    end
+end
+
+--- 0: no tree (only columns and expert infos are wanted); 1: a tree that is only faked (filters,
+--- colouring: fields are needed, not their layout); 2: a tree that is drawn.
+local function tree_mode(tree)
+    if tree.text == nil then return 0 end
+    if tree.visible then return 2 end
+    return 1
+end
+
+-- ---------------------------------------------------------------------------------------------
 -- rtype datagram driver (hand-written, fixed): header layout selection, the datagram checks in
 -- the order of src/datagram/rtype.rs, message decoding with variants as in src/message/walk.rs,
 -- what src/pipeline/rtype_arm.rs decides per conversation (the 15-byte header reported once, the
 -- LevelInit archetypes entity types are checked against, snapshot-chunk reassembly as in
 -- src/session/chunks.rs), and registration. Offsets and widths come from the generated HEADERS
 -- table; message layouts from the generated MSG table.
---
--- Two-pass dissection: what depends on earlier datagrams is decided the first time a frame is
--- dissected (in frame order) and kept by frame number; later passes (pinfo.visited, or
--- Wireshark's re-dissection of a selected packet) read it back.
 -- ---------------------------------------------------------------------------------------------
 
--- Per-capture state: frame decisions, conversations, open chunk sets (oldest first).
-local RS
+-- First-pass decisions by frame: the conversation's first 15-byte header, chunk notes (a rule
+-- broken), the frame that completed a chunk's set, the set a frame completed, the profile a
+-- conversation's snapshots fit. Archetypes: per conversation, the LevelInit versions by frame.
+local OLD_HEADER, CHUNK_NOTE, REASSEMBLED_IN, COMPLETED, SUGGESTED, ARCHETYPES
+-- By conversation: the 15-byte header was seen, a profile was suggested.
+local OLD_HEADER_CONV, SUGGESTED_CONV
+-- Open chunk sets (oldest first), each keyed by conversation and tick.
+local OPEN_SETS
 
 local function rtype_reset()
-    RS = { frames = {}, convs = {}, open = {} }
+    OLD_HEADER, CHUNK_NOTE, REASSEMBLED_IN, COMPLETED, SUGGESTED, ARCHETYPES = {}, {}, {}, {}, {}, {}
+    OLD_HEADER_CONV, SUGGESTED_CONV, OPEN_SETS = {}, {}, {}
 end
 rtype_reset()
 
---- The state of the conversation `key` (created on first use).
-local function rtype_conversation(key)
-    local conv = RS.convs[key]
-    if conv == nil then
-        conv = { old_header = false, archetypes = nil }
-        RS.convs[key] = conv
+--- The archetypes a frame's entity types are checked against: those of the conversation's last
+--- LevelInit before it.
+local function archetypes_at(conv, frame)
+    local versions = ARCHETYPES[conv]
+    if versions == nil then return nil end
+    for k = #versions, 1, -1 do
+        if versions[k].frame < frame then return versions[k].archetypes end
     end
-    return conv
+    return nil
 end
 
---- Removes the open set at position `i` (closed as missing or for the limit: reported by
---- rtype-inspect at the end of the set, not by a datagram).
-local function close_set(i)
-    table.remove(RS.open, i)
+-- Walk contexts: the header, the message, the reassembled snapshot.
+local HEADER_WALK, MESSAGE_WALK, REASSEMBLED_WALK = walk_context(RULE), walk_context(RULE), walk_context(RULE_REASSEMBLED)
+
+--- Adds a finding of the datagram itself to `list` (created when nil); returns the list.
+local function report(list, rule, at, len, detail)
+    list = list or {}
+    list[#list + 1] = { rule = rule, at = at, len = len, detail = detail }
+    return list
 end
 
---- Adds a chunk to its set, as src/session/chunks.rs `ChunkSets::push` does. Returns the note
---- the frame keeps: the rule it broke (if any) and the set it joined.
-local function push_chunk(key, tick, ts, frame, total, index, count, blocks)
-    if total == 0 then
-        return { rule = RULE.chunk_total_zero, detail = "totalChunks 0" }
-    end
-    if index >= total then
-        return { rule = RULE.chunk_index, detail = sfmt("chunkIndex %d, totalChunks %d", index, total) }
-    end
+--- Adds a chunk to its set, as src/session/chunks.rs `ChunkSets::push` does. Returns the rule it
+--- broke and its detail, if any; records the set it completed, if it did.
+local function push_chunk(conv, tick, ts, frame, total, index, count, blocks)
+    if total == 0 then return RULE.chunk_total_zero, "totalChunks 0" end
+    if index >= total then return RULE.chunk_index, sfmt("chunkIndex %d, totalChunks %d", index, total) end
     local i = 1
-    while i <= #RS.open do
-        if ts - RS.open[i].first_ts > C.CHUNK_MAX_AGE then close_set(i) else i = i + 1 end
+    while i <= #OPEN_SETS do
+        if ts - OPEN_SETS[i].first_ts > C.CHUNK_MAX_AGE then table.remove(OPEN_SETS, i) else i = i + 1 end
     end
     local set
-    for _, s in ipairs(RS.open) do
-        if s.key == key and s.tick == tick then set = s break end
+    for _, s in ipairs(OPEN_SETS) do
+        if s.conv == conv and s.tick == tick then set = s break end
     end
     if set == nil then
-        if total > C.CHUNK_MAX_CHUNKS then
-            return { rule = RULE.chunk_limit, detail = sfmt("totalChunks %d", total) }
-        end
-        if #RS.open == C.CHUNK_MAX_OPEN then close_set(1) end
-        set = { key = key, tick = tick, total = total, first_ts = ts, parts = {}, have = 0, bytes = 0 }
-        RS.open[#RS.open + 1] = set
+        if total > C.CHUNK_MAX_CHUNKS then return RULE.chunk_limit, sfmt("totalChunks %d", total) end
+        if #OPEN_SETS == C.CHUNK_MAX_OPEN then table.remove(OPEN_SETS, 1) end
+        set = { conv = conv, tick = tick, total = total, first_ts = ts, frames = {}, counts = {}, blocks = {},
+                have = 0, bytes = 0 }
+        OPEN_SETS[#OPEN_SETS + 1] = set
     end
     if set.total ~= total then
         set.discarded = true
-        return { rule = RULE.chunk_total_mismatch, detail = sfmt("totalChunks %d, the set has %d", total, set.total) }
+        return RULE.chunk_total_mismatch, sfmt("totalChunks %d, the set has %d", total, set.total)
     end
-    if set.parts[index] then
-        return { rule = RULE.chunk_duplicate, detail = sfmt("chunk %d first seen in frame %d", index, set.parts[index].frame) }
+    if set.frames[index] then
+        return RULE.chunk_duplicate, sfmt("chunk %d first seen in frame %d", index, set.frames[index])
     end
-    if set.discarded then return {} end
-    if set.bytes + blocks:len() > C.CHUNK_MAX_BYTES then
+    if set.discarded then return nil end
+    if set.bytes + #blocks > C.CHUNK_MAX_BYTES then
         set.discarded = true
-        return { rule = RULE.chunk_limit, detail = sfmt("the set holds %d bytes", set.bytes) }
+        return RULE.chunk_limit, sfmt("the set holds %d bytes", set.bytes)
     end
-    set.parts[index] = { frame = frame, count = count, blocks = blocks }
+    set.frames[index], set.counts[index], set.blocks[index] = frame, count, blocks
     set.have = set.have + 1
-    set.bytes = set.bytes + blocks:len()
-    if set.have < set.total then return { set = set } end
-    for k, s in ipairs(RS.open) do
-        if s == set then table.remove(RS.open, k) break end
+    set.bytes = set.bytes + #blocks
+    if set.have < set.total then return nil end
+    -- Complete: the set leaves the open ones; what is kept is its payload and its frames.
+    for k, s in ipairs(OPEN_SETS) do
+        if s == set then table.remove(OPEN_SETS, k) break end
     end
-    set.complete = frame
     local entities = 0
-    local all = ByteArray.new()
+    local frames = {}
     for k = 0, set.total - 1 do
-        entities = entities + set.parts[k].count
-        all:append(set.parts[k].blocks)
+        entities = entities + set.counts[k]
+        frames[k + 1] = set.frames[k]
+        REASSEMBLED_IN[set.frames[k]] = frame
     end
     if entities > 65535 then entities = 65535 end
-    set.entities = entities
-    set.payload = ByteArray.new(sfmt("%02x%02x", math.floor(entities / 256), entities % 256))
-    set.payload:append(all)
-    return { set = set }
+    COMPLETED[frame] = {
+        frames = frames, entities = entities,
+        payload = schar(floor(entities / 256), entities % 256) .. tconcat(set.blocks, "", 0, set.total - 1),
+    }
+    return nil
 end
 
-local function show_reassembled(set, root, archetypes)
-    local rtvb = set.payload:tvb("Reassembled snapshot")
-    local rt = root:add(rtvb(), sfmt("Reassembled snapshot (%d entities from %d chunks)", set.entities, set.total))
-    for i = 0, set.total - 1 do
-        rt:add(PF.chunk_frame, set.parts[i].frame):set_generated()
+--- Walks (and, in a tree, shows) the snapshot a chunk completed. Its findings are the same as a
+--- SERVER_SNAPSHOT's with that payload; they are kept from the first pass for passes without a
+--- tree.
+local function reassembled(done, root, mode, archetypes)
+    if mode == 0 and done.walked then return done.findings end
+    local payload = done.payload
+    local n = #payload
+    local rtvb, rt
+    if mode > 0 then
+        rtvb = ByteArray.new(payload, true):tvb("Reassembled snapshot")
+        if mode == 2 then
+            rt = root:add(rtvb(), sfmt("Reassembled snapshot (%d entities from %d chunks)", done.entities, #done.frames))
+        else
+            rt = root
+        end
+        for _, f in ipairs(done.frames) do rt:add(PF.chunk_frame, f):set_generated() end
+        rt:add(PF.reassembled_length, n):set_generated()
     end
-    rt:add(PF.reassembled_length, rtvb:len()):set_generated()
-    -- Entity-level findings were already reported on the chunks themselves.
-    decode_message(REASSEMBLED, rtvb, 0, rtvb:len(), rt, RULE_REASSEMBLED, false, function(c) c.archetypes = archetypes end)
+    local c = REASSEMBLED_WALK
+    walk_reset(c, bytes_of(payload, n), 0, n, false, rtvb, 0, mode == 2, false)
+    c.archetypes = archetypes
+    decode_message(REASSEMBLED, c, rt)
+    done.walked, done.findings = true, c.findings
+    if mode > 0 then emit(rt, rtvb, 0, c.findings, mode == 2) end
+    return c.findings
 end
 
 --- The header layout whose length (and, for the older header, CRC) fits the datagram.
-local function layout_of(tvb, raw, n)
+local function layout_of(b, n)
     local function fits(h)
         if n < h.len then return false end
         local pl = h.at.PayloadLen
-        return n == h.len + tvb(pl[1], pl[2]):uint() + C.CRC_LEN
+        return n == h.len + b[pl[1] + 1] * 256 + b[pl[1] + 2] + C.CRC_LEN
     end
     if fits(HEADERS[1]) then return HEADERS[1] end
     if fits(HEADERS[2]) then
-        local stored = tvb(n - C.CRC_LEN, C.CRC_LEN):uint()
-        if stored == crc32(raw, n - C.CRC_LEN) then return HEADERS[2] end
+        local e = n - C.CRC_LEN
+        local stored = ((b[e + 1] * 256 + b[e + 2]) * 256 + b[e + 3]) * 256 + b[e + 4]
+        if stored == crc32(b, 1, e) then return HEADERS[2] end
     end
     return HEADERS[1]
 end
 
-local function dissect_datagram(tvb, pinfo, root)
+--- The big-endian unsigned header field at `a` = { offset, width } (0 when the layout has none).
+local function hv(b, a)
+    if a == nil then return 0 end
+    local v = 0
+    for i = a[1] + 1, a[1] + a[2] do v = v * 256 + b[i] end
+    return v
+end
+
+local function at_of(a)
+    if a == nil then return 0, 0 end
+    return a[1], a[2]
+end
+
+--- The other bundled profile that reads a snapshot payload the selected one cannot, if any.
+local function profile_that_fits(m, c)
+    local selected = PROFILE
+    local found
+    for _, p in ipairs(PROFILES) do
+        if p ~= selected then
+            PROFILE = p
+            local probe = PROBE
+            probe.rules = RULE
+            walk_reset(probe, c.b, c.o, c.len, false, nil, 0, false, true)
+            if m.body(probe, nil) and probe.pos == c.len then found = p break end
+        end
+    end
+    PROFILE = selected
+    return found
+end
+
+-- What a snapshot that stops decoding breaks: its layout is not the profile's.
+local SNAPSHOT_MISFIT = { [RULE.truncated] = true, [RULE.trailing] = true, [RULE.reserved_bit] = true,
+                          [RULE.undefined_bit] = true }
+
+local function rtype_datagram(tvb, pinfo, tree, root, mode)
     local n = tvb:len()
-    local raw = tvb:raw(0, n)
-    local h = layout_of(tvb, raw, n)
-    local found = {}
-    local function report(rule, at, len, detail)
-        found[#found + 1] = { rule = rule, at = at, len = len, detail = detail }
-    end
-    local fi = RS.frames[pinfo.number]
-    local first = fi == nil
-    if first then
-        fi = {}
-        RS.frames[pinfo.number] = fi
-    end
+    local reported = tvb:reported_len()
+    local cut = reported > n
+    local frame = pinfo.number
+    local vis = mode == 2
+    local t = mode > 0 and root or nil
+    local b = bytes_of(tvb:raw(0, n), n)
+    local h = layout_of(b, n)
+    local found
 
     -- Header fields, as far as the datagram holds them.
     local hlen = h.len < n and h.len or n
-    local ht = root:add(tvb(0, hlen), sfmt("Header (%d-byte layout)", h.len))
-    ht:add(PF.header_len, h.len):set_generated()
-    local hc = new_walk(tvb, 0, hlen, false, RULE, false)
-    for _, f in ipairs(h.fields) do
-        if rd(hc, ht, f) == nil then break end
+    if t then
+        local ht = vis and root:add(tvb(0, hlen), sfmt("Header (%d-byte layout)", h.len)) or root
+        ht:add(PF.header_len, h.len):set_generated()
+        walk_reset(HEADER_WALK, b, 0, hlen, false, tvb, 0, vis, false)
+        h.read(HEADER_WALK, ht)
+    end
+    if cut then
+        found = report(found, RULE.snaplen, 0, n, sfmt("%d of %d bytes captured", n, reported))
     end
 
-    if n < h.len + C.CRC_LEN then
-        report(RULE.short, 0, n, sfmt("expected at least %d bytes, found %d", h.len + C.CRC_LEN, n))
-        pinfo.cols.info:set(sfmt("Short datagram (%d bytes)", n))
-        root:append_text(", short datagram")
-        emit(root, tvb, 0, found)
+    if n < h.len + C.CRC_LEN and not (cut and n >= h.len) then
+        if not cut then
+            found = report(found, RULE.short, 0, n, sfmt("expected at least %d bytes, found %d", h.len + C.CRC_LEN, n))
+        elseif t then
+            root:add(tvb(n, 0), sfmt("[%d bytes not captured]", reported - n))
+        end
+        local what = cut and "Datagram cut by the capture" or "Short datagram"
+        pinfo.cols.info:set(sfmt("%s (%d bytes)", what, n))
+        if t then root:append_text(cut and ", not captured whole" or ", short datagram") end
+        local conv, first = conversation_of(pinfo, pinfo.src_port > pinfo.dst_port)
+        if t then root:add(PF.conversation, conv):set_generated() end
+        if first then count_datagram(frame, "rtype", conv, reported, nil, nil, "UNKNOWN", found) end
+        emit(t and root or tree, tvb, 0, found, vis)
         return
     end
 
-    local function hv(role)
-        local a = h.at[role]
-        if a == nil then return 0 end
-        return tvb(a[1], a[2]):uint()
-    end
-    local function off(role)
-        local a = h.at[role]
-        return a and a[1] or 0, a and a[2] or 0
-    end
-
-    local payload_at, payload_end = h.len, n - C.CRC_LEN
+    -- The payload: what the datagram holds between header and CRC (of a cut datagram, what the
+    -- capture holds of it).
+    local payload_at = h.len
+    local payload_end = cut and (n < reported - C.CRC_LEN and n or reported - C.CRC_LEN) or n - C.CRC_LEN
     local wire_len = payload_end - payload_at
-    local announced = hv("PayloadLen")
-    if announced ~= wire_len then
-        local o, l = off("PayloadLen")
-        report(RULE.length, o, l, sfmt("Payload Len %d, %d payload bytes in the datagram", announced, wire_len))
+    local announced = hv(b, h.at.PayloadLen)
+    if not cut and announced ~= wire_len then
+        local o, l = at_of(h.at.PayloadLen)
+        found = report(found, RULE.length, o, l, sfmt("Payload Len %d, %d payload bytes in the datagram", announced, wire_len))
     end
 
-    local stored = tvb(payload_end, C.CRC_LEN):uint()
-    local computed = crc32(raw, payload_end)
-    local crc_item = root:add(PF.crc, tvb(payload_end, C.CRC_LEN))
-    if stored == computed then
-        crc_item:append_text(" [correct]")
-        crc_item:add(PF.crc_status, 1):set_generated()
+    if cut then
+        if t then root:add(PF.crc_status, 2):set_generated():append_text(" (not captured)") end
+    elseif not CHECK_CRC then
+        if t then
+            root:add(PF.crc, tvb(payload_end, C.CRC_LEN)):append_text(" [unverified]")
+            root:add(PF.crc_status, 2):set_generated()
+        end
     else
-        crc_item:append_text(sfmt(" [incorrect, should be 0x%08x]", computed))
-        crc_item:add(PF.crc_status, 0):set_generated()
-        report(RULE.crc, payload_end, C.CRC_LEN, sfmt("stored 0x%08x, computed 0x%08x", stored, computed))
-    end
-
-    local vbyte = hv("VersionByte")
-    local version = band(vbyte, bxor(0xFF, C.COMPRESSED_BIT))
-    if version ~= C.VERSION then
-        local o, l = off("VersionByte")
-        report(RULE.version, o, l, sfmt("version %d", version))
-    end
-    local ptype = hv("PacketType")
-    local ptype_ok = ptype == C.PACKET_CLIENT or ptype == C.PACKET_SERVER
-    if not ptype_ok then
-        local o, l = off("PacketType")
-        report(RULE.packet_type, o, l, sfmt("packet type 0x%02x", ptype))
-    end
-
-    local compressed = h.compression and band(vbyte, C.COMPRESSED_BIT) ~= 0
-    local orig = hv("OrigSize")
-    local ptvb, pbase, plen = tvb, payload_at, wire_len
-    local payload_ok = true
-    if compressed then
-        local o, l = off("OrigSize")
-        if orig <= C.COMPRESS_THRESHOLD then
-            report(RULE.compress_small, o, l, sfmt("Orig. Size %d", orig))
-        end
-        if wire_len >= orig then
-            report(RULE.compress_not_smaller, payload_at, wire_len, sfmt("%d bytes compressed, %d uncompressed", wire_len, orig))
-        end
-        root:add(PF.payload, tvb(payload_at, wire_len)):prepend_text("Compressed ")
-        local dec, why = lz4_block(wire_len > 0 and tvb(payload_at, wire_len):raw() or "", C.MAX_PAYLOAD)
-        if dec then
-            if #dec ~= orig then
-                report(RULE.orig_size, o, l, sfmt("Orig. Size %d, decompressed %d bytes", orig, #dec))
-            end
-            if #dec > 0 then
-                ptvb, pbase, plen = ByteArray.new(dec, true):tvb("Decompressed"), 0, #dec
-            else
-                plen = 0
+        local e = payload_end
+        local stored = ((b[e + 1] * 256 + b[e + 2]) * 256 + b[e + 3]) * 256 + b[e + 4]
+        local computed = crc32(b, 1, e)
+        if stored == computed then
+            if t then
+                local crc_item = root:add(PF.crc, tvb(payload_end, C.CRC_LEN))
+                if vis then crc_item:append_text(" [correct]") end
+                crc_item:add(PF.crc_status, 1):set_generated()
             end
         else
-            payload_ok = false
-            report(RULE.lz4, payload_at, wire_len, why)
+            if t then
+                local crc_item = root:add(PF.crc, tvb(payload_end, C.CRC_LEN))
+                if vis then crc_item:append_text(sfmt(" [incorrect, should be 0x%08x]", computed)) end
+                crc_item:add(PF.crc_status, 0):set_generated()
+            end
+            found = report(found, RULE.crc, payload_end, C.CRC_LEN, sfmt("stored 0x%08x, computed 0x%08x", stored, computed))
         end
-    elseif orig ~= 0 then
-        local o, l = off("OrigSize")
-        report(RULE.orig_size_set, o, l, sfmt("Orig. Size %d", orig))
     end
 
-    local mtype = hv("MessageType")
+    local vbyte = hv(b, h.at.VersionByte)
+    local version = vbyte % 128
+    if version ~= C.VERSION then
+        local o, l = at_of(h.at.VersionByte)
+        found = report(found, RULE.version, o, l, sfmt("version %d", version))
+    end
+    local ptype = hv(b, h.at.PacketType)
+    local ptype_ok = ptype == C.PACKET_CLIENT or ptype == C.PACKET_SERVER
+    if not ptype_ok then
+        local o, l = at_of(h.at.PacketType)
+        found = report(found, RULE.packet_type, o, l, sfmt("packet type 0x%02x", ptype))
+    end
+
+    -- The payload to walk: pb[po + 1 .. po + plen], in ptvb at pbase.
+    local compressed = h.compression and vbyte >= C.COMPRESSED_BIT
+    local orig = hv(b, h.at.OrigSize)
+    local pb, po, plen, ptvb, pbase = b, payload_at, wire_len, tvb, payload_at
+    local payload_ok = true
+    if compressed then
+        local o, l = at_of(h.at.OrigSize)
+        if orig <= C.COMPRESS_THRESHOLD then
+            found = report(found, RULE.compress_small, o, l, sfmt("Orig. Size %d", orig))
+        end
+        if not cut and wire_len >= orig then
+            found = report(found, RULE.compress_not_smaller, payload_at, wire_len, sfmt("%d bytes compressed, %d uncompressed", wire_len, orig))
+        end
+        if t then root:add(PF.payload, tvb(payload_at, wire_len)):prepend_text("Compressed ") end
+        if cut then
+            -- A block cut short cannot be decompressed.
+            payload_ok = false
+        else
+            local dec, why = lz4_block(b, payload_at + 1, payload_end, C.MAX_PAYLOAD)
+            if dec then
+                if dec ~= orig then
+                    found = report(found, RULE.orig_size, o, l, sfmt("Orig. Size %d, decompressed %d bytes", orig, dec))
+                end
+                pb, po, plen, pbase = LZ4_OUT, 0, dec, 0
+                ptvb = nil
+                if t and dec > 0 then ptvb = ByteArray.new(string_of(LZ4_OUT, 1, dec), true):tvb("Decompressed") end
+            else
+                payload_ok = false
+                found = report(found, RULE.lz4, payload_at, wire_len, why)
+            end
+        end
+    elseif orig ~= 0 then
+        local o, l = at_of(h.at.OrigSize)
+        found = report(found, RULE.orig_size_set, o, l, sfmt("Orig. Size %d", orig))
+    end
+
+    local mtype = hv(b, h.at.MessageType)
     local m = MSG[mtype]
     if m == nil then
-        local o, l = off("MessageType")
-        report(RULE.unknown_type, o, l, sfmt("message type 0x%02x", mtype))
+        local o, l = at_of(h.at.MessageType)
+        found = report(found, RULE.unknown_type, o, l, sfmt("message type 0x%02x", mtype))
     else
         if ptype_ok and m.dir ~= ptype then
-            local o, l = off("PacketType")
-            report(RULE.direction, o, l, sfmt("%s sent with packet type 0x%02x", m.name, ptype))
+            local o, l = at_of(h.at.PacketType)
+            found = report(found, RULE.direction, o, l, sfmt("%s sent with packet type 0x%02x", m.name, ptype))
         end
         if m.seen then
-            local o, l = off("MessageType")
-            report(m.seen, o, l, m.name)
+            local o, l = at_of(h.at.MessageType)
+            found = report(found, m.seen, o, l, m.name)
         end
     end
 
@@ -249,77 +426,114 @@ local function dissect_datagram(tvb, pinfo, root)
         c2s = ptype == C.PACKET_CLIENT
     elseif m then
         c2s = m.dir == C.PACKET_CLIENT
-    else
-        c2s = pinfo.src_port > pinfo.dst_port
     end
-    local conv = rtype_conversation(conversation_key(pinfo, c2s))
-    if first then
-        fi.archetypes = conv.archetypes
+    local conv, first = conversation_of(pinfo, c2s == nil and pinfo.src_port > pinfo.dst_port or c2s)
+    if first and h ~= HEADERS[1] then
         -- The 15-byte header is the whole conversation's departure: said once (spec-notes B).
-        if h ~= HEADERS[1] then
-            fi.old_header = not conv.old_header
-            conv.old_header = true
-        end
+        if not OLD_HEADER_CONV[conv] then OLD_HEADER[frame] = true end
+        OLD_HEADER_CONV[conv] = true
     end
-    if fi.old_header then
-        report(RULE.old_header, 0, h.len, "the conversation's first datagram with it")
+    if OLD_HEADER[frame] then
+        found = report(found, RULE.old_header, 0, h.len, "the conversation's first datagram with it")
     end
+    if t then root:add(PF.conversation, conv):set_generated() end
 
-    local seq, tick = hv("Sequence"), hv("Tick")
+    local seq, tick = hv(b, h.at.Sequence), hv(b, h.at.Tick)
     local name = m and m.name or sfmt("Unknown message 0x%02x", mtype)
     local info = sfmt("%s seq=%d tick=%d", name, seq, tick)
-    root:append_text(sfmt(", %s, Seq %d, Tick %d", name, seq, tick))
+    if t then root:append_text(sfmt(", %s, Seq %d, Tick %d", name, seq, tick)) end
 
-    if m == nil or not payload_ok then
+    local c
+    local done
+    local suggested
+    if m and payload_ok then
+        local mt = t
+        if vis then mt = root:add(ptvb(pbase, plen), sfmt("%s (%d bytes)", m.name, plen)) end
+        c = MESSAGE_WALK
+        walk_reset(c, pb, po, plen, false, ptvb, pbase, vis, false)
+        c.cut = cut
+        local archetypes = archetypes_at(conv, frame)
+        c.archetypes = archetypes
+        decode_message(m, c, mt)
+        if cut and c.stopped_at_cut and t then
+            mt:add(tvb(n, 0), sfmt("[%d bytes not captured]", reported - n))
+        end
+
+        if first and mtype == C.LEVEL_INIT then
+            local a = { count = c.types and #c.types or 0, sprites = {} }
+            for k, id in ipairs(c.types or {}) do
+                if a.sprites[id] == nil then a.sprites[id] = (c.sprite_of and c.sprite_of[k]) or "" end
+            end
+            ARCHETYPES[conv] = ARCHETYPES[conv] or {}
+            local versions = ARCHETYPES[conv]
+            versions[#versions + 1] = { frame = frame, archetypes = a }
+        end
+
+        if m.masked and first and not SUGGESTED_CONV[conv] and c.findings and not cut then
+            for _, fd in ipairs(c.findings) do
+                if SNAPSHOT_MISFIT[fd.rule] then
+                    local p = profile_that_fits(m, c)
+                    if p then
+                        SUGGESTED_CONV[conv] = true
+                        SUGGESTED[frame] = p.name
+                    end
+                    break
+                end
+            end
+        end
+        suggested = SUGGESTED[frame]
+
+        if mtype == C.SNAPSHOT_CHUNK and c.entities_at ~= nil then
+            local total, index = c.total_chunks, c.chunk_index
+            info = info .. sfmt(" chunk %d/%d", index + 1, total)
+            if first and not cut then
+                local ea = c.entities_at
+                local blocks = plen > ea and string_of(pb, po + ea + 1, po + plen) or ""
+                local rule, detail = push_chunk(conv, tick, pinfo.abs_ts, frame, total, index, c.entity_count, blocks)
+                if rule then CHUNK_NOTE[frame] = { rule = rule, detail = detail } end
+            end
+            local note = CHUNK_NOTE[frame]
+            if note then finding(c, note.rule, 0, 4, note.detail) end
+            done = COMPLETED[frame]
+            if done then
+                info = info .. " [reassembled]"
+            elseif REASSEMBLED_IN[frame] and t then
+                mt:add(PF.reassembled_in, REASSEMBLED_IN[frame]):set_generated()
+            end
+        end
+        if t then emit(root, tvb, 0, found, vis) end
+        if t then emit(mt, ptvb, pbase, c.findings, vis) end
+    elseif t then
         if wire_len > 0 and not compressed then root:add(PF.payload, tvb(payload_at, wire_len)) end
-        emit(root, tvb, 0, found)
-        pinfo.cols.info:set(info)
-        return
+        if cut and t then root:add(tvb(n, 0), sfmt("[%d bytes not captured]", reported - n)) end
+        emit(root, tvb, 0, found, vis)
     end
-
-    local mt = root:add(ptvb(pbase, plen), sfmt("%s (%d bytes)", m.name, plen))
-    local archetypes = fi.archetypes
-    local c = decode_message(m, ptvb, pbase, plen, mt, RULE, false, function(w) w.archetypes = archetypes end)
-
-    if first and mtype == C.LEVEL_INIT then
-        local a = { count = #c.types, sprites = {} }
-        for k, id in ipairs(c.types) do
-            if a.sprites[id] == nil then a.sprites[id] = (c.sprite_of and c.sprite_of[k]) or "" end
-        end
-        conv.archetypes = a
+    local rfindings
+    if done then rfindings = reassembled(done, root, mode, archetypes_at(conv, frame)) end
+    if suggested then
+        local text = sfmt("[%s] %s (%s)", RULE.profile_suggested, SUMMARY[RULE.profile_suggested], suggested)
+        if t then root:add_proto_expert_info(EX[RULE.profile_suggested], text) else tree:add_proto_expert_info(EX[RULE.profile_suggested], text) end
     end
-
-    local total, index = c.facts.TotalChunks, c.facts.ChunkIndex
-    if mtype == C.SNAPSHOT_CHUNK and c.entities_at ~= nil then
-        info = info .. sfmt(" chunk %d/%d", index + 1, total)
-        if first then
-            local ea = c.entities_at
-            local blocks = plen > ea and ptvb(pbase + ea, plen - ea):bytes() or ByteArray.new()
-            fi.chunk = push_chunk(conversation_key(pinfo, c2s), tick, pinfo.abs_ts, pinfo.number, total, index,
-                c.entity_count, blocks)
-        end
-        local note = fi.chunk
-        if note.rule then finding(c, note.rule, 0, 4, note.detail) end
-        local set = note.set
-        if set and set.complete == pinfo.number then
-            show_reassembled(set, root, archetypes)
-            info = info .. " [reassembled]"
-        elseif set and set.complete then
-            mt:add(PF.reassembled_in, set.complete):set_generated()
-        end
+    if not t then
+        -- No tree: the expert infos still count (Statistics, -z expert, the Expert column).
+        emit(tree, nil, 0, found, false)
+        if c then emit(tree, nil, 0, c.findings, false) end
+        if rfindings then emit(tree, nil, 0, rfindings, false) end
     end
-
-    emit(root, tvb, 0, found)
-    emit(mt, ptvb, pbase, c.findings)
+    if first then
+        count_datagram(frame, "rtype", conv, reported, c2s, mtype, m and m.name or "UNKNOWN", found, c and c.findings,
+            rfindings)
+    end
     pinfo.cols.info:set(info)
 end
 
-local function dissect(tvb, pinfo, tree)
-    local n = tvb:len()
-    if n < 4 or tvb(0, 4):uint() ~= C.MAGIC then return 0 end
+--- The rtype dissector (port, Decode As and heuristic): 0 when the payload is not rtype.
+local function rtype_dissect(tvb, pinfo, tree)
+    if recognise(tvb) ~= "rtype" then return 0 end
     pinfo.cols.protocol:set("RTYPE")
-    local root = tree:add(rtype, tvb())
-    local ok, err = pcall(dissect_datagram, tvb, pinfo, root)
+    local mode = tree_mode(tree)
+    local root = mode > 0 and tree:add(rtype, tvb()) or tree
+    local ok, err = pcall(rtype_datagram, tvb, pinfo, tree, root, mode)
     if not ok then
         pcall(function()
             root:add_proto_expert_info(EX[RULE.malformed], "[" .. RULE.malformed .. "] " .. SUMMARY[RULE.malformed] ..
@@ -327,30 +541,5 @@ local function dissect(tvb, pinfo, tree)
             pinfo.cols.info:append(" [Malformed]")
         end)
     end
-    return n
+    return tvb:len()
 end
-
-rtype.dissector = dissect
-
-rtype.init = function()
-    rtype_reset()
-end
-
-rtype:register_heuristic("udp", function(tvb, pinfo, tree)
-    if tvb:len() < 4 or tvb(0, 4):uint() ~= C.MAGIC then return false end
-    dissect(tvb, pinfo, tree)
-    return true
-end)
-
-rtype.prefs.udp_port = Pref.uint("UDP port", C.DEFAULT_PORT, "UDP port the R-Type server listens on (0 = heuristic only)")
-
-local udp_table = DissectorTable.get("udp.port")
-local registered_port = 0
-local function register_port()
-    if registered_port ~= 0 then udp_table:remove(registered_port, rtype) end
-    registered_port = rtype.prefs.udp_port
-    if registered_port ~= 0 then udp_table:add(registered_port, rtype) end
-end
-rtype.prefs_changed = register_port
-register_port()
-if udp_table.add_for_decode_as then pcall(udp_table.add_for_decode_as, udp_table, rtype) end

@@ -1,13 +1,42 @@
 -- ---------------------------------------------------------------------------------------------
--- Runtime helpers (hand-written, fixed): bit operations, CRC-32, LZ4 block decompression, UTF-8.
+-- Runtime helpers (hand-written, fixed): bytes, CRC-32, LZ4 block decompression, UTF-8, floats.
 -- No field layout lives here; the layout is generated from the protocol description below.
 -- Only Wireshark's `bit` module is used (no bit32, no Lua 5.3 operators), so this runs on
--- Wireshark 4.0 (Lua 5.2) to 4.4+ (Lua 5.4).
+-- Wireshark 4.0 (Lua 5.2) to 4.4+ (Lua 5.4); the one exception, the CRC loop, is compiled with
+-- load() on Lua 5.3+ only.
+--
+-- Speed: a datagram is read into a table of byte values once (`bytes_of`), and everything that
+-- runs on every datagram (CRC, LZ4, the field walk) reads that table: no TvbRange and no C call
+-- per byte or per field.
 -- ---------------------------------------------------------------------------------------------
 local band, bor, bxor, bnot, rshift, lshift, tobit =
     bit.band, bit.bor, bit.bxor, bit.bnot, bit.rshift, bit.lshift, bit.tobit
 local sbyte, schar, sfmt, tconcat = string.byte, string.char, string.format, table.concat
 local tunpack = table.unpack or unpack
+local floor, INF = math.floor, math.huge
+
+--- The bytes of the Lua string `s` (its first `n`) as a table: b[1] is the first byte.
+local function bytes_of(s, n)
+    if n <= 65536 then return { sbyte(s, 1, n) } end
+    local b = {}
+    for i = 1, n, 65536 do
+        local part = { sbyte(s, i, i + 65535 < n and i + 65535 or n) }
+        for k = 1, #part do b[i + k - 1] = part[k] end
+    end
+    return b
+end
+
+--- The Lua string of the bytes b[from..to].
+local function string_of(b, from, to)
+    local parts = {}
+    while from <= to do
+        local j = from + 4095
+        if j > to then j = to end
+        parts[#parts + 1] = schar(tunpack(b, from, j))
+        from = j + 1
+    end
+    return tconcat(parts)
+end
 
 --- Unsigned view of a 32-bit value produced by `bit` (which returns signed results).
 local function u32(x)
@@ -25,112 +54,146 @@ for i = 0, 255 do
             c = rshift(c, 1)
         end
     end
-    CRC_TABLE[i] = c
+    CRC_TABLE[i] = u32(c)
 end
 
---- CRC-32 of the first `n` bytes of the Lua string `s`, as an unsigned number.
-local function crc32(s, n)
-    local crc = tobit(0xFFFFFFFF)
-    for i = 1, n do
-        crc = bxor(rshift(crc, 8), CRC_TABLE[band(bxor(crc, sbyte(s, i)), 0xFF)])
+--- CRC-32 of the bytes b[from..to], as an unsigned number.
+local crc32
+if _VERSION == "Lua 5.1" or _VERSION == "Lua 5.2" then
+    -- Without bit operators in the language (a `bit` call per operation costs more than the rest),
+    -- the CRC is kept as its four bytes, each scaled by 256, and every XOR is a table lookup:
+    -- X[c0 + b] is (c0 xor b) for the low byte and the input byte, Yk[c + x] the next byte k
+    -- (scaled) from the byte above it and the table entry x. 1 MB of tables, five lookups a byte.
+    local X, Y0, Y1, Y2, Y3 = {}, {}, {}, {}, {}
+    for a = 0, 255 do
+        local base = a * 256
+        for x = 0, 255 do
+            local t = CRC_TABLE[x]
+            X[base + x] = bxor(a, x)
+            Y0[base + x] = bxor(a, t % 256) * 256
+            Y1[base + x] = bxor(a, floor(t / 256) % 256) * 256
+            Y2[base + x] = bxor(a, floor(t / 65536) % 256) * 256
+        end
     end
-    return u32(bnot(crc))
-end
-
---- Joins a table of byte values into a Lua string.
-local function bytes_to_string(out, n)
-    local parts = {}
-    local i = 1
-    while i <= n do
-        local j = i + 4095
-        if j > n then j = n end
-        parts[#parts + 1] = schar(tunpack(out, i, j))
-        i = j + 1
+    for x = 0, 255 do Y3[x] = floor(CRC_TABLE[x] / 16777216) * 256 end
+    crc32 = function(b, from, to)
+        local c0, c1, c2, c3 = 65280, 65280, 65280, 65280
+        for i = from, to do
+            local x = X[c0 + b[i]]
+            c0 = Y0[c1 + x]
+            c1 = Y1[c2 + x]
+            c2 = Y2[c3 + x]
+            c3 = Y3[x]
+        end
+        return (65280 - c3) * 65536 + (65280 - c2) * 256 + (65280 - c1) + (65280 - c0) / 256
     end
-    return tconcat(parts)
+else
+    crc32 = load([[
+        local T = ...
+        return function(b, from, to)
+            local crc = 0xFFFFFFFF
+            for i = from, to do crc = (crc >> 8) ~ T[(crc ~ b[i]) & 0xFF] end
+            return crc ~ 0xFFFFFFFF
+        end]])(CRC_TABLE)
 end
 
---- Decompresses a raw LZ4 block (no frame, no size prefix) held in the Lua string `src`.
---- Returns the decompressed Lua string, or nil and a reason. Output is limited to `limit` bytes.
-local function lz4_block(src, limit)
-    local n = #src
-    if n == 0 then return nil, "empty block" end
-    local out, o, i = {}, 0, 1
+-- The LZ4 output buffer, reused by every datagram (the walk reads it; its strings are copied).
+local LZ4_OUT = {}
+
+--- Decompresses a raw LZ4 block (no frame, no size prefix) held in b[from..to] into LZ4_OUT.
+--- Returns the decompressed length, or nil and a reason. Output is limited to `limit` bytes.
+local function lz4_block(b, from, to, limit)
+    if from > to then return nil, "empty block" end
+    local out, o, i = LZ4_OUT, 0, from
     while true do
-        if i > n then return nil, "block ends before a token" end
-        local token = sbyte(src, i)
+        if i > to then return nil, "block ends before a token" end
+        local token = b[i]
         i = i + 1
-        local lit = rshift(token, 4)
+        local lit = floor(token / 16)
         if lit == 15 then
             repeat
-                if i > n then return nil, "block ends inside a literal length" end
-                local b = sbyte(src, i)
+                if i > to then return nil, "block ends inside a literal length" end
+                local x = b[i]
                 i = i + 1
-                lit = lit + b
-            until b ~= 255
+                lit = lit + x
+            until x ~= 255
         end
-        if i + lit - 1 > n then return nil, "literals run past the end of the block" end
+        if i + lit - 1 > to then return nil, "literals run past the end of the block" end
         if o + lit > limit then return nil, "output larger than " .. limit .. " bytes" end
-        for k = 0, lit - 1 do
-            out[o + 1 + k] = sbyte(src, i + k)
-        end
+        for k = 1, lit do out[o + k] = b[i + k - 1] end
         o = o + lit
         i = i + lit
-        if i > n then break end -- the last sequence has literals only
-        if i + 1 > n then return nil, "block ends inside a match offset" end
-        local offset = sbyte(src, i) + sbyte(src, i + 1) * 256
+        if i > to then break end -- the last sequence has literals only
+        if i + 1 > to then return nil, "block ends inside a match offset" end
+        local offset = b[i] + b[i + 1] * 256
         i = i + 2
         if offset == 0 or offset > o then return nil, "match offset " .. offset .. " out of range" end
-        local mlen = band(token, 15)
+        local mlen = token % 16
         if mlen == 15 then
             repeat
-                if i > n then return nil, "block ends inside a match length" end
-                local b = sbyte(src, i)
+                if i > to then return nil, "block ends inside a match length" end
+                local x = b[i]
                 i = i + 1
-                mlen = mlen + b
-            until b ~= 255
+                mlen = mlen + x
+            until x ~= 255
         end
         mlen = mlen + 4
         if o + mlen > limit then return nil, "output larger than " .. limit .. " bytes" end
-        local from = o + 1 - offset
-        for k = 0, mlen - 1 do
-            out[o + 1 + k] = out[from + k]
-        end
+        local from_at = o - offset
+        for k = 1, mlen do out[o + k] = out[from_at + k] end
         o = o + mlen
     end
-    return bytes_to_string(out, o)
+    return o
 end
 
---- True when the Lua string `s` is valid UTF-8 (no overlongs, surrogates or values past U+10FFFF).
-local function utf8_valid(s)
-    local i, n = 1, #s
-    while i <= n do
-        local c = sbyte(s, i)
-        local extra, min
+--- True when b[from..to] is valid UTF-8 (no overlongs, surrogates or values past U+10FFFF).
+local function utf8_valid(b, from, to)
+    local i = from
+    while i <= to do
+        local c = b[i]
         if c < 0x80 then
-            extra = 0
-        elseif c >= 0xC2 and c <= 0xDF then
-            extra, min = 1, 0x80
-        elseif c >= 0xE0 and c <= 0xEF then
-            extra, min = 2, 0x800
-        elseif c >= 0xF0 and c <= 0xF4 then
-            extra, min = 3, 0x10000
+            i = i + 1
         else
-            return false
-        end
-        if extra > 0 then
-            if i + extra > n then return false end
-            local cp = band(c, rshift(0x7F, extra + 1))
+            local extra, min, cp
+            if c >= 0xC2 and c <= 0xDF then
+                extra, min, cp = 1, 0x80, c - 0xC0
+            elseif c >= 0xE0 and c <= 0xEF then
+                extra, min, cp = 2, 0x800, c - 0xE0
+            elseif c >= 0xF0 and c <= 0xF4 then
+                extra, min, cp = 3, 0x10000, c - 0xF0
+            else
+                return false
+            end
+            if i + extra > to then return false end
             for k = 1, extra do
-                local b = sbyte(s, i + k)
-                if band(b, 0xC0) ~= 0x80 then return false end
-                cp = cp * 64 + band(b, 0x3F)
+                local x = b[i + k]
+                if x < 0x80 or x > 0xBF then return false end
+                cp = cp * 64 + (x - 0x80)
             end
             if cp < min or cp > 0x10FFFF or (cp >= 0xD800 and cp <= 0xDFFF) then return false end
+            i = i + extra + 1
         end
-        i = i + extra + 1
     end
     return true
+end
+
+--- The IEEE 754 single-precision value of the 32-bit pattern with bytes x1 (sign) to x4.
+local POW2 = {}
+for e = -160, 130 do POW2[e] = 2 ^ e end
+local function f32_of(x1, x2, x3, x4)
+    local e = (x1 % 128) * 2 + floor(x2 / 128)
+    local m = (x2 % 128) * 65536 + x3 * 256 + x4
+    local v
+    if e == 255 then
+        if m ~= 0 then return 0 / 0 end
+        v = INF
+    elseif e == 0 then
+        v = m * POW2[-149]
+    else
+        v = (m + 8388608) * POW2[e - 150]
+    end
+    if x1 >= 128 then return -v end
+    return v
 end
 
 --- A TvbRange inside `tvb` for [off, off+len), clamped so that it never raises an error.

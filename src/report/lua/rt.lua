@@ -1,36 +1,39 @@
 -- ---------------------------------------------------------------------------------------------
 -- rt datagram driver (hand-written, fixed): the 12-byte header in the byte order its magic shows,
--- the checks of src/datagram/rt.rs in their order, the direction and conversation as
--- src/pipeline/rt_arm.rs finds them (servers learned from CLIENT_CONNECT and SERVER_ACCEPT /
--- REJECT), the byte order reported once per conversation, and the payload walked by the
--- generated MSG_RT layouts. First-pass decisions are kept by frame number (see the rtype driver).
+-- the checks of src/datagram/rt.rs in their order, the direction as src/pipeline/rt_arm.rs finds
+-- it (servers learned from CLIENT_CONNECT and SERVER_ACCEPT / REJECT), the byte order reported
+-- once per conversation, and the payload walked by the generated MSG_RT layouts. First-pass
+-- decisions are kept by frame number (see the shared state above).
 -- ---------------------------------------------------------------------------------------------
 
-local RTS
+-- Known servers (address|port), their count; by conversation, the byte order was reported; by
+-- frame, the first little-endian datagram of its conversation and a wrong direction ("client"
+-- or "server": who sent it).
+local RT_SERVERS, RT_SERVER_COUNT, RT_ORDER_CONV, RT_ORDER, RT_WRONG
 
 local function rt_reset()
-    RTS = { frames = {}, servers = {}, server_count = 0, convs = {} }
+    RT_SERVERS, RT_SERVER_COUNT, RT_ORDER_CONV, RT_ORDER, RT_WRONG = {}, 0, {}, {}, {}
 end
 rt_reset()
 
 local function endpoint(addr, port)
-    return tostring(addr) .. "|" .. tostring(port)
+    return tostring(addr) .. "|" .. port
 end
 
 --- The datagram's direction (true: client to server) and whether a known server says so.
 local function rt_direction(pinfo, m)
     local src, dst = endpoint(pinfo.src, pinfo.src_port), endpoint(pinfo.dst, pinfo.dst_port)
-    if RTS.servers[src] then return false, true end
-    if RTS.servers[dst] then return true, true end
+    if RT_SERVERS[src] then return false, true end
+    if RT_SERVERS[dst] then return true, true end
     local learn
     if m and m.code == C_RT.CLIENT_CONNECT then
         learn = dst
     elseif m and (m.code == C_RT.SERVER_ACCEPT or m.code == C_RT.SERVER_REJECT) then
         learn = src
     end
-    if learn and RTS.server_count < C_RT.MAX_SERVERS then
-        RTS.servers[learn] = true
-        RTS.server_count = RTS.server_count + 1
+    if learn and RT_SERVER_COUNT < C_RT.MAX_SERVERS then
+        RT_SERVERS[learn] = true
+        RT_SERVER_COUNT = RT_SERVER_COUNT + 1
     end
     if m and not C_RT.BOTH_WAYS[m.code] then
         return m.dir == C_RT.CLIENT, false
@@ -38,124 +41,149 @@ local function rt_direction(pinfo, m)
     return pinfo.src_port > pinfo.dst_port, false
 end
 
-local function rt_dissect_datagram(tvb, pinfo, root)
-    local n = tvb:len()
-    local le = tvb(0, 2):uint() == C_RT.MAGIC_LE
-    local found = {}
-    local function report(rule, at, len, detail)
-        found[#found + 1] = { rule = rule, at = at, len = len, detail = detail }
+--- The unsigned header field at `a` = { offset, width } in the datagram's byte order.
+local function rt_hv(b, a, le)
+    local v = 0
+    if le then
+        for i = a[1] + a[2], a[1] + 1, -1 do v = v * 256 + b[i] end
+    else
+        for i = a[1] + 1, a[1] + a[2] do v = v * 256 + b[i] end
     end
-    local fi = RTS.frames[pinfo.number]
-    local first = fi == nil
-    if first then
-        fi = {}
-        RTS.frames[pinfo.number] = fi
+    return v
+end
+
+local RT_HEADER_WALK, RT_MESSAGE_WALK = walk_context(RULE_RT), walk_context(RULE_RT)
+
+local function rt_datagram(tvb, pinfo, tree, root, mode)
+    local n = tvb:len()
+    local reported = tvb:reported_len()
+    local cut = reported > n
+    local frame = pinfo.number
+    local vis = mode == 2
+    local t = mode > 0 and root or nil
+    local b = bytes_of(tvb:raw(0, n), n)
+    local le = b[1] * 256 + b[2] == C_RT.MAGIC_LE
+    local found
+    if cut then
+        found = report(found, RULE_RT.snaplen, 0, n, sfmt("%d of %d bytes captured", n, reported))
     end
 
     local h = RT_HEADER
     local hlen = h.len < n and h.len or n
-    local ht = root:add(tvb(0, hlen), sfmt("Header (%s)", le and "little-endian" or "big-endian"))
-    local hc = new_walk(tvb, 0, hlen, false, RULE_RT, le)
-    for _, f in ipairs(h.fields) do
-        if rd(hc, ht, f) == nil then break end
+    if t then
+        local ht = vis and root:add(tvb(0, hlen), sfmt("Header (%s)", le and "little-endian" or "big-endian")) or root
+        walk_reset(RT_HEADER_WALK, b, 0, hlen, le, tvb, 0, vis, false)
+        h.read(RT_HEADER_WALK, ht)
     end
     if n < h.len then
-        report(RULE_RT.short, 0, n, sfmt("expected at least %d bytes, found %d", h.len, n))
-        if first then rt_direction(pinfo, nil) end
-        pinfo.cols.info:set(sfmt("Short datagram (%d bytes)", n))
-        root:append_text(", short datagram")
-        emit(root, tvb, 0, found)
+        if not cut then
+            found = report(found, RULE_RT.short, 0, n, sfmt("expected at least %d bytes, found %d", h.len, n))
+        elseif t then
+            root:add(tvb(n, 0), sfmt("[%d bytes not captured]", reported - n))
+        end
+        local c2s = pinfo.src_port > pinfo.dst_port
+        if CONV_OF[frame] == nil then c2s = rt_direction(pinfo, nil) end
+        local conv, first = conversation_of(pinfo, c2s)
+        if t then root:add(PF_RT.conversation, conv):set_generated() end
+        pinfo.cols.info:set(sfmt("%s (%d bytes)", cut and "Datagram cut by the capture" or "Short datagram", n))
+        if t then root:append_text(cut and ", not captured whole" or ", short datagram") end
+        if first then count_datagram(frame, "rt", conv, reported, nil, nil, "UNKNOWN", found) end
+        emit(t and root or tree, tvb, 0, found, vis)
         return
     end
-    local function hv(role)
-        local a = h.at[role]
-        local r = tvb(a[1], a[2])
-        return le and r:le_uint() or r:uint()
-    end
-    local function off(role)
-        local a = h.at[role]
-        return a[1], a[2]
-    end
-
-    local code, flags = hv("MessageType"), hv("Flags")
+    local code, flags = rt_hv(b, h.at.MessageType, le), rt_hv(b, h.at.Flags, le)
     local m = MSG_RT[code]
-    local o, l = off("MessageType")
+    local o, l = at_of(h.at.MessageType)
     if code < 0x01 or code > 0x7F then
-        report(RULE_RT.packet_type, o, l, sfmt("packet type 0x%02x", code))
+        found = report(found, RULE_RT.packet_type, o, l, sfmt("packet type 0x%02x", code))
     elseif m == nil then
-        report(RULE_RT.unknown_type, o, l, sfmt("packet type 0x%02x", code))
+        found = report(found, RULE_RT.unknown_type, o, l, sfmt("packet type 0x%02x", code))
     end
-    local fo, fl = off("Flags")
+    local fo, fl = at_of(h.at.Flags)
     if band(flags, C_RT.RESERVED_FLAGS) ~= 0 then
-        report(RULE_RT.reserved_flags, fo, fl, sfmt("flags 0x%02x", flags))
+        found = report(found, RULE_RT.reserved_flags, fo, fl, sfmt("flags 0x%02x", flags))
     end
     local opaque = band(flags, C_RT.OPAQUE_FLAGS) ~= 0
     if opaque then
-        report(RULE_RT.opaque, fo, fl, sfmt("flags 0x%02x", flags))
+        found = report(found, RULE_RT.opaque, fo, fl, sfmt("flags 0x%02x", flags))
     end
     local payload_at, plen = h.len, n - h.len
-    if plen > C_RT.MAX_PAYLOAD then
-        report(RULE_RT.datagram_size, payload_at, plen, sfmt("payload of %d bytes, at most %d", plen, C_RT.MAX_PAYLOAD))
+    if not cut and plen > C_RT.MAX_PAYLOAD then
+        found = report(found, RULE_RT.datagram_size, payload_at, plen, sfmt("payload of %d bytes, at most %d", plen, C_RT.MAX_PAYLOAD))
     end
     if m then
-        if m.seen then report(m.seen, o, l, m.name) end
+        if m.seen then found = report(found, m.seen, o, l, m.name) end
         if band(flags, C_RT.FLAG_RELIABLE) == 0 then
             if code == C_RT.CLIENT_DISCONNECT then
-                report(RULE_RT.disconnect_unreliable, fo, fl, sfmt("flags 0x%02x", flags))
+                found = report(found, RULE_RT.disconnect_unreliable, fo, fl, sfmt("flags 0x%02x", flags))
             elseif C_RT.RELIABLE[code] then
-                report(RULE_RT.reliable_flag_missing, fo, fl, sfmt("flags 0x%02x", flags))
+                found = report(found, RULE_RT.reliable_flag_missing, fo, fl, sfmt("flags 0x%02x", flags))
             end
         end
     end
 
-    if first then
-        local c2s, known = rt_direction(pinfo, m)
-        fi.c2s = c2s
-        fi.wrong_direction = m ~= nil and known and not C_RT.BOTH_WAYS[m.code] and (m.dir == C_RT.CLIENT) ~= c2s
-        -- The byte order is the document's rule broken by the whole conversation: said once.
-        if le then
-            local key = conversation_key(pinfo, c2s)
-            fi.byte_order = not RTS.convs[key]
-            RTS.convs[key] = true
+    local c2s = true
+    if CONV_OF[frame] == nil then
+        local known
+        c2s, known = rt_direction(pinfo, m)
+        if m ~= nil and known and not C_RT.BOTH_WAYS[m.code] and (m.dir == C_RT.CLIENT) ~= c2s then
+            RT_WRONG[frame] = c2s and "client" or "server"
         end
     end
-    if fi.wrong_direction then
-        report(RULE_RT.direction, o, l, sfmt("%s sent by the %s", m.name, fi.c2s and "client" or "server"))
+    local conv, first = conversation_of(pinfo, c2s)
+    if first and le then
+        -- The byte order is the document's rule broken by the whole conversation: said once.
+        if not RT_ORDER_CONV[conv] then RT_ORDER[frame] = true end
+        RT_ORDER_CONV[conv] = true
     end
-    if fi.byte_order then
-        local mo, ml = off("Magic")
-        report(RULE_RT.byte_order, mo, ml, "")
+    if RT_WRONG[frame] then
+        found = report(found, RULE_RT.direction, o, l, sfmt("%s sent by the %s", m.name, RT_WRONG[frame]))
     end
+    if RT_ORDER[frame] then
+        local mo, ml = at_of(h.at.Magic)
+        found = report(found, RULE_RT.byte_order, mo, ml, "")
+    end
+    if t then root:add(PF_RT.conversation, conv):set_generated() end
 
-    local seq = hv("Sequence")
+    local seq = rt_hv(b, h.at.Sequence, le)
     local name = m and m.name or sfmt("Unknown packet type 0x%02x", code)
     local info = sfmt("%s seq=%d%s", name, seq, le and " (little-endian)" or "")
-    root:append_text(sfmt(", %s, Seq %d", name, seq))
+    if t then root:append_text(sfmt(", %s, Seq %d", name, seq)) end
 
     local c
-    local mt
     if m and not opaque then
-        mt = root:add(tvb(payload_at, plen), sfmt("%s (%d bytes)", m.name, plen))
-        c = decode_message(m, tvb, payload_at, plen, mt, RULE_RT, le)
-    elseif plen > 0 then
-        root:add(PF_RT.undecoded, tvb(payload_at, plen))
+        local mt = t
+        if vis then mt = root:add(tvb(payload_at, plen), sfmt("%s (%d bytes)", m.name, plen)) end
+        c = RT_MESSAGE_WALK
+        walk_reset(c, b, payload_at, plen, le, tvb, payload_at, vis, false)
+        c.cut = cut
+        decode_message(m, c, mt)
+        if cut and c.stopped_at_cut and t then mt:add(tvb(n, 0), sfmt("[%d bytes not captured]", reported - n)) end
+        if t then
+            emit(root, tvb, 0, found, vis)
+            emit(mt, tvb, payload_at, c.findings, vis)
+        end
+    elseif t then
+        if plen > 0 then root:add(PF_RT.undecoded, tvb(payload_at, plen)) end
+        if cut then root:add(tvb(n, 0), sfmt("[%d bytes not captured]", reported - n)) end
+        emit(root, tvb, 0, found, vis)
     end
-    emit(root, tvb, 0, found)
-    if c then emit(mt, tvb, payload_at, c.findings) end
+    if not t then
+        emit(tree, nil, 0, found, false)
+        if c then emit(tree, nil, 0, c.findings, false) end
+    end
+    if first then
+        count_datagram(frame, "rt", conv, reported, c2s, code, m and m.name or "UNKNOWN", found, c and c.findings)
+    end
     pinfo.cols.info:set(info)
 end
 
-local function rt_magic(tvb)
-    if tvb:len() < 2 then return false end
-    local magic = tvb(0, 2):uint()
-    return magic == C_RT.MAGIC_BE or magic == C_RT.MAGIC_LE
-end
-
 local function rt_dissect(tvb, pinfo, tree)
-    if not rt_magic(tvb) then return 0 end
+    if recognise(tvb) ~= "rt" then return 0 end
     pinfo.cols.protocol:set("RT")
-    local root = tree:add(rt, tvb())
-    local ok, err = pcall(rt_dissect_datagram, tvb, pinfo, root)
+    local mode = tree_mode(tree)
+    local root = mode > 0 and tree:add(rt, tvb()) or tree
+    local ok, err = pcall(rt_datagram, tvb, pinfo, tree, root, mode)
     if not ok then
         pcall(function()
             root:add_proto_expert_info(EX[RULE_RT.malformed], "[" .. RULE_RT.malformed .. "] " ..
@@ -165,25 +193,3 @@ local function rt_dissect(tvb, pinfo, tree)
     end
     return tvb:len()
 end
-
-rt.dissector = rt_dissect
-
-rt.init = function()
-    rt_reset()
-end
-
-rt:register_heuristic("udp", function(tvb, pinfo, tree)
-    if not rt_magic(tvb) then return false end
-    rt_dissect(tvb, pinfo, tree)
-    return true
-end)
-
-rt.prefs.udp_port = Pref.uint("UDP port", 0, "UDP port the rt server listens on (0 = heuristic only)")
-
-local rt_registered_port = 0
-rt.prefs_changed = function()
-    if rt_registered_port ~= 0 then udp_table:remove(rt_registered_port, rt) end
-    rt_registered_port = rt.prefs.udp_port
-    if rt_registered_port ~= 0 then udp_table:add(rt_registered_port, rt) end
-end
-if udp_table.add_for_decode_as then pcall(udp_table.add_for_decode_as, udp_table, rt) end

@@ -9,28 +9,6 @@
 
 local json_dissector = Dissector.get("json")
 
-local function u32_le_at(s, at)
-    if at + 4 > #s then return nil end
-    local a, b, c2, d = sbyte(s, at + 1, at + 4)
-    return a + b * 256 + c2 * 65536 + d * 16777216
-end
-
---- Word `index` of the segment, as its low and high 32-bit halves.
-local function env_word(s, index)
-    local at = 8 + index * 8
-    if at + 8 > #s then return nil end
-    return u32_le_at(s, at), u32_le_at(s, at + 4)
-end
-
---- Whether the datagram looks like rtnp (src/datagram/rtnp.rs `looks_like`).
-local function rtnp_looks_like(s)
-    if sbyte(s, 1) == 0x7B or s == C_RTNP.PING or s == C_RTNP.PONG then return true end
-    local count, words = u32_le_at(s, 0), u32_le_at(s, 4)
-    local lo = env_word(s, 0)
-    if count ~= 0 or words == nil or lo == nil then return false end
-    return words >= 1 and words <= C_RTNP.MAX_WORDS and lo % 4 == 0
-end
-
 --- Where the envelope's Text is (offset and length without the NUL), or nil, the offset of the
 --- problem and what it is (src/datagram/rtnp.rs `read_envelope`).
 local function read_envelope(s)
@@ -314,55 +292,106 @@ check_value = function(v, field, found, at, len)
     end
 end
 
-local function rtnp_dissect_datagram(tvb, pinfo, root, tree)
+-- Known servers (address|port) and their count.
+local RTNP_SERVERS, RTNP_SERVER_COUNT
+
+local function rtnp_reset()
+    RTNP_SERVERS, RTNP_SERVER_COUNT = {}, 0
+end
+rtnp_reset()
+
+--- The datagram's direction (true: client to server), as src/pipeline/rtnp_arm.rs finds it: a
+--- known server, the server port, the message's direction (learning the server), or the lower
+--- port.
+local function rtnp_direction(pinfo, message)
+    local src, dst = endpoint(pinfo.src, pinfo.src_port), endpoint(pinfo.dst, pinfo.dst_port)
+    if RTNP_SERVERS[src] then return false end
+    if RTNP_SERVERS[dst] then return true end
+    local sport, dport, c2s = pinfo.src_port, pinfo.dst_port, nil
+    if sport == C_RTNP.SERVER_PORT and dport ~= C_RTNP.SERVER_PORT then
+        c2s = false
+    elseif dport == C_RTNP.SERVER_PORT and sport ~= C_RTNP.SERVER_PORT then
+        c2s = true
+    elseif message then
+        c2s = message.dir == C.PACKET_CLIENT
+    else
+        return sport > dport
+    end
+    if RTNP_SERVER_COUNT < C_RT.MAX_SERVERS then
+        local server = c2s and dst or src
+        if not RTNP_SERVERS[server] then
+            RTNP_SERVERS[server] = true
+            RTNP_SERVER_COUNT = RTNP_SERVER_COUNT + 1
+        end
+    end
+    return c2s
+end
+
+local rtnp_done
+
+local function rtnp_datagram(tvb, pinfo, tree, root, mode)
     local n = tvb:len()
+    local reported = tvb:reported_len()
+    local cut = reported > n
+    local frame = pinfo.number
+    local vis = mode == 2
+    local t = mode > 0 and root or nil
     local s = tvb:raw(0, n)
-    local found = {}
-    local function report(rule, at, len, detail)
-        found[#found + 1] = { rule = rule, at = at, len = len, detail = detail }
+    local found
+    local raw_framing = sbyte(s, 1) == 0x7B or s == C_RTNP.PING or s == C_RTNP.PONG
+    if cut then
+        -- The text is not all there: nothing about it can be judged.
+        found = report(found, RULE_RTNP.snaplen, 0, n, sfmt("%d of %d bytes captured", n, reported))
+        if t then
+            root:add(PF_RTNP.framing, raw_framing and "raw" or "envelope"):set_generated()
+            root:add(tvb(n, 0), sfmt("[%d bytes not captured]", reported - n))
+        end
+        return rtnp_done(pinfo, tree, root, t, vis, tvb, frame, reported, "UNKNOWN", nil, found)
     end
     if n > C_RTNP.MAX_DATAGRAM then
-        report(RULE_RTNP.datagram_size, 0, n, sfmt("%d bytes, at most %d", n, C_RTNP.MAX_DATAGRAM))
+        found = report(found, RULE_RTNP.datagram_size, 0, n, sfmt("%d bytes, at most %d", n, C_RTNP.MAX_DATAGRAM))
     end
     local text_at, text_len
-    if sbyte(s, 1) == 0x7B or s == C_RTNP.PING or s == C_RTNP.PONG then
-        root:add(PF_RTNP.framing, "raw"):set_generated()
+    if raw_framing then
+        if t then root:add(PF_RTNP.framing, "raw"):set_generated() end
         text_at, text_len = 0, n
     else
-        root:add(PF_RTNP.framing, "envelope"):set_generated()
-        local et = root:add(tvb(0, n), "Cap'n Proto envelope")
-        if n >= 4 then et:add_le(PF_RTNP.segments, tvb(0, 4)) end
-        if n >= 8 then et:add_le(PF_RTNP.words, tvb(4, 4)) end
+        local et
+        if t then
+            root:add(PF_RTNP.framing, "envelope"):set_generated()
+            et = vis and root:add(tvb(0, n), "Cap'n Proto envelope") or root
+            if n >= 4 then et:add_le(PF_RTNP.segments, tvb(0, 4)) end
+            if n >= 8 then et:add_le(PF_RTNP.words, tvb(4, 4)) end
+        end
         local begin, len, words = read_envelope(s)
         if begin then
-            et:add(PF_RTNP.text_bytes, tvb(begin, len + 1))
+            if t then et:add(PF_RTNP.text_bytes, tvb(begin, len + 1), s:sub(begin + 1, begin + len)) end
             local stop = 8 + words * 8
             if stop < n then
-                report(RULE_RTNP.envelope, stop, n - stop, sfmt("%d bytes after the segment's end", n - stop))
+                found = report(found, RULE_RTNP.envelope, stop, n - stop, sfmt("%d bytes after the segment's end", n - stop))
             end
-            et:set_len(stop < n and stop or n)
+            if vis then et:set_len(stop < n and stop or n) end
             text_at, text_len = begin, len
         else
-            report(RULE_RTNP.envelope, len, 1, words)
+            found = report(found, RULE_RTNP.envelope, len, 1, words)
         end
     end
     local message, type_name, json
     local name = "UNKNOWN"
     if text_at then
         local text = s:sub(text_at + 1, text_at + text_len)
-        local ttvb = text_len > 0 and tvb(text_at, text_len):tvb() or nil
         local function report_text(rule, detail)
-            report(rule, text_at, text_len, detail)
+            found = report(found, rule, text_at, text_len, detail)
         end
         if text == C_RTNP.PING or text == C_RTNP.PONG then
-            root:add(PF_RTNP.keepalive, tvb(text_at, text_len), text)
+            if t then root:add(PF_RTNP.keepalive, tvb(text_at, text_len), text) end
             message = RTNP_MESSAGES[text]
             name = text
         elseif text_len > C_RTNP.MAX_JSON then
             report_text(RULE_RTNP.json_limit, sfmt("%d bytes, at most %d", text_len, C_RTNP.MAX_JSON))
         elseif too_deep(text, C_RTNP.MAX_DEPTH) then
             report_text(RULE_RTNP.json_limit, sfmt("nested deeper than %d", C_RTNP.MAX_DEPTH))
-        elseif not utf8_valid(text) then
+        elseif not utf8_valid(bytes_of(text, text_len), 1, text_len) then
             report_text(RULE_RTNP.json_invalid, "not UTF-8")
         else
             if text:find("[\128-\255]") then report_text(RULE_RTNP.json_non_ascii, "") end
@@ -375,22 +404,22 @@ local function rtnp_dissect_datagram(tvb, pinfo, root, tree)
                 json = v
             end
         end
-        if json == nil and utf8_valid(text) and text_len > 0 then
+        if t and json == nil and text_len > 0 and utf8_valid(bytes_of(text, text_len), 1, text_len) then
             root:add(PF_RTNP.text, tvb(text_at, text_len), text)
-        elseif json == nil and text_len == 0 then
+        elseif t and json == nil and text_len == 0 then
             root:add(PF_RTNP.text, tvb(text_at, 0), "")
         end
         if json then
-            local t = json.map["type"]
-            if t and t.t == "string" then
-                type_name = t.v
-                name = t.v
-                root:add(PF_RTNP.type, tvb(text_at, text_len), t.v)
-                local m = RTNP_MESSAGES[t.v]
+            local jt = json.map["type"]
+            if jt and jt.t == "string" then
+                type_name = jt.v
+                name = jt.v
+                if t then root:add(PF_RTNP.type, tvb(text_at, text_len), jt.v) end
+                local m = RTNP_MESSAGES[jt.v]
                 if m and not m.seen then message = m end
             end
-            if json_dissector and ttvb then
-                pcall(function() json_dissector:call(ttvb, pinfo, tree) end)
+            if json_dissector and text_len > 0 and mode > 0 then
+                pcall(function() json_dissector:call(tvb(text_at, text_len):tvb(), pinfo, tree) end)
             end
         end
         if message and message.seen then report_text(message.seen, "") end
@@ -400,6 +429,7 @@ local function rtnp_dissect_datagram(tvb, pinfo, root, tree)
             else
                 if json.first ~= "type" then report_text(RULE_RTNP.type_not_first, "first is " .. json.first) end
                 if message then
+                    found = found or {}
                     check_fields(json, message.fields, found, text_at, text_len)
                 else
                     report_text(RULE_RTNP.unknown_type, type_name)
@@ -407,20 +437,29 @@ local function rtnp_dissect_datagram(tvb, pinfo, root, tree)
             end
         end
     end
-    root:append_text(", " .. name)
-    emit(root, tvb, 0, found)
+    return rtnp_done(pinfo, tree, root, t, vis, tvb, frame, reported, name, message, found)
+end
+
+rtnp_done = function(pinfo, tree, root, t, vis, tvb, frame, reported, name, message, found)
+    local c2s = true
+    if CONV_OF[frame] == nil then c2s = rtnp_direction(pinfo, message) end
+    local conv, first = conversation_of(pinfo, c2s)
+    if t then
+        root:add(PF_RTNP.conversation, conv):set_generated()
+        root:append_text(", " .. name)
+    end
+    emit(t and root or tree, tvb, 0, found, vis)
+    if first then count_datagram(frame, "rtnp", conv, reported, c2s, nil, name, found) end
     pinfo.cols.protocol:set("RTNP")
     pinfo.cols.info:set(name)
 end
 
 local function rtnp_dissect(tvb, pinfo, tree)
-    local n = tvb:len()
-    if n == 0 or not rtnp_looks_like(tvb:raw(0, n < 16 and n or 16)) and not rtnp_looks_like(tvb:raw(0, n)) then
-        return 0
-    end
+    if recognise(tvb) ~= "rtnp" then return 0 end
     pinfo.cols.protocol:set("RTNP")
-    local root = tree:add(rtnp, tvb())
-    local ok, err = pcall(rtnp_dissect_datagram, tvb, pinfo, root, tree)
+    local mode = tree_mode(tree)
+    local root = mode > 0 and tree:add(rtnp, tvb()) or tree
+    local ok, err = pcall(rtnp_datagram, tvb, pinfo, tree, root, mode)
     if not ok then
         pcall(function()
             root:add_proto_expert_info(EX[RULE_RTNP.malformed], "[" .. RULE_RTNP.malformed .. "] " ..
@@ -428,22 +467,5 @@ local function rtnp_dissect(tvb, pinfo, tree)
             pinfo.cols.info:append(" [Malformed]")
         end)
     end
-    return n
+    return tvb:len()
 end
-
-rtnp.dissector = rtnp_dissect
-
-rtnp:register_heuristic("udp", function(tvb, pinfo, tree)
-    if rtnp_dissect(tvb, pinfo, tree) == 0 then return false end
-    return true
-end)
-
-rtnp.prefs.udp_port = Pref.uint("UDP port", 0, "UDP port the rtnp server listens on (0 = heuristic only)")
-
-local rtnp_registered_port = 0
-rtnp.prefs_changed = function()
-    if rtnp_registered_port ~= 0 then udp_table:remove(rtnp_registered_port, rtnp) end
-    rtnp_registered_port = rtnp.prefs.udp_port
-    if rtnp_registered_port ~= 0 then udp_table:add(rtnp_registered_port, rtnp) end
-end
-if udp_table.add_for_decode_as then pcall(udp_table.add_for_decode_as, udp_table, rtnp) end
