@@ -25,7 +25,7 @@ local rtnp = Proto("rtnp", "R-Type RTNP Protocol (document 004)")
 local band, bor, bxor, bnot, rshift, lshift, tobit =
     bit.band, bit.bor, bit.bxor, bit.bnot, bit.rshift, bit.lshift, bit.tobit
 local sbyte, schar, sfmt, tconcat = string.byte, string.char, string.format, table.concat
-local tunpack = table.unpack or unpack
+local tunpack, tmove = table.unpack or unpack, table.move
 local floor, INF = math.floor, math.huge
 
 --- The bytes of the Lua string `s` (its first `n`) as a table: b[1] is the first byte.
@@ -70,40 +70,55 @@ for i = 0, 255 do
     CRC_TABLE[i] = u32(c)
 end
 
---- CRC-32 of the bytes b[from..to], as an unsigned number.
+--- CRC-32 of the datagram's bytes from..to (1-based), as an unsigned number: `s` holds them as
+--- a Lua string, `b` as a table of byte values.
 local crc32
 if _VERSION == "Lua 5.1" or _VERSION == "Lua 5.2" then
-    -- Without bit operators in the language (a `bit` call per operation costs more than the rest),
-    -- the CRC is kept as its four bytes, each scaled by 256, and every XOR is a table lookup:
-    -- X[c0 + b] is (c0 xor b) for the low byte and the input byte, Yk[c + x] the next byte k
-    -- (scaled) from the byte above it and the table entry x. 1 MB of tables, five lookups a byte.
-    local X, Y0, Y1, Y2, Y3 = {}, {}, {}, {}, {}
-    for a = 0, 255 do
-        local base = a * 256
-        for x = 0, 255 do
-            local t = CRC_TABLE[x]
-            X[base + x] = bxor(a, x)
-            Y0[base + x] = bxor(a, t % 256) * 256
-            Y1[base + x] = bxor(a, floor(t / 256) % 256) * 256
-            Y2[base + x] = bxor(a, floor(t / 65536) % 256) * 256
+    -- Without bit operators in the language, every table lookup and C call counts: eight bytes at
+    -- a time ("slicing by 8": tables T0..T7 give each byte's contribution eight, seven, ...
+    -- positions on), read with one string.byte, XORed with two calls; the rest byte by byte,
+    -- with the byte XOR as a lookup in X (X[a * 256 + b] is a xor b).
+    local T = { [0] = CRC_TABLE }
+    for k = 1, 7 do
+        T[k] = {}
+        for i = 0, 255 do
+            local prev = T[k - 1][i]
+            T[k][i] = u32(bxor(floor(prev / 256), CRC_TABLE[prev % 256]))
         end
     end
-    for x = 0, 255 do Y3[x] = floor(CRC_TABLE[x] / 16777216) * 256 end
-    crc32 = function(b, from, to)
-        local c0, c1, c2, c3 = 65280, 65280, 65280, 65280
-        for i = from, to do
-            local x = X[c0 + b[i]]
-            c0 = Y0[c1 + x]
-            c1 = Y1[c2 + x]
-            c2 = Y2[c3 + x]
-            c3 = Y3[x]
+    local T0, T1, T2, T3, T4, T5, T6, T7 = T[0], T[1], T[2], T[3], T[4], T[5], T[6], T[7]
+    local X = {}
+    for a = 0, 255 do
+        for x = 0, 255 do X[a * 256 + x] = bxor(a, x) end
+    end
+    crc32 = function(s, _, from, to)
+        local crc = 4294967295
+        local i = from
+        while i <= to - 7 do
+            local b0, b1, b2, b3, b4, b5, b6, b7 = sbyte(s, i, i + 7)
+            local x = bxor(crc, b0 + b1 * 256 + b2 * 65536 + b3 * 16777216)
+            if x < 0 then x = x + 4294967296 end
+            local x0 = x % 256
+            x = (x - x0) / 256
+            local x1 = x % 256
+            x = (x - x1) / 256
+            local x2 = x % 256
+            crc = bxor(T7[x0], T6[x1], T5[x2], T4[(x - x2) / 256], T3[b4], T2[b5], T1[b6], T0[b7])
+            if crc < 0 then crc = crc + 4294967296 end
+            i = i + 8
         end
-        return (65280 - c3) * 65536 + (65280 - c2) * 256 + (65280 - c1) + (65280 - c0) / 256
+        while i <= to do
+            local low = crc % 256
+            crc = bxor((crc - low) / 256, T0[X[low * 256 + sbyte(s, i)]])
+            if crc < 0 then crc = crc + 4294967296 end
+            i = i + 1
+        end
+        return 4294967295 - crc
     end
 else
     crc32 = load([[
         local T = ...
-        return function(b, from, to)
+        return function(_, b, from, to)
             local crc = 0xFFFFFFFF
             for i = from, to do crc = (crc >> 8) ~ T[(crc ~ b[i]) & 0xFF] end
             return crc ~ 0xFFFFFFFF
@@ -133,7 +148,12 @@ local function lz4_block(b, from, to, limit)
         end
         if i + lit - 1 > to then return nil, "literals run past the end of the block" end
         if o + lit > limit then return nil, "output larger than " .. limit .. " bytes" end
-        for k = 1, lit do out[o + k] = b[i + k - 1] end
+        if tmove then
+            tmove(b, i, i + lit - 1, o + 1, out)
+        else
+            local d = i - 1 - o
+            for k = o + 1, o + lit do out[k] = b[k + d] end
+        end
         o = o + lit
         i = i + lit
         if i > to then break end -- the last sequence has literals only
@@ -152,8 +172,11 @@ local function lz4_block(b, from, to, limit)
         end
         mlen = mlen + 4
         if o + mlen > limit then return nil, "output larger than " .. limit .. " bytes" end
-        local from_at = o - offset
-        for k = 1, mlen do out[o + k] = out[from_at + k] end
+        if tmove and offset >= mlen then
+            tmove(out, o - offset + 1, o - offset + mlen, o + 1)
+        else
+            for k = o + 1, o + mlen do out[k] = out[k - offset] end
+        end
         o = o + mlen
     end
     return o
@@ -856,7 +879,7 @@ fd(340, reg("rt", ProtoField.uint32("rt.ping.client_timestamp", "Client Timestam
 fd(341, reg("rt", ProtoField.uint32("rt.ping.client_id", "Client ID", base.DEC, nil, nil, "u32 in PING (003 PING)")), "client_id", nil, nil, nil)
 fd(342, reg("rt", ProtoField.uint32("rt.pong.client_timestamp", "Client Timestamp", base.DEC, nil, nil, "u32 in PONG (003 PONG)")), "client_timestamp", nil, nil, nil)
 fd(343, reg("rt", ProtoField.uint32("rt.pong.server_timestamp", "Server Timestamp", base.DEC, nil, nil, "u32 in PONG (003 PONG)")), "server_timestamp", nil, nil, nil)
-fd(344, reg("rtype", ProtoField.uint8("rtype.snapshot.entity.entity_type", "Entity Type", base.DEC, nil, nil, "u8 in snapshot profile document, update-mask bit 0")), "entity_type", nil, nil, nil) -- profile document reference-17byte reference-15byte
+fd(344, reg("rtype", ProtoField.uint8("rtype.snapshot.entity.entity_type", "Entity Type", base.DEC, nil, nil, "u8 in snapshot profile document")), "entity_type", nil, nil, nil) -- profile document reference-17byte reference-15byte
 fd(345, reg("rtype", ProtoField.float("rtype.snapshot.entity.pos_x", "Position X", nil, "f32 in snapshot profile document, update-mask bit 1")), "pos_x", nil, nil, nil) -- profile document reference-15byte
 fd(346, reg("rtype", ProtoField.float("rtype.snapshot.entity.pos_y", "Position Y", nil, "f32 in snapshot profile document, update-mask bit 2")), "pos_y", nil, nil, nil) -- profile document reference-15byte
 fd(347, reg("rtype", ProtoField.float("rtype.snapshot.entity.vel_x", "Velocity X", nil, "f32 in snapshot profile document, update-mask bit 3")), "vel_x", nil, nil, nil) -- profile document reference-15byte
@@ -864,7 +887,7 @@ fd(348, reg("rtype", ProtoField.float("rtype.snapshot.entity.vel_y", "Velocity Y
 fd(349, reg("rtype", ProtoField.uint16("rtype.snapshot.entity.health", "Health", base.DEC, nil, nil, "u16 in snapshot profile document, update-mask bit 5")), "health", nil, nil, nil) -- profile document reference-17byte reference-15byte
 fd(350, reg("rtype", ProtoField.uint8("rtype.snapshot.entity.status_flags", "Status Flags", base.HEX, nil, nil, "u8, flags 0x2=invincible in snapshot profile document, update-mask bit 6")), "status_flags", { FB[30] }, nil, nil) -- profile document reference-15byte
 fd(351, reg("rtype", ProtoField.uint8("rtype.snapshot.entity.lives", "Lives", base.DEC, nil, nil, "u8 in snapshot profile document, update-mask bit 9")), "lives", nil, nil, nil) -- profile document reference-17byte reference-15byte
-fd(352, reg("rtype", ProtoField.uint8("rtype.snapshot_chunk.entity.entity_type", "Entity Type", base.DEC, nil, nil, "u8 in snapshot profile document, update-mask bit 0")), "entity_type", nil, nil, nil) -- profile document reference-17byte reference-15byte
+fd(352, reg("rtype", ProtoField.uint8("rtype.snapshot_chunk.entity.entity_type", "Entity Type", base.DEC, nil, nil, "u8 in snapshot profile document")), "entity_type", nil, nil, nil) -- profile document reference-17byte reference-15byte
 fd(353, reg("rtype", ProtoField.float("rtype.snapshot_chunk.entity.pos_x", "Position X", nil, "f32 in snapshot profile document, update-mask bit 1")), "pos_x", nil, nil, nil) -- profile document reference-15byte
 fd(354, reg("rtype", ProtoField.float("rtype.snapshot_chunk.entity.pos_y", "Position Y", nil, "f32 in snapshot profile document, update-mask bit 2")), "pos_y", nil, nil, nil) -- profile document reference-15byte
 fd(355, reg("rtype", ProtoField.float("rtype.snapshot_chunk.entity.vel_x", "Velocity X", nil, "f32 in snapshot profile document, update-mask bit 3")), "vel_x", nil, nil, nil) -- profile document reference-15byte
@@ -872,7 +895,7 @@ fd(356, reg("rtype", ProtoField.float("rtype.snapshot_chunk.entity.vel_y", "Velo
 fd(357, reg("rtype", ProtoField.uint16("rtype.snapshot_chunk.entity.health", "Health", base.DEC, nil, nil, "u16 in snapshot profile document, update-mask bit 5")), "health", nil, nil, nil) -- profile document reference-17byte reference-15byte
 fd(358, reg("rtype", ProtoField.uint8("rtype.snapshot_chunk.entity.status_flags", "Status Flags", base.HEX, nil, nil, "u8, flags 0x2=invincible in snapshot profile document, update-mask bit 6")), "status_flags", { FB[31] }, nil, nil) -- profile document reference-15byte
 fd(359, reg("rtype", ProtoField.uint8("rtype.snapshot_chunk.entity.lives", "Lives", base.DEC, nil, nil, "u8 in snapshot profile document, update-mask bit 9")), "lives", nil, nil, nil) -- profile document reference-17byte reference-15byte
-fd(360, reg("rtype", ProtoField.uint8("rtype.reassembled.entity.entity_type", "Entity Type", base.DEC, nil, nil, "u8 in snapshot profile document, update-mask bit 0")), "entity_type", nil, nil, nil) -- profile document reference-17byte reference-15byte
+fd(360, reg("rtype", ProtoField.uint8("rtype.reassembled.entity.entity_type", "Entity Type", base.DEC, nil, nil, "u8 in snapshot profile document")), "entity_type", nil, nil, nil) -- profile document reference-17byte reference-15byte
 fd(361, reg("rtype", ProtoField.float("rtype.reassembled.entity.pos_x", "Position X", nil, "f32 in snapshot profile document, update-mask bit 1")), "pos_x", nil, nil, nil) -- profile document reference-15byte
 fd(362, reg("rtype", ProtoField.float("rtype.reassembled.entity.pos_y", "Position Y", nil, "f32 in snapshot profile document, update-mask bit 2")), "pos_y", nil, nil, nil) -- profile document reference-15byte
 fd(363, reg("rtype", ProtoField.float("rtype.reassembled.entity.vel_x", "Velocity X", nil, "f32 in snapshot profile document, update-mask bit 3")), "vel_x", nil, nil, nil) -- profile document reference-15byte
@@ -1227,6 +1250,31 @@ end
 
 local function close(c, item, start)
     if c.vis then item:set_len(c.pos - start) end
+end
+
+--- The width of the fields the update mask `m` gates, when a walk without a tree may pass over
+--- them in one step (none needs reading but the entity type); false otherwise. Kept by mask
+--- value in the profile's `skip` table, with the offset just past the entity type (s.e).
+local function skip_width(s, m)
+    local w, e, d, value = 0, false, s.d, 1
+    for bit = 0, 15 do
+        if m % (value * 2) >= value then
+            local x = d[bit]
+            if not x then
+                w = false
+                break
+            end
+            if x < 0 then
+                w = w - x
+                e = w
+            else
+                w = w + x
+            end
+        end
+        value = value * 2
+    end
+    s.w[m], s.e[m] = w, e
+    return w
 end
 
 --- Stops at a mask bit of unknown width (reserved or undefined): the rest is undecodable.
@@ -2871,9 +2919,26 @@ MSG_RT[0x72] = {
 -- Each snapshot profile's masked fields: the function reading them under each prefix.
 PROFILES[1] = {
     name = "document", label = "The document's table (001 \194\1676.2)",
+    skip = { w = {}, e = {}, d = { [0] = -1, [1] = 4, [2] = 4, [3] = 4, [4] = 4, [5] = 2, [6] = 1, [7] = false, [8] = false, [9] = 1, [10] = false, [11] = false, [12] = false, [13] = false, [14] = false, [15] = false } },
     [1] = function(c, t)
         local v
         local m = c.mask
+        if t == nil then
+            local s = PROFILES[1].skip
+            local w = s.w[m]
+            if w == nil then w = skip_width(s, m) end
+            local at = c.pos
+            if w and c.len - at >= w then
+                local e = s.e[m]
+                if e and c.archetypes then
+                    -- bit 0: the entity type, checked
+                    c.pos = at + e - 1
+                    entity_type(c, 344, U8(c, nil, 344), 1)
+                end
+                c.pos = at + w
+                return true
+            end
+        end
         if m % 2 >= 1 then
             v = U8(c, t, 344)
             if v == nil then return false end
@@ -2888,6 +2953,7 @@ PROFILES[1] = {
         if m % 16 >= 8 then
             if F32(c, t, 347) == nil then return false end
         end
+        if m < 16 then return true end
         if m % 32 >= 16 then
             if F32(c, t, 348) == nil then return false end
         end
@@ -2898,12 +2964,14 @@ PROFILES[1] = {
             if U8(c, t, 350) == nil then return false end
         end
         if m % 256 >= 128 then return unknown_bit(c, t, 7, c.rules.reserved_bit) end
+        if m < 256 then return true end
         if m % 512 >= 256 then return unknown_bit(c, t, 8, c.rules.reserved_bit) end
         if m % 1024 >= 512 then
             if U8(c, t, 351) == nil then return false end
         end
         if m % 2048 >= 1024 then return unknown_bit(c, t, 10, c.rules.undefined_bit) end
         if m % 4096 >= 2048 then return unknown_bit(c, t, 11, c.rules.undefined_bit) end
+        if m < 4096 then return true end
         if m % 8192 >= 4096 then return unknown_bit(c, t, 12, c.rules.undefined_bit) end
         if m % 16384 >= 8192 then return unknown_bit(c, t, 13, c.rules.undefined_bit) end
         if m % 32768 >= 16384 then return unknown_bit(c, t, 14, c.rules.undefined_bit) end
@@ -2913,6 +2981,22 @@ PROFILES[1] = {
     [2] = function(c, t)
         local v
         local m = c.mask
+        if t == nil then
+            local s = PROFILES[1].skip
+            local w = s.w[m]
+            if w == nil then w = skip_width(s, m) end
+            local at = c.pos
+            if w and c.len - at >= w then
+                local e = s.e[m]
+                if e and c.archetypes then
+                    -- bit 0: the entity type, checked
+                    c.pos = at + e - 1
+                    entity_type(c, 352, U8(c, nil, 352), 1)
+                end
+                c.pos = at + w
+                return true
+            end
+        end
         if m % 2 >= 1 then
             v = U8(c, t, 352)
             if v == nil then return false end
@@ -2927,6 +3011,7 @@ PROFILES[1] = {
         if m % 16 >= 8 then
             if F32(c, t, 355) == nil then return false end
         end
+        if m < 16 then return true end
         if m % 32 >= 16 then
             if F32(c, t, 356) == nil then return false end
         end
@@ -2937,12 +3022,14 @@ PROFILES[1] = {
             if U8(c, t, 358) == nil then return false end
         end
         if m % 256 >= 128 then return unknown_bit(c, t, 7, c.rules.reserved_bit) end
+        if m < 256 then return true end
         if m % 512 >= 256 then return unknown_bit(c, t, 8, c.rules.reserved_bit) end
         if m % 1024 >= 512 then
             if U8(c, t, 359) == nil then return false end
         end
         if m % 2048 >= 1024 then return unknown_bit(c, t, 10, c.rules.undefined_bit) end
         if m % 4096 >= 2048 then return unknown_bit(c, t, 11, c.rules.undefined_bit) end
+        if m < 4096 then return true end
         if m % 8192 >= 4096 then return unknown_bit(c, t, 12, c.rules.undefined_bit) end
         if m % 16384 >= 8192 then return unknown_bit(c, t, 13, c.rules.undefined_bit) end
         if m % 32768 >= 16384 then return unknown_bit(c, t, 14, c.rules.undefined_bit) end
@@ -2952,6 +3039,22 @@ PROFILES[1] = {
     [3] = function(c, t)
         local v
         local m = c.mask
+        if t == nil then
+            local s = PROFILES[1].skip
+            local w = s.w[m]
+            if w == nil then w = skip_width(s, m) end
+            local at = c.pos
+            if w and c.len - at >= w then
+                local e = s.e[m]
+                if e and c.archetypes then
+                    -- bit 0: the entity type, checked
+                    c.pos = at + e - 1
+                    entity_type(c, 360, U8(c, nil, 360), 1)
+                end
+                c.pos = at + w
+                return true
+            end
+        end
         if m % 2 >= 1 then
             v = U8(c, t, 360)
             if v == nil then return false end
@@ -2966,6 +3069,7 @@ PROFILES[1] = {
         if m % 16 >= 8 then
             if F32(c, t, 363) == nil then return false end
         end
+        if m < 16 then return true end
         if m % 32 >= 16 then
             if F32(c, t, 364) == nil then return false end
         end
@@ -2976,12 +3080,14 @@ PROFILES[1] = {
             if U8(c, t, 366) == nil then return false end
         end
         if m % 256 >= 128 then return unknown_bit(c, t, 7, c.rules.reserved_bit) end
+        if m < 256 then return true end
         if m % 512 >= 256 then return unknown_bit(c, t, 8, c.rules.reserved_bit) end
         if m % 1024 >= 512 then
             if U8(c, t, 367) == nil then return false end
         end
         if m % 2048 >= 1024 then return unknown_bit(c, t, 10, c.rules.undefined_bit) end
         if m % 4096 >= 2048 then return unknown_bit(c, t, 11, c.rules.undefined_bit) end
+        if m < 4096 then return true end
         if m % 8192 >= 4096 then return unknown_bit(c, t, 12, c.rules.undefined_bit) end
         if m % 16384 >= 8192 then return unknown_bit(c, t, 13, c.rules.undefined_bit) end
         if m % 32768 >= 16384 then return unknown_bit(c, t, 14, c.rules.undefined_bit) end
@@ -2991,9 +3097,26 @@ PROFILES[1] = {
 }
 PROFILES[2] = {
     name = "reference-17byte", label = "The bundled profile reference-17byte",
+    skip = { w = {}, e = {}, d = { [0] = -1, [1] = 2, [2] = 2, [3] = 2, [4] = 2, [5] = 2, [6] = 1, [7] = false, [8] = false, [9] = 1, [10] = 4, [11] = false, [12] = false, [13] = false, [14] = false, [15] = false } },
     [1] = function(c, t)
         local v
         local m = c.mask
+        if t == nil then
+            local s = PROFILES[2].skip
+            local w = s.w[m]
+            if w == nil then w = skip_width(s, m) end
+            local at = c.pos
+            if w and c.len - at >= w then
+                local e = s.e[m]
+                if e and c.archetypes then
+                    -- bit 0: the entity type, checked
+                    c.pos = at + e - 1
+                    entity_type(c, 344, U8(c, nil, 344), 1)
+                end
+                c.pos = at + w
+                return true
+            end
+        end
         if m % 2 >= 1 then
             v = U8(c, t, 344)
             if v == nil then return false end
@@ -3008,6 +3131,7 @@ PROFILES[2] = {
         if m % 16 >= 8 then
             if SCALED(c, t, 370, U16, 2, 32768) == nil then return false end
         end
+        if m < 16 then return true end
         if m % 32 >= 16 then
             if SCALED(c, t, 371, U16, 2, 32768) == nil then return false end
         end
@@ -3018,6 +3142,7 @@ PROFILES[2] = {
             if U8(c, t, 372) == nil then return false end
         end
         if m % 256 >= 128 then return unknown_bit(c, t, 7, c.rules.reserved_bit) end
+        if m < 256 then return true end
         if m % 512 >= 256 then return unknown_bit(c, t, 8, c.rules.reserved_bit) end
         if m % 1024 >= 512 then
             if U8(c, t, 351) == nil then return false end
@@ -3026,6 +3151,7 @@ PROFILES[2] = {
             if I32(c, t, 373) == nil then return false end
         end
         if m % 4096 >= 2048 then return unknown_bit(c, t, 11, c.rules.undefined_bit) end
+        if m < 4096 then return true end
         if m % 8192 >= 4096 then return unknown_bit(c, t, 12, c.rules.undefined_bit) end
         if m % 16384 >= 8192 then return unknown_bit(c, t, 13, c.rules.undefined_bit) end
         if m % 32768 >= 16384 then return unknown_bit(c, t, 14, c.rules.undefined_bit) end
@@ -3035,6 +3161,22 @@ PROFILES[2] = {
     [2] = function(c, t)
         local v
         local m = c.mask
+        if t == nil then
+            local s = PROFILES[2].skip
+            local w = s.w[m]
+            if w == nil then w = skip_width(s, m) end
+            local at = c.pos
+            if w and c.len - at >= w then
+                local e = s.e[m]
+                if e and c.archetypes then
+                    -- bit 0: the entity type, checked
+                    c.pos = at + e - 1
+                    entity_type(c, 352, U8(c, nil, 352), 1)
+                end
+                c.pos = at + w
+                return true
+            end
+        end
         if m % 2 >= 1 then
             v = U8(c, t, 352)
             if v == nil then return false end
@@ -3049,6 +3191,7 @@ PROFILES[2] = {
         if m % 16 >= 8 then
             if SCALED(c, t, 376, U16, 2, 32768) == nil then return false end
         end
+        if m < 16 then return true end
         if m % 32 >= 16 then
             if SCALED(c, t, 377, U16, 2, 32768) == nil then return false end
         end
@@ -3059,6 +3202,7 @@ PROFILES[2] = {
             if U8(c, t, 378) == nil then return false end
         end
         if m % 256 >= 128 then return unknown_bit(c, t, 7, c.rules.reserved_bit) end
+        if m < 256 then return true end
         if m % 512 >= 256 then return unknown_bit(c, t, 8, c.rules.reserved_bit) end
         if m % 1024 >= 512 then
             if U8(c, t, 359) == nil then return false end
@@ -3067,6 +3211,7 @@ PROFILES[2] = {
             if I32(c, t, 379) == nil then return false end
         end
         if m % 4096 >= 2048 then return unknown_bit(c, t, 11, c.rules.undefined_bit) end
+        if m < 4096 then return true end
         if m % 8192 >= 4096 then return unknown_bit(c, t, 12, c.rules.undefined_bit) end
         if m % 16384 >= 8192 then return unknown_bit(c, t, 13, c.rules.undefined_bit) end
         if m % 32768 >= 16384 then return unknown_bit(c, t, 14, c.rules.undefined_bit) end
@@ -3076,6 +3221,22 @@ PROFILES[2] = {
     [3] = function(c, t)
         local v
         local m = c.mask
+        if t == nil then
+            local s = PROFILES[2].skip
+            local w = s.w[m]
+            if w == nil then w = skip_width(s, m) end
+            local at = c.pos
+            if w and c.len - at >= w then
+                local e = s.e[m]
+                if e and c.archetypes then
+                    -- bit 0: the entity type, checked
+                    c.pos = at + e - 1
+                    entity_type(c, 360, U8(c, nil, 360), 1)
+                end
+                c.pos = at + w
+                return true
+            end
+        end
         if m % 2 >= 1 then
             v = U8(c, t, 360)
             if v == nil then return false end
@@ -3090,6 +3251,7 @@ PROFILES[2] = {
         if m % 16 >= 8 then
             if SCALED(c, t, 382, U16, 2, 32768) == nil then return false end
         end
+        if m < 16 then return true end
         if m % 32 >= 16 then
             if SCALED(c, t, 383, U16, 2, 32768) == nil then return false end
         end
@@ -3100,6 +3262,7 @@ PROFILES[2] = {
             if U8(c, t, 384) == nil then return false end
         end
         if m % 256 >= 128 then return unknown_bit(c, t, 7, c.rules.reserved_bit) end
+        if m < 256 then return true end
         if m % 512 >= 256 then return unknown_bit(c, t, 8, c.rules.reserved_bit) end
         if m % 1024 >= 512 then
             if U8(c, t, 367) == nil then return false end
@@ -3108,6 +3271,7 @@ PROFILES[2] = {
             if I32(c, t, 385) == nil then return false end
         end
         if m % 4096 >= 2048 then return unknown_bit(c, t, 11, c.rules.undefined_bit) end
+        if m < 4096 then return true end
         if m % 8192 >= 4096 then return unknown_bit(c, t, 12, c.rules.undefined_bit) end
         if m % 16384 >= 8192 then return unknown_bit(c, t, 13, c.rules.undefined_bit) end
         if m % 32768 >= 16384 then return unknown_bit(c, t, 14, c.rules.undefined_bit) end
@@ -3117,9 +3281,26 @@ PROFILES[2] = {
 }
 PROFILES[3] = {
     name = "reference-15byte", label = "The bundled profile reference-15byte",
+    skip = { w = {}, e = {}, d = { [0] = -1, [1] = 4, [2] = 4, [3] = 4, [4] = 4, [5] = 2, [6] = 1, [7] = false, [8] = false, [9] = 1, [10] = 4, [11] = false, [12] = false, [13] = false, [14] = false, [15] = false } },
     [1] = function(c, t)
         local v
         local m = c.mask
+        if t == nil then
+            local s = PROFILES[3].skip
+            local w = s.w[m]
+            if w == nil then w = skip_width(s, m) end
+            local at = c.pos
+            if w and c.len - at >= w then
+                local e = s.e[m]
+                if e and c.archetypes then
+                    -- bit 0: the entity type, checked
+                    c.pos = at + e - 1
+                    entity_type(c, 344, U8(c, nil, 344), 1)
+                end
+                c.pos = at + w
+                return true
+            end
+        end
         if m % 2 >= 1 then
             v = U8(c, t, 344)
             if v == nil then return false end
@@ -3134,6 +3315,7 @@ PROFILES[3] = {
         if m % 16 >= 8 then
             if F32(c, t, 347) == nil then return false end
         end
+        if m < 16 then return true end
         if m % 32 >= 16 then
             if F32(c, t, 348) == nil then return false end
         end
@@ -3144,6 +3326,7 @@ PROFILES[3] = {
             if U8(c, t, 350) == nil then return false end
         end
         if m % 256 >= 128 then return unknown_bit(c, t, 7, c.rules.reserved_bit) end
+        if m < 256 then return true end
         if m % 512 >= 256 then return unknown_bit(c, t, 8, c.rules.reserved_bit) end
         if m % 1024 >= 512 then
             if U8(c, t, 351) == nil then return false end
@@ -3152,6 +3335,7 @@ PROFILES[3] = {
             if I32(c, t, 373) == nil then return false end
         end
         if m % 4096 >= 2048 then return unknown_bit(c, t, 11, c.rules.undefined_bit) end
+        if m < 4096 then return true end
         if m % 8192 >= 4096 then return unknown_bit(c, t, 12, c.rules.undefined_bit) end
         if m % 16384 >= 8192 then return unknown_bit(c, t, 13, c.rules.undefined_bit) end
         if m % 32768 >= 16384 then return unknown_bit(c, t, 14, c.rules.undefined_bit) end
@@ -3161,6 +3345,22 @@ PROFILES[3] = {
     [2] = function(c, t)
         local v
         local m = c.mask
+        if t == nil then
+            local s = PROFILES[3].skip
+            local w = s.w[m]
+            if w == nil then w = skip_width(s, m) end
+            local at = c.pos
+            if w and c.len - at >= w then
+                local e = s.e[m]
+                if e and c.archetypes then
+                    -- bit 0: the entity type, checked
+                    c.pos = at + e - 1
+                    entity_type(c, 352, U8(c, nil, 352), 1)
+                end
+                c.pos = at + w
+                return true
+            end
+        end
         if m % 2 >= 1 then
             v = U8(c, t, 352)
             if v == nil then return false end
@@ -3175,6 +3375,7 @@ PROFILES[3] = {
         if m % 16 >= 8 then
             if F32(c, t, 355) == nil then return false end
         end
+        if m < 16 then return true end
         if m % 32 >= 16 then
             if F32(c, t, 356) == nil then return false end
         end
@@ -3185,6 +3386,7 @@ PROFILES[3] = {
             if U8(c, t, 358) == nil then return false end
         end
         if m % 256 >= 128 then return unknown_bit(c, t, 7, c.rules.reserved_bit) end
+        if m < 256 then return true end
         if m % 512 >= 256 then return unknown_bit(c, t, 8, c.rules.reserved_bit) end
         if m % 1024 >= 512 then
             if U8(c, t, 359) == nil then return false end
@@ -3193,6 +3395,7 @@ PROFILES[3] = {
             if I32(c, t, 379) == nil then return false end
         end
         if m % 4096 >= 2048 then return unknown_bit(c, t, 11, c.rules.undefined_bit) end
+        if m < 4096 then return true end
         if m % 8192 >= 4096 then return unknown_bit(c, t, 12, c.rules.undefined_bit) end
         if m % 16384 >= 8192 then return unknown_bit(c, t, 13, c.rules.undefined_bit) end
         if m % 32768 >= 16384 then return unknown_bit(c, t, 14, c.rules.undefined_bit) end
@@ -3202,6 +3405,22 @@ PROFILES[3] = {
     [3] = function(c, t)
         local v
         local m = c.mask
+        if t == nil then
+            local s = PROFILES[3].skip
+            local w = s.w[m]
+            if w == nil then w = skip_width(s, m) end
+            local at = c.pos
+            if w and c.len - at >= w then
+                local e = s.e[m]
+                if e and c.archetypes then
+                    -- bit 0: the entity type, checked
+                    c.pos = at + e - 1
+                    entity_type(c, 360, U8(c, nil, 360), 1)
+                end
+                c.pos = at + w
+                return true
+            end
+        end
         if m % 2 >= 1 then
             v = U8(c, t, 360)
             if v == nil then return false end
@@ -3216,6 +3435,7 @@ PROFILES[3] = {
         if m % 16 >= 8 then
             if F32(c, t, 363) == nil then return false end
         end
+        if m < 16 then return true end
         if m % 32 >= 16 then
             if F32(c, t, 364) == nil then return false end
         end
@@ -3226,6 +3446,7 @@ PROFILES[3] = {
             if U8(c, t, 366) == nil then return false end
         end
         if m % 256 >= 128 then return unknown_bit(c, t, 7, c.rules.reserved_bit) end
+        if m < 256 then return true end
         if m % 512 >= 256 then return unknown_bit(c, t, 8, c.rules.reserved_bit) end
         if m % 1024 >= 512 then
             if U8(c, t, 367) == nil then return false end
@@ -3234,6 +3455,7 @@ PROFILES[3] = {
             if I32(c, t, 385) == nil then return false end
         end
         if m % 4096 >= 2048 then return unknown_bit(c, t, 11, c.rules.undefined_bit) end
+        if m < 4096 then return true end
         if m % 8192 >= 4096 then return unknown_bit(c, t, 12, c.rules.undefined_bit) end
         if m % 16384 >= 8192 then return unknown_bit(c, t, 13, c.rules.undefined_bit) end
         if m % 32768 >= 16384 then return unknown_bit(c, t, 14, c.rules.undefined_bit) end
@@ -3566,8 +3788,9 @@ local function reassembled(done, root, mode, archetypes)
     return c.findings
 end
 
---- The header layout whose length (and, for the older header, CRC) fits the datagram.
-local function layout_of(b, n)
+--- The header layout whose length (and, for the older header, CRC) fits the datagram (its bytes
+--- as the string `s` and the table `b`).
+local function layout_of(s, b, n)
     local function fits(h)
         if n < h.len then return false end
         local pl = h.at.PayloadLen
@@ -3577,7 +3800,7 @@ local function layout_of(b, n)
     if fits(HEADERS[2]) then
         local e = n - C.CRC_LEN
         local stored = ((b[e + 1] * 256 + b[e + 2]) * 256 + b[e + 3]) * 256 + b[e + 4]
-        if stored == crc32(b, 1, e) then return HEADERS[2] end
+        if stored == crc32(s, b, 1, e) then return HEADERS[2] end
     end
     return HEADERS[1]
 end
@@ -3623,8 +3846,9 @@ local function rtype_datagram(tvb, pinfo, tree, root, mode)
     local frame = pinfo.number
     local vis = mode == 2
     local t = mode > 0 and root or nil
-    local b = bytes_of(tvb:raw(0, n), n)
-    local h = layout_of(b, n)
+    local raw = tvb:raw(0, n)
+    local b = bytes_of(raw, n)
+    local h = layout_of(raw, b, n)
     local found
 
     -- Header fields, as far as the datagram holds them.
@@ -3676,7 +3900,7 @@ local function rtype_datagram(tvb, pinfo, tree, root, mode)
     else
         local e = payload_end
         local stored = ((b[e + 1] * 256 + b[e + 2]) * 256 + b[e + 3]) * 256 + b[e + 4]
-        local computed = crc32(b, 1, e)
+        local computed = crc32(raw, b, 1, e)
         if stored == computed then
             if t then
                 local crc_item = root:add(PF.crc, tvb(payload_end, C.CRC_LEN))

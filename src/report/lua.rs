@@ -768,12 +768,29 @@ impl Gen {
                 };
                 (profile.name.clone(), label)
             };
+            let skip: Vec<String> = self.profiles[p]
+                .bits
+                .iter()
+                .enumerate()
+                .map(|(bit, slot)| {
+                    let w = match slot {
+                        BitSlot::Field(f) => skip_width(f),
+                        _ => 0,
+                    };
+                    if w == 0 {
+                        format!("[{bit}] = false")
+                    } else {
+                        format!("[{bit}] = {w}")
+                    }
+                })
+                .collect();
             let _ = writeln!(
                 out,
-                "PROFILES[{}] = {{\n    name = {}, label = {},",
+                "PROFILES[{}] = {{\n    name = {}, label = {},\n    skip = {{ w = {{}}, e = {{}}, d = {{ {} }} }},",
                 p + 1,
                 lua_str(&name),
-                lua_str(&label)
+                lua_str(&label),
+                skip.join(", ")
             );
             for k in 0..self.masked.len() {
                 let prefix = self.masked[k].clone();
@@ -1156,6 +1173,43 @@ impl Gen {
     ) {
         let p = pad(indent);
         let _ = writeln!(out, "{p}local m = c.mask");
+        // Without a tree, a mask whose fields only need skipping (no value checked or kept but
+        // the entity type's) is passed over in one step: its width is computed once per mask
+        // value (`skip_width`) and kept in the profile's `skip` table.
+        let _ = writeln!(out, "{p}if {t} == nil then");
+        let _ = writeln!(out, "{p}    local s = PROFILES[{}].skip", profile + 1);
+        let _ = writeln!(out, "{p}    local w = s.w[m]");
+        let _ = writeln!(out, "{p}    if w == nil then w = skip_width(s, m) end");
+        let _ = writeln!(out, "{p}    local at = c.pos");
+        let _ = writeln!(out, "{p}    if w and c.len - at >= w then");
+        if let Some((bit, f)) =
+            self.profiles[profile]
+                .bits
+                .iter()
+                .enumerate()
+                .find_map(|(bit, slot)| match slot {
+                    BitSlot::Field(f) if skip_width(f) < 0 => Some((bit, *f)),
+                    _ => None,
+                })
+        {
+            let index = self.declare_with(format!("{prefix}.{}", f.name), f, "", Some(profile), 0);
+            let width = f.width().unwrap_or(0);
+            let _ = writeln!(out, "{p}        local e = s.e[m]");
+            let _ = writeln!(out, "{p}        if e and c.archetypes then");
+            let _ = writeln!(out, "{p}            -- bit {bit}: the entity type, checked");
+            let _ = writeln!(out, "{p}            c.pos = at + e - {width}");
+            let _ = writeln!(
+                out,
+                "{p}            entity_type(c, {index}, {}, {width})",
+                self.read_call(f, index, "nil")
+            );
+            let _ = writeln!(out, "{p}        end");
+        }
+        let _ = writeln!(out, "{p}        c.pos = at + w");
+        let _ = writeln!(out, "{p}        return true");
+        let _ = writeln!(out, "{p}    end");
+        let _ = writeln!(out, "{p}end");
+        let last = MASK_BITS - 1;
         for bit in 0..MASK_BITS {
             let test = format!("{p}if m % {} >= {} then", 1u32 << (bit + 1), 1u32 << bit);
             match self.profiles[profile].bits[bit] {
@@ -1180,6 +1234,10 @@ impl Gen {
                         "{test} return unknown_bit(c, {t}, {bit}, c.rules.undefined_bit) end"
                     );
                 }
+            }
+            if bit < last && bit % 4 == 3 {
+                // No bit left above: done (most masks set the low bits only).
+                let _ = writeln!(out, "{p}if m < {} then return true end", 1u32 << (bit + 1));
             }
         }
     }
@@ -1483,6 +1541,18 @@ impl Gen {
             }
         };
         format!("VS[{}]", index + 1)
+    }
+}
+
+/// How a masked field is passed over without a tree: its width when nothing needs its value, the
+/// negated width for the entity type (whose value is checked), 0 when it must be read.
+fn skip_width(f: &Field) -> i64 {
+    let plain_unsigned =
+        matches!(f.ty, Ty::U8 | Ty::U16 | Ty::U32) && f.divisor == 1 && f.array == 0;
+    match (f.width(), f.check, f.role) {
+        (Some(w), Check::None, Role::None) => w as i64,
+        (Some(w), Check::None, Role::EntityType) if plain_unsigned => -(w as i64),
+        _ => 0,
     }
 }
 

@@ -227,8 +227,9 @@ local function reassembled(done, root, mode, archetypes)
     return c.findings
 end
 
---- The header layout whose length (and, for the older header, CRC) fits the datagram.
-local function layout_of(b, n)
+--- The header layout whose length (and, for the older header, CRC) fits the datagram (its bytes
+--- as the string `s` and the table `b`).
+local function layout_of(s, b, n)
     local function fits(h)
         if n < h.len then return false end
         local pl = h.at.PayloadLen
@@ -238,7 +239,7 @@ local function layout_of(b, n)
     if fits(HEADERS[2]) then
         local e = n - C.CRC_LEN
         local stored = ((b[e + 1] * 256 + b[e + 2]) * 256 + b[e + 3]) * 256 + b[e + 4]
-        if stored == crc32(b, 1, e) then return HEADERS[2] end
+        if stored == crc32(s, b, 1, e) then return HEADERS[2] end
     end
     return HEADERS[1]
 end
@@ -284,8 +285,9 @@ local function rtype_datagram(tvb, pinfo, tree, root, mode)
     local frame = pinfo.number
     local vis = mode == 2
     local t = mode > 0 and root or nil
-    local b = bytes_of(tvb:raw(0, n), n)
-    local h = layout_of(b, n)
+    local raw = tvb:raw(0, n)
+    local b = bytes_of(raw, n)
+    local h = layout_of(raw, b, n)
     local found
 
     -- Header fields, as far as the datagram holds them.
@@ -337,7 +339,7 @@ local function rtype_datagram(tvb, pinfo, tree, root, mode)
     else
         local e = payload_end
         local stored = ((b[e + 1] * 256 + b[e + 2]) * 256 + b[e + 3]) * 256 + b[e + 4]
-        local computed = crc32(b, 1, e)
+        local computed = crc32(raw, b, 1, e)
         if stored == computed then
             if t then
                 local crc_item = root:add(PF.crc, tvb(payload_end, C.CRC_LEN))

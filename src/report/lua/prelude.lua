@@ -12,7 +12,7 @@
 local band, bor, bxor, bnot, rshift, lshift, tobit =
     bit.band, bit.bor, bit.bxor, bit.bnot, bit.rshift, bit.lshift, bit.tobit
 local sbyte, schar, sfmt, tconcat = string.byte, string.char, string.format, table.concat
-local tunpack = table.unpack or unpack
+local tunpack, tmove = table.unpack or unpack, table.move
 local floor, INF = math.floor, math.huge
 
 --- The bytes of the Lua string `s` (its first `n`) as a table: b[1] is the first byte.
@@ -57,40 +57,55 @@ for i = 0, 255 do
     CRC_TABLE[i] = u32(c)
 end
 
---- CRC-32 of the bytes b[from..to], as an unsigned number.
+--- CRC-32 of the datagram's bytes from..to (1-based), as an unsigned number: `s` holds them as
+--- a Lua string, `b` as a table of byte values.
 local crc32
 if _VERSION == "Lua 5.1" or _VERSION == "Lua 5.2" then
-    -- Without bit operators in the language (a `bit` call per operation costs more than the rest),
-    -- the CRC is kept as its four bytes, each scaled by 256, and every XOR is a table lookup:
-    -- X[c0 + b] is (c0 xor b) for the low byte and the input byte, Yk[c + x] the next byte k
-    -- (scaled) from the byte above it and the table entry x. 1 MB of tables, five lookups a byte.
-    local X, Y0, Y1, Y2, Y3 = {}, {}, {}, {}, {}
-    for a = 0, 255 do
-        local base = a * 256
-        for x = 0, 255 do
-            local t = CRC_TABLE[x]
-            X[base + x] = bxor(a, x)
-            Y0[base + x] = bxor(a, t % 256) * 256
-            Y1[base + x] = bxor(a, floor(t / 256) % 256) * 256
-            Y2[base + x] = bxor(a, floor(t / 65536) % 256) * 256
+    -- Without bit operators in the language, every table lookup and C call counts: eight bytes at
+    -- a time ("slicing by 8": tables T0..T7 give each byte's contribution eight, seven, ...
+    -- positions on), read with one string.byte, XORed with two calls; the rest byte by byte,
+    -- with the byte XOR as a lookup in X (X[a * 256 + b] is a xor b).
+    local T = { [0] = CRC_TABLE }
+    for k = 1, 7 do
+        T[k] = {}
+        for i = 0, 255 do
+            local prev = T[k - 1][i]
+            T[k][i] = u32(bxor(floor(prev / 256), CRC_TABLE[prev % 256]))
         end
     end
-    for x = 0, 255 do Y3[x] = floor(CRC_TABLE[x] / 16777216) * 256 end
-    crc32 = function(b, from, to)
-        local c0, c1, c2, c3 = 65280, 65280, 65280, 65280
-        for i = from, to do
-            local x = X[c0 + b[i]]
-            c0 = Y0[c1 + x]
-            c1 = Y1[c2 + x]
-            c2 = Y2[c3 + x]
-            c3 = Y3[x]
+    local T0, T1, T2, T3, T4, T5, T6, T7 = T[0], T[1], T[2], T[3], T[4], T[5], T[6], T[7]
+    local X = {}
+    for a = 0, 255 do
+        for x = 0, 255 do X[a * 256 + x] = bxor(a, x) end
+    end
+    crc32 = function(s, _, from, to)
+        local crc = 4294967295
+        local i = from
+        while i <= to - 7 do
+            local b0, b1, b2, b3, b4, b5, b6, b7 = sbyte(s, i, i + 7)
+            local x = bxor(crc, b0 + b1 * 256 + b2 * 65536 + b3 * 16777216)
+            if x < 0 then x = x + 4294967296 end
+            local x0 = x % 256
+            x = (x - x0) / 256
+            local x1 = x % 256
+            x = (x - x1) / 256
+            local x2 = x % 256
+            crc = bxor(T7[x0], T6[x1], T5[x2], T4[(x - x2) / 256], T3[b4], T2[b5], T1[b6], T0[b7])
+            if crc < 0 then crc = crc + 4294967296 end
+            i = i + 8
         end
-        return (65280 - c3) * 65536 + (65280 - c2) * 256 + (65280 - c1) + (65280 - c0) / 256
+        while i <= to do
+            local low = crc % 256
+            crc = bxor((crc - low) / 256, T0[X[low * 256 + sbyte(s, i)]])
+            if crc < 0 then crc = crc + 4294967296 end
+            i = i + 1
+        end
+        return 4294967295 - crc
     end
 else
     crc32 = load([[
         local T = ...
-        return function(b, from, to)
+        return function(_, b, from, to)
             local crc = 0xFFFFFFFF
             for i = from, to do crc = (crc >> 8) ~ T[(crc ~ b[i]) & 0xFF] end
             return crc ~ 0xFFFFFFFF
@@ -120,7 +135,12 @@ local function lz4_block(b, from, to, limit)
         end
         if i + lit - 1 > to then return nil, "literals run past the end of the block" end
         if o + lit > limit then return nil, "output larger than " .. limit .. " bytes" end
-        for k = 1, lit do out[o + k] = b[i + k - 1] end
+        if tmove then
+            tmove(b, i, i + lit - 1, o + 1, out)
+        else
+            local d = i - 1 - o
+            for k = o + 1, o + lit do out[k] = b[k + d] end
+        end
         o = o + lit
         i = i + lit
         if i > to then break end -- the last sequence has literals only
@@ -139,8 +159,11 @@ local function lz4_block(b, from, to, limit)
         end
         mlen = mlen + 4
         if o + mlen > limit then return nil, "output larger than " .. limit .. " bytes" end
-        local from_at = o - offset
-        for k = 1, mlen do out[o + k] = out[from_at + k] end
+        if tmove and offset >= mlen then
+            tmove(out, o - offset + 1, o - offset + mlen, o + 1)
+        else
+            for k = o + 1, o + mlen do out[k] = out[k - offset] end
+        end
         o = o + mlen
     end
     return o

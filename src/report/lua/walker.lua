@@ -320,6 +320,31 @@ local function close(c, item, start)
     if c.vis then item:set_len(c.pos - start) end
 end
 
+--- The width of the fields the update mask `m` gates, when a walk without a tree may pass over
+--- them in one step (none needs reading but the entity type); false otherwise. Kept by mask
+--- value in the profile's `skip` table, with the offset just past the entity type (s.e).
+local function skip_width(s, m)
+    local w, e, d, value = 0, false, s.d, 1
+    for bit = 0, 15 do
+        if m % (value * 2) >= value then
+            local x = d[bit]
+            if not x then
+                w = false
+                break
+            end
+            if x < 0 then
+                w = w - x
+                e = w
+            else
+                w = w + x
+            end
+        end
+        value = value * 2
+    end
+    s.w[m], s.e[m] = w, e
+    return w
+end
+
 --- Stops at a mask bit of unknown width (reserved or undefined): the rest is undecodable.
 local function unknown_bit(c, t, bit_no, rule)
     local left = c.len - c.pos
