@@ -16,7 +16,11 @@ use rtype_inspect::proto::schema::{Message, Node};
 use rtype_inspect::proto::{rt, rtype};
 use rtype_inspect::report::lua::{dissector_rules, generate};
 
-const MAGIC: [u8; 4] = [0xA3, 0x5F, 0xC8, 0x1D];
+#[path = "support/datagrams.rs"]
+mod datagrams;
+use datagrams::{
+    chunk, client, compressed, dgram, server, snapshot_body, str8, with_crc, write_pcap, MAGIC,
+};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -1784,117 +1788,6 @@ fn tshark_agrees_with_export_on_rtnp() {
 // ------------------------------------------------------------------------------------------------
 // Synthetic captures: one datagram per rule, and garbage
 // ------------------------------------------------------------------------------------------------
-
-/// A pcap of raw IPv4/UDP packets (link type 101), one per (source port, destination port, payload).
-fn write_pcap(path: &Path, packets: &[(u16, u16, Vec<u8>)]) {
-    let mut out = Vec::new();
-    out.extend(0xA1B2_C3D4u32.to_le_bytes());
-    out.extend(2u16.to_le_bytes());
-    out.extend(4u16.to_le_bytes());
-    out.extend([0u8; 8]);
-    out.extend(65535u32.to_le_bytes());
-    out.extend(101u32.to_le_bytes());
-    for (i, (sport, dport, payload)) in packets.iter().enumerate() {
-        let total = 20 + 8 + payload.len();
-        let mut ip = vec![
-            0x45,
-            0,
-            (total >> 8) as u8,
-            total as u8,
-            0,
-            0,
-            0,
-            0,
-            64,
-            17,
-            0,
-            0,
-            127,
-            0,
-            0,
-            1,
-            127,
-            0,
-            0,
-            1,
-        ];
-        let mut sum: u32 = ip
-            .chunks(2)
-            .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
-            .sum();
-        while sum > 0xFFFF {
-            sum = (sum & 0xFFFF) + (sum >> 16);
-        }
-        ip[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
-        let udp_len = (8 + payload.len()) as u16;
-        let mut frame = ip;
-        frame.extend(sport.to_be_bytes());
-        frame.extend(dport.to_be_bytes());
-        frame.extend(udp_len.to_be_bytes());
-        frame.extend([0, 0]);
-        frame.extend(payload);
-        out.extend((i as u32).to_le_bytes());
-        out.extend(0u32.to_le_bytes());
-        out.extend((frame.len() as u32).to_le_bytes());
-        out.extend((frame.len() as u32).to_le_bytes());
-        out.extend(frame);
-    }
-    std::fs::write(path, out).unwrap();
-}
-
-fn with_crc(mut d: Vec<u8>) -> Vec<u8> {
-    let crc = crc32fast::hash(&d);
-    d.extend(crc.to_be_bytes());
-    d
-}
-
-/// A 17-byte-header datagram with a correct CRC.
-fn dgram(version: u8, ptype: u8, mtype: u8, tick: u32, payload: &[u8], orig: u16) -> Vec<u8> {
-    let mut d = MAGIC.to_vec();
-    d.extend([version, ptype, mtype]);
-    d.extend(7u16.to_be_bytes());
-    d.extend(tick.to_be_bytes());
-    d.extend((payload.len() as u16).to_be_bytes());
-    d.extend(orig.to_be_bytes());
-    d.extend(payload);
-    with_crc(d)
-}
-
-fn client(mtype: u8, payload: &[u8]) -> Vec<u8> {
-    dgram(1, 1, mtype, 0, payload, 0)
-}
-
-fn server(mtype: u8, payload: &[u8]) -> Vec<u8> {
-    dgram(1, 2, mtype, 0, payload, 0)
-}
-
-fn compressed(mtype: u8, plain: &[u8], orig: u16) -> Vec<u8> {
-    dgram(0x81, 2, mtype, 0, &lz4_flex::block::compress(plain), orig)
-}
-
-fn chunk(tick: u32, total: u16, index: u16, entities: &[(u32, u16, &[u8])]) -> Vec<u8> {
-    let mut p = Vec::new();
-    p.extend(total.to_be_bytes());
-    p.extend(index.to_be_bytes());
-    p.extend(snapshot_body(entities));
-    dgram(1, 2, 0x21, tick, &p, 0)
-}
-
-fn snapshot_body(entities: &[(u32, u16, &[u8])]) -> Vec<u8> {
-    let mut p = (entities.len() as u16).to_be_bytes().to_vec();
-    for (id, mask, fields) in entities {
-        p.extend(id.to_be_bytes());
-        p.extend(mask.to_be_bytes());
-        p.extend(*fields);
-    }
-    p
-}
-
-fn str8(s: &[u8]) -> Vec<u8> {
-    let mut v = vec![s.len() as u8];
-    v.extend(s);
-    v
-}
 
 /// One datagram per per-datagram rule, with the rule it must raise.
 fn rule_datagrams() -> Vec<(&'static str, Vec<u8>)> {
