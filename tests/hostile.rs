@@ -24,7 +24,7 @@ use rtype_inspect::capture::defrag;
 use rtype_inspect::capture::reader::MAX_RECORD_LEN;
 use rtype_inspect::capture::CaptureReader;
 use rtype_inspect::message::NoFields;
-use rtype_inspect::pipeline::{DatagramEvent, LooseFinding, Pipeline, RunEnd, Sink};
+use rtype_inspect::pipeline::{Pipeline, RunEnd, Sink};
 use rtype_inspect::proto::profile::Profile;
 use rtype_inspect::proto::Rule;
 use rtype_inspect::report::export::Export;
@@ -32,6 +32,7 @@ use rtype_inspect::report::filter::FilterArgs;
 use rtype_inspect::report::packets::{Packets, PacketsOptions};
 use rtype_inspect::report::summary::Summary;
 use rtype_inspect::session::chunks;
+use rtype_inspect::session::event::{DatagramEvent, LooseFinding};
 
 // ------------------------------------------------------------------------------------------------
 // Counting allocator

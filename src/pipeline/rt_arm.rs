@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::SocketAddr;
 
-use super::{DatagramEvent, Decoded, LooseFinding, Sink, State, Udp, HEADER_GROUP};
+use super::{Sink, State, Udp, HEADER_GROUP};
 use crate::datagram::{rt, Dialect};
 use crate::message::{
     decode_message, decode_nodes, Detail, Facts, Finding, Open, Tap, Value, Visitor,
@@ -13,6 +13,7 @@ use crate::message::{
 use crate::proto::rt as desc;
 use crate::proto::schema::{Field, Role};
 use crate::proto::{Direction, Message, Rule};
+use crate::session::event::{DatagramEvent, Decoded, LooseFinding};
 
 /// At most this many server endpoints are remembered; past it, direction falls back to guesses.
 pub const MAX_SERVERS: usize = 4096;

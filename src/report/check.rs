@@ -29,9 +29,10 @@ use super::summary::{RuleCounts, MAX_FRAMES};
 use super::table;
 use crate::cli::{read_capture, write_stdout, ReadOpts};
 use crate::message::NoFields;
-use crate::pipeline::{DatagramEvent, LooseFinding, RunEnd, Sink};
+use crate::pipeline::{RunEnd, Sink};
 use crate::proto::profile::Profile;
 use crate::proto::{Rule, Severity};
+use crate::session::event::{DatagramEvent, LooseFinding};
 
 /// The config file looked for in the working directory.
 pub const CONFIG_FILE: &str = "rtype-inspect.toml";

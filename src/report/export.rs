@@ -13,8 +13,9 @@ use super::summary::Summary;
 use super::time::write_rfc3339;
 use crate::capture::CaptureInfo;
 use crate::message::Finding;
-use crate::pipeline::{DatagramEvent, Decoded, LooseFinding, ReassembledEvent, RunEnd, Sink};
+use crate::pipeline::{RunEnd, Sink};
 use crate::proto::Direction;
+use crate::session::event::{DatagramEvent, Decoded, LooseFinding, ReassembledEvent};
 use crate::session::Conversations;
 
 /// Writes timeline records to `out`. A write error (a closed pipe) stops the output quietly and

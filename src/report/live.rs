@@ -26,8 +26,9 @@ use crate::capture::live::{self, Interface, LiveCapture};
 use crate::capture::writer::PcapWriter;
 use crate::capture::{CaptureInfo, ReadEnd};
 use crate::cli::{write_stdout, Format, ReadOpts};
-use crate::pipeline::{DatagramEvent, LooseFinding, Pipeline, ReassembledEvent, RunEnd, Sink};
+use crate::pipeline::{Pipeline, RunEnd, Sink};
 use crate::proto::profile::Profile;
+use crate::session::event::{DatagramEvent, LooseFinding, ReassembledEvent};
 use crate::session::Conversations;
 
 /// Arguments of `rtype-inspect live`.

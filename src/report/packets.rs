@@ -10,11 +10,10 @@ use super::render;
 use super::table::WIDTH;
 use super::time::write_rfc3339;
 use crate::message::{Facts, Finding, Open, Value, Visitor};
-use crate::pipeline::{
-    DatagramEvent, Decoded, LooseFinding, ReassembledEvent, RenderAhead, RunEnd, Sink,
-};
+use crate::pipeline::{RenderAhead, RunEnd, Sink};
 use crate::proto::schema::{Field, Group};
 use crate::proto::Direction;
+use crate::session::event::{DatagramEvent, Decoded, LooseFinding, ReassembledEvent};
 use crate::session::Conversations;
 
 /// The tree visitor, switched off when only the list is wanted.

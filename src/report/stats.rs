@@ -15,9 +15,10 @@ use super::table;
 use crate::cli::{read_capture, write_stdout, Format, ReadOpts};
 use crate::datagram::Dialect;
 use crate::message::NoFields;
-use crate::pipeline::{DatagramEvent, LooseFinding, RunEnd, Sink};
+use crate::pipeline::{RunEnd, Sink};
 use crate::proto::{Direction, Rule};
 use crate::session::analysis::{Config, Durations, Sequence, Session};
+use crate::session::event::{DatagramEvent, LooseFinding};
 use crate::session::Conversation;
 
 /// Conversations shown in the text report; JSON holds them all.

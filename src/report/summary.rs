@@ -8,8 +8,9 @@ use serde_json::{json, Value as Json};
 use super::table;
 use crate::datagram::Dialect;
 use crate::message::NoFields;
-use crate::pipeline::{DatagramEvent, FrameCounts, LooseFinding, RunEnd, Sink};
+use crate::pipeline::{RunEnd, Sink};
 use crate::proto::{Direction, Rule, Severity};
+use crate::session::event::{DatagramEvent, FrameCounts, LooseFinding};
 
 /// Occurrences of one rule.
 #[derive(Clone, Copy, Debug, Default)]

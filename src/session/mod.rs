@@ -3,6 +3,7 @@
 
 pub mod analysis;
 pub mod chunks;
+pub mod event;
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
