@@ -20,6 +20,7 @@ use proptest::sample::Index;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, FileFailurePersistence, RngAlgorithm, TestRng, TestRunner};
 
+use rtype_inspect::app::Term;
 use rtype_inspect::capture::defrag;
 use rtype_inspect::capture::reader::MAX_RECORD_LEN;
 use rtype_inspect::capture::CaptureReader;
@@ -205,7 +206,7 @@ fn unpacking_ahead_changes_nothing() {
 fn every_report(bytes: &[u8]) {
     let mut summary = Summary::default();
     if run(bytes, &mut summary) {
-        let _ = summary.text("mutated", false);
+        let _ = summary.text("mutated", Term::pipe());
         let filter = FilterArgs::default().build().expect("the empty filter");
         run(bytes, &mut Export::new(io::sink(), false, filter.clone()));
         run(
@@ -215,6 +216,7 @@ fn every_report(bytes: &[u8]) {
                 PacketsOptions {
                     verbose: true,
                     hex: true,
+                    width: Some(100),
                 },
                 filter,
             ),
@@ -222,7 +224,7 @@ fn every_report(bytes: &[u8]) {
         let mut stats = rtype_inspect::report::stats::Stats::default();
         run(bytes, &mut stats);
         if let Some(json) = stats.json() {
-            let _ = rtype_inspect::report::stats::text("mutated", json);
+            let _ = rtype_inspect::report::stats::text("mutated", json, Term::pipe());
         }
     }
 }

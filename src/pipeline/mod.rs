@@ -11,7 +11,7 @@ mod rtnp_arm;
 mod rtype_arm;
 
 use std::net::SocketAddr;
-use std::ops::Range;
+use std::ops::{ControlFlow, Range};
 
 use crate::capture::{self, Ahead, CaptureInfo, Defragmenter, Frame, LinkOutcome, ReadEnd};
 use crate::datagram::{rtype, Dialect};
@@ -61,6 +61,11 @@ pub trait Sink {
     fn reassembled(&mut self, _event: &ReassembledEvent<'_>) {}
     fn loose(&mut self, finding: &LooseFinding);
     fn end(&mut self, end: &RunEnd<'_>);
+    /// True once the sink wants nothing more (its output failed, or was closed by `| head`):
+    /// reading stops at the next frame instead of decoding the rest of the capture for nothing.
+    fn done(&self) -> bool {
+        false
+    }
 }
 
 /// A fields visitor whose output can be rendered on the reading thread, ahead of the ordered
@@ -155,6 +160,11 @@ impl Pipeline {
                 rendered: a.rendered.clone().map(|r| &unpacks.rendered[r]),
             });
             self.state.frame(&mut self.scratch, frame, ahead, sink);
+            if sink.done() {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
         })?;
         self.finish(reader.info(), &read, sink);
         Ok(())

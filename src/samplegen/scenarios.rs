@@ -12,6 +12,7 @@ use std::path::Path;
 use super::pcap::{gzip, udp_frame, Link, PcapWriter, PcapngWriter};
 use super::script::{invalid, Client, Expected, Record, Script};
 use super::{clean, violations};
+use crate::app::write_file;
 use crate::proto::Rule;
 
 /// How a scenario's datagrams become a file.
@@ -155,7 +156,7 @@ pub fn write_all(dir: &Path) -> io::Result<()> {
     }
     super::rt::write(dir)?;
     super::rtnp::write(dir)?;
-    fs::write(dir.join("README.md"), readme(&rows))
+    write_file(&dir.join("README.md"), readme(&rows).as_bytes())
 }
 
 impl Scenario {
@@ -200,10 +201,10 @@ impl Scenario {
     /// Writes the sample and `NAME.expected.txt` into `dir`.
     pub fn write(&self, dir: &Path) -> io::Result<Sample> {
         let sample = self.generate()?;
-        fs::write(dir.join(self.file), &sample.bytes)?;
-        fs::write(
-            dir.join(self.expected_file()),
-            expected_text(&sample.expected),
+        write_file(&dir.join(self.file), &sample.bytes)?;
+        write_file(
+            &dir.join(self.expected_file()),
+            expected_text(&sample.expected).as_bytes(),
         )?;
         Ok(sample)
     }
