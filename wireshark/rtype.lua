@@ -1036,13 +1036,18 @@ local function emit(tree, tvb, base, list)
     end
 end
 
---- The client and server of a datagram going in `c2s` direction (true: client to server), as
---- src/session/mod.rs keys conversations: the client's address and port, and the server's address.
-local function conversation_key(pinfo, c2s)
-    if c2s then
-        return tostring(pinfo.src) .. "|" .. tostring(pinfo.src_port) .. "|" .. tostring(pinfo.dst)
-    end
-    return tostring(pinfo.dst) .. "|" .. tostring(pinfo.dst_port) .. "|" .. tostring(pinfo.src)
+--- The conversation of a datagram in `convs`, keyed as src/session/mod.rs keys them (the client's
+--- address and port, and the server's address): one already there either way round (the server
+--- answers from another port than it listens on), else the one its `c2s` direction (true: client
+--- to server) makes.
+local function conversation_key(convs, pinfo, c2s)
+    local src, dst = tostring(pinfo.src), tostring(pinfo.dst)
+    local as_client = src .. "|" .. tostring(pinfo.src_port) .. "|" .. dst
+    local as_server = dst .. "|" .. tostring(pinfo.dst_port) .. "|" .. src
+    if convs[as_client] ~= nil then return as_client end
+    if convs[as_server] ~= nil then return as_server end
+    if c2s then return as_client end
+    return as_server
 end
 
 -- ---------------------------------------------------------------------------------------------
@@ -2753,7 +2758,8 @@ local function dissect_datagram(tvb, pinfo, root)
     else
         c2s = pinfo.src_port > pinfo.dst_port
     end
-    local conv = rtype_conversation(conversation_key(pinfo, c2s))
+    local key = conversation_key(RS.convs, pinfo, c2s)
+    local conv = rtype_conversation(key)
     if first then
         fi.archetypes = conv.archetypes
         -- The 15-byte header is the whole conversation's departure: said once (spec-notes B).
@@ -2796,7 +2802,7 @@ local function dissect_datagram(tvb, pinfo, root)
         if first then
             local ea = c.entities_at
             local blocks = plen > ea and ptvb(pbase + ea, plen - ea):bytes() or ByteArray.new()
-            fi.chunk = push_chunk(conversation_key(pinfo, c2s), tick, pinfo.abs_ts, pinfo.number, total, index,
+            fi.chunk = push_chunk(key, tick, pinfo.abs_ts, pinfo.number, total, index,
                 c.entity_count, blocks)
         end
         local note = fi.chunk
@@ -2972,7 +2978,7 @@ local function rt_dissect_datagram(tvb, pinfo, root)
         fi.wrong_direction = m ~= nil and known and not C_RT.BOTH_WAYS[m.code] and (m.dir == C_RT.CLIENT) ~= c2s
         -- The byte order is the document's rule broken by the whole conversation: said once.
         if le then
-            local key = conversation_key(pinfo, c2s)
+            local key = conversation_key(RTS.convs, pinfo, c2s)
             fi.byte_order = not RTS.convs[key]
             RTS.convs[key] = true
         end

@@ -244,6 +244,8 @@ struct Udp<'a> {
     src: SocketAddr,
     dst: SocketAddr,
     bytes: &'a [u8],
+    /// The recognised conversation it belongs to; `None` for the first datagram of a new one.
+    conversation: Option<u32>,
 }
 
 /// Where an rtype datagram's CRC and decompression ([`rtype::unpack`]) are done.
@@ -390,8 +392,9 @@ impl State {
                     src: udp.src,
                     dst: udp.dst,
                     bytes: udp.payload,
+                    conversation: None,
                 };
-                self.datagram(&udp, unpack, sink);
+                self.datagram(udp, unpack, sink);
             }
             LinkOutcome::Fragment => {
                 // Datagrams evicted (set or byte limit) or expired while this fragment was kept
@@ -417,8 +420,9 @@ impl State {
                         src: udp.src,
                         dst: udp.dst,
                         bytes: &udp.payload,
+                        conversation: None,
                     };
-                    self.datagram(&udp, Unpack::Here(scratch), sink);
+                    self.datagram(udp, Unpack::Here(scratch), sink);
                 }
             }
             LinkOutcome::NotUdp => self.counts.not_udp += 1,
@@ -435,7 +439,9 @@ impl State {
         }
     }
 
-    fn datagram<S: Sink>(&mut self, udp: &Udp<'_>, unpack: Unpack<'_>, sink: &mut S) {
+    /// Judges a UDP payload that belongs to a recognised conversation, or that proves its
+    /// dialect by itself (which starts a conversation); anything else is other UDP, not judged.
+    fn datagram<S: Sink>(&mut self, mut udp: Udp<'_>, unpack: Unpack<'_>, sink: &mut S) {
         self.counts.udp += 1;
         if self
             .port
@@ -443,16 +449,21 @@ impl State {
         {
             return;
         }
-        let Some(dialect) = Dialect::detect(udp.bytes) else {
+        let known = self.conversations.find(udp.src, udp.dst);
+        udp.conversation = known.map(|c| c.id);
+        let Some(dialect) = known
+            .map(|c| c.dialect)
+            .or_else(|| Dialect::recognise(udp.bytes))
+        else {
             self.counts.other_udp += 1;
             return;
         };
         self.counts.datagrams += 1;
         self.findings.clear();
         match dialect {
-            Dialect::Rtype => self.rtype(udp, unpack, sink),
-            Dialect::Rt => self.rt(udp, sink),
-            Dialect::Rtnp => self.rtnp(udp, sink),
+            Dialect::Rtype => self.rtype(&udp, unpack, sink),
+            Dialect::Rt => self.rt(&udp, sink),
+            Dialect::Rtnp => self.rtnp(&udp, sink),
         }
         self.flush_closed(sink);
     }

@@ -83,6 +83,7 @@ impl State {
             src,
             dst,
             bytes,
+            conversation,
         } = *udp;
         let parsed = rtnp::parse(bytes, &mut self.findings);
         let at = parsed.text_at;
@@ -146,7 +147,10 @@ impl State {
                 detail: Detail::None,
             });
         }
-        let conversation = self.conversations.lookup(src, dst, direction, frame);
+        let conversation = conversation.unwrap_or_else(|| {
+            self.conversations
+                .lookup(src, dst, direction, frame, Dialect::Rtnp)
+        });
         self.rtnp_conversation(conversation, direction, ts_nanos, at, message);
         sink.begin(&self.conversations, conversation);
         let json = self.rtnp.json.as_ref();

@@ -19,6 +19,7 @@ impl State {
             src,
             dst,
             bytes,
+            conversation,
         } = *udp;
         // `scratch` holds the decompressed payload.
         let (parsed, scratch, rendered): (_, &[u8], _) = match unpack {
@@ -51,7 +52,10 @@ impl State {
         } else {
             Direction::ServerToClient
         });
-        let conversation = self.conversations.lookup(src, dst, guess, frame);
+        let conversation = conversation.unwrap_or_else(|| {
+            self.conversations
+                .lookup(src, dst, guess, frame, Dialect::Rtype)
+        });
         if let Some(d) = &parsed {
             if d.header.layout() == rtype::HeaderLayout::Old15 {
                 self.once_per_conversation(conversation);

@@ -899,7 +899,7 @@ mod tests {
         let mut bytes = header(Endian::Big, desc::CLIENT_CONNECT, 0, 1, 0);
         bytes.extend(&payload[..37]);
         let mut findings = vec![];
-        let d = parse(&bytes, &mut findings).unwrap();
+        let d = parse(&bytes, None, &mut findings).unwrap();
         decode_message(
             connect,
             d.payload,

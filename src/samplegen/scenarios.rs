@@ -119,6 +119,15 @@ const ALL: &[Scenario] = &[
         format: Format::PcapCut,
     },
     Scenario {
+        name: "mixed-desktop",
+        file: "mixed-desktop.pcap",
+        summary: "the short clean session among a desktop's ordinary UDP (DNS, mDNS, SSDP, QUIC, a JSON \
+                  broadcast, text starting \"RT\", zeros, a lone rtype magic...), 51 datagrams none of \
+                  which is judged; zero findings",
+        script: clean::mixed_desktop,
+        format: Format::Pcap,
+    },
+    Scenario {
         name: "link-variety",
         file: "link-variety.pcapng",
         summary: "pcapng, two interfaces: Ethernet with an 802.1Q tag (VLAN 42) and raw IPv4 (player 2's \
@@ -139,6 +148,7 @@ pub const SCENARIOS: &[&str] = &[
     "violations-chunks",
     "old-header",
     "truncated",
+    "mixed-desktop",
     "link-variety",
 ];
 

@@ -252,7 +252,8 @@ local function dissect_datagram(tvb, pinfo, root)
     else
         c2s = pinfo.src_port > pinfo.dst_port
     end
-    local conv = rtype_conversation(conversation_key(pinfo, c2s))
+    local key = conversation_key(RS.convs, pinfo, c2s)
+    local conv = rtype_conversation(key)
     if first then
         fi.archetypes = conv.archetypes
         -- The 15-byte header is the whole conversation's departure: said once (spec-notes B).
@@ -295,7 +296,7 @@ local function dissect_datagram(tvb, pinfo, root)
         if first then
             local ea = c.entities_at
             local blocks = plen > ea and ptvb(pbase + ea, plen - ea):bytes() or ByteArray.new()
-            fi.chunk = push_chunk(conversation_key(pinfo, c2s), tick, pinfo.abs_ts, pinfo.number, total, index,
+            fi.chunk = push_chunk(key, tick, pinfo.abs_ts, pinfo.number, total, index,
                 c.entity_count, blocks)
         end
         local note = fi.chunk

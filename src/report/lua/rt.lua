@@ -114,7 +114,7 @@ local function rt_dissect_datagram(tvb, pinfo, root)
         fi.wrong_direction = m ~= nil and known and not C_RT.BOTH_WAYS[m.code] and (m.dir == C_RT.CLIENT) ~= c2s
         -- The byte order is the document's rule broken by the whole conversation: said once.
         if le then
-            local key = conversation_key(pinfo, c2s)
+            local key = conversation_key(RTS.convs, pinfo, c2s)
             fi.byte_order = not RTS.convs[key]
             RTS.convs[key] = true
         end

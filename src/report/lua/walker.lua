@@ -249,11 +249,16 @@ local function emit(tree, tvb, base, list)
     end
 end
 
---- The client and server of a datagram going in `c2s` direction (true: client to server), as
---- src/session/mod.rs keys conversations: the client's address and port, and the server's address.
-local function conversation_key(pinfo, c2s)
-    if c2s then
-        return tostring(pinfo.src) .. "|" .. tostring(pinfo.src_port) .. "|" .. tostring(pinfo.dst)
-    end
-    return tostring(pinfo.dst) .. "|" .. tostring(pinfo.dst_port) .. "|" .. tostring(pinfo.src)
+--- The conversation of a datagram in `convs`, keyed as src/session/mod.rs keys them (the client's
+--- address and port, and the server's address): one already there either way round (the server
+--- answers from another port than it listens on), else the one its `c2s` direction (true: client
+--- to server) makes.
+local function conversation_key(convs, pinfo, c2s)
+    local src, dst = tostring(pinfo.src), tostring(pinfo.dst)
+    local as_client = src .. "|" .. tostring(pinfo.src_port) .. "|" .. dst
+    local as_server = dst .. "|" .. tostring(pinfo.dst_port) .. "|" .. src
+    if convs[as_client] ~= nil then return as_client end
+    if convs[as_server] ~= nil then return as_server end
+    if c2s then return as_client end
+    return as_server
 end
