@@ -3,16 +3,14 @@
 //! Exit codes: 0 when the files were read (and, for `check`, nothing reached `--fail-on`),
 //! 1 when `check` found something, 2 when a file cannot be read or the arguments are wrong.
 
-use std::io::{IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use crate::capture::CaptureReader;
-use crate::pipeline::{Pipeline, Sink};
+use crate::app::{
+    read_capture, write_stdout, written, ColorChoice, Format, OutputFile, ReadOpts, Term,
+};
 use crate::proto::profile::Profile;
 use crate::proto::CATALOG;
 use crate::report;
@@ -24,14 +22,12 @@ use crate::report;
     about = "Inspect R-Type UDP game traffic in pcap and pcapng captures"
 )]
 pub struct Cli {
+    /// When to colour text: auto (on a terminal, unless NO_COLOR is set or TERM is dumb),
+    /// always, never.
+    #[arg(long, value_enum, global = true, default_value = "auto")]
+    color: ColorChoice,
     #[command(subcommand)]
     command: Command,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    Text,
-    Json,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -39,23 +35,6 @@ pub enum CatalogFormat {
     Text,
     Json,
     Markdown,
-}
-
-/// Options shared by the commands that read captures.
-#[derive(clap::Args, Clone)]
-pub struct ReadOpts {
-    /// Snapshot field profile replacing the document's mask-bit table: a bundled one by name
-    /// (reference-17byte, reference-15byte) or a TOML file.
-    #[arg(long, value_name = "NAME|FILE")]
-    pub profile: Option<PathBuf>,
-    /// Only datagrams to or from this UDP port (default: any port, found by magic bytes).
-    #[arg(long)]
-    pub port: Option<u16>,
-    /// No progress bar.
-    #[arg(short, long)]
-    pub quiet: bool,
-    #[command(flatten)]
-    pub analysis: report::stats::AnalysisOpts,
 }
 
 #[derive(Subcommand)]
@@ -166,7 +145,7 @@ pub fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
     };
-    match run(cli.command) {
+    match run(cli.command, Term::stdout(cli.color)) {
         Ok(code) => code,
         Err(message) => {
             eprintln!("rtype-inspect: {message}");
@@ -175,18 +154,16 @@ pub fn main() -> ExitCode {
     }
 }
 
-fn run(command: Command) -> Result<ExitCode, String> {
+fn run(command: Command, term: Term) -> Result<ExitCode, String> {
     match command {
         Command::Summary { file, format, read } => {
             let mut summary = report::summary::Summary::default();
-            read_capture(&file, &read, &mut summary)?;
+            read_capture(&file, &read.reading()?, &mut summary)?;
             let text = match format {
                 Format::Json => {
                     serde_json::to_string_pretty(summary.json()).unwrap_or_default() + "\n"
                 }
-                Format::Text => {
-                    summary.text(&file.display().to_string(), std::io::stdout().is_terminal())
-                }
+                Format::Text => summary.text(&file.display().to_string(), term),
             };
             write_stdout(text.as_bytes())
         }
@@ -197,11 +174,16 @@ fn run(command: Command) -> Result<ExitCode, String> {
             filter,
             read,
         } => {
-            let options = report::packets::PacketsOptions { verbose, hex };
+            let options = report::packets::PacketsOptions {
+                verbose,
+                hex,
+                width: term.width,
+            };
+            let reading = read.reading()?;
             let out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
             let mut packets = report::packets::Packets::new(out, options, filter.build()?);
-            read_capture(&file, &read, &mut packets)?;
-            quiet_on_broken_pipe(packets.error)
+            read_capture(&file, &reading, &mut packets)?;
+            written(packets.error)
         }
         Command::Export {
             file,
@@ -210,129 +192,63 @@ fn run(command: Command) -> Result<ExitCode, String> {
             filter,
             read,
         } => {
-            let out: Box<dyn Write> = if output.as_os_str() == "-" {
-                Box::new(std::io::stdout().lock())
-            } else {
-                Box::new(
-                    std::fs::File::create(&output)
-                        .map_err(|e| format!("{}: {e}", output.display()))?,
-                )
-            };
-            let out = std::io::BufWriter::with_capacity(1 << 16, out);
-            let mut export = report::export::Export::new(out, json_array, filter.build()?);
-            read_capture(&file, &read, &mut export)?;
-            quiet_on_broken_pipe(export.error())
+            let (reading, filter) = (read.reading()?, filter.build()?);
+            if output.as_os_str() == "-" {
+                let out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+                let mut export = report::export::Export::new(out, json_array, filter);
+                read_capture(&file, &reading, &mut export)?;
+                return written(export.finish().err());
+            }
+            let out = OutputFile::create(&output, &[&file])?;
+            let mut export = report::export::Export::new(out, json_array, filter);
+            read_capture(&file, &reading, &mut export)?;
+            let out = export
+                .finish()
+                .map_err(|e| format!("{}: {e}", output.display()))?;
+            out.commit()?;
+            Ok(ExitCode::SUCCESS)
         }
-        Command::Stats(args) => report::stats::run(args),
-        Command::Check(args) => report::check::run(args),
+        Command::Stats(args) => report::stats::run(args, term),
+        Command::Check(args) => report::check::run(args, term),
         Command::Protocol => write_stdout(report::protocol_doc::markdown().as_bytes()),
         Command::Violations { format } => {
             let text = match format {
                 CatalogFormat::Json => {
                     serde_json::to_string_pretty(CATALOG).unwrap_or_default() + "\n"
                 }
-                CatalogFormat::Text => report::catalog::text(),
+                CatalogFormat::Text => report::catalog::text(term),
                 CatalogFormat::Markdown => report::catalog::markdown(),
             };
             write_stdout(text.as_bytes())
         }
         Command::Dissector { output, profile } => {
-            let lua = report::lua::generate(&load_profile(profile.as_deref())?);
+            let profile = profile
+                .as_deref()
+                .map_or_else(|| Ok(Profile::document()), Profile::resolve)?;
+            let lua = report::lua::generate(&profile);
             match output {
-                Some(path) => {
-                    std::fs::write(&path, lua).map_err(|e| format!("{}: {e}", path.display()))?
-                }
+                Some(path) => crate::app::write_file(&path, lua.as_bytes())
+                    .map_err(|e| format!("{}: {e}", path.display()))?,
                 None => return write_stdout(lua.as_bytes()),
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Live(args) => report::live::run(args),
-        Command::Interfaces { format } => report::live::interfaces(format),
-        Command::Generate { all, large, output } => {
-            let result = match (all, large, output) {
-                (Some(dir), None, None) => crate::samplegen::scenarios::write_all(&dir),
-                (None, Some(n), Some(out)) => crate::samplegen::generate_large(&out, n, 4),
-                _ => return Err("generate takes --all DIR, or --large N --output FILE".into()),
-            };
-            result.map_err(|e| e.to_string())?;
-            Ok(ExitCode::SUCCESS)
-        }
-    }
-}
-
-fn load_profile(path: Option<&Path>) -> Result<Profile, String> {
-    path.map_or_else(|| Ok(Profile::document()), Profile::resolve)
-}
-
-/// Reads one capture into `sink`, with a progress bar on a TTY.
-pub fn read_capture<S: Sink>(file: &Path, opts: &ReadOpts, sink: &mut S) -> Result<(), String> {
-    let profile = load_profile(opts.profile.as_deref())?;
-    let mut reader = CaptureReader::open(file).map_err(|e| e.to_string())?;
-    let progress =
-        (!opts.quiet && std::io::stderr().is_terminal()).then(|| progress_bar(file, &reader));
-    let analysis = opts.analysis.config()?;
-    let result = Pipeline::new(profile, opts.port)
-        .with_analysis(analysis)
-        .run(&mut reader, sink);
-    if let Some((bar, stop)) = progress {
-        stop.store(true, Ordering::Relaxed);
-        bar.finish_and_clear();
-    }
-    result.map_err(|e| e.to_string())
-}
-
-/// A progress bar over the file's bytes, fed from the reader's counter by a ticker thread; for a
-/// pipe or a device, whose size is unknown, a spinner with the bytes read so far.
-fn progress_bar(
-    file: &Path,
-    reader: &CaptureReader,
-) -> (
-    indicatif::ProgressBar,
-    std::sync::Arc<std::sync::atomic::AtomicBool>,
-) {
-    let len = std::fs::metadata(file)
-        .ok()
-        .filter(|m| m.is_file())
-        .map(|m| m.len());
-    let template = if len.is_some() {
-        "{bar:40} {bytes}/{total_bytes} {bytes_per_sec} ETA {eta}"
-    } else {
-        "{spinner} {bytes} read, {bytes_per_sec}"
-    };
-    let bar =
-        indicatif::ProgressBar::with_draw_target(len, indicatif::ProgressDrawTarget::stderr());
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(template)
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let (counter, ticker, done) = (reader.progress_counter(), bar.clone(), stop.clone());
-    std::thread::spawn(move || {
-        // Short reads finish before the first tick and never show a bar.
-        std::thread::sleep(Duration::from_millis(300));
-        while !done.load(Ordering::Relaxed) {
-            ticker.set_position(counter.load(Ordering::Relaxed));
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    });
-    (bar, stop)
-}
-
-/// A closed pipe (`| head`) ends quietly; other write errors are reported.
-fn quiet_on_broken_pipe(error: Option<std::io::Error>) -> Result<ExitCode, String> {
-    match error {
-        Some(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            Err(format!("writing output: {e}"))
-        }
-        _ => Ok(ExitCode::SUCCESS),
-    }
-}
-
-/// Writes to stdout; a closed pipe (`| head`) ends quietly.
-pub fn write_stdout(bytes: &[u8]) -> Result<ExitCode, String> {
-    let mut out = std::io::stdout().lock();
-    match out.write_all(bytes).and_then(|_| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(format!("writing output: {e}")),
-        _ => Ok(ExitCode::SUCCESS),
+        Command::Live(args) => report::live::run(args, term),
+        Command::Interfaces { format } => report::live::interfaces(format, term),
+        Command::Generate { all, large, output } => match (all, large, output) {
+            (Some(dir), None, None) => {
+                crate::samplegen::scenarios::write_all(&dir)
+                    .map_err(|e| format!("{}: {e}", dir.display()))?;
+                Ok(ExitCode::SUCCESS)
+            }
+            (None, Some(n), Some(path)) => {
+                let out = OutputFile::create(&path, &[])?;
+                let out = crate::samplegen::generate_large(out, n, 4)
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                out.commit()?;
+                Ok(ExitCode::SUCCESS)
+            }
+            _ => Err("generate takes --all DIR, or --large N --output FILE".into()),
+        },
     }
 }

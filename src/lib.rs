@@ -5,9 +5,13 @@
 //! - [`proto`]: the protocol description (the one table of every field) and the violation catalog;
 //! - [`datagram`]: dialect detection, headers, CRC, decompression;
 //! - [`message`]: message fields, decoded by walking the protocol description;
-//! - [`session`]: conversations, chunk sets, sequences, timing;
-//! - [`report`]: tables, JSON, `check`, the Lua generator.
+//! - [`session`]: conversations, chunk sets, sequences, timing, and the events the pipeline emits;
+//! - [`pipeline`]: frames through the layers above, in order, into a report's sink;
+//! - [`app`]: configuration, reading options and the read loop, output files and the terminal;
+//! - [`report`]: tables, JSON, `check`, the Lua generator;
+//! - [`cli`]: the arguments, and which report each command runs.
 
+pub mod app;
 pub mod capture;
 pub mod cli;
 pub mod datagram;

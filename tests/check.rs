@@ -224,7 +224,9 @@ fn bad_arguments_exit_2() {
         );
     }
     let out = check(&[&c17, "--allow", "no.such.rule"]);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown rule ID to allow: no.such.rule"));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("unknown rule ID in --allow: no.such.rule")
+    );
 }
 
 #[test]

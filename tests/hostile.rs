@@ -20,11 +20,12 @@ use proptest::sample::Index;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, FileFailurePersistence, RngAlgorithm, TestRng, TestRunner};
 
+use rtype_inspect::app::Term;
 use rtype_inspect::capture::defrag;
 use rtype_inspect::capture::reader::MAX_RECORD_LEN;
 use rtype_inspect::capture::CaptureReader;
 use rtype_inspect::message::NoFields;
-use rtype_inspect::pipeline::{DatagramEvent, LooseFinding, Pipeline, RunEnd, Sink};
+use rtype_inspect::pipeline::{Pipeline, RunEnd, Sink};
 use rtype_inspect::proto::profile::Profile;
 use rtype_inspect::proto::Rule;
 use rtype_inspect::report::export::Export;
@@ -32,6 +33,7 @@ use rtype_inspect::report::filter::FilterArgs;
 use rtype_inspect::report::packets::{Packets, PacketsOptions};
 use rtype_inspect::report::summary::Summary;
 use rtype_inspect::session::chunks;
+use rtype_inspect::session::event::{DatagramEvent, LooseFinding};
 
 // ------------------------------------------------------------------------------------------------
 // Counting allocator
@@ -204,7 +206,7 @@ fn unpacking_ahead_changes_nothing() {
 fn every_report(bytes: &[u8]) {
     let mut summary = Summary::default();
     if run(bytes, &mut summary) {
-        let _ = summary.text("mutated", false);
+        let _ = summary.text("mutated", Term::pipe());
         let filter = FilterArgs::default().build().expect("the empty filter");
         run(bytes, &mut Export::new(io::sink(), false, filter.clone()));
         run(
@@ -214,6 +216,7 @@ fn every_report(bytes: &[u8]) {
                 PacketsOptions {
                     verbose: true,
                     hex: true,
+                    width: Some(100),
                 },
                 filter,
             ),
@@ -221,7 +224,7 @@ fn every_report(bytes: &[u8]) {
         let mut stats = rtype_inspect::report::stats::Stats::default();
         run(bytes, &mut stats);
         if let Some(json) = stats.json() {
-            let _ = rtype_inspect::report::stats::text("mutated", json);
+            let _ = rtype_inspect::report::stats::text("mutated", json, Term::pipe());
         }
     }
 }
@@ -944,10 +947,12 @@ fn json_limits_are_findings() {
         "]".repeat(40)
     );
     let big = format!("{{\"type\":\"snapshot\",\"x\":\"{}\"}}", "a".repeat(60_000));
-    let frames = [deep, big].map(|j| ipv4(&udp(j.as_bytes(), 4242, 41_000), 0, 0, false));
+    // The conversation is recognised by its first datagram; the limits are judged on it after.
+    let first = r#"{"type":"snapshot","epoch":1,"entities":[]}"#.to_string();
+    let frames = [first, deep, big].map(|j| ipv4(&udp(j.as_bytes(), 4242, 41_000), 0, 0, false));
     let found = measured(|| collect(&raw_pcap(&frames, 65_535))).0;
-    assert_eq!(found.frames("rtnp.json.limit"), [1]);
-    assert_eq!(found.frames("rtnp.datagram.size"), [2]);
+    assert_eq!(found.frames("rtnp.json.limit"), [2]);
+    assert_eq!(found.frames("rtnp.datagram.size"), [3]);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -1119,9 +1124,11 @@ fn pcapng(offsets: &[i64], packets: &[(u32, u64, Vec<u8>)]) -> Vec<u8> {
 fn extreme_timestamps_saturate() {
     const MIN: u32 = 0; // interface with if_tsoffset -2^40 s: every time is i64::MIN
     const MAX: u32 = 1; // interface with if_tsoffset +2^40 s: every time is i64::MAX
-    let c2s = |d: &[u8], dport: u16| ipv4(&udp(d, 41_000, dport), 0, 0, false);
+                        // The rtype and the rtnp client each have their own port (one socket, one conversation).
+    let client_port = |dport: u16| if dport == 4242 { 41_001 } else { 41_000 };
+    let c2s = |d: &[u8], dport: u16| ipv4(&udp(d, client_port(dport), dport), 0, 0, false);
     let s2c = |d: &[u8], sport: u16| {
-        let mut f = ipv4(&udp(d, sport, 41_000), 0, 0, false);
+        let mut f = ipv4(&udp(d, sport, client_port(sport)), 0, 0, false);
         f[12..20].rotate_left(4);
         f
     };
@@ -1185,15 +1192,11 @@ fn extreme_timestamps_saturate() {
 /// message table (and the time to search it) bounded.
 #[test]
 fn distinct_rtnp_type_names_stay_bounded() {
-    let frames: Vec<Vec<u8>> = (0..40_000)
-        .map(|i| {
-            ipv4(
-                &udp(format!("{{\"type\":\"t{i:08}\"}}").as_bytes(), 41_000, 4242),
-                0,
-                0,
-                false,
-            )
-        })
+    // A first datagram of a type the document defines recognises the conversation.
+    let first = r#"{"type":"player_input","client_id":1}"#.to_string();
+    let frames: Vec<Vec<u8>> = std::iter::once(first)
+        .chain((0..40_000).map(|i| format!("{{\"type\":\"t{i:08}\"}}")))
+        .map(|json| ipv4(&udp(json.as_bytes(), 41_000, 4242), 0, 0, false))
         .collect();
     let bytes = raw_pcap(&frames, 65_535);
     let started = Instant::now();

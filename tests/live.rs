@@ -330,6 +330,30 @@ fn live_text_prints_the_packet_list_then_the_summary() {
 }
 
 #[test]
+fn a_full_disk_stops_the_capture_at_once() {
+    if !root() {
+        return;
+    }
+    let _lo = lock_lo();
+    let started = Instant::now();
+    let capture = Capture::start(&["-i", "lo", "--duration", "30", "-w", "/dev/full"]);
+    let (status, _, lines) = capture.finish();
+    assert_eq!(status.code(), Some(2), "{lines:?}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("writing the capture file") && l.contains("No space left")),
+        "{lines:?}"
+    );
+    // The first flush fails within a second or two, long before the 30 s are up.
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
 fn unknown_interface_is_a_one_line_error() {
     let out = Command::new(BIN)
         .args(["live", "-i", "rtype-nope0", "--duration", "1"])

@@ -2138,10 +2138,13 @@ fn garbage_rt_rtnp(seed: u64, count: usize) -> Vec<(u16, u16, Vec<u8>)> {
     let mut rng = Rng(seed);
     let mut packets = Vec::new();
     for i in 0..count {
-        let (client, server) = (41000 + (i % 3) as u16, 4242);
+        // One socket speaks one dialect: rt clients on 43000-43002, rtnp clients on 44000-44002.
+        let client = if i % 6 <= 2 { 43000 } else { 44000 } + (i % 3) as u16;
+        let server = 4242;
         let datagram = match i % 6 {
             0..=2 => {
-                let little = rng.below(2) == 0;
+                // A conversation keeps one byte order (43001 big-endian, the others little).
+                let little = client != 43001;
                 let mut d = if little {
                     vec![0x54, 0x52]
                 } else {
@@ -2161,7 +2164,8 @@ fn garbage_rt_rtnp(seed: u64, count: usize) -> Vec<(u16, u16, Vec<u8>)> {
                 let text = json_texts[rng.below(json_texts.len())];
                 let mut d = envelope(text);
                 if rng.below(2) == 0 {
-                    let at = rng.below(d.len());
+                    // Past the segment table and root pointer: the framing stays recognisable.
+                    let at = 16 + rng.below(d.len() - 16);
                     d[at] = rng.next() as u8;
                 }
                 d
@@ -2170,8 +2174,9 @@ fn garbage_rt_rtnp(seed: u64, count: usize) -> Vec<(u16, u16, Vec<u8>)> {
                 let text = json_texts[rng.below(json_texts.len())];
                 let cut = 1 + rng.below(text.len());
                 let mut d = text[..cut].to_vec();
-                if rng.below(3) == 0 {
-                    let at = rng.below(d.len());
+                if rng.below(3) == 0 && d.len() > 1 {
+                    // Past the opening brace: the text stays recognisable as JSON.
+                    let at = 1 + rng.below(d.len() - 1);
                     d[at] = [b'"', b'\\', b'{', b']', 0x01, 0xC3, 0xFF][rng.below(7)];
                 }
                 d
@@ -2188,13 +2193,39 @@ fn garbage_rt_rtnp(seed: u64, count: usize) -> Vec<(u16, u16, Vec<u8>)> {
     packets
 }
 
+/// A datagram that proves its dialect by itself for every client socket the generated datagrams
+/// use, so that rtype-inspect recognises each conversation before its garbage: rtype clients
+/// 40000 and 41000-41004, rt clients 43000-43002, rtnp clients 44000-44002.
+fn openers() -> Vec<(u16, u16, Vec<u8>)> {
+    let mut packets: Vec<_> = [40000]
+        .into_iter()
+        .chain(41000..=41004)
+        .map(|port| (port, 42000, client(0x01, &[])))
+        .collect();
+    let accept = rt::message(0x02).unwrap();
+    for port in 43000..=43002 {
+        let magic = if port == 43001 {
+            [0x52, 0x54]
+        } else {
+            [0x54, 0x52]
+        };
+        let mut d = magic.to_vec();
+        d.extend([0x02, 0x00, 0, 0, 0, 1, 0, 0, 0, 1]);
+        d.resize(12 + accept.fixed_size().unwrap(), 0);
+        packets.push((4242, port, d));
+    }
+    let text = br#"{"type":"assign_id","client_id":1}"#;
+    for port in 44000..=44002 {
+        packets.push((4242, port, text.to_vec()));
+    }
+    packets
+}
+
 #[test]
 fn tshark_agrees_with_export_on_rules_and_garbage() {
     let rules = scratch("compare-rules.pcap");
-    let mut packets: Vec<_> = rule_datagrams()
-        .into_iter()
-        .map(|(_, d)| (40000, 40001, d))
-        .collect();
+    let mut packets = openers();
+    packets.extend(rule_datagrams().into_iter().map(|(_, d)| (40000, 40001, d)));
     packets.push((
         40000,
         40001,
@@ -2203,7 +2234,8 @@ fn tshark_agrees_with_export_on_rules_and_garbage() {
     packets.push((40000, 40001, chunk(60, 2, 0, &[(1, 0x0001, &[4])])));
     write_pcap(&rules, &packets);
     let garbage = scratch("compare-garbage.pcap");
-    let mut packets = garbage_datagrams(0xFACE_B00C, 1200);
+    let mut packets = openers();
+    packets.extend(garbage_datagrams(0xFACE_B00C, 1200));
     packets.extend(garbage_rt_rtnp(0x5EED_0003, 600));
     write_pcap(&garbage, &packets);
     for ts in tsharks("tshark_agrees_with_export_on_rules_and_garbage") {

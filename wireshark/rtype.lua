@@ -3581,29 +3581,32 @@ local function shared_reset()
 end
 shared_reset()
 
---- The conversation number of the frame: on its first pass, found (or numbered, in order of
---- first appearance) by the client's address and port and the server's address, as
---- src/session/mod.rs keys them; past the limit of conversations, 0. `c2s`: the datagram goes
---- from client to server.
+--- The conversation number of the frame: on its first pass, the conversation its addresses
+--- belong to either way round (the server answers from another port than it listens on), else
+--- a new one numbered in order of first appearance, its client and server by `c2s` (true: the
+--- datagram goes from client to server), as src/session/mod.rs keys them: the client's address
+--- and port with the server's address. Past the limit of conversations, 0. Also returns whether
+--- this is the frame's first pass.
 local function conversation_of(pinfo, c2s)
     local frame = pinfo.number
     local n = CONV_OF[frame]
     if n then return n, false end
-    local client, client_port, server, server_port
-    if c2s then
-        client, client_port, server, server_port = tostring(pinfo.src), pinfo.src_port, tostring(pinfo.dst), pinfo.dst_port
-    else
-        client, client_port, server, server_port = tostring(pinfo.dst), pinfo.dst_port, tostring(pinfo.src), pinfo.src_port
-    end
-    local key = client .. "|" .. client_port .. "|" .. server
-    n = CONVS[key]
+    local src, dst, sport, dport = tostring(pinfo.src), tostring(pinfo.dst), pinfo.src_port, pinfo.dst_port
+    local as_client, as_server = src .. "|" .. sport .. "|" .. dst, dst .. "|" .. dport .. "|" .. src
+    n = CONVS[as_client] or CONVS[as_server]
     if n == nil then
         if CONV_COUNT < C.MAX_CONVERSATIONS then
             CONV_COUNT = CONV_COUNT + 1
             n = CONV_COUNT
-            CONVS[key] = n
-            CONV_LIST[n] = { client = client .. ":" .. client_port, server = server .. ":" .. server_port,
-                             first = frame, datagrams = 0, bytes = 0 }
+            local client, server
+            if c2s then
+                CONVS[as_client] = n
+                client, server = src .. ":" .. sport, dst .. ":" .. dport
+            else
+                CONVS[as_server] = n
+                client, server = dst .. ":" .. dport, src .. ":" .. sport
+            end
+            CONV_LIST[n] = { client = client, server = server, first = frame, datagrams = 0, bytes = 0 }
         else
             n = 0
         end

@@ -14,6 +14,7 @@
 use std::fmt;
 use std::fs::File;
 use std::io::{self, Read};
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
@@ -198,6 +199,8 @@ enum Step {
     Consume(usize),
     /// A packet block in prelude mode: leave it for `for_each_frame`.
     Pause,
+    /// The caller wants no more frames (its output closed): consume this block and return.
+    Stop(usize),
     Refill,
     /// The buffer is full and the record (of this length) is bigger.
     Grow(usize),
@@ -314,7 +317,7 @@ impl CaptureReader {
         };
         // pcapng: read the interface descriptions before the first packet, so
         // `info()` is meaningful before `for_each_frame`.
-        reader.pump(true, &mut |_: &Frame<'_>| {});
+        reader.pump(true, &mut |_: &Frame<'_>| ControlFlow::Continue(()));
         Ok(reader)
     }
 
@@ -353,7 +356,10 @@ impl CaptureReader {
         &mut self,
         mut on_frame: impl FnMut(&Frame<'_>),
     ) -> Result<ReadEnd, CaptureError> {
-        self.pump(false, &mut on_frame);
+        self.pump(false, &mut |frame: &Frame<'_>| {
+            on_frame(frame);
+            ControlFlow::Continue(())
+        });
         Ok(self.end.clone().unwrap_or(ReadEnd {
             frames: self.frames,
             truncated: None,
@@ -368,10 +374,11 @@ impl CaptureReader {
     /// recycled: `on_frame` sees the same frames in the same order, with the batch's results
     /// and the frame's index in the batch, and memory stays bounded (at most
     /// [`BATCHES_AHEAD`] + 3 batches exist, and `ahead`'s results count toward a batch's size).
+    /// When `on_frame` breaks, reading stops too.
     pub fn for_each_frame_threaded<A: Ahead>(
         &mut self,
         mut ahead: A,
-        mut on_frame: impl FnMut(&Frame<'_>, &A::Results, usize),
+        mut on_frame: impl FnMut(&Frame<'_>, &A::Results, usize) -> ControlFlow<()>,
     ) -> Result<ReadEnd, CaptureError> {
         let (full_tx, full_rx) = mpsc::sync_channel::<Batch<A::Results>>(BATCHES_AHEAD);
         let (free_tx, free_rx) = mpsc::channel::<Batch<A::Results>>();
@@ -379,16 +386,19 @@ impl CaptureReader {
             let reader = &mut *self;
             scope.spawn(move || {
                 let mut batch = Batch::default();
-                // False once the decoding side is gone (it panicked): read on, deliver nothing.
+                // False once the decoding side is gone (it stopped, or panicked): stop reading.
                 let mut open = true;
                 reader.pump(false, &mut |frame: &Frame<'_>| {
+                    batch.push(frame);
+                    ahead.frame(frame, &mut batch.results);
+                    if batch.is_full(A::size(&batch.results)) {
+                        let next = free_rx.try_recv().unwrap_or_default();
+                        open = full_tx.send(std::mem::replace(&mut batch, next)).is_ok();
+                    }
                     if open {
-                        batch.push(frame);
-                        ahead.frame(frame, &mut batch.results);
-                        if batch.is_full(A::size(&batch.results)) {
-                            let next = free_rx.try_recv().unwrap_or_default();
-                            open = full_tx.send(std::mem::replace(&mut batch, next)).is_ok();
-                        }
+                        ControlFlow::Continue(())
+                    } else {
+                        ControlFlow::Break(())
                     }
                 });
                 if open && !batch.frames.is_empty() {
@@ -396,7 +406,10 @@ impl CaptureReader {
                 }
             });
             for mut batch in full_rx {
-                batch.deliver(&mut on_frame);
+                if batch.deliver(&mut on_frame).is_break() {
+                    // Dropping the channel's receiving end stops the reading thread.
+                    break;
+                }
                 batch.clear();
                 A::clear(&mut batch.results);
                 let _ = free_tx.send(batch);
@@ -411,7 +424,11 @@ impl CaptureReader {
     /// The reading loop. With `stop_before_packet`, returns (without consuming)
     /// at the first packet record; otherwise runs to the end. Either way, an end
     /// of input is recorded in `self.end`.
-    fn pump<F: FnMut(&Frame<'_>)>(&mut self, stop_before_packet: bool, on_frame: &mut F) {
+    fn pump<F: FnMut(&Frame<'_>) -> ControlFlow<()>>(
+        &mut self,
+        stop_before_packet: bool,
+        on_frame: &mut F,
+    ) {
         if self.end.is_some() {
             return;
         }
@@ -437,7 +454,7 @@ impl CaptureReader {
                     } else if stop_before_packet && is_packet {
                         Step::Pause
                     } else {
-                        handle_block(
+                        let flow = handle_block(
                             block,
                             offset,
                             &mut self.layout,
@@ -445,7 +462,10 @@ impl CaptureReader {
                             &mut self.frames,
                             on_frame,
                         );
-                        Step::Consume(size)
+                        match flow {
+                            ControlFlow::Continue(()) => Step::Consume(size),
+                            ControlFlow::Break(()) => Step::Stop(size),
+                        }
                     }
                 }
                 Err(PcapError::Eof) => Step::End(None),
@@ -478,6 +498,10 @@ impl CaptureReader {
                     self.parser.consume(size);
                 }
                 Step::Pause => return,
+                Step::Stop(size) => {
+                    self.parser.consume(size);
+                    return;
+                }
                 Step::Grow(len) => {
                     // pcap-parser wants strictly more room than the record;
                     // declared_len() already capped len at MAX_RECORD_LEN.
@@ -580,16 +604,20 @@ impl<R> Batch<R> {
         self.data.len() + results_size >= BATCH_BYTES || self.frames.len() >= BATCH_FRAMES
     }
 
-    fn deliver(&self, on_frame: &mut impl FnMut(&Frame<'_>, &R, usize)) {
+    fn deliver(
+        &self,
+        on_frame: &mut impl FnMut(&Frame<'_>, &R, usize) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
         let mut start = 0;
         for (index, (frame, end)) in self.frames.iter().enumerate() {
             let frame = Frame {
                 data: &self.data[start..*end],
                 ..*frame
             };
-            on_frame(&frame, &self.results, index);
+            on_frame(&frame, &self.results, index)?;
             start = *end;
         }
+        ControlFlow::Continue(())
     }
 
     /// Empties the batch for reuse; one that grew for a huge record gives the memory back.
@@ -726,14 +754,14 @@ fn interface_timing(idb: &InterfaceDescriptionBlock<'_>, big_endian: bool) -> (u
 }
 
 /// Applies one parsed block: updates interface state, or delivers a frame.
-fn handle_block<F: FnMut(&Frame<'_>)>(
+fn handle_block<F: FnMut(&Frame<'_>) -> ControlFlow<()>>(
     block: PcapBlockOwned<'_>,
     offset: u64,
     layout: &mut Layout,
     info: &mut CaptureInfo,
     frames: &mut u64,
     on_frame: &mut F,
-) {
+) -> ControlFlow<()> {
     match (block, layout) {
         (
             PcapBlockOwned::Legacy(b),
@@ -751,7 +779,7 @@ fn handle_block<F: FnMut(&Frame<'_>)>(
                 data: b.data,
                 orig_len: b.origlen,
                 file_offset: offset,
-            });
+            })
         }
         (
             PcapBlockOwned::NG(block),
@@ -764,6 +792,7 @@ fn handle_block<F: FnMut(&Frame<'_>)>(
             Block::SectionHeader(shb) => {
                 *big_endian = shb.big_endian();
                 interfaces.clear();
+                ControlFlow::Continue(())
             }
             Block::InterfaceDescription(idb) => {
                 let (tsresol, tsoffset) = interface_timing(&idb, *big_endian);
@@ -783,6 +812,7 @@ fn handle_block<F: FnMut(&Frame<'_>)>(
                         tsoffset,
                     });
                 }
+                ControlFlow::Continue(())
             }
             Block::EnhancedPacket(epb) => {
                 let iface = interfaces.get(epb.if_id as usize);
@@ -798,7 +828,7 @@ fn handle_block<F: FnMut(&Frame<'_>)>(
                     data: epb.packet_data(),
                     orig_len: epb.origlen,
                     file_offset: offset,
-                });
+                })
             }
             Block::SimplePacket(spb) => {
                 // SPB: interface 0, no timestamp; captured length is implied.
@@ -817,14 +847,14 @@ fn handle_block<F: FnMut(&Frame<'_>)>(
                     data: &spb.data[..len],
                     orig_len: spb.origlen,
                     file_offset: offset,
-                });
+                })
             }
             // NRB, ISB, DSB, custom, journal, process info: nothing we need.
-            _ => {}
+            _ => ControlFlow::Continue(()),
         },
         // A legacy header mid-stream or a block of the other format cannot
         // come from pcap-parser's readers; ignore rather than panic.
-        _ => {}
+        _ => ControlFlow::Continue(()),
     }
 }
 
@@ -1303,12 +1333,40 @@ mod tests {
                     data: f.data.to_vec(),
                     orig_len: f.orig_len,
                     offset: f.file_offset,
-                })
+                });
+                ControlFlow::Continue(())
             })
             .unwrap();
         assert_eq!(got.len(), 9_999);
         assert!(end.truncated.is_some());
         assert_eq!((got, end), (plain.1, plain.2));
+    }
+
+    #[test]
+    fn threaded_reading_stops_when_the_consumer_breaks() {
+        // 20 MB of records: the consumer takes one frame, then the reader must stop soon after
+        // (it reads at most a few batches ahead), not run to the end of the file.
+        let mut f = pcap_header(false, false, 1, 65535);
+        for i in 0..20_000u32 {
+            pcap_record(&mut f, false, i, 0, &[0u8; 1000], 1000);
+        }
+        let size = f.len() as u64;
+        let mut reader =
+            CaptureReader::from_read(Path::new("big.pcap"), Box::new(Cursor::new(f))).unwrap();
+        let mut delivered = 0;
+        let end = reader
+            .for_each_frame_threaded((), |_, _, _| {
+                delivered += 1;
+                ControlFlow::Break(())
+            })
+            .unwrap();
+        assert_eq!(delivered, 1);
+        assert!(end.truncated.is_none());
+        assert!(
+            reader.bytes_read() < size / 4,
+            "read {} of {size} bytes",
+            reader.bytes_read()
+        );
     }
 
     #[test]

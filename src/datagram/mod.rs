@@ -26,7 +26,20 @@ impl Dialect {
         }
     }
 
-    /// The dialect whose magic starts `payload`, if any. New dialects plug in here.
+    /// The dialect `payload` proves by itself: its first bytes, and a header (or framing) that is
+    /// consistent beyond them. Ordinary UDP that merely starts the same way is not recognised; a
+    /// datagram of a conversation already recognised is judged as that conversation's dialect
+    /// without asking this. New dialects plug in here and in [`Dialect::detect`].
+    pub fn recognise(payload: &[u8]) -> Option<Dialect> {
+        Dialect::detect(payload).filter(|dialect| match dialect {
+            Dialect::Rtype => rtype::consistent(payload),
+            Dialect::Rt => rt::consistent(payload),
+            Dialect::Rtnp => rtnp::consistent(payload),
+        })
+    }
+
+    /// The dialect whose first bytes start `payload`, if any: the cheap test that decides what the
+    /// reading thread unpacks ahead; [`Dialect::recognise`] decides what is judged.
     pub fn detect(payload: &[u8]) -> Option<Dialect> {
         if payload.starts_with(&crate::proto::rtype::MAGIC) {
             Some(Dialect::Rtype)

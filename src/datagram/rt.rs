@@ -45,7 +45,11 @@ pub struct Header<'a> {
 impl<'a> Header<'a> {
     /// A header over `buf`, when it is long enough and starts with the magic in either order.
     pub fn new_checked(buf: &'a [u8]) -> Option<Header<'a>> {
-        let endian = endian_of(buf)?;
+        Header::in_order(buf, endian_of(buf)?)
+    }
+    /// A header over `buf` read in `endian`, whatever its first bytes (a datagram of a known
+    /// conversation), when it is long enough.
+    pub fn in_order(buf: &'a [u8], endian: Endian) -> Option<Header<'a>> {
         (buf.len() >= HEADER_LEN).then_some(Header { buf, endian })
     }
     fn uint(&self, r: Range<usize>) -> u32 {
@@ -122,11 +126,28 @@ impl Datagram<'_> {
     }
 }
 
-/// Checks an rt datagram (it starts with the magic in either byte order): header length, byte
-/// order, packet type, flags, payload size, and the type's reliability. Returns `None` when it is
-/// too short to carry a header. The byte-order finding is raised on every little-endian datagram;
-/// the pipeline keeps one per conversation.
-pub fn parse<'a>(bytes: &'a [u8], findings: &mut Vec<Finding>) -> Option<Datagram<'a>> {
+/// Whether `bytes`, which start with the magic, are rt beyond their first two bytes: a header
+/// with no reserved flag set, a packet type the document (or real servers) define, and a payload
+/// whose size fits that type. Text that starts with "RT" fails (every printable character sets a
+/// reserved flag bit), and so do most other bytes.
+pub fn consistent(bytes: &[u8]) -> bool {
+    Header::new_checked(bytes).is_some_and(|h| {
+        h.flags() & desc::RESERVED_FLAGS == 0
+            && desc::message(h.packet_type()).is_some_and(|m| m.size_fits(bytes.len() - HEADER_LEN))
+    })
+}
+
+/// Checks an rt datagram: header length, magic and byte order, packet type, flags, payload size,
+/// and the type's reliability. `order` is the byte order its conversation has used so far (none
+/// for a conversation's first datagram): a datagram whose magic is broken, or in the other order,
+/// is read in it and reported. Returns `None` when it is too short to carry a header. The
+/// byte-order finding is raised on every little-endian datagram; the pipeline keeps one per
+/// conversation.
+pub fn parse<'a>(
+    bytes: &'a [u8],
+    order: Option<Endian>,
+    findings: &mut Vec<Finding>,
+) -> Option<Datagram<'a>> {
     let mut report = |rule, at: usize, detail| {
         findings.push(Finding {
             rule,
@@ -134,7 +155,32 @@ pub fn parse<'a>(bytes: &'a [u8], findings: &mut Vec<Finding>) -> Option<Datagra
             detail,
         })
     };
-    let Some(header) = Header::new_checked(bytes) else {
+    let magic = endian_of(bytes);
+    let endian = match (magic, order) {
+        (Some(m), Some(o)) if m != o => {
+            let found = u16::from_be_bytes([bytes[0], bytes[1]]);
+            report(
+                Rule::RtByteOrderSwitch,
+                field::MAGIC.start,
+                Detail::Value(found.into()),
+            );
+            o
+        }
+        (Some(m), _) => m,
+        (None, o) => {
+            if let Some(found) = bytes.first_chunk::<2>() {
+                let found = u16::from_be_bytes(*found);
+                report(
+                    Rule::RtMagic,
+                    field::MAGIC.start,
+                    Detail::Value(found.into()),
+                );
+            }
+            // Real servers send little-endian (spec-notes B).
+            o.unwrap_or(Endian::Little)
+        }
+    };
+    let Some(header) = Header::in_order(bytes, endian) else {
         report(
             Rule::RtShort,
             0,
@@ -259,7 +305,7 @@ mod tests {
         for endian in [Endian::Big, Endian::Little] {
             let bytes = datagram(endian, 0x71, 0x11, 0x0102_0304, 0x0A0B_0C0D, &[0; 4]);
             let mut findings = vec![];
-            let d = parse(&bytes, &mut findings).unwrap();
+            let d = parse(&bytes, None, &mut findings).unwrap();
             let h = d.header;
             assert_eq!(
                 (h.endian(), h.magic(), h.packet_type(), h.flags()),
@@ -286,7 +332,7 @@ mod tests {
             0x00, 0x00, 0x18, 0x00, 0, 0, 0, 0,
         ];
         let mut findings = vec![];
-        let d = parse(&bytes, &mut findings).unwrap();
+        let d = parse(&bytes, None, &mut findings).unwrap();
         assert_eq!(
             (d.header.sequence(), d.header.timestamp()),
             (0x6b02_7d7d, 0x6b02_7d7d)
@@ -299,7 +345,7 @@ mod tests {
     #[test]
     fn short_types_flags_and_size() {
         let mut findings = vec![];
-        assert!(parse(&[0x52, 0x54, 0x01, 0x00, 0x00], &mut findings).is_none());
+        assert!(parse(&[0x52, 0x54, 0x01, 0x00, 0x00], None, &mut findings).is_none());
         assert_eq!(
             findings,
             vec![Finding {
@@ -323,7 +369,7 @@ mod tests {
         ] {
             findings.clear();
             let bytes = datagram(Endian::Big, code, flags, 0, 0, &[]);
-            let d = parse(&bytes, &mut findings).unwrap();
+            let d = parse(&bytes, None, &mut findings).unwrap();
             assert_eq!(
                 rules(&findings),
                 expected,
@@ -334,6 +380,7 @@ mod tests {
         findings.clear();
         parse(
             &datagram(Endian::Big, 0x24, 0, 0, 0, &[0; 1189]),
+            None,
             &mut findings,
         )
         .unwrap();
@@ -348,6 +395,58 @@ mod tests {
                 }
             }]
         );
+    }
+
+    #[test]
+    fn a_broken_or_switched_magic_is_read_in_the_conversations_order() {
+        let le = datagram(Endian::Little, 0x21, 0, 7, 9, &[]);
+        let mut findings = Vec::new();
+        let mut broken = le.clone();
+        broken[0] ^= 0x01;
+        let d = parse(&broken, Some(Endian::Little), &mut findings).unwrap();
+        assert_eq!(
+            (d.header.endian(), d.header.sequence()),
+            (Endian::Little, 7)
+        );
+        assert_eq!(findings[0].rule, Rule::RtMagic);
+        assert_eq!(findings[0].detail, Detail::Value(0x5552));
+        findings.clear();
+        let mut switched = le;
+        switched[..2].copy_from_slice(&desc::MAGIC_BE);
+        let d = parse(&switched, Some(Endian::Little), &mut findings).unwrap();
+        assert_eq!(
+            (d.header.endian(), d.header.sequence()),
+            (Endian::Little, 7)
+        );
+        assert_eq!(findings[0].rule, Rule::RtByteOrderSwitch);
+    }
+
+    #[test]
+    fn consistency_asks_more_than_the_magic() {
+        // PLAYER_INPUT (0x10): the document's 12-byte body (a 24-byte packet), or real
+        // servers' 10 bytes.
+        assert_eq!(desc::message(0x10).unwrap().fixed_size(), Some(12));
+        assert!(consistent(&datagram(
+            Endian::Little,
+            0x10,
+            0,
+            1,
+            1,
+            &[0; 10]
+        )));
+        assert!(consistent(&datagram(Endian::Big, 0x10, 0, 1, 1, &[0; 12])));
+        assert!(!consistent(&datagram(Endian::Big, 0x10, 0, 1, 1, &[0; 11])));
+        assert!(!consistent(&datagram(
+            Endian::Big,
+            0x10,
+            0x40,
+            1,
+            1,
+            &[0; 10]
+        )));
+        assert!(!consistent(&datagram(Endian::Big, 0x7E, 0, 1, 1, &[])));
+        assert!(!consistent(b"RTSP/1.0 200 OK\r\nCSeq: 1\r\n\r\n"));
+        assert!(!consistent(b"RT"));
     }
 
     #[test]

@@ -67,6 +67,24 @@ pub fn looks_like(bytes: &[u8]) -> bool {
     (1..=MAX_WORDS).contains(&words) && root & 3 == 0
 }
 
+/// Whether `bytes`, which look like rtnp, are rtnp beyond their first bytes: a well-formed
+/// envelope (one segment that fits the datagram, a struct whose pointer leads to a NUL-terminated
+/// Text), or raw JSON whose `"type"` is one of the document's message types. A LAN broadcast of
+/// JSON without such a type, a bare `PING` text, or zeros that only start like a segment table
+/// are someone else's.
+pub fn consistent(bytes: &[u8]) -> bool {
+    if bytes.first() == Some(&b'{') {
+        let mut ignored = Vec::new();
+        return parse_json(bytes, 0, &mut ignored)
+            .as_ref()
+            .and_then(|json| json.get("type"))
+            .and_then(Value::as_str)
+            .and_then(crate::proto::rtnp::message)
+            .is_some_and(|m| m.message.seen_rule.is_none());
+    }
+    read_envelope(bytes).is_ok()
+}
+
 /// Why an envelope could not be read, and where.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EnvelopeError {

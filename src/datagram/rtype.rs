@@ -182,6 +182,31 @@ fn layout_of(bytes: &[u8], crc_ok: bool) -> HeaderLayout {
     HeaderLayout::Standard
 }
 
+/// Whether `bytes`, which start with the magic, are rtype beyond their first four bytes: a header
+/// whose Payload Len agrees with the datagram's size, a CRC that checks, or version 1 with a valid
+/// packet type and a known message type. Random bytes after a magic pass none of these; a real
+/// datagram with a bad CRC still passes the first, so it is recognised and its CRC reported.
+pub fn consistent(bytes: &[u8]) -> bool {
+    let Some(header) = Header::new_checked(bytes, HeaderLayout::Standard) else {
+        return false;
+    };
+    let fits = |layout: HeaderLayout| {
+        Header::new_checked(bytes, layout)
+            .is_some_and(|h| bytes.len() == layout.len() + h.payload_len() as usize + CRC_LEN)
+    };
+    let crc_ok = || crc_stored(bytes) == crc32fast::hash(&bytes[..bytes.len() - CRC_LEN]);
+    let known = || {
+        header.version() == desc::VERSION
+            && matches!(
+                header.packet_type(),
+                desc::PACKET_CLIENT | desc::PACKET_SERVER
+            )
+            && desc::message(header.msg_type()).is_some()
+    };
+    bytes.len() >= HeaderLayout::Old15.len() + CRC_LEN
+        && (fits(HeaderLayout::Standard) || fits(HeaderLayout::Old15) || crc_ok() || known())
+}
+
 /// The costly part of checking an rtype datagram: its CRC, and the decompression of its payload.
 /// It needs nothing from other datagrams, so the pipeline runs it ahead on the reading thread.
 #[derive(Clone, Copy, Debug)]
@@ -229,7 +254,8 @@ pub fn unpack(bytes: &[u8], scratch: &mut [u8]) -> Unpacked {
     unpacked
 }
 
-/// Checks an rtype datagram (it starts with the magic): layout, length, CRC, version, packet type,
+/// Checks an rtype datagram (it starts with the magic, or is on a conversation recognised as
+/// rtype): magic, layout, length, CRC, version, packet type,
 /// compression (decompressing into `scratch`, which must be [`MAX_PAYLOAD`] bytes), message type and
 /// direction. Returns `None` when it is too short to carry a header and footer.
 pub fn parse<'a>(
@@ -264,6 +290,10 @@ pub fn check<'a>(
         return None;
     }
     let header = Header::new_checked(bytes, layout)?;
+    if !bytes.starts_with(&desc::MAGIC) {
+        let found = u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+        report(Rule::RtypeMagic, 0, Detail::Value(found.into()));
+    }
     let payload_at = layout.len();
     let payload_end = bytes.len() - CRC_LEN;
     if layout == HeaderLayout::Old15 {

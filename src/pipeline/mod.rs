@@ -11,17 +11,18 @@ mod rtnp_arm;
 mod rtype_arm;
 
 use std::net::SocketAddr;
-use std::ops::Range;
+use std::ops::{ControlFlow, Range};
 
 use crate::capture::{self, Ahead, CaptureInfo, Defragmenter, Frame, LinkOutcome, ReadEnd};
-use crate::datagram::{rt, rtnp, rtype, Dialect};
-use crate::message::{Detail, Facts, Finding, Visitor};
+use crate::datagram::{rtype, Dialect};
+use crate::message::{Detail, Finding, Visitor};
 use crate::proto::profile::Profile;
 use crate::proto::rtype as desc;
 use crate::proto::schema::Group;
-use crate::proto::{Direction, Message, Rule};
+use crate::proto::Rule;
 use crate::session::analysis::{self, Analysis};
 use crate::session::chunks::{ChunkSets, Closed};
+use crate::session::event::{DatagramEvent, FrameCounts, LooseFinding, ReassembledEvent};
 use crate::session::Conversations;
 
 /// The group the header's fields are reported in.
@@ -31,97 +32,6 @@ pub static HEADER_GROUP: Group = Group {
     label: "Header",
     nodes: desc::HEADER,
 };
-
-/// What the pipeline knows of one datagram once it is decoded.
-#[derive(Debug)]
-pub struct DatagramEvent<'a> {
-    pub frame: u64,
-    pub ts_nanos: i64,
-    pub src: SocketAddr,
-    pub dst: SocketAddr,
-    /// The UDP payload.
-    pub bytes: &'a [u8],
-    pub dialect: Dialect,
-    pub conversation: u32,
-    pub direction: Option<Direction>,
-    /// The dialect's checked header, when the datagram is long enough to carry one.
-    pub decoded: Option<Decoded<'a>>,
-    /// The message type as on the wire, known or not (binary dialects).
-    pub code: Option<u8>,
-    /// The header's sequence number and tick (or timestamp), where the dialect has them.
-    pub sequence: Option<u32>,
-    pub tick: Option<u32>,
-    pub message: Option<&'static Message>,
-    /// The message's name: the description's, or the type text of dialects that name types in text.
-    pub name: &'a str,
-    /// The message payload that was decoded (decompressed when it was compressed).
-    pub payload: Option<&'a [u8]>,
-    pub facts: Facts,
-    pub findings: &'a [Finding],
-}
-
-/// A dialect's checked header and footer.
-#[derive(Clone, Copy, Debug)]
-pub enum Decoded<'a> {
-    Rtype(rtype::Datagram<'a>),
-    Rt(rt::Datagram<'a>),
-    /// An rtnp message: its framing, its text (when UTF-8), and its JSON (when it parsed), whole.
-    Rtnp {
-        framing: rtnp::Framing,
-        text: Option<&'a str>,
-        json: Option<&'a serde_json::Value>,
-    },
-}
-
-impl DatagramEvent<'_> {
-    /// Whether the datagram's integrity check (CRC) failed.
-    pub fn crc_failed(&self) -> bool {
-        match self.decoded {
-            Some(Decoded::Rtype(d)) => !d.crc_ok(),
-            Some(Decoded::Rt(_) | Decoded::Rtnp { .. }) | None => false,
-        }
-    }
-    /// Whether the payload was compressed on the wire.
-    pub fn compressed(&self) -> bool {
-        match self.decoded {
-            Some(Decoded::Rtype(d)) => d.header.compressed(),
-            Some(Decoded::Rt(d)) => d.header.compressed(),
-            Some(Decoded::Rtnp { .. }) | None => false,
-        }
-    }
-}
-
-/// A snapshot put back together from its chunks, reported right after the chunk that completed it.
-#[derive(Debug)]
-pub struct ReassembledEvent<'a> {
-    pub frame: u64,
-    pub conversation: u32,
-    pub tick: u32,
-    pub chunks: u16,
-    pub first_frame: u64,
-    pub payload: &'a [u8],
-}
-
-/// A finding that belongs to no single decoded datagram: the capture's, or a session's.
-#[derive(Clone, Copy, Debug)]
-pub struct LooseFinding {
-    pub frame: u64,
-    pub conversation: u32,
-    pub finding: Finding,
-}
-
-/// Frame counts by what became of them.
-#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
-pub struct FrameCounts {
-    pub frames: u64,
-    pub udp: u64,
-    pub datagrams: u64,
-    pub other_udp: u64,
-    pub not_udp: u64,
-    pub unsupported_link: u64,
-    pub malformed: u64,
-    pub reassembled_fragments: u64,
-}
 
 /// The end of a run.
 #[derive(Debug)]
@@ -151,6 +61,11 @@ pub trait Sink {
     fn reassembled(&mut self, _event: &ReassembledEvent<'_>) {}
     fn loose(&mut self, finding: &LooseFinding);
     fn end(&mut self, end: &RunEnd<'_>);
+    /// True once the sink wants nothing more (its output failed, or was closed by `| head`):
+    /// reading stops at the next frame instead of decoding the rest of the capture for nothing.
+    fn done(&self) -> bool {
+        false
+    }
 }
 
 /// A fields visitor whose output can be rendered on the reading thread, ahead of the ordered
@@ -245,6 +160,11 @@ impl Pipeline {
                 rendered: a.rendered.clone().map(|r| &unpacks.rendered[r]),
             });
             self.state.frame(&mut self.scratch, frame, ahead, sink);
+            if sink.done() {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
         })?;
         self.finish(reader.info(), &read, sink);
         Ok(())
@@ -324,6 +244,8 @@ struct Udp<'a> {
     src: SocketAddr,
     dst: SocketAddr,
     bytes: &'a [u8],
+    /// The recognised conversation it belongs to; `None` for the first datagram of a new one.
+    conversation: Option<u32>,
 }
 
 /// Where an rtype datagram's CRC and decompression ([`rtype::unpack`]) are done.
@@ -470,8 +392,9 @@ impl State {
                     src: udp.src,
                     dst: udp.dst,
                     bytes: udp.payload,
+                    conversation: None,
                 };
-                self.datagram(&udp, unpack, sink);
+                self.datagram(udp, unpack, sink);
             }
             LinkOutcome::Fragment => {
                 // Datagrams evicted (set or byte limit) or expired while this fragment was kept
@@ -497,8 +420,9 @@ impl State {
                         src: udp.src,
                         dst: udp.dst,
                         bytes: &udp.payload,
+                        conversation: None,
                     };
-                    self.datagram(&udp, Unpack::Here(scratch), sink);
+                    self.datagram(udp, Unpack::Here(scratch), sink);
                 }
             }
             LinkOutcome::NotUdp => self.counts.not_udp += 1,
@@ -515,7 +439,9 @@ impl State {
         }
     }
 
-    fn datagram<S: Sink>(&mut self, udp: &Udp<'_>, unpack: Unpack<'_>, sink: &mut S) {
+    /// Judges a UDP payload that belongs to a recognised conversation, or that proves its
+    /// dialect by itself (which starts a conversation); anything else is other UDP, not judged.
+    fn datagram<S: Sink>(&mut self, mut udp: Udp<'_>, unpack: Unpack<'_>, sink: &mut S) {
         self.counts.udp += 1;
         if self
             .port
@@ -523,16 +449,21 @@ impl State {
         {
             return;
         }
-        let Some(dialect) = Dialect::detect(udp.bytes) else {
+        let known = self.conversations.find(udp.src, udp.dst);
+        udp.conversation = known.map(|c| c.id);
+        let Some(dialect) = known
+            .map(|c| c.dialect)
+            .or_else(|| Dialect::recognise(udp.bytes))
+        else {
             self.counts.other_udp += 1;
             return;
         };
         self.counts.datagrams += 1;
         self.findings.clear();
         match dialect {
-            Dialect::Rtype => self.rtype(udp, unpack, sink),
-            Dialect::Rt => self.rt(udp, sink),
-            Dialect::Rtnp => self.rtnp(udp, sink),
+            Dialect::Rtype => self.rtype(&udp, unpack, sink),
+            Dialect::Rt => self.rt(&udp, sink),
+            Dialect::Rtnp => self.rtnp(&udp, sink),
         }
         self.flush_closed(sink);
     }

@@ -5,14 +5,15 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::SocketAddr;
 
-use super::{DatagramEvent, Decoded, LooseFinding, Sink, State, Udp, HEADER_GROUP};
+use super::{Sink, State, Udp, HEADER_GROUP};
 use crate::datagram::{rt, Dialect};
 use crate::message::{
-    decode_message, decode_nodes, Detail, Facts, Finding, Open, Tap, Value, Visitor,
+    decode_message, decode_nodes, Detail, Endian, Facts, Finding, Open, Tap, Value, Visitor,
 };
 use crate::proto::rt as desc;
 use crate::proto::schema::{Field, Role};
 use crate::proto::{Direction, Message, Rule};
+use crate::session::event::{DatagramEvent, Decoded, LooseFinding};
 
 /// At most this many server endpoints are remembered; past it, direction falls back to guesses.
 pub const MAX_SERVERS: usize = 4096;
@@ -69,6 +70,8 @@ struct Pending {
 /// What one conversation's rt traffic has shown so far.
 #[derive(Debug, Default)]
 struct RtConversation {
+    /// The byte order of its first datagram, which later ones are read in.
+    order: Option<Endian>,
     byte_order_reported: bool,
     pending: VecDeque<Pending>,
     reliable: u64,
@@ -156,11 +159,23 @@ impl State {
             src,
             dst,
             bytes,
+            conversation,
         } = *udp;
-        let parsed = rt::parse(bytes, &mut self.findings);
+        // A conversation keeps the byte order of its first datagram.
+        let order = conversation
+            .and_then(|c| self.rt.conversations.get(&c))
+            .and_then(|c| c.order);
+        let parsed = rt::parse(bytes, order, &mut self.findings);
         let message = parsed.and_then(|d| d.message);
         let (direction, known) = self.rt.direction(src, dst, message);
-        let conversation = self.conversations.lookup(src, dst, direction, frame);
+        let conversation = conversation.unwrap_or_else(|| {
+            self.conversations
+                .lookup(src, dst, direction, frame, Dialect::Rt)
+        });
+        if let Some(d) = &parsed {
+            let c = self.rt.conversations.entry(conversation).or_default();
+            c.order.get_or_insert(d.header.endian());
+        }
         if let Some(m) =
             message.filter(|m| known && !desc::both_ways(m.code) && m.direction != direction)
         {

@@ -8,13 +8,14 @@ use std::net::SocketAddr;
 use serde_json::Value;
 
 use super::rt_arm::{lower_port_is_server, Servers};
-use super::{DatagramEvent, Decoded, Sink, State, Udp};
+use super::{Sink, State, Udp};
 use crate::datagram::{rtnp, Dialect};
 use crate::message::{Detail, Facts, Finding};
 use crate::proto::rtnp::{
     self as desc, JsonMessage, CLIENT_TIMEOUT_NANOS, PING, PONG, SERVER_PORT,
 };
 use crate::proto::{Direction, Rule};
+use crate::session::event::{DatagramEvent, Decoded};
 
 /// `player_name`'s length in characters (§6.5).
 const PLAYER_NAME_CHARS: std::ops::RangeInclusive<usize> = 1..=32;
@@ -82,6 +83,7 @@ impl State {
             src,
             dst,
             bytes,
+            conversation,
         } = *udp;
         let parsed = rtnp::parse(bytes, &mut self.findings);
         let at = parsed.text_at;
@@ -145,7 +147,10 @@ impl State {
                 detail: Detail::None,
             });
         }
-        let conversation = self.conversations.lookup(src, dst, direction, frame);
+        let conversation = conversation.unwrap_or_else(|| {
+            self.conversations
+                .lookup(src, dst, direction, frame, Dialect::Rtnp)
+        });
         self.rtnp_conversation(conversation, direction, ts_nanos, at, message);
         sink.begin(&self.conversations, conversation);
         let json = self.rtnp.json.as_ref();

@@ -1,7 +1,5 @@
 //! The rtype dialect's part of the pipeline: checks, decoding, archetypes and chunk sets.
-use super::{
-    DatagramEvent, Decoded, ReassembledEvent, RenderAhead, Sink, State, Udp, Unpack, HEADER_GROUP,
-};
+use super::{RenderAhead, Sink, State, Udp, Unpack, HEADER_GROUP};
 use crate::datagram::{rtype, Dialect};
 use crate::message::{
     decode_message, decode_nodes, Detail, Facts, Finding, NoFields, Open, Tap, Value, Visitor,
@@ -11,6 +9,7 @@ use crate::proto::rtype as desc;
 use crate::proto::schema::{Field, Group, Role};
 use crate::proto::{Direction, Message, Rule};
 use crate::session::chunks::{Chunk, Reassembled};
+use crate::session::event::{DatagramEvent, Decoded, ReassembledEvent};
 
 impl State {
     pub(super) fn rtype<S: Sink>(&mut self, udp: &Udp<'_>, unpack: Unpack<'_>, sink: &mut S) {
@@ -20,6 +19,7 @@ impl State {
             src,
             dst,
             bytes,
+            conversation,
         } = *udp;
         // `scratch` holds the decompressed payload.
         let (parsed, scratch, rendered): (_, &[u8], _) = match unpack {
@@ -52,7 +52,10 @@ impl State {
         } else {
             Direction::ServerToClient
         });
-        let conversation = self.conversations.lookup(src, dst, guess, frame);
+        let conversation = conversation.unwrap_or_else(|| {
+            self.conversations
+                .lookup(src, dst, guess, frame, Dialect::Rtype)
+        });
         if let Some(d) = &parsed {
             if d.header.layout() == rtype::HeaderLayout::Old15 {
                 self.once_per_conversation(conversation);

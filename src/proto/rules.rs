@@ -73,6 +73,8 @@ rules! {
     // rtype datagram.
     RtypeShortDatagram = "rtype.datagram.short", Error, "002 §4",
         "datagram shorter than the 17-byte header plus the 4-byte CRC";
+    RtypeMagic = "rtype.header.magic", Error, "002 §4",
+        "a datagram of an rtype conversation does not start with the magic A3 5F C8 1D; decoded as rtype from its header";
     RtypeOldHeader = "rtype.header.15-byte", Error, "002 §4",
         "older 15-byte header (no Orig. Size, no compression bit); the header MUST be 17 bytes";
     RtypeVersion = "rtype.header.version", Error, "002 §4, §10",
@@ -143,8 +145,12 @@ rules! {
     // rt datagram (document 003).
     RtByteOrder = "rt.byte-order", Error, "003 Serialization Format",
         "little-endian traffic (magic bytes 54 52): the document sends every integer big-endian; decoded little-endian (reported once per conversation)";
+    RtByteOrderSwitch = "rt.byte-order.switch", Error, "003 Serialization Format",
+        "the magic's byte order differs from the one the conversation has been using; decoded in the conversation's byte order";
     RtShort = "rt.header.short", Error, "003 Packet Header",
         "datagram shorter than the 12-byte header";
+    RtMagic = "rt.header.magic", Error, "003 Packet Header",
+        "a datagram of an rt conversation does not start with the magic 0x5254 in either byte order; decoded in the conversation's byte order";
     RtPacketType = "rt.header.packet-type", Error, "003 Packet Header",
         "packet type outside the valid range 0x01-0x7F";
     RtReservedFlags = "rt.header.reserved-flags", Warning, "003 Packet Flags",

@@ -290,6 +290,22 @@ impl Message {
     pub fn fixed_size(&self) -> Option<usize> {
         nodes_fixed_size(self.body)
     }
+
+    /// Whether a payload of `len` bytes can be this message: any length when its layout (or one
+    /// of its variants') varies, else one of the fixed sizes of the document or a variant.
+    pub fn size_fits(&self, len: usize) -> bool {
+        let body = self.fixed_size();
+        std::iter::once(body)
+            .chain(self.variants.iter().map(|v| {
+                let nodes = nodes_fixed_size(v.nodes);
+                if v.extends_body {
+                    body.zip(nodes).map(|(b, n)| b + n)
+                } else {
+                    nodes
+                }
+            }))
+            .any(|size| size.is_none_or(|size| size == len))
+    }
 }
 
 /// Fixed width of a node sequence, `None` when any part varies.

@@ -1,17 +1,18 @@
 //! The violation catalog as a table, for `rtype-inspect violations` and the README.
 
 use super::table;
+use crate::app::Term;
 use crate::proto::CATALOG;
 
 /// The catalog as a text table.
-pub fn text() -> String {
-    let mut t = table::new(&["ID", "Severity", "Section", "What it means"]);
+pub fn text(term: Term) -> String {
+    let mut t = table::new(term, &["ID", "Severity", "Section", "What it means"]);
     for rule in CATALOG {
         t.add_row(vec![
-            rule.id,
-            rule.severity.name(),
-            rule.section,
-            rule.summary,
+            table::cell(rule.id),
+            table::severity_cell(rule.severity, term),
+            table::cell(rule.section),
+            table::cell(rule.summary),
         ]);
     }
     format!("{t}\n")

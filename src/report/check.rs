@@ -5,36 +5,24 @@
 //! the others from being judged and reported. A team adopts the check on an imperfect
 //! implementation by allowing rules (`--allow ID`, or the config file), then tightens it.
 //!
-//! The config file is `rtype-inspect.toml` in the working directory, or `--config FILE`:
-//!
-//! ```toml
-//! fail_on = "warning"                         # error (default), warning or info
-//! allow = ["rtype.pong.empty"]                # rule IDs whose findings never fail
-//! profile = "samples/profiles/x.toml"         # relative to the config file's directory
-//! snapshot_hz = 60                            # nominal snapshot rate
-//! snapshot_tolerance = 20                     # percent
-//! ```
-//!
-//! Unknown keys and unknown rule IDs are errors. Command-line options win over the file;
-//! allow-lists add up.
+//! The configuration file (`rtype-inspect.toml`, see [`crate::app::config`]) gives `fail_on` and
+//! `allow` defaults; command-line options win over the file, and allow-lists add up.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::ValueEnum;
-use serde::Deserialize;
 use serde_json::{json, Value as Json};
 
 use super::summary::{RuleCounts, MAX_FRAMES};
 use super::table;
-use crate::cli::{read_capture, write_stdout, ReadOpts};
+use crate::app::config::unknown_rules;
+use crate::app::{read_capture, write_stdout, ReadOpts, Reading, Term};
 use crate::message::NoFields;
-use crate::pipeline::{DatagramEvent, LooseFinding, RunEnd, Sink};
-use crate::proto::profile::Profile;
+use crate::pipeline::{RunEnd, Sink};
 use crate::proto::{Rule, Severity};
+use crate::session::event::{DatagramEvent, LooseFinding};
 
-/// The config file looked for in the working directory.
-pub const CONFIG_FILE: &str = "rtype-inspect.toml";
 /// Frames listed per rule in the text report (JSON and JUnit list up to [`MAX_FRAMES`]).
 const TEXT_FRAMES: usize = 8;
 
@@ -78,25 +66,10 @@ pub struct CheckArgs {
     /// A rule ID whose findings never fail the check (repeatable).
     #[arg(long = "allow", value_name = "ID")]
     allow: Vec<String>,
-    /// Config file [default: rtype-inspect.toml in the working directory, when there is one].
-    #[arg(long, value_name = "FILE")]
-    config: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "text")]
     format: CheckFormat,
     #[command(flatten)]
     read: ReadOpts,
-}
-
-/// The config file's keys.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ConfigFile {
-    fail_on: Option<String>,
-    #[serde(default)]
-    allow: Vec<String>,
-    profile: Option<PathBuf>,
-    snapshot_hz: Option<f64>,
-    snapshot_tolerance: Option<f64>,
 }
 
 /// What the check judges by, once arguments and config file are merged.
@@ -204,13 +177,14 @@ impl FileResult {
 }
 
 /// Runs `rtype-inspect check`.
-pub fn run(mut args: CheckArgs) -> Result<ExitCode, String> {
-    let policy = policy(&mut args)?;
+pub fn run(args: CheckArgs, term: Term) -> Result<ExitCode, String> {
+    let reading = args.read.reading()?;
+    let policy = policy(&args, &reading)?;
     let mut results = Vec::with_capacity(args.files.len());
     for file in &args.files {
         let mut judge = Judge::default();
         let path = file.display().to_string();
-        let outcome = read_capture(file, &args.read, &mut judge)
+        let outcome = read_capture(file, &reading, &mut judge)
             .map(|()| judge.rules)
             .map_err(|e| {
                 eprintln!("rtype-inspect: {e}");
@@ -226,7 +200,7 @@ pub fn run(mut args: CheckArgs) -> Result<ExitCode, String> {
         .max()
         .unwrap_or(0);
     let out = match args.format {
-        CheckFormat::Text => text(&results, &policy, code),
+        CheckFormat::Text => text(&results, &policy, code, term),
         CheckFormat::Json => {
             serde_json::to_string_pretty(&to_json(&results, &policy, code)).unwrap_or_default()
                 + "\n"
@@ -237,81 +211,33 @@ pub fn run(mut args: CheckArgs) -> Result<ExitCode, String> {
     Ok(ExitCode::from(code))
 }
 
-/// Merges the command line with the config file; checks rule IDs, severities and the profile.
-fn policy(args: &mut CheckArgs) -> Result<Policy, String> {
-    let path = match &args.config {
-        Some(p) => Some(p.clone()),
-        None => Some(PathBuf::from(CONFIG_FILE)).filter(|p| p.is_file()),
-    };
-    let file = match &path {
-        Some(p) => load_config(p)?,
-        None => ConfigFile::default(),
-    };
-    let fail_on = match (args.fail_on, &file.fail_on) {
-        (Some(f), _) => f.severity(),
-        (None, Some(s)) => Severity::parse(s).ok_or_else(|| {
-            format!(
-                "{}: fail_on must be \"error\", \"warning\" or \"info\", not {s:?}",
-                path_text(&path)
-            )
-        })?,
-        (None, None) => Severity::Error,
-    };
+/// Merges the command line with the configuration file's `fail_on` and `allow`.
+fn policy(args: &CheckArgs, reading: &Reading) -> Result<Policy, String> {
+    let config = &reading.config;
+    let fail_on = args
+        .fail_on
+        .map(FailOn::severity)
+        .or(config.fail_on)
+        .unwrap_or(Severity::Error);
     let mut allowed = vec![false; Rule::ALL.len()];
+    for rule in &config.allow {
+        allowed[*rule as usize] = true;
+    }
     let mut unknown = Vec::new();
-    for id in file.allow.iter().chain(&args.allow) {
+    for id in &args.allow {
         match Rule::from_id(id) {
             Some(rule) => allowed[rule as usize] = true,
             None => unknown.push(id.as_str()),
         }
     }
     if !unknown.is_empty() {
-        return Err(format!(
-            "unknown rule ID{} to allow: {} (`rtype-inspect violations` lists them)",
-            if unknown.len() == 1 { "" } else { "s" },
-            unknown.join(", ")
-        ));
+        return Err(unknown_rules("--allow", &unknown));
     }
-    if args.read.profile.is_none() {
-        if let (Some(profile), Some(config)) = (&file.profile, &path) {
-            let dir = config.parent().unwrap_or(Path::new(""));
-            args.read.profile = Some(dir.join(profile));
-        }
-    }
-    if let Some(p) = &args.read.profile {
-        Profile::resolve(p)?;
-    }
-    let opts = &mut args.read.analysis;
-    opts.snapshot_hz = opts.snapshot_hz.or(file.snapshot_hz);
-    opts.snapshot_tolerance = opts.snapshot_tolerance.or(file.snapshot_tolerance);
-    opts.config()?;
     Ok(Policy {
         fail_on,
         allowed,
-        config: path,
+        config: config.path.clone(),
     })
-}
-
-fn path_text(path: &Option<PathBuf>) -> String {
-    path.as_ref()
-        .map_or_else(String::new, |p| p.display().to_string())
-}
-
-fn load_config(path: &Path) -> Result<ConfigFile, String> {
-    use std::io::Read as _;
-    const MAX_CONFIG: u64 = 1 << 20;
-    // A bounded read: a file's metadata says nothing of /dev/zero or a pipe.
-    let mut text = String::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(MAX_CONFIG + 1).read_to_string(&mut text))
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    if text.len() as u64 > MAX_CONFIG {
-        return Err(format!(
-            "{}: config file larger than {MAX_CONFIG} bytes",
-            path.display()
-        ));
-    }
-    toml::from_str(&text).map_err(|e| format!("{}: invalid config: {e}", path.display()))
 }
 
 /// Findings of one rule in one file, for the reports.
@@ -393,7 +319,7 @@ fn to_json(results: &[FileResult], policy: &Policy, code: u8) -> Json {
     })
 }
 
-fn text(results: &[FileResult], policy: &Policy, code: u8) -> String {
+fn text(results: &[FileResult], policy: &Policy, code: u8, term: Term) -> String {
     let mut out = String::new();
     let allowed = policy.allowed_ids();
     out += &format!(
@@ -434,14 +360,14 @@ fn text(results: &[FileResult], policy: &Policy, code: u8) -> String {
                     out += "No findings.\n";
                     continue;
                 }
-                let mut t = table::new(&["Rule", "Severity", "Count", "Verdict", "Frames"]);
+                let mut t = table::new(term, &["Rule", "Severity", "Count", "Verdict", "Frames"]);
                 for l in &found {
                     t.add_row(vec![
-                        l.rule.id().to_string(),
-                        l.rule.severity().name().to_string(),
-                        l.count.to_string(),
-                        l.verdict.name().to_string(),
-                        l.frames_text(TEXT_FRAMES),
+                        table::cell(l.rule.id()),
+                        table::severity_cell(l.rule.severity(), term),
+                        table::cell(l.count.to_string()),
+                        table::cell(l.verdict.name()),
+                        table::cell(l.frames_text(TEXT_FRAMES)),
                     ]);
                 }
                 out += &format!("{t}\n");

@@ -13,8 +13,9 @@ use super::summary::Summary;
 use super::time::write_rfc3339;
 use crate::capture::CaptureInfo;
 use crate::message::Finding;
-use crate::pipeline::{DatagramEvent, Decoded, LooseFinding, ReassembledEvent, RunEnd, Sink};
+use crate::pipeline::{RunEnd, Sink};
 use crate::proto::Direction;
+use crate::session::event::{DatagramEvent, Decoded, LooseFinding, ReassembledEvent};
 use crate::session::Conversations;
 
 /// Writes timeline records to `out`. A write error (a closed pipe) stops the output quietly and
@@ -83,9 +84,12 @@ impl<W: Write> Export<W> {
         }
     }
 
-    /// The write error that stopped the output, if any (a closed pipe).
-    pub fn error(self) -> Option<io::Error> {
-        self.output.error
+    /// The output after the run, or the write error that stopped it (a closed pipe, a full disk).
+    pub fn finish(self) -> Result<W, io::Error> {
+        match self.output.error {
+            Some(e) => Err(e),
+            None => Ok(self.output.out),
+        }
     }
 
     /// Writes the record in `self.line`.
@@ -294,5 +298,9 @@ impl<W: Write> Sink for Export<W> {
         if let Err(e) = output.out.flush() {
             output.error.get_or_insert(e);
         }
+    }
+
+    fn done(&self) -> bool {
+        self.output.error.is_some()
     }
 }

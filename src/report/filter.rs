@@ -2,8 +2,8 @@
 
 use std::net::IpAddr;
 
-use crate::pipeline::DatagramEvent;
 use crate::proto::{Direction, Rule, Severity};
+use crate::session::event::DatagramEvent;
 
 /// Filter options shared by `packets`, `export` and `live`.
 #[derive(clap::Args, Clone, Default, Debug)]

@@ -2,15 +2,16 @@
 //! of `packets` (same format, same filters) or, with `--format json`, the NDJSON timeline of
 //! `export`; the summary of `rtype-inspect FILE` when the capture stops (Ctrl-C, `--duration`,
 //! `--count`). `-w FILE` also writes every captured frame to a pcap file that reads back with the
-//! same results. `interfaces` lists what can be captured on.
+//! same results (to a temporary file beside it, flushed every second so a full disk stops the
+//! capture at once, and renamed into place when the capture ends). `interfaces` lists what can be
+//! captured on.
 //!
 //! The capture loop allocates nothing per packet: one receive buffer (the capture layer's), one
 //! output buffer drained to stdout whenever the kernel's queue is empty, and the pipeline's own
 //! reused buffers.
 
 use std::cell::RefCell;
-use std::fs::File;
-use std::io::{self, BufWriter, IsTerminal, Write};
+use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::rc::Rc;
@@ -22,12 +23,12 @@ use super::filter::FilterArgs;
 use super::packets::{Packets, PacketsOptions};
 use super::summary::Summary;
 use super::table;
+use crate::app::{write_stdout, Format, OutputFile, ReadOpts, Term};
 use crate::capture::live::{self, Interface, LiveCapture};
 use crate::capture::writer::PcapWriter;
 use crate::capture::{CaptureInfo, ReadEnd};
-use crate::cli::{write_stdout, Format, ReadOpts};
-use crate::pipeline::{DatagramEvent, LooseFinding, Pipeline, ReassembledEvent, RunEnd, Sink};
-use crate::proto::profile::Profile;
+use crate::pipeline::{Pipeline, RunEnd, Sink};
+use crate::session::event::{DatagramEvent, LooseFinding, ReassembledEvent};
 use crate::session::Conversations;
 
 /// Arguments of `rtype-inspect live`.
@@ -210,13 +211,8 @@ fn kernel_drops(stats: Option<live::KernelStats>) -> String {
 }
 
 /// Runs `rtype-inspect live`.
-pub fn run(args: LiveArgs) -> Result<ExitCode, String> {
-    let profile = args
-        .read
-        .profile
-        .as_deref()
-        .map_or_else(|| Ok(Profile::document()), Profile::resolve)?;
-    let analysis = args.read.analysis.config()?;
+pub fn run(args: LiveArgs, term: Term) -> Result<ExitCode, String> {
+    let reading = args.read.reading()?;
     let filter = args.filter.build()?;
     if args.format == Format::Json && (args.verbose || args.hex) {
         return Err("-V and -x are for the text packet list, not --format json".into());
@@ -225,9 +221,8 @@ pub fn run(args: LiveArgs) -> Result<ExitCode, String> {
     let info = live::capture_info(capture.link_type());
     let mut pcap = match &args.write {
         Some(path) => {
-            let file = File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
             let w = PcapWriter::new(
-                BufWriter::with_capacity(1 << 16, file),
+                OutputFile::create(path, &[])?,
                 capture.link_type(),
                 live::PRECISION,
                 live::SNAPLEN,
@@ -239,7 +234,7 @@ pub fn run(args: LiveArgs) -> Result<ExitCode, String> {
         }
         None => None,
     };
-    let pipeline = Pipeline::new(profile, args.read.port).with_analysis(analysis);
+    let pipeline = reading.pipeline();
     let pending = Pending::default();
     let stderr_tty = io::stderr().is_terminal();
     let stdout_tty = io::stdout().is_terminal();
@@ -278,6 +273,7 @@ pub fn run(args: LiveArgs) -> Result<ExitCode, String> {
             let options = PacketsOptions {
                 verbose: args.verbose,
                 hex: args.hex,
+                width: term.width,
             };
             let mut tee = Tee {
                 inner: Packets::new(pending.clone(), options, filter),
@@ -305,16 +301,17 @@ pub fn run(args: LiveArgs) -> Result<ExitCode, String> {
     if let (Format::Text, Some(summary), Ok(())) = (args.format, &summary, &output) {
         let text = format!(
             "\n{}",
-            summary.text(&format!("{} (live)", args.interface), stdout_tty)
+            summary.text(&format!("{} (live)", args.interface), term)
         );
         let mut out = io::stdout().lock();
         output = out.write_all(text.as_bytes()).and_then(|_| out.flush());
     }
     let finished = pcap.map(|(path, w)| {
-        (
-            path.clone(),
-            w.finish().map_err(|e| format!("{}: {e}", path.display())),
-        )
+        let done = w
+            .finish()
+            .map_err(|e| format!("{}: {e}", path.display()))
+            .and_then(OutputFile::commit);
+        (path, done)
     });
     let mut last = format!(
         "{}: {} frames captured, {} dropped by the kernel",
@@ -347,7 +344,7 @@ struct Limits {
 /// The capture loop's state.
 struct Live<'a> {
     capture: &'a mut LiveCapture,
-    pcap: Option<&'a mut PcapWriter<BufWriter<File>>>,
+    pcap: Option<&'a mut PcapWriter<OutputFile>>,
     pending: &'a Pending,
     status: &'a mut Status,
     limits: Limits,
@@ -399,7 +396,11 @@ impl Live<'_> {
                 break;
             }
             if now >= next_tick {
-                self.tick(sink);
+                if let Err(e) = self.tick(sink) {
+                    write_error = Some(e);
+                    stop = Stop::Done;
+                    break;
+                }
                 while next_tick <= now {
                     next_tick += Duration::from_secs(1);
                 }
@@ -455,10 +456,12 @@ impl Live<'_> {
         Ok((stop, write_error))
     }
 
-    /// Every second: the status line, and the `-w` file flushed so it can be read as it grows.
-    fn tick<S: Sink>(&mut self, sink: &Tee<S>) {
+    /// Every second: the status line, and the `-w` file flushed, so that a write error (a full
+    /// disk) stops the capture within a second rather than at its end.
+    fn tick<S: Sink>(&mut self, sink: &Tee<S>) -> Result<(), String> {
         if let Some(w) = self.pcap.as_deref_mut() {
-            let _ = w.flush();
+            w.flush()
+                .map_err(|e| format!("writing the capture file: {e}"))?;
         }
         if self.status.on {
             let drops = kernel_drops(self.capture.stats());
@@ -471,22 +474,23 @@ impl Live<'_> {
             );
             self.status.show();
         }
+        Ok(())
     }
 }
 
 /// Runs `rtype-inspect interfaces`.
-pub fn interfaces(format: Format) -> Result<ExitCode, String> {
+pub fn interfaces(format: Format, term: Term) -> Result<ExitCode, String> {
     let list = live::interfaces().map_err(|e| format!("listing interfaces: {e}"))?;
     match format {
         Format::Json => write_stdout(
             (serde_json::to_string_pretty(&list).unwrap_or_default() + "\n").as_bytes(),
         ),
-        Format::Text => write_stdout(interfaces_text(&list).as_bytes()),
+        Format::Text => write_stdout(interfaces_text(&list, term).as_bytes()),
     }
 }
 
-fn interfaces_text(list: &[Interface]) -> String {
-    let mut t = table::new(&["#", "Interface", "Flags", "Link", "Addresses"]);
+fn interfaces_text(list: &[Interface], term: Term) -> String {
+    let mut t = table::new(term, &["#", "Interface", "Flags", "Link", "Addresses"]);
     for i in list {
         let flags: Vec<&str> = [
             (i.up, "up"),
@@ -546,7 +550,7 @@ mod tests {
                 addresses: vec![],
             },
         ];
-        let text = interfaces_text(&list);
+        let text = interfaces_text(&list, Term::pipe());
         assert!(text.contains("up, running, loopback"), "{text}");
         assert!(
             text.contains("127.0.0.1/8") && text.contains("::1/128"),

@@ -1750,7 +1750,10 @@ mod tests {
         assert_eq!(
             left,
             [
+                "rtype.header.magic",
                 "rtype.chunk.missing",
+                "rt.byte-order.switch",
+                "rt.header.magic",
                 "rt.reliable.unacknowledged",
                 "rtnp.message.direction",
                 "rtnp.epoch.sequence",

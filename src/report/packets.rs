@@ -1,5 +1,6 @@
 //! `packets`: one line per datagram, like tshark's packet list; `-V` adds the decoded tree,
-//! `-x` a hex dump. Lines fit 100 columns.
+//! `-x` a hex dump. On a terminal, lines are cut or wrapped to its width; on a pipe they are
+//! whole, so that `grep` finds every violation ID.
 
 use std::fmt::Write as _;
 use std::io::{self, Write};
@@ -7,14 +8,12 @@ use std::io::{self, Write};
 use super::fields::TreeFields;
 use super::filter::Filter;
 use super::render;
-use super::table::WIDTH;
 use super::time::write_rfc3339;
 use crate::message::{Facts, Finding, Open, Value, Visitor};
-use crate::pipeline::{
-    DatagramEvent, Decoded, LooseFinding, ReassembledEvent, RenderAhead, RunEnd, Sink,
-};
+use crate::pipeline::{RenderAhead, RunEnd, Sink};
 use crate::proto::schema::{Field, Group};
 use crate::proto::Direction;
+use crate::session::event::{DatagramEvent, Decoded, LooseFinding, ReassembledEvent};
 use crate::session::Conversations;
 
 /// The tree visitor, switched off when only the list is wanted.
@@ -57,6 +56,8 @@ impl Visitor for MaybeTree {
 pub struct PacketsOptions {
     pub verbose: bool,
     pub hex: bool,
+    /// The terminal's width, which lines are cut and wrapped to; `None` (a pipe): whole lines.
+    pub width: Option<usize>,
 }
 
 /// Writes the packet list. A write error (a closed pipe) stops the output quietly.
@@ -131,16 +132,20 @@ fn key_fields(line: &mut String, e: &DatagramEvent<'_>) {
     }
 }
 
-/// Cuts `line` (one line, no newline) to `width` characters, marking the cut.
-fn fit(line: &mut String, from: usize, width: usize) {
-    if let Some((i, _)) = line[from..].char_indices().nth(width) {
-        line.truncate(from + i);
+/// Cuts `line` (one line, no newline) to `width` characters, marking the cut; leaves it whole
+/// when there is no width (a pipe).
+fn fit(line: &mut String, width: Option<usize>) {
+    let Some(width) = width else {
+        return;
+    };
+    if let Some((i, _)) = line.char_indices().nth(width) {
+        line.truncate(i);
         line.pop();
         line.push('…');
     }
 }
 
-fn findings_block(line: &mut String, findings: &[Finding], indent: &str) {
+fn findings_block(line: &mut String, findings: &[Finding], indent: &str, width: Option<usize>) {
     for f in findings {
         let info = f.rule.info();
         let _ = writeln!(
@@ -157,7 +162,12 @@ fn findings_block(line: &mut String, findings: &[Finding], indent: &str) {
         } else {
             format!("{}: {detail}", info.summary)
         };
-        wrap(line, &text, &format!("{indent}  "), WIDTH as usize);
+        wrap(
+            line,
+            &text,
+            &format!("{indent}  "),
+            width.unwrap_or(usize::MAX),
+        );
     }
 }
 
@@ -258,7 +268,7 @@ impl<W: Write> Sink for Packets<W> {
             }
             line.push(']');
         }
-        fit(line, 0, WIDTH as usize);
+        fit(line, self.options.width);
         line.push('\n');
         if self.options.verbose {
             let _ = write!(line, "  Frame {}: {} bytes at ", e.frame, e.bytes.len());
@@ -314,7 +324,7 @@ impl<W: Write> Sink for Packets<W> {
             }
             if !e.findings.is_empty() {
                 line.push_str("  Violations\n");
-                findings_block(line, e.findings, "    ");
+                findings_block(line, e.findings, "    ", self.options.width);
             }
         }
         if self.options.hex {
@@ -361,7 +371,7 @@ impl<W: Write> Sink for Packets<W> {
         );
         let info = f.finding.rule.info();
         let _ = write!(self.line, " [{}] {}", info.id, render::detail(&f.finding));
-        fit(&mut self.line, 0, WIDTH as usize);
+        fit(&mut self.line, self.options.width);
         self.line.push('\n');
         self.emit();
     }
@@ -370,5 +380,9 @@ impl<W: Write> Sink for Packets<W> {
         if let Err(e) = self.out.flush() {
             self.error.get_or_insert(e);
         }
+    }
+
+    fn done(&self) -> bool {
+        self.error.is_some()
     }
 }

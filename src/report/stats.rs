@@ -12,51 +12,17 @@ use std::process::ExitCode;
 use serde_json::{json, Value as Json};
 
 use super::table;
-use crate::cli::{read_capture, write_stdout, Format, ReadOpts};
+use crate::app::{read_capture, write_stdout, Format, ReadOpts, Term};
 use crate::datagram::Dialect;
 use crate::message::NoFields;
-use crate::pipeline::{DatagramEvent, LooseFinding, RunEnd, Sink};
+use crate::pipeline::{RunEnd, Sink};
 use crate::proto::{Direction, Rule};
 use crate::session::analysis::{Config, Durations, Sequence, Session};
+use crate::session::event::{DatagramEvent, LooseFinding};
 use crate::session::Conversation;
 
 /// Conversations shown in the text report; JSON holds them all.
 const TEXT_CONVERSATIONS: usize = 50;
-
-/// How sessions are judged: the nominal snapshot rate (`session.snapshot-rate`).
-#[derive(clap::Args, Clone, Debug, Default)]
-pub struct AnalysisOpts {
-    /// Nominal snapshot rate in Hz that session.snapshot-rate judges against [default: 60].
-    #[arg(long, value_name = "HZ")]
-    pub snapshot_hz: Option<f64>,
-    /// How far the snapshot rate may be from nominal, in percent [default: 20].
-    #[arg(long, value_name = "PERCENT")]
-    pub snapshot_tolerance: Option<f64>,
-}
-
-impl AnalysisOpts {
-    /// The analysis configuration, checked: a positive rate, a tolerance from 0 to 100 %.
-    pub fn config(&self) -> Result<Config, String> {
-        let mut config = Config::default();
-        if let Some(hz) = self.snapshot_hz {
-            if !(hz.is_finite() && hz > 0.0) {
-                return Err(format!(
-                    "--snapshot-hz must be a positive number of Hz, not {hz}"
-                ));
-            }
-            config.snapshot_hz = hz;
-        }
-        if let Some(pct) = self.snapshot_tolerance {
-            if !(pct.is_finite() && (0.0..=100.0).contains(&pct)) {
-                return Err(format!(
-                    "--snapshot-tolerance must be a percentage from 0 to 100, not {pct}"
-                ));
-            }
-            config.snapshot_tolerance = pct / 100.0;
-        }
-        Ok(config)
-    }
-}
 
 /// Arguments of `rtype-inspect stats`.
 #[derive(clap::Args)]
@@ -69,13 +35,13 @@ pub struct StatsArgs {
 }
 
 /// Runs `rtype-inspect stats`.
-pub fn run(args: StatsArgs) -> Result<ExitCode, String> {
+pub fn run(args: StatsArgs, term: Term) -> Result<ExitCode, String> {
     let mut stats = Stats::default();
-    read_capture(&args.file, &args.read, &mut stats)?;
+    read_capture(&args.file, &args.read.reading()?, &mut stats)?;
     let json = stats.json.take().unwrap_or(Json::Null);
     let text = match args.format {
         Format::Json => serde_json::to_string_pretty(&json).unwrap_or_default() + "\n",
-        _ => text(&args.file.display().to_string(), &json),
+        _ => text(&args.file.display().to_string(), &json, term),
     };
     write_stdout(text.as_bytes())
 }
@@ -229,7 +195,7 @@ fn session_json(
 }
 
 /// The report as text tables.
-pub fn text(path: &str, j: &Json) -> String {
+pub fn text(path: &str, j: &Json, term: Term) -> String {
     let mut out = String::new();
     let convs = j["conversations"].as_array().map_or(&[][..], |v| &v[..]);
     let cfg = &j["config"];
@@ -252,7 +218,7 @@ pub fn text(path: &str, j: &Json) -> String {
         );
     }
     for c in convs.iter().take(TEXT_CONVERSATIONS) {
-        conversation_text(&mut out, c);
+        conversation_text(&mut out, c, term);
     }
     if convs.len() > TEXT_CONVERSATIONS {
         let _ = writeln!(
@@ -264,7 +230,7 @@ pub fn text(path: &str, j: &Json) -> String {
     out
 }
 
-fn conversation_text(out: &mut String, c: &Json) {
+fn conversation_text(out: &mut String, c: &Json, term: Term) {
     let player = c["player_id"]
         .as_u64()
         .map_or_else(|| "unknown".to_string(), |p| p.to_string());
@@ -292,10 +258,10 @@ fn conversation_text(out: &mut String, c: &Json) {
     let _ = writeln!(
         out,
         "{}",
-        wrap(head, &path, " →", usize::from(table::WIDTH))
+        wrap(head, &path, " →", term.width.unwrap_or(usize::MAX))
     );
     if !steps.is_empty() {
-        let mut t = table::new(&["Step", "Frame", "Time (s)", "Count"]);
+        let mut t = table::new(term, &["Step", "Frame", "Time (s)", "Count"]);
         for s in steps {
             t.add_row(vec![
                 str_of(&s["step"]),
@@ -307,12 +273,15 @@ fn conversation_text(out: &mut String, c: &Json) {
         let _ = writeln!(out, "{t}");
     }
 
-    let mut t = table::new(&[
-        "Direction",
-        "Datagrams",
-        "Bytes",
-        "Byte-identical duplicates",
-    ]);
+    let mut t = table::new(
+        term,
+        &[
+            "Direction",
+            "Datagrams",
+            "Bytes",
+            "Byte-identical duplicates",
+        ],
+    );
     for (key, label) in [
         ("client_to_server", "C→S"),
         ("server_to_client", "S→C"),
@@ -333,7 +302,7 @@ fn conversation_text(out: &mut String, c: &Json) {
 
     let snaps = &c["snapshots"];
     let rtt = &c["rtt_ms"];
-    let mut t = table::new(&["Timing (ms)", "Count", "Min", "p50", "p99", "Max"]);
+    let mut t = table::new(term, &["Timing (ms)", "Count", "Min", "p50", "p99", "Max"]);
     let gap = &snaps["gap_ms"];
     t.add_row(vec![
         "snapshot gap".into(),
@@ -370,16 +339,19 @@ fn conversation_text(out: &mut String, c: &Json) {
         rtt["pings"], rtt["pairs"], rtt["unanswered_pings"], rtt["unmatched_pongs"],
     );
 
-    let mut t = table::new(&[
-        "Dir",
-        "Sequence family",
-        "Received",
-        "Lost (est.)",
-        "Loss %",
-        "Dup",
-        "Reord",
-        "Resets",
-    ]);
+    let mut t = table::new(
+        term,
+        &[
+            "Dir",
+            "Sequence family",
+            "Received",
+            "Lost (est.)",
+            "Loss %",
+            "Dup",
+            "Reord",
+            "Resets",
+        ],
+    );
     for s in c["sequences"].as_array().into_iter().flatten() {
         let dir = if s["direction"] == "client_to_server" {
             "C→S"

@@ -6,10 +6,12 @@ use std::fmt::Write as _;
 use serde_json::{json, Value as Json};
 
 use super::table;
+use crate::app::Term;
 use crate::datagram::Dialect;
 use crate::message::NoFields;
-use crate::pipeline::{DatagramEvent, FrameCounts, LooseFinding, RunEnd, Sink};
+use crate::pipeline::{RunEnd, Sink};
 use crate::proto::{Direction, Rule, Severity};
+use crate::session::event::{DatagramEvent, FrameCounts, LooseFinding};
 
 /// Occurrences of one rule.
 #[derive(Clone, Copy, Debug, Default)]
@@ -236,8 +238,8 @@ impl Summary {
         self.json.as_ref().expect("summary read after the run")
     }
 
-    /// The summary as text tables that fit 100 columns.
-    pub fn text(&self, path: &str, color: bool) -> String {
+    /// The summary as text tables that fit the terminal.
+    pub fn text(&self, path: &str, term: Term) -> String {
         let j = self.json();
         let cap = &j["capture"];
         let counts: FrameCounts = serde_json::from_value(j["counts"].clone()).unwrap_or_default();
@@ -278,7 +280,7 @@ impl Summary {
         );
         let convs = j["conversations"].as_array().map_or(&[][..], |v| &v[..]);
         let _ = writeln!(out, "\nConversations: {}", convs.len());
-        let mut t = table::new(&["#", "Client", "Server", "First frame"]);
+        let mut t = table::new(term, &["#", "Client", "Server", "First frame"]);
         for c in convs.iter().take(50) {
             t.add_row(vec![
                 c["id"].to_string(),
@@ -290,7 +292,7 @@ impl Summary {
         if !convs.is_empty() {
             let _ = writeln!(out, "{t}");
         }
-        let mut t = table::new(&["Dialect", "Direction", "Code", "Message", "Count"]);
+        let mut t = table::new(term, &["Dialect", "Direction", "Code", "Message", "Count"]);
         for m in j["messages"].as_array().into_iter().flatten() {
             let dir = match m["direction"].as_str() {
                 Some("client_to_server") => "C→S",
@@ -313,20 +315,23 @@ impl Summary {
         if violations.is_empty() {
             let _ = writeln!(out, "\nNo violations.");
         } else {
-            let mut t = table::new(&[
-                "Violation",
-                "Severity",
-                "Count",
-                "First",
-                "What (document section)",
-            ]);
+            let mut t = table::new(
+                term,
+                &[
+                    "Violation",
+                    "Severity",
+                    "Count",
+                    "First",
+                    "What (document section)",
+                ],
+            );
             table::keep_whole(&mut t, 0);
             for v in violations {
                 let sev =
                     Severity::parse(v["severity"].as_str().unwrap_or("")).unwrap_or(Severity::Info);
                 t.add_row(vec![
                     table::cell(str_of(&v["id"])),
-                    table::severity_cell(sev, color),
+                    table::severity_cell(sev, term),
                     table::cell(v["count"].to_string()),
                     table::cell(v["first_frame"].to_string()),
                     table::cell(format!(

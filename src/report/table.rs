@@ -1,19 +1,26 @@
-//! Text tables that fit 100 columns, coloured only when asked (on a TTY).
+//! Text tables that fit the terminal (whole rows on a pipe), coloured only when asked.
 
 use comfy_table::{presets, Cell, Color, ColumnConstraint, ContentArrangement, Table};
 
+use crate::app::Term;
 use crate::proto::Severity;
 
-/// Width every human report fits in.
-pub const WIDTH: u16 = 100;
-
-/// A table with these headers, wrapping its cells to fit [`WIDTH`].
-pub fn new(headers: &[&str]) -> Table {
+/// A table with these headers: cells wrap to fit the terminal's width; on a pipe, rows are
+/// whole lines, however long.
+pub fn new(term: Term, headers: &[&str]) -> Table {
     let mut t = Table::new();
     t.load_style(presets::UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Dynamic)
-        .set_width(WIDTH)
         .set_header(headers.iter().map(|h| Cell::new(*h)));
+    match term.width {
+        Some(width) => t
+            .set_content_arrangement(ContentArrangement::Dynamic)
+            .set_width(u16::try_from(width).unwrap_or(u16::MAX)),
+        None => t.set_content_arrangement(ContentArrangement::Disabled),
+    };
+    if term.color {
+        // comfy-table drops styling when stdout is not a terminal; --color always keeps it.
+        t.enforce_styling();
+    }
     t
 }
 
@@ -22,9 +29,9 @@ pub fn cell(text: impl Into<String>) -> Cell {
 }
 
 /// A severity, red/yellow/blue when colour is on.
-pub fn severity_cell(severity: Severity, color: bool) -> Cell {
+pub fn severity_cell(severity: Severity, term: Term) -> Cell {
     let c = Cell::new(severity.name());
-    if !color {
+    if !term.color {
         return c;
     }
     c.fg(match severity {

@@ -45,6 +45,29 @@ pub(super) fn clean_session_short(s: &mut Script) -> io::Result<()> {
     )
 }
 
+/// The short clean session with a desktop's ordinary UDP between its datagrams (DNS, mDNS, SSDP,
+/// QUIC, a JSON broadcast, text starting "RT"...): none of that may be judged.
+pub(super) fn mixed_desktop(s: &mut Script) -> io::Result<()> {
+    let mut session = Vec::new();
+    clean_session_short(&mut Script::new(&mut session))?;
+    let (first, last) = match (session.first(), session.last()) {
+        (Some(f), Some(l)) => (f.ts_us, l.ts_us),
+        _ => return Err(invalid("empty session")),
+    };
+    let count = 3 * super::noise::datagrams().len();
+    let period = (last - first) / count as u64;
+    let mut noise = super::noise::records(first + period / 2, period, count)
+        .into_iter()
+        .peekable();
+    for record in &session {
+        while let Some(n) = noise.next_if(|n| n.ts_us < record.ts_us) {
+            s.replay(&n)?;
+        }
+        s.replay(record)?;
+    }
+    noise.try_for_each(|n| s.replay(&n))
+}
+
 pub(super) fn old_header(s: &mut Script) -> io::Result<()> {
     s.layout = HeaderLayout::Old15;
     clean_session_short(s)?;

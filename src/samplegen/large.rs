@@ -1,9 +1,7 @@
 //! A large capture for benchmarks: many clients at 60 Hz for as long as it takes to write the
 //! requested number of datagrams, streamed to the file as they are made (flat memory).
 
-use std::fs::File;
-use std::io::{self, BufWriter};
-use std::path::Path;
+use std::io::{self, BufWriter, Write};
 
 use serde_json::json;
 
@@ -23,7 +21,8 @@ const CHUNKS: u16 = 3;
 /// Writes a pcap of exactly `datagrams` datagrams (fewer only if `datagrams` is tiny): `clients`
 /// clients join, then play: inputs every tick, a snapshot per client every tick (LZ4 when it
 /// pays), pings, spawns and destroys, and a full-state chunk set every second. Deterministic.
-pub fn generate_large(out: &Path, datagrams: u64, clients: u32) -> io::Result<()> {
+/// Returns `out` once everything is written to it.
+pub fn generate_large<W: Write>(out: W, datagrams: u64, clients: u32) -> io::Result<W> {
     if clients == 0 {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -33,12 +32,11 @@ pub fn generate_large(out: &Path, datagrams: u64, clients: u32) -> io::Result<()
     let clients: Vec<Client> = (0..clients)
         .map(Client::numbered)
         .collect::<io::Result<_>>()?;
-    let mut sink = PcapSink::new(BufWriter::with_capacity(1 << 20, File::create(out)?))?;
+    let mut sink = PcapSink::new(BufWriter::with_capacity(1 << 20, out))?;
     let mut script = Script::new(&mut sink).limit(datagrams);
     run(&mut script, &clients)?;
     drop(script);
-    sink.finish()?.into_inner().map_err(|e| e.into_error())?;
-    Ok(())
+    sink.finish()?.into_inner().map_err(|e| e.into_error())
 }
 
 fn run(s: &mut Script, clients: &[Client]) -> io::Result<()> {

@@ -14,6 +14,7 @@
 mod clean;
 pub mod encode;
 mod large;
+pub mod noise;
 pub mod pcap;
 pub mod rt;
 pub mod rtnp;

@@ -16,6 +16,7 @@ use serde_json::{json, Value};
 use super::pcap::{udp_frame, Link, PcapWriter};
 use super::scenarios::expected_text;
 use super::script::{invalid, Expected, Record, T0_US};
+use crate::app::write_file;
 use crate::message::Endian;
 use crate::proto::rt::{self as desc, FLAG_COMPRESSED, FLAG_RELIABLE, HEADER};
 use crate::proto::schema::{Message, Node, Ty};
@@ -197,10 +198,10 @@ impl Capture {
 
     /// Writes `NAME.pcap` (from `bytes`) and `NAME.expected.txt` into `dir`.
     pub fn write(&self, dir: &Path, name: &str, bytes: &[u8]) -> io::Result<()> {
-        std::fs::write(dir.join(format!("{name}.pcap")), bytes)?;
-        std::fs::write(
-            dir.join(format!("{name}.expected.txt")),
-            expected_text(&self.expected),
+        write_file(&dir.join(format!("{name}.pcap")), bytes)?;
+        write_file(
+            &dir.join(format!("{name}.expected.txt")),
+            expected_text(&self.expected).as_bytes(),
         )
     }
 }
@@ -898,7 +899,7 @@ mod tests {
         let mut bytes = header(Endian::Big, desc::CLIENT_CONNECT, 0, 1, 0);
         bytes.extend(&payload[..37]);
         let mut findings = vec![];
-        let d = parse(&bytes, &mut findings).unwrap();
+        let d = parse(&bytes, None, &mut findings).unwrap();
         decode_message(
             connect,
             d.payload,

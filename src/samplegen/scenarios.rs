@@ -12,6 +12,7 @@ use std::path::Path;
 use super::pcap::{gzip, udp_frame, Link, PcapWriter, PcapngWriter};
 use super::script::{invalid, Client, Expected, Record, Script};
 use super::{clean, violations};
+use crate::app::write_file;
 use crate::proto::Rule;
 
 /// How a scenario's datagrams become a file.
@@ -118,6 +119,15 @@ const ALL: &[Scenario] = &[
         format: Format::PcapCut,
     },
     Scenario {
+        name: "mixed-desktop",
+        file: "mixed-desktop.pcap",
+        summary: "the short clean session among a desktop's ordinary UDP (DNS, mDNS, SSDP, QUIC, a JSON \
+                  broadcast, text starting \"RT\", zeros, a lone rtype magic...), 51 datagrams none of \
+                  which is judged; zero findings",
+        script: clean::mixed_desktop,
+        format: Format::Pcap,
+    },
+    Scenario {
         name: "link-variety",
         file: "link-variety.pcapng",
         summary: "pcapng, two interfaces: Ethernet with an 802.1Q tag (VLAN 42) and raw IPv4 (player 2's \
@@ -138,6 +148,7 @@ pub const SCENARIOS: &[&str] = &[
     "violations-chunks",
     "old-header",
     "truncated",
+    "mixed-desktop",
     "link-variety",
 ];
 
@@ -155,7 +166,7 @@ pub fn write_all(dir: &Path) -> io::Result<()> {
     }
     super::rt::write(dir)?;
     super::rtnp::write(dir)?;
-    fs::write(dir.join("README.md"), readme(&rows))
+    write_file(&dir.join("README.md"), readme(&rows).as_bytes())
 }
 
 impl Scenario {
@@ -200,10 +211,10 @@ impl Scenario {
     /// Writes the sample and `NAME.expected.txt` into `dir`.
     pub fn write(&self, dir: &Path) -> io::Result<Sample> {
         let sample = self.generate()?;
-        fs::write(dir.join(self.file), &sample.bytes)?;
-        fs::write(
-            dir.join(self.expected_file()),
-            expected_text(&sample.expected),
+        write_file(&dir.join(self.file), &sample.bytes)?;
+        write_file(
+            &dir.join(self.expected_file()),
+            expected_text(&sample.expected).as_bytes(),
         )?;
         Ok(sample)
     }

@@ -285,6 +285,12 @@ impl<'s> Script<'s> {
         self.send(SERVER_REPLY, client.addr, bytes)
     }
 
+    /// Sends a datagram written elsewhere, at its own time (which must not go back).
+    pub fn replay(&mut self, record: &Record) -> io::Result<()> {
+        self.now_us = self.now_us.max(record.ts_us);
+        self.send(record.from, record.to, &record.bytes)
+    }
+
     /// Sends any bytes between any addresses, at the script's clock.
     pub fn send(&mut self, from: SocketAddr, to: SocketAddr, bytes: &[u8]) -> io::Result<()> {
         if self.sent >= self.limit {

@@ -24,7 +24,7 @@ pub use session::{
     LEVELINIT_JUDGED_AFTER_NANOS, MIN_RATE_TICKS,
 };
 
-use crate::pipeline::{DatagramEvent, LooseFinding};
+use crate::session::event::{DatagramEvent, LooseFinding};
 
 /// Conversations analysed; datagrams of later ones are only counted.
 pub const MAX_ANALYSED: usize = 4096;

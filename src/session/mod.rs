@@ -3,10 +3,12 @@
 
 pub mod analysis;
 pub mod chunks;
+pub mod event;
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 
+use crate::datagram::Dialect;
 use crate::proto::Direction;
 
 /// At most this many conversations are tracked (as many as the analysis keeps, bounding memory to
@@ -23,6 +25,8 @@ const FEW_CONVERSATIONS: usize = 8;
 #[derive(Debug)]
 pub struct Conversation {
     pub id: u32,
+    /// The dialect its first datagram was recognised as; every later datagram is judged as it.
+    pub dialect: Dialect,
     pub client: SocketAddr,
     pub server: SocketAddr,
     pub first_frame: u64,
@@ -51,28 +55,41 @@ pub struct Conversations {
 }
 
 impl Conversations {
-    /// The conversation of a datagram from `src` to `dst` travelling in `direction`.
+    /// The conversation with this client and server address, if there is one.
+    fn get_by(&self, client: SocketAddr, server: IpAddr) -> Option<&Conversation> {
+        if self.list.len() <= FEW_CONVERSATIONS {
+            self.list
+                .iter()
+                .find(|c| c.client == client && c.server.ip() == server)
+        } else {
+            self.index
+                .get(&(client, server))
+                .and_then(|id| self.get(*id))
+        }
+    }
+
+    /// The recognised conversation a datagram from `src` to `dst` belongs to, either way round.
+    pub fn find(&self, src: SocketAddr, dst: SocketAddr) -> Option<&Conversation> {
+        self.get_by(src, dst.ip())
+            .or_else(|| self.get_by(dst, src.ip()))
+    }
+
+    /// The conversation of a datagram from `src` to `dst` travelling in `direction`, recognised
+    /// as `dialect` when it is new.
     pub fn lookup(
         &mut self,
         src: SocketAddr,
         dst: SocketAddr,
         direction: Direction,
         frame: u64,
+        dialect: Dialect,
     ) -> u32 {
         let (client, server) = match direction {
             Direction::ClientToServer => (src, dst),
             Direction::ServerToClient => (dst, src),
         };
-        if self.list.len() <= FEW_CONVERSATIONS {
-            if let Some(c) = self
-                .list
-                .iter()
-                .find(|c| c.client == client && c.server.ip() == server.ip())
-            {
-                return c.id;
-            }
-        } else if let Some(id) = self.index.get(&(client, server.ip())) {
-            return *id;
+        if let Some(c) = self.get_by(client, server.ip()) {
+            return c.id;
         }
         if self.list.len() >= MAX_CONVERSATIONS {
             self.overflow.get_or_insert(frame);
@@ -82,6 +99,7 @@ impl Conversations {
         self.index.insert((client, server.ip()), id);
         self.list.push(Conversation {
             id,
+            dialect,
             client,
             server,
             first_frame: frame,
@@ -115,15 +133,27 @@ mod tests {
         let client: SocketAddr = "10.0.0.2:41000".parse().unwrap();
         let listen: SocketAddr = "10.0.0.1:50010".parse().unwrap();
         let reply: SocketAddr = "10.0.0.1:49316".parse().unwrap();
-        let a = c.lookup(client, listen, Direction::ClientToServer, 1);
-        let b = c.lookup(reply, client, Direction::ServerToClient, 2);
+        let a = c.lookup(client, listen, Direction::ClientToServer, 1, Dialect::Rtype);
+        let b = c.lookup(reply, client, Direction::ServerToClient, 2, Dialect::Rtype);
         let other = c.lookup(
             "10.0.0.3:41000".parse().unwrap(),
             listen,
             Direction::ClientToServer,
             3,
+            Dialect::Rt,
         );
         assert_eq!((a, b, other), (1, 1, 2));
         assert_eq!(c.get(1).unwrap().server, listen);
+        assert_eq!(c.find(reply, client).map(|c| c.id), Some(1));
+        assert_eq!(
+            c.find(client, "10.0.0.1:9".parse().unwrap()).map(|c| c.id),
+            Some(1)
+        );
+        assert_eq!(
+            c.find("10.0.0.3:41000".parse().unwrap(), listen)
+                .map(|c| c.dialect),
+            Some(Dialect::Rt)
+        );
+        assert!(c.find("10.0.0.4:41000".parse().unwrap(), listen).is_none());
     }
 }

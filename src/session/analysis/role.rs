@@ -3,8 +3,8 @@
 //! say here which of its messages play which role.
 
 use crate::datagram::Dialect;
-use crate::pipeline::DatagramEvent;
 use crate::proto::Direction;
+use crate::session::event::DatagramEvent;
 
 /// The steps of a session, in the order the rtype handshake takes them (001, 002 §5):
 /// HELLO → SERVER_HELLO → JOIN_REQUEST → JOIN_ACCEPT or JOIN_DENY → READY → ALL_READY /

@@ -7,8 +7,8 @@ use super::seq::{Arrival, Sequence};
 use super::Config;
 use crate::datagram::Dialect;
 use crate::message::{Detail, Finding};
-use crate::pipeline::{DatagramEvent, Decoded, LooseFinding};
 use crate::proto::{Direction, Rule};
+use crate::session::event::{DatagramEvent, Decoded, LooseFinding};
 
 /// Pings awaiting their pong.
 const PENDING_PINGS: usize = 16;

@@ -1,0 +1,221 @@
+//! The configuration file, `rtype-inspect.toml`: read once, merged with the command line, and the
+//! same for every command that reads captures.
+//!
+//! ```toml
+//! profile = "reference-17byte"        # a bundled profile, or a file relative to this one
+//! snapshot_hz = 60                    # nominal snapshot rate (session.snapshot-rate)
+//! snapshot_tolerance = 20             # percent
+//! fail_on = "warning"                 # check: error (default), warning or info
+//! allow = ["rtype.pong.empty"]        # check: rule IDs whose findings never fail
+//! ```
+//!
+//! Unknown keys, unknown rule IDs and values out of range are errors naming the file and the key.
+
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::proto::{Rule, Severity};
+
+/// The file looked for in the working directory when `--config` is not given.
+pub const CONFIG_FILE: &str = "rtype-inspect.toml";
+/// Largest configuration file read (a bounded read: /dev/zero or a pipe cannot exhaust memory).
+const MAX_CONFIG: u64 = 1 << 20;
+
+/// The file's keys, as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigFile {
+    fail_on: Option<String>,
+    #[serde(default)]
+    allow: Vec<String>,
+    profile: Option<String>,
+    snapshot_hz: Option<f64>,
+    snapshot_tolerance: Option<f64>,
+}
+
+/// What the configuration file says, checked. Empty when there is no file.
+#[derive(Clone, Debug, Default)]
+pub struct Config {
+    /// The file that was read.
+    pub path: Option<PathBuf>,
+    pub fail_on: Option<Severity>,
+    pub allow: Vec<Rule>,
+    /// A bundled profile's name, or a profile file (already made relative to the config's folder).
+    pub profile: Option<PathBuf>,
+    pub snapshot_hz: Option<f64>,
+    /// Percent.
+    pub snapshot_tolerance: Option<f64>,
+}
+
+impl Config {
+    /// The configuration in `explicit` (`--config FILE`, which must exist), else in
+    /// [`CONFIG_FILE`] in the working directory when there is one, else none.
+    pub fn find(explicit: Option<&Path>) -> Result<Config, String> {
+        match explicit {
+            Some(path) => Config::load(path),
+            None => {
+                let path = Path::new(CONFIG_FILE);
+                if path.is_file() {
+                    Config::load(path)
+                } else {
+                    Ok(Config::default())
+                }
+            }
+        }
+    }
+
+    /// Reads and checks one configuration file.
+    pub fn load(path: &Path) -> Result<Config, String> {
+        let shown = path.display();
+        let mut text = String::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(MAX_CONFIG + 1).read_to_string(&mut text))
+            .map_err(|e| format!("{shown}: {e}"))?;
+        if text.len() as u64 > MAX_CONFIG {
+            return Err(format!(
+                "{shown}: config file larger than {MAX_CONFIG} bytes"
+            ));
+        }
+        Config::parse(&text, path).map_err(|e| format!("{shown}: {e}"))
+    }
+
+    /// Parses configuration text; `path` places relative profile paths.
+    fn parse(text: &str, path: &Path) -> Result<Config, String> {
+        let file: ConfigFile = toml::from_str(text).map_err(|e| {
+            // toml's message is several lines (the line, a caret); keep it whole but indented.
+            format!(
+                "invalid config: {}",
+                e.to_string().trim_end().replace('\n', "\n  ")
+            )
+        })?;
+        let fail_on = file
+            .fail_on
+            .map(|s| {
+                Severity::parse(&s).ok_or_else(|| {
+                    format!("fail_on must be \"error\", \"warning\" or \"info\", not {s:?}")
+                })
+            })
+            .transpose()?;
+        let mut allow = Vec::new();
+        let mut unknown = Vec::new();
+        for id in &file.allow {
+            match Rule::from_id(id) {
+                Some(rule) => allow.push(rule),
+                None => unknown.push(id.as_str()),
+            }
+        }
+        if !unknown.is_empty() {
+            return Err(unknown_rules("allow", &unknown));
+        }
+        if let Some(hz) = file.snapshot_hz {
+            check_snapshot_hz(hz, "snapshot_hz")?;
+        }
+        if let Some(pct) = file.snapshot_tolerance {
+            check_snapshot_tolerance(pct, "snapshot_tolerance")?;
+        }
+        let profile = file.profile.map(|p| {
+            let bundled = crate::proto::profile::Profile::bundled(&p).is_some();
+            let dir = path.parent().unwrap_or(Path::new(""));
+            if bundled {
+                PathBuf::from(p)
+            } else {
+                dir.join(p)
+            }
+        });
+        Ok(Config {
+            path: Some(path.to_path_buf()),
+            fail_on,
+            allow,
+            profile,
+            snapshot_hz: file.snapshot_hz,
+            snapshot_tolerance: file.snapshot_tolerance,
+        })
+    }
+}
+
+/// "unknown rule ID(s) in KEY: …", for the file's `allow` and the command line's `--allow`.
+pub fn unknown_rules(key: &str, ids: &[&str]) -> String {
+    format!(
+        "unknown rule ID{} in {key}: {} (`rtype-inspect violations` lists them)",
+        if ids.len() == 1 { "" } else { "s" },
+        ids.join(", ")
+    )
+}
+
+/// A nominal snapshot rate must be a positive number of Hz; `key` names where it was given.
+pub fn check_snapshot_hz(hz: f64, key: &str) -> Result<(), String> {
+    if hz.is_finite() && hz > 0.0 {
+        Ok(())
+    } else {
+        Err(format!("{key} must be a positive number of Hz, not {hz}"))
+    }
+}
+
+/// A tolerance is a percentage from 0 to 100; `key` names where it was given.
+pub fn check_snapshot_tolerance(pct: f64, key: &str) -> Result<(), String> {
+    if pct.is_finite() && (0.0..=100.0).contains(&pct) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{key} must be a percentage from 0 to 100, not {pct}"
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, String> {
+        Config::parse(text, Path::new("dir/rtype-inspect.toml"))
+    }
+
+    #[test]
+    fn reads_every_key() {
+        let c = parse(
+            "fail_on = \"warning\"\nallow = [\"rtype.pong.empty\"]\nprofile = \"p.toml\"\n\
+             snapshot_hz = 30\nsnapshot_tolerance = 10\n",
+        )
+        .unwrap();
+        assert_eq!(c.fail_on, Some(Severity::Warning));
+        assert_eq!(c.allow, vec![Rule::from_id("rtype.pong.empty").unwrap()]);
+        assert_eq!(c.profile, Some(PathBuf::from("dir/p.toml")));
+        assert_eq!(
+            (c.snapshot_hz, c.snapshot_tolerance),
+            (Some(30.0), Some(10.0))
+        );
+    }
+
+    #[test]
+    fn bundled_profiles_are_named_not_placed() {
+        let c = parse("profile = \"reference-17byte\"").unwrap();
+        assert_eq!(c.profile, Some(PathBuf::from("reference-17byte")));
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        let cases = [
+            (
+                "snapshot_hz = -5",
+                "snapshot_hz must be a positive number of Hz, not -5",
+            ),
+            (
+                "snapshot_tolerance = 120",
+                "snapshot_tolerance must be a percentage from 0 to 100, not 120",
+            ),
+            (
+                "fail_on = \"loud\"",
+                "fail_on must be \"error\", \"warning\" or \"info\", not \"loud\"",
+            ),
+            ("allow = [\"nope\"]", "unknown rule ID in allow: nope"),
+        ];
+        for (text, expected) in cases {
+            let e = parse(text).unwrap_err();
+            assert!(e.starts_with(expected), "{text}: {e}");
+        }
+        let e = parse("snapshot_herz = 5").unwrap_err();
+        assert!(e.contains("line 1") && e.contains("snapshot_herz"), "{e}");
+    }
+}

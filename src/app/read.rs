@@ -1,0 +1,140 @@
+//! Reading captures: the options every reading command shares, merged with the configuration
+//! file into one [`Reading`], and the loop that runs a capture through the pipeline into a sink.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::config::{check_snapshot_hz, check_snapshot_tolerance, Config};
+use crate::capture::CaptureReader;
+use crate::pipeline::{Pipeline, Sink};
+use crate::proto::profile::Profile;
+use crate::session::analysis;
+
+/// Options shared by the commands that read captures. Each wins over the configuration file.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct ReadOpts {
+    /// Snapshot field profile replacing the document's mask-bit table: a bundled one by name
+    /// (reference-17byte, reference-15byte) or a TOML file.
+    #[arg(long, value_name = "NAME|FILE")]
+    pub profile: Option<PathBuf>,
+    /// Only datagrams to or from this UDP port (default: any port, recognised by content).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+    pub port: Option<u16>,
+    /// No progress bar.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Configuration file [default: rtype-inspect.toml in the working directory, when there is one].
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Nominal snapshot rate in Hz that session.snapshot-rate judges against [default: 60].
+    #[arg(long, value_name = "HZ")]
+    pub snapshot_hz: Option<f64>,
+    /// How far the snapshot rate may be from nominal, in percent [default: 20].
+    #[arg(long, value_name = "PERCENT")]
+    pub snapshot_tolerance: Option<f64>,
+}
+
+/// How captures are read, once the options and the configuration file are merged.
+#[derive(Clone, Debug)]
+pub struct Reading {
+    pub config: Config,
+    pub profile: Profile,
+    /// Where the profile came from (its bundled name or file), when it is not the document's.
+    pub profile_source: Option<PathBuf>,
+    pub port: Option<u16>,
+    pub quiet: bool,
+    pub analysis: analysis::Config,
+}
+
+impl ReadOpts {
+    /// Reads the configuration file and merges it with these options.
+    pub fn reading(&self) -> Result<Reading, String> {
+        let config = Config::find(self.config.as_deref())?;
+        let mut analysis = analysis::Config::default();
+        if let Some(hz) = self.snapshot_hz {
+            check_snapshot_hz(hz, "--snapshot-hz")?;
+            analysis.snapshot_hz = hz;
+        } else if let Some(hz) = config.snapshot_hz {
+            analysis.snapshot_hz = hz;
+        }
+        if let Some(pct) = self.snapshot_tolerance {
+            check_snapshot_tolerance(pct, "--snapshot-tolerance")?;
+            analysis.snapshot_tolerance = pct / 100.0;
+        } else if let Some(pct) = config.snapshot_tolerance {
+            analysis.snapshot_tolerance = pct / 100.0;
+        }
+        let profile_source = self.profile.clone().or_else(|| config.profile.clone());
+        let profile = match &profile_source {
+            Some(arg) => {
+                Profile::resolve(arg).map_err(|e| match (&self.profile, &config.path) {
+                    // A profile named by the configuration file: say which file named it.
+                    (None, Some(path)) => format!("{} (key profile): {e}", path.display()),
+                    _ => e,
+                })?
+            }
+            None => Profile::document(),
+        };
+        Ok(Reading {
+            config,
+            profile,
+            profile_source,
+            port: self.port,
+            quiet: self.quiet,
+            analysis,
+        })
+    }
+}
+
+impl Reading {
+    /// The pipeline these settings read with.
+    pub fn pipeline(&self) -> Pipeline {
+        Pipeline::new(self.profile.clone(), self.port).with_analysis(self.analysis)
+    }
+}
+
+/// Reads one capture into `sink`, with a progress bar on a terminal.
+pub fn read_capture<S: Sink>(file: &Path, reading: &Reading, sink: &mut S) -> Result<(), String> {
+    let mut reader = CaptureReader::open(file).map_err(|e| e.to_string())?;
+    let progress =
+        (!reading.quiet && std::io::stderr().is_terminal()).then(|| progress_bar(file, &reader));
+    let result = reading.pipeline().run(&mut reader, sink);
+    if let Some((bar, stop)) = progress {
+        stop.store(true, Ordering::Relaxed);
+        bar.finish_and_clear();
+    }
+    result.map_err(|e| e.to_string())
+}
+
+/// A progress bar over the file's bytes, fed from the reader's counter by a ticker thread; for a
+/// pipe or a device, whose size is unknown, a spinner with the bytes read so far.
+fn progress_bar(file: &Path, reader: &CaptureReader) -> (indicatif::ProgressBar, Arc<AtomicBool>) {
+    let len = std::fs::metadata(file)
+        .ok()
+        .filter(|m| m.is_file())
+        .map(|m| m.len());
+    let template = if len.is_some() {
+        "{bar:40} {bytes}/{total_bytes} {bytes_per_sec} ETA {eta}"
+    } else {
+        "{spinner} {bytes} read, {bytes_per_sec}"
+    };
+    let bar =
+        indicatif::ProgressBar::with_draw_target(len, indicatif::ProgressDrawTarget::stderr());
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(template)
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    let (counter, ticker, done) = (reader.progress_counter(), bar.clone(), stop.clone());
+    std::thread::spawn(move || {
+        // Short reads finish before the first tick and never show a bar.
+        std::thread::sleep(Duration::from_millis(300));
+        while !done.load(Ordering::Relaxed) {
+            ticker.set_position(counter.load(Ordering::Relaxed));
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    });
+    (bar, stop)
+}

@@ -1,0 +1,100 @@
+//! What the pipeline tells the session layer and the reports about each datagram: the event
+//! types every stage below the reports shares. They live here, below both the pipeline that
+//! makes them and the session analysis that reads them.
+
+use std::net::SocketAddr;
+
+use crate::datagram::{rt, rtnp, rtype, Dialect};
+use crate::message::{Facts, Finding};
+use crate::proto::{Direction, Message};
+
+/// What the pipeline knows of one datagram once it is decoded.
+#[derive(Debug)]
+pub struct DatagramEvent<'a> {
+    pub frame: u64,
+    pub ts_nanos: i64,
+    pub src: SocketAddr,
+    pub dst: SocketAddr,
+    /// The UDP payload.
+    pub bytes: &'a [u8],
+    pub dialect: Dialect,
+    pub conversation: u32,
+    pub direction: Option<Direction>,
+    /// The dialect's checked header, when the datagram is long enough to carry one.
+    pub decoded: Option<Decoded<'a>>,
+    /// The message type as on the wire, known or not (binary dialects).
+    pub code: Option<u8>,
+    /// The header's sequence number and tick (or timestamp), where the dialect has them.
+    pub sequence: Option<u32>,
+    pub tick: Option<u32>,
+    pub message: Option<&'static Message>,
+    /// The message's name: the description's, or the type text of dialects that name types in text.
+    pub name: &'a str,
+    /// The message payload that was decoded (decompressed when it was compressed).
+    pub payload: Option<&'a [u8]>,
+    pub facts: Facts,
+    pub findings: &'a [Finding],
+}
+
+/// A dialect's checked header and footer.
+#[derive(Clone, Copy, Debug)]
+pub enum Decoded<'a> {
+    Rtype(rtype::Datagram<'a>),
+    Rt(rt::Datagram<'a>),
+    /// An rtnp message: its framing, its text (when UTF-8), and its JSON (when it parsed), whole.
+    Rtnp {
+        framing: rtnp::Framing,
+        text: Option<&'a str>,
+        json: Option<&'a serde_json::Value>,
+    },
+}
+
+impl DatagramEvent<'_> {
+    /// Whether the datagram's integrity check (CRC) failed.
+    pub fn crc_failed(&self) -> bool {
+        match self.decoded {
+            Some(Decoded::Rtype(d)) => !d.crc_ok(),
+            Some(Decoded::Rt(_) | Decoded::Rtnp { .. }) | None => false,
+        }
+    }
+    /// Whether the payload was compressed on the wire.
+    pub fn compressed(&self) -> bool {
+        match self.decoded {
+            Some(Decoded::Rtype(d)) => d.header.compressed(),
+            Some(Decoded::Rt(d)) => d.header.compressed(),
+            Some(Decoded::Rtnp { .. }) | None => false,
+        }
+    }
+}
+
+/// A snapshot put back together from its chunks, reported right after the chunk that completed it.
+#[derive(Debug)]
+pub struct ReassembledEvent<'a> {
+    pub frame: u64,
+    pub conversation: u32,
+    pub tick: u32,
+    pub chunks: u16,
+    pub first_frame: u64,
+    pub payload: &'a [u8],
+}
+
+/// A finding that belongs to no single decoded datagram: the capture's, or a session's.
+#[derive(Clone, Copy, Debug)]
+pub struct LooseFinding {
+    pub frame: u64,
+    pub conversation: u32,
+    pub finding: Finding,
+}
+
+/// Frame counts by what became of them.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct FrameCounts {
+    pub frames: u64,
+    pub udp: u64,
+    pub datagrams: u64,
+    pub other_udp: u64,
+    pub not_udp: u64,
+    pub unsupported_link: u64,
+    pub malformed: u64,
+    pub reassembled_fragments: u64,
+}
