@@ -2503,3 +2503,498 @@ fn run_mock(mock: &Path, mode: &str, input: &str) -> String {
     );
     String::from_utf8(out.stdout).unwrap()
 }
+
+// ------------------------------------------------------------------------------------------------
+// A capture cut by a snap length
+// ------------------------------------------------------------------------------------------------
+
+/// Rules a cut datagram would break only because the capture lacks its end.
+const FALSE_WHEN_CUT: &[&str] = &[
+    "rtype.datagram.short",
+    "rtype.header.payload-len",
+    "rtype.crc.mismatch",
+    "rtype.compress.lz4",
+    "rtype.compress.orig-size",
+    "rtype.compress.not-smaller",
+    "rtype.message.truncated",
+    "rtype.message.trailing",
+    "rtype.message.size",
+    "rt.short",
+    "rt.message.truncated",
+    "rt.message.trailing",
+    "rt.message.size",
+    "rtnp.envelope.malformed",
+    "rtnp.json.invalid",
+];
+
+/// `editcap -s SNAPLEN` of `capture`, and how many of its frames the cut shortened (as tshark
+/// counts them: frame.len against frame.cap_len, no dissector).
+fn cut_capture(capture: &Path, snaplen: u32) -> (PathBuf, usize) {
+    let cut = scratch(&format!(
+        "cut{snaplen}-{}",
+        capture.file_name().unwrap().to_string_lossy()
+    ));
+    let status = Command::new("editcap")
+        .arg("-s")
+        .arg(snaplen.to_string())
+        .arg(capture)
+        .arg(&cut)
+        .status()
+        .expect("editcap runs");
+    assert!(status.success());
+    let out = Command::new("tshark")
+        .args(["-n", "-r"])
+        .arg(&cut)
+        .args(["-T", "fields", "-e", "frame.len", "-e", "frame.cap_len"])
+        .output()
+        .unwrap();
+    let shortened = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| {
+            let v: Vec<u64> = l.split('\t').filter_map(|x| x.parse().ok()).collect();
+            v.len() == 2 && v[0] > v[1]
+        })
+        .count();
+    (cut, shortened)
+}
+
+/// A capture cut by a snap length (`editcap -s 60`, `-s 200`) is judged on what it holds, the same
+/// in rtype-inspect and in tshark: one `capture.snaplen` per cut datagram, its CRC unverified and
+/// its missing bytes "not captured", and none of the rules only the missing bytes would settle.
+#[test]
+fn a_cut_capture_is_judged_on_what_it_holds() {
+    let list = tsharks("a_cut_capture_is_judged_on_what_it_holds");
+    if !list.contains(&Tshark::Host) {
+        return;
+    }
+    for capture in [
+        sample("clean-session.pcap"),
+        fixture("reference-17byte-1client.pcap"),
+        fixture("rt-two-players.pcap"),
+        fixture("rtnp-solo.pcap"),
+    ] {
+        for snaplen in [60, 200] {
+            let (cut, shortened) = cut_capture(&capture, snaplen);
+            let what = format!("{} -s {snaplen}", capture.display());
+            // rtype-inspect: one capture.snaplen per cut frame, and no rule of FALSE_WHEN_CUT on
+            // the datagram of such a frame.
+            let records = export(&cut, None);
+            let cut_frames: std::collections::HashSet<u64> = records
+                .iter()
+                .filter(|r| r.get("id").and_then(J::str) == Some("capture.snaplen"))
+                .filter_map(|r| r.get("frame").and_then(J::u64))
+                .collect();
+            assert_eq!(
+                cut_frames.len(),
+                shortened,
+                "{what}: rtype-inspect, one capture.snaplen per cut frame"
+            );
+            for record in records.iter().filter(|r| {
+                r.get("kind").and_then(J::str) == Some("datagram")
+                    && r.get("frame")
+                        .and_then(J::u64)
+                        .is_some_and(|f| cut_frames.contains(&f))
+            }) {
+                let violations = format!("{:?}", record.get("violations"));
+                for id in FALSE_WHEN_CUT {
+                    assert!(
+                        !violations.contains(&format!("S(\"{id}\")")),
+                        "{what}: rtype-inspect reports {id} on a cut frame: {violations}"
+                    );
+                }
+            }
+            // tshark: the same expert infos, frame by frame (the CRC unverified).
+            for &ts in &list {
+                let seen = compare(ts, &cut, None);
+                assert_eq!(
+                    seen.cut,
+                    shortened,
+                    "{what}: {} sees the cut frames",
+                    ts.name()
+                );
+            }
+        }
+    }
+    // What the capture lacks is shown as such.
+    let (cut, _) = cut_capture(&fixture("reference-17byte-1client.pcap"), 60);
+    let out = tshark(Tshark::Host, &cut, &["-V", "-Y", "frame.number == 558"]);
+    assert!(
+        out.contains("[CRC32 Status: Unverified (2) (not captured)]"),
+        "{out}"
+    );
+    assert!(out.contains("    [65 bytes not captured]\n"), "{out}");
+    assert!(out.contains("(18 of 83 bytes captured)"), "{out}");
+}
+
+// ------------------------------------------------------------------------------------------------
+// Trees faked or absent, preferences, statistics
+// ------------------------------------------------------------------------------------------------
+
+/// Frame numbers tshark shows with `-Y expr` (and `extra` options): in its one-line output the
+/// tree is only faked for the filter (the dissector adds fields flat, by value); with `-V` it is
+/// drawn.
+fn filtered(ts: Tshark, capture: &Path, expr: &str, drawn: bool, extra: &[&str]) -> Vec<u64> {
+    let mut args = vec!["-Y", expr];
+    if drawn {
+        args.push("-V");
+    }
+    args.extend(extra);
+    let out = tshark(ts, capture, &args);
+    out.lines()
+        .filter_map(|l| {
+            if drawn {
+                l.strip_prefix("Frame ")?.split(':').next()?.parse().ok()
+            } else {
+                l.split_whitespace().next()?.parse().ok()
+            }
+        })
+        .collect()
+}
+
+/// The dissector adds fields by value to a tree Wireshark only fakes (to filter or colour the
+/// packet list), and with their bytes and subtrees to a drawn one: a filter selects the same
+/// frames either way, in both tsharks.
+#[test]
+fn filters_select_the_same_frames_whether_the_tree_is_drawn_or_not() {
+    let cases: &[(&str, &str, usize)] = &[
+        (
+            "reference-17byte-1client.pcap",
+            "rtype.snapshot.entity.id == 0 && rtype.conversation == 1 && rtype.crc.status == 1",
+            800,
+        ),
+        (
+            "reference-17byte-1client.pcap",
+            "rtype.input.input_flags.fire == 1",
+            600,
+        ),
+        (
+            "reference-17byte-1client.pcap",
+            "rtype.compressed == 1 && rtype.version == 1",
+            673,
+        ),
+        (
+            "reference-17byte-1client.pcap",
+            "rtype.levelinit.archetype.sprite_id == \"bullet\"",
+            1,
+        ),
+        (
+            "reference-17byte-1client.pcap",
+            "rtype.reassembled.entity.update_mask == 0x047f",
+            16,
+        ),
+        (
+            "reference-17byte-1client.pcap",
+            "rtype.snapshot.undefined-bit",
+            190,
+        ),
+        (
+            "reference-15byte-levelevents.pcap",
+            "rtype.levelevent.event_type",
+            4,
+        ),
+        (
+            "rt-two-players.pcap",
+            "rt.transform_snapshot.entity.pos_x > 100 && rt.reliable == 0",
+            817,
+        ),
+        (
+            "rtnp-solo.pcap",
+            "rtnp.type == \"snapshot\" && rtnp.conversation == 1",
+            321,
+        ),
+    ];
+    for ts in tsharks("filters_select_the_same_frames_whether_the_tree_is_drawn_or_not") {
+        for (name, expr, at_least) in cases {
+            let capture = fixture(name);
+            let faked = filtered(ts, &capture, expr, false, &[]);
+            let drawn = filtered(ts, &capture, expr, true, &[]);
+            assert_eq!(faked, drawn, "{} {name}: {expr}", ts.name());
+            assert!(
+                faked.len() >= *at_least,
+                "{} {name}: {expr} selects {}",
+                ts.name(),
+                faked.len()
+            );
+        }
+        // A profile's fields, by the preference, with the same filter names.
+        let capture = fixture("reference-17byte-1client.pcap");
+        let profile = ["-o", "rtype.profile:reference-17byte"];
+        let expr =
+            "rtype.snapshot.entity.pos_x > 20 && rtype.snapshot.entity.pos_x.raw > 200 && !rtype.snapshot.undefined-bit";
+        let faked = filtered(ts, &capture, expr, false, &profile);
+        assert_eq!(
+            faked,
+            filtered(ts, &capture, expr, true, &profile),
+            "{expr}"
+        );
+        assert!(faked.len() > 100, "{expr}: {}", faked.len());
+    }
+}
+
+/// Without a tree (tshark's default output, `-z expert`, the first pass of Wireshark without
+/// colouring) the dissector raises the same expert infos as with one: per rule, `-z expert`
+/// counts what the drawn trees show, the reassembled snapshots' and the profile suggestion
+/// included.
+#[test]
+fn without_a_tree_the_same_expert_infos() {
+    for ts in tsharks("without_a_tree_the_same_expert_infos") {
+        for capture in [
+            fixture("reference-17byte-1client.pcap"),
+            fixture("reference-15byte-levelevents.pcap"),
+            fixture("rt-two-players.pcap"),
+            sample("violations-chunks.pcap"),
+            sample("violations-snapshot.pcap"),
+        ] {
+            let mut drawn: BTreeMap<String, usize> = BTreeMap::new();
+            for frame in dissect(ts, &capture, None).values() {
+                for id in frame.experts.iter().chain(&frame.reassembled_experts) {
+                    *drawn.entry(id.clone()).or_default() += 1;
+                }
+                if frame.suggested.is_some() {
+                    *drawn.entry("rtype.profile.suggested".into()).or_default() += 1;
+                }
+            }
+            assert_eq!(
+                expert_counts(ts, &capture),
+                drawn,
+                "{} {}: -z expert, then the drawn trees",
+                ts.name(),
+                capture.display()
+            );
+        }
+    }
+}
+
+/// A snapshot reassembled from chunks reports what stops its decoding as a SERVER_SNAPSHOT with
+/// the same payload does (rtype-inspect's violations for that datagram).
+#[test]
+fn a_reassembled_snapshot_reports_as_a_datagram_would() {
+    // Chunk 0 of each set holds an entity the document cannot read past (bit 10, then a
+    // reserved bit 7, then a field cut short); chunk 1 a readable one.
+    let stops: [(u16, &[u8]); 3] = [
+        (0x0401, &[3, 9, 9]),
+        (0x0081, &[3, 1, 2]),
+        (0x0002, &[1, 2]),
+    ];
+    let mut packets = Vec::new();
+    let mut singles = Vec::new();
+    for (k, (mask, fields)) in stops.iter().enumerate() {
+        let tick = 70 + k as u32;
+        let good: (u32, u16, &[u8]) = (2, 0x0001, &[4]);
+        packets.push((40000, 40001, chunk(tick, 2, 1, &[good])));
+        packets.push((40000, 40001, chunk(tick, 2, 0, &[(1, *mask, fields)])));
+        // The same snapshot in one datagram: count, then the blocks in chunk order.
+        let mut body = snapshot_body(&[(1, *mask, fields)]);
+        body[1] = 2;
+        body.extend(&snapshot_body(&[good])[2..]);
+        singles.push((40000, 40001, server(0x14, &body)));
+    }
+    let sets = scratch("reassembled-stops.pcap");
+    write_pcap(&sets, &packets);
+    let alone = scratch("reassembled-alone.pcap");
+    write_pcap(&alone, &singles);
+    let expected: Vec<Vec<String>> = export(&alone, None)
+        .iter()
+        .filter(|r| r.get("kind").and_then(J::str) == Some("datagram"))
+        .map(|r| match r.get("violations") {
+            Some(J::A(list)) => list
+                .iter()
+                .filter_map(|v| v.get("id").and_then(J::str).map(str::to_string))
+                .collect(),
+            _ => Vec::new(),
+        })
+        .collect();
+    assert_eq!(
+        expected,
+        [
+            ["rtype.snapshot.undefined-bit"],
+            ["rtype.snapshot.reserved-bit"],
+            ["rtype.message.truncated"]
+        ]
+    );
+    for ts in tsharks("a_reassembled_snapshot_reports_as_a_datagram_would") {
+        let frames = dissect(ts, &sets, None);
+        let reassembled: Vec<Vec<String>> = frames
+            .values()
+            .filter(|f| !f.reassembled.is_empty())
+            .map(|f| f.reassembled_experts.clone())
+            .collect();
+        assert_eq!(reassembled, expected, "{}", ts.name());
+    }
+}
+
+/// Preferences: the CRC check, the heuristics (then "Decode As" or the port still work), the
+/// port.
+#[test]
+fn preferences_turn_checks_and_heuristics_off() {
+    for ts in tsharks("preferences_turn_checks_and_heuristics_off") {
+        let crc = sample("violations-crc.pcap");
+        let on = tshark(ts, &crc, &["-V", "-Y", "rtype.crc.status == 0"]);
+        assert!(on.contains("[rtype.crc.mismatch]"), "{}", ts.name());
+        let off = tshark(ts, &crc, &["-V", "-o", "rtype.check_crc:FALSE"]);
+        assert!(
+            !off.contains("rtype.crc.mismatch") && off.contains("[CRC32 Status: Unverified (2)]")
+        );
+
+        // The 17-byte capture's client sends to port 50010 (the port preference's default), the
+        // server answers from 49316: the heuristic finds those.
+        let capture = fixture("reference-17byte-1client.pcap");
+        let count = |args: &[&str]| {
+            tshark(ts, &capture, args)
+                .lines()
+                .filter(|l| l.contains(" RTYPE "))
+                .count()
+        };
+        assert_eq!(count(&[]), 3202);
+        assert_eq!(count(&["-o", "rtype.heuristic:FALSE"]), 920);
+        assert_eq!(
+            count(&["-o", "rtype.heuristic:FALSE", "-o", "rtype.udp_port:0"]),
+            0
+        );
+        // Decode As (both ports) and the port preference take it back.
+        let decode_as = ["-o", "rtype.heuristic:FALSE", "-d", "udp.port==41000,rtype"];
+        assert_eq!(count(&decode_as), 3202);
+        assert_eq!(
+            count(&["-o", "rtype.heuristic:FALSE", "-o", "rtype.udp_port:41000"]),
+            3202
+        );
+        let rt = fixture("rt-two-players.pcap");
+        let rt_count = |args: &[&str]| {
+            tshark(ts, &rt, args)
+                .lines()
+                .filter(|l| l.contains(" RT "))
+                .count()
+        };
+        assert_eq!(rt_count(&["-o", "rt.heuristic:FALSE"]), 0);
+        assert_eq!(
+            rt_count(&["-o", "rt.heuristic:FALSE", "-d", "udp.port==4242,rt"]),
+            4981
+        );
+        let rtnp = fixture("rtnp-solo.pcap");
+        let rtnp_count = |args: &[&str]| {
+            tshark(ts, &rtnp, args)
+                .lines()
+                .filter(|l| l.contains(" RTNP "))
+                .count()
+        };
+        assert_eq!(rtnp_count(&["-o", "rtnp.heuristic:FALSE"]), 0);
+        assert_eq!(rtnp_count(&[]), 790);
+    }
+}
+
+/// The rows of one table of `tshark -z rtype,stat` (columns two spaces apart), by its title.
+fn stat_rows(out: &str, title: &str) -> Vec<Vec<String>> {
+    let mut lines = out.lines().skip_while(|l| *l != title).skip(2);
+    let mut rows = Vec::new();
+    for line in lines.by_ref() {
+        let Some(row) = line.strip_prefix("  ") else {
+            break;
+        };
+        rows.push(
+            row.split("  ")
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .map(str::to_string)
+                .collect(),
+        );
+    }
+    rows
+}
+
+/// Statistics → R-Type (`tshark -z rtype,stat`): the conversations, message counts and
+/// violations the summary of rtype-inspect lists (its violations of the rules the dissector
+/// raises; a reassembled snapshot's findings are the dissector's own).
+#[test]
+fn statistics_match_the_summary() {
+    for ts in tsharks("statistics_match_the_summary") {
+        for capture in [
+            sample("violations-messages.pcap"),
+            sample("old-header.pcap"),
+            fixture("rt-two-players.pcap"),
+            fixture("rtnp-solo.pcap"),
+        ] {
+            let out = tshark(ts, &capture, &["-q", "-z", "rtype,stat"]);
+            let summary = Command::new(env!("CARGO_BIN_EXE_rtype-inspect"))
+                .arg(&capture)
+                .args(["--format", "json"])
+                .output()
+                .unwrap();
+            let summary = parse_json(&String::from_utf8_lossy(&summary.stdout));
+            let what = format!("{} {}", ts.name(), capture.display());
+            let conversations: Vec<Vec<String>> = match summary.get("conversations") {
+                Some(J::A(list)) => list
+                    .iter()
+                    .map(|c| {
+                        vec![
+                            c.get("id").and_then(J::u64).unwrap().to_string(),
+                            c.get("client").and_then(J::str).unwrap().to_string(),
+                            c.get("server").and_then(J::str).unwrap().to_string(),
+                            c.get("first_frame").and_then(J::u64).unwrap().to_string(),
+                        ]
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            };
+            let shown: Vec<Vec<String>> = stat_rows(&out, "Conversations")
+                .into_iter()
+                .map(|r| r[..4].to_vec())
+                .collect();
+            assert_eq!(shown, conversations, "{what}: conversations");
+            let arrow = |d: Option<&str>| match d {
+                Some("client_to_server") => "C→S",
+                Some("server_to_client") => "S→C",
+                _ => "?",
+            };
+            let mut messages: Vec<(String, String, String, String)> = match summary.get("messages")
+            {
+                Some(J::A(list)) => list
+                    .iter()
+                    .map(|m| {
+                        (
+                            m.get("dialect").and_then(J::str).unwrap().to_string(),
+                            arrow(m.get("direction").and_then(J::str)).to_string(),
+                            m.get("name").and_then(J::str).unwrap().to_string(),
+                            m.get("count").and_then(J::u64).unwrap().to_string(),
+                        )
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            };
+            let mut shown: Vec<(String, String, String, String)> = stat_rows(&out, "Messages")
+                .into_iter()
+                .map(|r| {
+                    let n = r.len();
+                    (
+                        r[0].clone(),
+                        r[1].clone(),
+                        r[n - 2].clone(),
+                        r[n - 1].clone(),
+                    )
+                })
+                .collect();
+            messages.sort();
+            shown.sort();
+            assert_eq!(shown, messages, "{what}: messages");
+            let raised: Vec<&str> = dissector_rules().iter().map(|r| r.id()).collect();
+            let violations: Vec<(String, String, String)> = match summary.get("violations") {
+                Some(J::A(list)) => list
+                    .iter()
+                    .filter(|v| raised.contains(&v.get("id").and_then(J::str).unwrap()))
+                    .map(|v| {
+                        (
+                            v.get("id").and_then(J::str).unwrap().to_string(),
+                            v.get("count").and_then(J::u64).unwrap().to_string(),
+                            v.get("first_frame").and_then(J::u64).unwrap().to_string(),
+                        )
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            };
+            let shown: Vec<(String, String, String)> = stat_rows(&out, "Violations")
+                .into_iter()
+                .map(|r| (r[0].clone(), r[2].clone(), r[3].clone()))
+                .collect();
+            assert_eq!(shown, violations, "{what}: violations");
+        }
+    }
+}

@@ -968,7 +968,7 @@ end
 local function walk_reset(c, b, o, len, le, tvb, base, vis, silent)
     c.b, c.o, c.len, c.pos, c.le = b, o, len, 0, le
     c.tvb, c.base, c.vis, c.silent = tvb, base, vis, silent
-    c.cut, c.stopped_at_cut = false, false
+    c.cut = false
     c.findings, c.mask, c.entity, c.prev = nil, 0, 0, nil
     c.entity_count, c.entities_at, c.total_chunks, c.chunk_index = nil, nil, nil, nil
     c.types, c.sprite_of, c.archetypes, c.item = nil, nil, nil, nil
@@ -988,10 +988,7 @@ end
 --- The payload ends inside field `f`, which needs `needed` bytes: a truncation, or the end of
 --- what the capture holds.
 local function truncated(c, f, needed)
-    if c.cut then
-        c.stopped_at_cut = true
-        return nil
-    end
+    if c.cut then return nil end
     local left = c.len - c.pos
     finding(c, c.rules.truncated, c.pos, left, sfmt("%s needs %d bytes, %d left", FNAME[f], needed, left))
     return nil
@@ -4021,11 +4018,13 @@ local function rtype_datagram(tvb, pinfo, tree, root, mode)
         local archetypes = archetypes_at(conv, frame)
         c.archetypes = archetypes
         decode_message(m, c, mt)
-        if cut and c.stopped_at_cut and t then
-            mt:add(tvb(n, 0), sfmt("[%d bytes not captured]", reported - n))
+        if cut then
+            -- What the capture holds of the message is shown, not judged (capture.snaplen).
+            c.findings = nil
+            if t then mt:add(tvb(n, 0), sfmt("[%d bytes not captured]", reported - n)) end
         end
 
-        if first and mtype == C.LEVEL_INIT then
+        if first and mtype == C.LEVEL_INIT and not cut then
             local a = { count = c.types and #c.types or 0, sprites = {} }
             for k, id in ipairs(c.types or {}) do
                 if a.sprites[id] == nil then a.sprites[id] = (c.sprite_of and c.sprite_of[k]) or "" end
@@ -4270,7 +4269,11 @@ local function rt_datagram(tvb, pinfo, tree, root, mode)
         walk_reset(c, b, payload_at, plen, le, tvb, payload_at, vis, false)
         c.cut = cut
         decode_message(m, c, mt)
-        if cut and c.stopped_at_cut and t then mt:add(tvb(n, 0), sfmt("[%d bytes not captured]", reported - n)) end
+        if cut then
+            -- What the capture holds of the message is shown, not judged (capture.snaplen).
+            c.findings = nil
+            if t then mt:add(tvb(n, 0), sfmt("[%d bytes not captured]", reported - n)) end
+        end
         if t then
             emit(root, tvb, 0, found, vis)
             emit(mt, tvb, payload_at, c.findings, vis)

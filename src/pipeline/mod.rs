@@ -246,6 +246,58 @@ struct Udp<'a> {
     bytes: &'a [u8],
     /// The recognised conversation it belongs to; `None` for the first datagram of a new one.
     conversation: Option<u32>,
+    /// The capture holds less of it than was sent (its snap length): what the missing bytes would
+    /// show is not judged (see [`judged_when_cut`]).
+    cut: bool,
+}
+
+/// Whether a datagram the capture cut short is still judged on `rule`: only its header's rules
+/// are (`capture.snaplen` says the rest is missing); its lengths, CRC, compressed block, message
+/// and chunk are not, nor (rtnp) its text.
+pub(super) fn judged_when_cut(rule: Rule) -> bool {
+    matches!(
+        rule,
+        Rule::RtypeOldHeader
+            | Rule::RtypeVersion
+            | Rule::RtypePacketType
+            | Rule::RtypeCompressSmall
+            | Rule::RtypeOrigSizeSet
+            | Rule::RtypeUnknownType
+            | Rule::RtypeDirection
+            | Rule::RtByteOrder
+            | Rule::RtPacketType
+            | Rule::RtUnknownType
+            | Rule::RtReservedFlags
+            | Rule::RtOpaquePayload
+            | Rule::RtDisconnectUnreliable
+            | Rule::RtReliableFlagMissing
+            | Rule::RtDirection
+    ) || crate::proto::rtype::MESSAGES
+        .iter()
+        .chain(crate::proto::rt::MESSAGES)
+        .any(|m| m.seen_rule == Some(rule))
+}
+
+/// The dialect of a datagram the capture cut short, by what it holds: the magic and a whole
+/// header of known values (rtype, rt), or the first bytes of rtnp. [`Dialect::recognise`] cannot
+/// judge it, having no length, CRC or whole text to check.
+fn recognise_cut(bytes: &[u8]) -> Option<Dialect> {
+    Dialect::detect(bytes).filter(|dialect| match dialect {
+        Dialect::Rtype => rtype::Header::new_checked(bytes, rtype::HeaderLayout::Standard)
+            .is_some_and(|h| {
+                h.version() == crate::proto::rtype::VERSION
+                    && matches!(
+                        h.packet_type(),
+                        crate::proto::rtype::PACKET_CLIENT | crate::proto::rtype::PACKET_SERVER
+                    )
+                    && crate::proto::rtype::message(h.msg_type()).is_some()
+            }),
+        Dialect::Rt => crate::datagram::rt::Header::new_checked(bytes).is_some_and(|h| {
+            h.flags() & crate::proto::rt::RESERVED_FLAGS == 0
+                && crate::proto::rt::message(h.packet_type()).is_some()
+        }),
+        Dialect::Rtnp => true,
+    })
 }
 
 /// Where an rtype datagram's CRC and decompression ([`rtype::unpack`]) are done.
@@ -393,6 +445,7 @@ impl State {
                     dst: udp.dst,
                     bytes: udp.payload,
                     conversation: None,
+                    cut: udp.truncated_by > 0,
                 };
                 self.datagram(udp, unpack, sink);
             }
@@ -421,6 +474,7 @@ impl State {
                         dst: udp.dst,
                         bytes: &udp.payload,
                         conversation: None,
+                        cut: false,
                     };
                     self.datagram(udp, Unpack::Here(scratch), sink);
                 }
@@ -454,6 +508,7 @@ impl State {
         let Some(dialect) = known
             .map(|c| c.dialect)
             .or_else(|| Dialect::recognise(udp.bytes))
+            .or_else(|| udp.cut.then(|| recognise_cut(udp.bytes)).flatten())
         else {
             self.counts.other_udp += 1;
             return;

@@ -160,6 +160,7 @@ impl State {
             dst,
             bytes,
             conversation,
+            cut,
         } = *udp;
         // A conversation keeps the byte order of its first datagram.
         let order = conversation
@@ -251,6 +252,10 @@ impl State {
                 }
                 _ => {}
             }
+        }
+        if cut {
+            // Only what the header shows is judged (see `judged_when_cut`).
+            self.findings.retain(|f| super::judged_when_cut(f.rule));
         }
         let event = DatagramEvent {
             frame,

@@ -84,6 +84,7 @@ impl State {
             dst,
             bytes,
             conversation,
+            cut,
         } = *udp;
         let parsed = rtnp::parse(bytes, &mut self.findings);
         let at = parsed.text_at;
@@ -163,6 +164,10 @@ impl State {
             Content::Nothing => "UNKNOWN",
         };
         let epoch = json.and_then(|j| j.get("epoch")).and_then(Value::as_u64);
+        if cut {
+            // Only what the header shows is judged (see `judged_when_cut`).
+            self.findings.retain(|f| super::judged_when_cut(f.rule));
+        }
         let event = DatagramEvent {
             frame,
             ts_nanos,

@@ -20,6 +20,7 @@ impl State {
             dst,
             bytes,
             conversation,
+            cut,
         } = *udp;
         // `scratch` holds the decompressed payload.
         let (parsed, scratch, rendered): (_, &[u8], _) = match unpack {
@@ -39,9 +40,14 @@ impl State {
             ),
         };
         let message = parsed.and_then(|d| d.message);
-        // Direction: the header's packet type, else the message's, else the lower port is the server.
-        let direction = parsed
-            .and_then(|d| match d.header.packet_type() {
+        // Direction: the header's packet type (of a cut datagram, as far as the capture holds its
+        // header), else the message's, else the lower port is the server.
+        let header = parsed.map(|d| d.header).or_else(|| {
+            cut.then(|| rtype::Header::new_checked(bytes, rtype::HeaderLayout::Standard))
+                .flatten()
+        });
+        let direction = header
+            .and_then(|h| match h.packet_type() {
                 desc::PACKET_CLIENT => Some(Direction::ClientToServer),
                 desc::PACKET_SERVER => Some(Direction::ServerToClient),
                 _ => None,
@@ -90,7 +96,13 @@ impl State {
                 }
             };
         }
-        if let (Some(m), Some(p)) = (message, payload) {
+        if cut {
+            // Only what the header shows is judged (see `judged_when_cut`); the message is not
+            // remembered nor reassembled.
+            self.findings.retain(|f| super::judged_when_cut(f.rule));
+            facts.entities_at = None;
+        }
+        if let (Some(m), Some(p), false) = (message, payload, cut) {
             if m.code == desc::LEVEL_INIT {
                 self.remember_archetypes(conversation, m, p);
             }

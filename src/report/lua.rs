@@ -1765,9 +1765,15 @@ mod tests {
         assert!(!lua.contains("bit32.") && !lua.contains(" // "));
         // The real PLAYER_INPUT's signed aim has the document's filter name.
         assert!(lua.contains("ProtoField.int32(\"rt.input.aim_direction_x\""));
-        assert!(
-            lua.contains("F[\"rt.input.aim_direction_x#2\"] = { pf = F[\"rt.input.aim_direction_x\"].pf, ty = \"i16\"")
-        );
+        let shared = lua
+            .lines()
+            .find(|l| l.contains("ProtoField.int32(\"rt.input.aim_direction_x\""))
+            .and_then(|l| l.strip_prefix("fd("))
+            .and_then(|l| l.split(',').next())
+            .expect("the shared aim field");
+        assert!(lua.contains(&format!(
+            ", FPF[{shared}], \"aim_direction_x\", nil, nil, nil, true)"
+        )));
         assert!(!lua.contains("aim_direction_x_2"));
     }
 
@@ -1782,11 +1788,20 @@ mod tests {
         let lua = generate(&profile);
         assert!(lua.contains("ProtoField.double(\"rtype.snapshot.entity.pos_x\""));
         assert!(lua.contains("ProtoField.int16(\"rtype.snapshot.entity.pos_x.raw\""));
-        assert!(lua.contains("div = 10"));
+        assert!(lua.contains(", 10) -- profile fixed"));
         assert!(lua.contains("ProtoField.int32(\"rtype.snapshot.entity.score\""));
         assert!(lua.contains("ProtoField.uint8(\"rtype.snapshot.entity.status.lives\", \"lives\", base.DEC, nil, 0xF)"));
-        assert!(lua.contains(
-            "if band(m, 0x0400) ~= 0 then if rd(c, t0, F[\"rtype.snapshot.entity.score\"])"
-        ));
+        let score = lua
+            .lines()
+            .find(|l| l.contains("ProtoField.int32(\"rtype.snapshot.entity.score\""))
+            .and_then(|l| l.strip_prefix("fd("))
+            .and_then(|l| l.split(',').next())
+            .expect("the score field");
+        assert!(lua.contains(&format!(
+            "if m % 2048 >= 1024 then\n            if I32(c, t, {score}) == nil then return false end"
+        )));
+        // Every bundled profile is compiled in too, the given one the preference's default.
+        assert!(lua.contains("name = \"reference-17byte\""));
+        assert!(lua.contains("DEFAULT_PROFILE, CHECK_CRC = {}, 4, true"));
     }
 }

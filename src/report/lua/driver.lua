@@ -460,11 +460,13 @@ local function rtype_datagram(tvb, pinfo, tree, root, mode)
         local archetypes = archetypes_at(conv, frame)
         c.archetypes = archetypes
         decode_message(m, c, mt)
-        if cut and c.stopped_at_cut and t then
-            mt:add(tvb(n, 0), sfmt("[%d bytes not captured]", reported - n))
+        if cut then
+            -- What the capture holds of the message is shown, not judged (capture.snaplen).
+            c.findings = nil
+            if t then mt:add(tvb(n, 0), sfmt("[%d bytes not captured]", reported - n)) end
         end
 
-        if first and mtype == C.LEVEL_INIT then
+        if first and mtype == C.LEVEL_INIT and not cut then
             local a = { count = c.types and #c.types or 0, sprites = {} }
             for k, id in ipairs(c.types or {}) do
                 if a.sprites[id] == nil then a.sprites[id] = (c.sprite_of and c.sprite_of[k]) or "" end

@@ -158,7 +158,11 @@ local function rt_datagram(tvb, pinfo, tree, root, mode)
         walk_reset(c, b, payload_at, plen, le, tvb, payload_at, vis, false)
         c.cut = cut
         decode_message(m, c, mt)
-        if cut and c.stopped_at_cut and t then mt:add(tvb(n, 0), sfmt("[%d bytes not captured]", reported - n)) end
+        if cut then
+            -- What the capture holds of the message is shown, not judged (capture.snaplen).
+            c.findings = nil
+            if t then mt:add(tvb(n, 0), sfmt("[%d bytes not captured]", reported - n)) end
+        end
         if t then
             emit(root, tvb, 0, found, vis)
             emit(mt, tvb, payload_at, c.findings, vis)

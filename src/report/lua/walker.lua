@@ -36,7 +36,7 @@ end
 local function walk_reset(c, b, o, len, le, tvb, base, vis, silent)
     c.b, c.o, c.len, c.pos, c.le = b, o, len, 0, le
     c.tvb, c.base, c.vis, c.silent = tvb, base, vis, silent
-    c.cut, c.stopped_at_cut = false, false
+    c.cut = false
     c.findings, c.mask, c.entity, c.prev = nil, 0, 0, nil
     c.entity_count, c.entities_at, c.total_chunks, c.chunk_index = nil, nil, nil, nil
     c.types, c.sprite_of, c.archetypes, c.item = nil, nil, nil, nil
@@ -56,10 +56,7 @@ end
 --- The payload ends inside field `f`, which needs `needed` bytes: a truncation, or the end of
 --- what the capture holds.
 local function truncated(c, f, needed)
-    if c.cut then
-        c.stopped_at_cut = true
-        return nil
-    end
+    if c.cut then return nil end
     local left = c.len - c.pos
     finding(c, c.rules.truncated, c.pos, left, sfmt("%s needs %d bytes, %d left", FNAME[f], needed, left))
     return nil
