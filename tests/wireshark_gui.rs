@@ -1,0 +1,224 @@
+//! The real Wireshark GUI with the dissector, once: Wireshark 4.4 (Debian 13's, in the chroot
+//! `.ci/trixie-chroot` builds, run as `nobody`: 4.4 loads no Lua plugin as root) on a virtual X
+//! server (`xvfb-run`), the dissector installed as wireshark/README.md says (copied into the
+//! personal plugin folder), opening the real 17-byte capture at the frame that completes a chunk
+//! set, with the build's profile chosen by the preference. The test checks the window's title,
+//! that no Lua error dialog appeared and that nothing went wrong on stderr, that tshark lists the
+//! plugin from that folder, and keeps a screenshot (ImageMagick's `import`) in
+//! target/tmp/wireshark_gui/. `RTYPE_BLESS=1` also writes the small copy wireshark/README.md shows
+//! (wireshark/screenshot-4.4.png).
+//!
+//! 4.4 rather than the host's 4.0: it is what users run (Debian 13, Ubuntu 24.04+, the Windows and
+//! macOS installers are 4.4 or later), it embeds Lua 5.4, and its rules for loading plugins are
+//! the ones README must get right; 4.0 is proven by tshark, the same dissection engine.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn trixie_root() -> PathBuf {
+    std::env::var_os("RTYPE_TRIXIE_ROOT").map_or_else(
+        || PathBuf::from("/var/cache/rtype-inspect/trixie"),
+        PathBuf::from,
+    )
+}
+
+/// Why the test cannot run here, if it cannot.
+fn missing() -> Option<String> {
+    let chroot = trixie_root();
+    if !chroot.join("usr/bin/wireshark").exists() {
+        return Some(format!(
+            "no Wireshark 4.4 in a chroot at {}",
+            chroot.display()
+        ));
+    }
+    for tool in ["xvfb-run", "import", "xwininfo", "xdotool"] {
+        let found = Command::new("sh")
+            .arg("-c")
+            .arg(format!("command -v {tool}"))
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !found {
+            return Some(format!("{tool} is not installed (.ci/run installs it)"));
+        }
+    }
+    None
+}
+
+fn make_mode(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// Makes `dir` and its files `nobody`'s, for Wireshark running as nobody in the chroot.
+fn give_to_nobody(dir: &Path) {
+    let status = Command::new("chown")
+        .args(["-R", "65534:65534"])
+        .arg(dir)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+#[test]
+fn wireshark_4_4_shows_a_reassembled_snapshot() {
+    if let Some(why) = missing() {
+        if std::env::var_os("RTYPE_REQUIRE_TSHARK_4_4").is_some() {
+            panic!("the Wireshark GUI test is required (RTYPE_REQUIRE_TSHARK_4_4) but {why}");
+        }
+        eprintln!("skipping wireshark_4_4_shows_a_reassembled_snapshot: {why}");
+        return;
+    }
+    // A home for nobody inside the chroot: the dissector in the personal plugin folder, as
+    // wireshark/README.md installs it, and the window's size and panes.
+    let name = format!("rtype-inspect-gui-{}", std::process::id());
+    let home_inside = format!("/tmp/{name}");
+    let home = trixie_root().join("tmp").join(&name);
+    let _ = std::fs::remove_dir_all(&home);
+    let plugins = home.join(".local/lib/wireshark/plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    std::fs::copy(
+        root().join("wireshark/rtype.lua"),
+        plugins.join("rtype.lua"),
+    )
+    .unwrap();
+    let config = home.join(".config/wireshark");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("recent_common"),
+        "gui.geometry_main_x: 0\ngui.geometry_main_y: 0\ngui.geometry_main_width: 1280\n\
+         gui.geometry_main_height: 800\ngui.geometry_main_maximized: FALSE\n",
+    )
+    .unwrap();
+    std::fs::write(
+        config.join("recent"),
+        "gui.geometry_main_upper_pane: 150\ngui.geometry_main_lower_pane: 470\n",
+    )
+    .unwrap();
+    let capture = "reference-17byte-1client.pcap";
+    std::fs::copy(
+        root().join("tests/fixtures").join(capture),
+        home.join(capture),
+    )
+    .unwrap();
+    make_mode(&home, 0o755);
+    give_to_nobody(&home);
+
+    let out_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("wireshark_gui");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let screenshot = out_dir.join("rtype-4.4.png");
+    let _ = std::fs::remove_file(&screenshot);
+    let env = format!(
+        "env -i HOME={home_inside} PATH=/usr/bin:/bin DISPLAY=$DISPLAY XDG_RUNTIME_DIR={home_inside} LANG=C.UTF-8"
+    );
+    // In the virtual display: start Wireshark at frame 558 (the second chunk of a set, which
+    // completes it) with the capture's profile, wait for its window, open the R-Type tree (a click
+    // on its line, Shift+Right expands its subtrees), list the windows, take the screenshot.
+    let script = format!(
+        r#"
+chroot --userspec=65534:65534 {chroot} {env} wireshark -r {home_inside}/{capture} -g 558 \
+    -o rtype.profile:reference-17byte -o gui.layout_type:1 2> {home}/stderr.txt &
+pid=$!
+for i in $(seq 1 90); do
+  sleep 1
+  xwininfo -root -tree 2>/dev/null | grep -q '"{capture}"' && break
+done
+sleep 3
+xdotool mousemove 200 304 click 1
+sleep 1
+xdotool key shift+Right
+sleep 2
+echo "WINDOWS"
+xwininfo -root -tree | grep -E '^ +0x[0-9a-f]+ "'
+import -window root {screenshot}
+kill $pid
+wait $pid
+true
+"#,
+        chroot = trixie_root().display(),
+        home = home.display(),
+        screenshot = screenshot.display(),
+    );
+    let out = Command::new("xvfb-run")
+        .args([
+            "-a",
+            "-s",
+            "-screen 0 1280x800x24 -ac",
+            "bash",
+            "-c",
+            &script,
+        ])
+        .output()
+        .expect("xvfb-run runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = std::fs::read_to_string(home.join("stderr.txt")).unwrap_or_default();
+    assert!(
+        out.status.success(),
+        "xvfb-run: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Wireshark's top-level windows (with a WM_CLASS): xwininfo's `0x... "title": ("wireshark"
+    // "Wireshark") ...` lines.
+    let windows: Vec<&str> = stdout
+        .split("WINDOWS")
+        .nth(1)
+        .unwrap_or("")
+        .lines()
+        .filter(|l| l.contains("(\"wireshark\" \"Wireshark\")"))
+        .filter_map(|l| l.split('"').nth(1))
+        .collect();
+    // One: the main window, titled by the capture file. A Lua error while loading the plugin
+    // opens a dialog (and keeps the capture closed: the title would be "The Wireshark Network
+    // Analyzer").
+    assert_eq!(windows, [capture], "Wireshark's windows; stderr:\n{stderr}");
+    for line in stderr.lines() {
+        assert!(
+            !line.contains("Lua") && !line.contains("rtype"),
+            "Wireshark's stderr: {line}"
+        );
+    }
+    // The screenshot: the whole screen, many colours (a drawn window, not a blank one).
+    let colours = Command::new("identify")
+        .args(["-format", "%k"])
+        .arg(&screenshot)
+        .output()
+        .expect("identify runs");
+    let colours: u32 = String::from_utf8_lossy(&colours.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(0);
+    assert!(colours > 50, "{}: {colours} colours", screenshot.display());
+    eprintln!("screenshot: {}", screenshot.display());
+
+    // The plugin is loaded from that folder: tshark 4.4 with the same home lists it.
+    let plugins = Command::new("chroot")
+        .arg("--userspec=65534:65534")
+        .arg(trixie_root())
+        .args(["/usr/bin/env", "-i", "PATH=/usr/bin:/bin"])
+        .arg(format!("HOME={home_inside}"))
+        .args(["tshark", "-G", "plugins"])
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&plugins.stdout);
+    assert!(
+        listed
+            .lines()
+            .any(|l| l.contains("rtype.lua") && l.contains("lua script")),
+        "tshark -G plugins:\n{listed}"
+    );
+
+    if std::env::var_os("RTYPE_BLESS").is_some() {
+        let small = root().join("wireshark/screenshot-4.4.png");
+        let status = Command::new("convert")
+            .arg(&screenshot)
+            .args(["-colors", "64", "-strip"])
+            .arg(format!("png8:{}", small.display()))
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+    let _ = std::fs::remove_dir_all(&home);
+}
