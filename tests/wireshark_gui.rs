@@ -142,24 +142,32 @@ true
         home = home.display(),
         screenshot = screenshot.display(),
     );
-    let out = Command::new("xvfb-run")
-        .args([
-            "-a",
-            "-s",
-            "-screen 0 1280x800x24 -ac",
-            "bash",
-            "-c",
-            &script,
-        ])
-        .output()
-        .expect("xvfb-run runs");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = std::fs::read_to_string(home.join("stderr.txt")).unwrap_or_default();
-    assert!(
-        out.status.success(),
-        "xvfb-run: {stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    // xvfb-run -a picks a free display; when another one starts on it meanwhile (tests of other
+    // programs on this machine), Wireshark cannot connect: one more try on another.
+    let (stdout, stderr) = (0..2)
+        .map(|_| {
+            let out = Command::new("xvfb-run")
+                .args([
+                    "-a",
+                    "-s",
+                    "-screen 0 1280x800x24 -ac",
+                    "bash",
+                    "-c",
+                    &script,
+                ])
+                .output()
+                .expect("xvfb-run runs");
+            assert!(
+                out.status.success(),
+                "xvfb-run: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+            let stderr = std::fs::read_to_string(home.join("stderr.txt")).unwrap_or_default();
+            (stdout, stderr)
+        })
+        .find(|(_, stderr)| !stderr.contains("could not connect to display"))
+        .expect("Wireshark could not connect to the virtual display, twice");
     // Wireshark's top-level windows (with a WM_CLASS): xwininfo's `0x... "title": ("wireshark"
     // "Wireshark") ...` lines.
     let windows: Vec<&str> = stdout

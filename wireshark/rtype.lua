@@ -1334,6 +1334,24 @@ local function decode_message(m, c, t)
     return c
 end
 
+--- Walks message `m` into the walk context `c` (reset by the caller) and tree `mt`. Of a datagram
+--- the capture cut (`missing` bytes not captured), what it holds is shown, not judged: its
+--- findings are dropped (capture.snaplen says why).
+local function walk_message(m, c, mt, tvb, missing)
+    c.cut = missing > 0
+    decode_message(m, c, mt)
+    if missing > 0 then
+        c.findings = nil
+        if mt then mt:add(tvb(tvb:len(), 0), sfmt("[%d bytes not captured]", missing)) end
+    end
+end
+
+--- What every datagram driver starts from: the datagram's captured and reported lengths, whether
+--- the tree is drawn, and the tree to add to (nil without one).
+local function datagram_view(tvb, root, mode)
+    return tvb:len(), tvb:reported_len(), mode == 2, mode > 0 and root or nil
+end
+
 --- Adds findings (payload offsets relative to `base` in `tvb`) to `tree` as expert infos: over
 --- their bytes in a drawn tree, to the packet otherwise.
 local function emit(tree, tvb, base, list, vis)
@@ -3661,6 +3679,25 @@ local function tree_mode(tree)
     return 1
 end
 
+--- Dissects `tvb` as `dialect` (returns 0 when it is not that) with the driver `datagram`, under
+--- protocol `proto`, column text `column`: a Lua error in the driver becomes the dialect's
+--- malformed expert info (`rules.malformed`) instead of Wireshark's.
+local function dissect_as(dialect, proto, column, rules, datagram, tvb, pinfo, tree)
+    if recognise(tvb) ~= dialect then return 0 end
+    pinfo.cols.protocol:set(column)
+    local mode = tree_mode(tree)
+    local root = mode > 0 and tree:add(proto, tvb()) or tree
+    local ok, err = pcall(datagram, tvb, pinfo, tree, root, mode)
+    if not ok then
+        pcall(function()
+            root:add_proto_expert_info(EX[rules.malformed], "[" .. rules.malformed .. "] " .. SUMMARY[rules.malformed] ..
+                " (" .. tostring(err) .. ")")
+            pinfo.cols.info:append(" [Malformed]")
+        end)
+    end
+    return tvb:len()
+end
+
 -- ---------------------------------------------------------------------------------------------
 -- rtype datagram driver (hand-written, fixed): header layout selection, the datagram checks in
 -- the order of src/datagram/rtype.rs, message decoding with variants as in src/message/walk.rs,
@@ -3840,12 +3877,9 @@ local SNAPSHOT_MISFIT = { [RULE.truncated] = true, [RULE.trailing] = true, [RULE
                           [RULE.undefined_bit] = true }
 
 local function rtype_datagram(tvb, pinfo, tree, root, mode)
-    local n = tvb:len()
-    local reported = tvb:reported_len()
+    local n, reported, vis, t = datagram_view(tvb, root, mode)
     local cut = reported > n
     local frame = pinfo.number
-    local vis = mode == 2
-    local t = mode > 0 and root or nil
     local raw = tvb:raw(0, n)
     local b = bytes_of(raw, n)
     local h = layout_of(raw, b, n)
@@ -4014,15 +4048,8 @@ local function rtype_datagram(tvb, pinfo, tree, root, mode)
         if vis then mt = root:add(ptvb(pbase, plen), sfmt("%s (%d bytes)", m.name, plen)) end
         c = MESSAGE_WALK
         walk_reset(c, pb, po, plen, false, ptvb, pbase, vis, false)
-        c.cut = cut
-        local archetypes = archetypes_at(conv, frame)
-        c.archetypes = archetypes
-        decode_message(m, c, mt)
-        if cut then
-            -- What the capture holds of the message is shown, not judged (capture.snaplen).
-            c.findings = nil
-            if t then mt:add(tvb(n, 0), sfmt("[%d bytes not captured]", reported - n)) end
-        end
+        c.archetypes = archetypes_at(conv, frame)
+        walk_message(m, c, mt, tvb, reported - n)
 
         if first and mtype == C.LEVEL_INIT and not cut then
             local a = { count = c.types and #c.types or 0, sprites = {} }
@@ -4094,19 +4121,7 @@ end
 
 --- The rtype dissector (port, Decode As and heuristic): 0 when the payload is not rtype.
 local function rtype_dissect(tvb, pinfo, tree)
-    if recognise(tvb) ~= "rtype" then return 0 end
-    pinfo.cols.protocol:set("RTYPE")
-    local mode = tree_mode(tree)
-    local root = mode > 0 and tree:add(rtype, tvb()) or tree
-    local ok, err = pcall(rtype_datagram, tvb, pinfo, tree, root, mode)
-    if not ok then
-        pcall(function()
-            root:add_proto_expert_info(EX[RULE.malformed], "[" .. RULE.malformed .. "] " .. SUMMARY[RULE.malformed] ..
-                " (" .. tostring(err) .. ")")
-            pinfo.cols.info:append(" [Malformed]")
-        end)
-    end
-    return tvb:len()
+    return dissect_as("rtype", rtype, "RTYPE", RULE, rtype_datagram, tvb, pinfo, tree)
 end
 
 -- ---------------------------------------------------------------------------------------------
@@ -4166,12 +4181,9 @@ end
 local RT_HEADER_WALK, RT_MESSAGE_WALK = walk_context(RULE_RT), walk_context(RULE_RT)
 
 local function rt_datagram(tvb, pinfo, tree, root, mode)
-    local n = tvb:len()
-    local reported = tvb:reported_len()
+    local n, reported, vis, t = datagram_view(tvb, root, mode)
     local cut = reported > n
     local frame = pinfo.number
-    local vis = mode == 2
-    local t = mode > 0 and root or nil
     local b = bytes_of(tvb:raw(0, n), n)
     local le = b[1] * 256 + b[2] == C_RT.MAGIC_LE
     local found
@@ -4267,13 +4279,7 @@ local function rt_datagram(tvb, pinfo, tree, root, mode)
         if vis then mt = root:add(tvb(payload_at, plen), sfmt("%s (%d bytes)", m.name, plen)) end
         c = RT_MESSAGE_WALK
         walk_reset(c, b, payload_at, plen, le, tvb, payload_at, vis, false)
-        c.cut = cut
-        decode_message(m, c, mt)
-        if cut then
-            -- What the capture holds of the message is shown, not judged (capture.snaplen).
-            c.findings = nil
-            if t then mt:add(tvb(n, 0), sfmt("[%d bytes not captured]", reported - n)) end
-        end
+        walk_message(m, c, mt, tvb, reported - n)
         if t then
             emit(root, tvb, 0, found, vis)
             emit(mt, tvb, payload_at, c.findings, vis)
@@ -4294,19 +4300,7 @@ local function rt_datagram(tvb, pinfo, tree, root, mode)
 end
 
 local function rt_dissect(tvb, pinfo, tree)
-    if recognise(tvb) ~= "rt" then return 0 end
-    pinfo.cols.protocol:set("RT")
-    local mode = tree_mode(tree)
-    local root = mode > 0 and tree:add(rt, tvb()) or tree
-    local ok, err = pcall(rt_datagram, tvb, pinfo, tree, root, mode)
-    if not ok then
-        pcall(function()
-            root:add_proto_expert_info(EX[RULE_RT.malformed], "[" .. RULE_RT.malformed .. "] " ..
-                SUMMARY[RULE_RT.malformed] .. " (" .. tostring(err) .. ")")
-            pinfo.cols.info:append(" [Malformed]")
-        end)
-    end
-    return tvb:len()
+    return dissect_as("rt", rt, "RT", RULE_RT, rt_datagram, tvb, pinfo, tree)
 end
 
 -- ---------------------------------------------------------------------------------------------
@@ -4641,12 +4635,9 @@ end
 local rtnp_done
 
 local function rtnp_datagram(tvb, pinfo, tree, root, mode)
-    local n = tvb:len()
-    local reported = tvb:reported_len()
+    local n, reported, vis, t = datagram_view(tvb, root, mode)
     local cut = reported > n
     local frame = pinfo.number
-    local vis = mode == 2
-    local t = mode > 0 and root or nil
     local s = tvb:raw(0, n)
     local found
     local raw_framing = sbyte(s, 1) == 0x7B or s == C_RTNP.PING or s == C_RTNP.PONG
@@ -4766,19 +4757,7 @@ rtnp_done = function(pinfo, tree, root, t, vis, tvb, frame, reported, name, mess
 end
 
 local function rtnp_dissect(tvb, pinfo, tree)
-    if recognise(tvb) ~= "rtnp" then return 0 end
-    pinfo.cols.protocol:set("RTNP")
-    local mode = tree_mode(tree)
-    local root = mode > 0 and tree:add(rtnp, tvb()) or tree
-    local ok, err = pcall(rtnp_datagram, tvb, pinfo, tree, root, mode)
-    if not ok then
-        pcall(function()
-            root:add_proto_expert_info(EX[RULE_RTNP.malformed], "[" .. RULE_RTNP.malformed .. "] " ..
-                SUMMARY[RULE_RTNP.malformed] .. " (" .. tostring(err) .. ")")
-            pinfo.cols.info:append(" [Malformed]")
-        end)
-    end
-    return tvb:len()
+    return dissect_as("rtnp", rtnp, "RTNP", RULE_RTNP, rtnp_datagram, tvb, pinfo, tree)
 end
 
 -- ---------------------------------------------------------------------------------------------

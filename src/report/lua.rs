@@ -795,7 +795,7 @@ impl Gen {
             for k in 0..self.masked.len() {
                 let prefix = self.masked[k].clone();
                 self.context = format!("snapshot profile {name}");
-                let _ = write!(out, "    [{}] = function(c, t)\n", k + 1);
+                let _ = writeln!(out, "    [{}] = function(c, t)", k + 1);
                 out.push_str("        local v\n");
                 self.masked_bits(out, p, &prefix, "t", 2);
                 out.push_str("        return true\n    end,\n");

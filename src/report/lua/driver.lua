@@ -103,6 +103,25 @@ local function tree_mode(tree)
     return 1
 end
 
+--- Dissects `tvb` as `dialect` (returns 0 when it is not that) with the driver `datagram`, under
+--- protocol `proto`, column text `column`: a Lua error in the driver becomes the dialect's
+--- malformed expert info (`rules.malformed`) instead of Wireshark's.
+local function dissect_as(dialect, proto, column, rules, datagram, tvb, pinfo, tree)
+    if recognise(tvb) ~= dialect then return 0 end
+    pinfo.cols.protocol:set(column)
+    local mode = tree_mode(tree)
+    local root = mode > 0 and tree:add(proto, tvb()) or tree
+    local ok, err = pcall(datagram, tvb, pinfo, tree, root, mode)
+    if not ok then
+        pcall(function()
+            root:add_proto_expert_info(EX[rules.malformed], "[" .. rules.malformed .. "] " .. SUMMARY[rules.malformed] ..
+                " (" .. tostring(err) .. ")")
+            pinfo.cols.info:append(" [Malformed]")
+        end)
+    end
+    return tvb:len()
+end
+
 -- ---------------------------------------------------------------------------------------------
 -- rtype datagram driver (hand-written, fixed): header layout selection, the datagram checks in
 -- the order of src/datagram/rtype.rs, message decoding with variants as in src/message/walk.rs,
@@ -282,12 +301,9 @@ local SNAPSHOT_MISFIT = { [RULE.truncated] = true, [RULE.trailing] = true, [RULE
                           [RULE.undefined_bit] = true }
 
 local function rtype_datagram(tvb, pinfo, tree, root, mode)
-    local n = tvb:len()
-    local reported = tvb:reported_len()
+    local n, reported, vis, t = datagram_view(tvb, root, mode)
     local cut = reported > n
     local frame = pinfo.number
-    local vis = mode == 2
-    local t = mode > 0 and root or nil
     local raw = tvb:raw(0, n)
     local b = bytes_of(raw, n)
     local h = layout_of(raw, b, n)
@@ -456,15 +472,8 @@ local function rtype_datagram(tvb, pinfo, tree, root, mode)
         if vis then mt = root:add(ptvb(pbase, plen), sfmt("%s (%d bytes)", m.name, plen)) end
         c = MESSAGE_WALK
         walk_reset(c, pb, po, plen, false, ptvb, pbase, vis, false)
-        c.cut = cut
-        local archetypes = archetypes_at(conv, frame)
-        c.archetypes = archetypes
-        decode_message(m, c, mt)
-        if cut then
-            -- What the capture holds of the message is shown, not judged (capture.snaplen).
-            c.findings = nil
-            if t then mt:add(tvb(n, 0), sfmt("[%d bytes not captured]", reported - n)) end
-        end
+        c.archetypes = archetypes_at(conv, frame)
+        walk_message(m, c, mt, tvb, reported - n)
 
         if first and mtype == C.LEVEL_INIT and not cut then
             local a = { count = c.types and #c.types or 0, sprites = {} }
@@ -536,17 +545,5 @@ end
 
 --- The rtype dissector (port, Decode As and heuristic): 0 when the payload is not rtype.
 local function rtype_dissect(tvb, pinfo, tree)
-    if recognise(tvb) ~= "rtype" then return 0 end
-    pinfo.cols.protocol:set("RTYPE")
-    local mode = tree_mode(tree)
-    local root = mode > 0 and tree:add(rtype, tvb()) or tree
-    local ok, err = pcall(rtype_datagram, tvb, pinfo, tree, root, mode)
-    if not ok then
-        pcall(function()
-            root:add_proto_expert_info(EX[RULE.malformed], "[" .. RULE.malformed .. "] " .. SUMMARY[RULE.malformed] ..
-                " (" .. tostring(err) .. ")")
-            pinfo.cols.info:append(" [Malformed]")
-        end)
-    end
-    return tvb:len()
+    return dissect_as("rtype", rtype, "RTYPE", RULE, rtype_datagram, tvb, pinfo, tree)
 end

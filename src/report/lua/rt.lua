@@ -55,12 +55,9 @@ end
 local RT_HEADER_WALK, RT_MESSAGE_WALK = walk_context(RULE_RT), walk_context(RULE_RT)
 
 local function rt_datagram(tvb, pinfo, tree, root, mode)
-    local n = tvb:len()
-    local reported = tvb:reported_len()
+    local n, reported, vis, t = datagram_view(tvb, root, mode)
     local cut = reported > n
     local frame = pinfo.number
-    local vis = mode == 2
-    local t = mode > 0 and root or nil
     local b = bytes_of(tvb:raw(0, n), n)
     local le = b[1] * 256 + b[2] == C_RT.MAGIC_LE
     local found
@@ -156,13 +153,7 @@ local function rt_datagram(tvb, pinfo, tree, root, mode)
         if vis then mt = root:add(tvb(payload_at, plen), sfmt("%s (%d bytes)", m.name, plen)) end
         c = RT_MESSAGE_WALK
         walk_reset(c, b, payload_at, plen, le, tvb, payload_at, vis, false)
-        c.cut = cut
-        decode_message(m, c, mt)
-        if cut then
-            -- What the capture holds of the message is shown, not judged (capture.snaplen).
-            c.findings = nil
-            if t then mt:add(tvb(n, 0), sfmt("[%d bytes not captured]", reported - n)) end
-        end
+        walk_message(m, c, mt, tvb, reported - n)
         if t then
             emit(root, tvb, 0, found, vis)
             emit(mt, tvb, payload_at, c.findings, vis)
@@ -183,17 +174,5 @@ local function rt_datagram(tvb, pinfo, tree, root, mode)
 end
 
 local function rt_dissect(tvb, pinfo, tree)
-    if recognise(tvb) ~= "rt" then return 0 end
-    pinfo.cols.protocol:set("RT")
-    local mode = tree_mode(tree)
-    local root = mode > 0 and tree:add(rt, tvb()) or tree
-    local ok, err = pcall(rt_datagram, tvb, pinfo, tree, root, mode)
-    if not ok then
-        pcall(function()
-            root:add_proto_expert_info(EX[RULE_RT.malformed], "[" .. RULE_RT.malformed .. "] " ..
-                SUMMARY[RULE_RT.malformed] .. " (" .. tostring(err) .. ")")
-            pinfo.cols.info:append(" [Malformed]")
-        end)
-    end
-    return tvb:len()
+    return dissect_as("rt", rt, "RT", RULE_RT, rt_datagram, tvb, pinfo, tree)
 end

@@ -330,12 +330,9 @@ end
 local rtnp_done
 
 local function rtnp_datagram(tvb, pinfo, tree, root, mode)
-    local n = tvb:len()
-    local reported = tvb:reported_len()
+    local n, reported, vis, t = datagram_view(tvb, root, mode)
     local cut = reported > n
     local frame = pinfo.number
-    local vis = mode == 2
-    local t = mode > 0 and root or nil
     local s = tvb:raw(0, n)
     local found
     local raw_framing = sbyte(s, 1) == 0x7B or s == C_RTNP.PING or s == C_RTNP.PONG
@@ -455,17 +452,5 @@ rtnp_done = function(pinfo, tree, root, t, vis, tvb, frame, reported, name, mess
 end
 
 local function rtnp_dissect(tvb, pinfo, tree)
-    if recognise(tvb) ~= "rtnp" then return 0 end
-    pinfo.cols.protocol:set("RTNP")
-    local mode = tree_mode(tree)
-    local root = mode > 0 and tree:add(rtnp, tvb()) or tree
-    local ok, err = pcall(rtnp_datagram, tvb, pinfo, tree, root, mode)
-    if not ok then
-        pcall(function()
-            root:add_proto_expert_info(EX[RULE_RTNP.malformed], "[" .. RULE_RTNP.malformed .. "] " ..
-                SUMMARY[RULE_RTNP.malformed] .. " (" .. tostring(err) .. ")")
-            pinfo.cols.info:append(" [Malformed]")
-        end)
-    end
-    return tvb:len()
+    return dissect_as("rtnp", rtnp, "RTNP", RULE_RTNP, rtnp_datagram, tvb, pinfo, tree)
 end

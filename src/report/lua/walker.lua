@@ -402,6 +402,24 @@ local function decode_message(m, c, t)
     return c
 end
 
+--- Walks message `m` into the walk context `c` (reset by the caller) and tree `mt`. Of a datagram
+--- the capture cut (`missing` bytes not captured), what it holds is shown, not judged: its
+--- findings are dropped (capture.snaplen says why).
+local function walk_message(m, c, mt, tvb, missing)
+    c.cut = missing > 0
+    decode_message(m, c, mt)
+    if missing > 0 then
+        c.findings = nil
+        if mt then mt:add(tvb(tvb:len(), 0), sfmt("[%d bytes not captured]", missing)) end
+    end
+end
+
+--- What every datagram driver starts from: the datagram's captured and reported lengths, whether
+--- the tree is drawn, and the tree to add to (nil without one).
+local function datagram_view(tvb, root, mode)
+    return tvb:len(), tvb:reported_len(), mode == 2, mode > 0 and root or nil
+end
+
 --- Adds findings (payload offsets relative to `base` in `tvb`) to `tree` as expert infos: over
 --- their bytes in a drawn tree, to the packet otherwise.
 local function emit(tree, tvb, base, list, vis)
