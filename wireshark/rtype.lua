@@ -3744,8 +3744,11 @@ local function report(list, rule, at, len, detail)
 end
 
 --- Adds a chunk to its set, as src/session/chunks.rs `ChunkSets::push` does. Returns the rule it
---- broke and its detail, if any; records the set it completed, if it did.
-local function push_chunk(conv, tick, ts, frame, total, index, count, blocks)
+--- broke and its detail, if any; records the set it completed, if it did. `blocks` are the
+--- chunk's entity bytes; `wire`, how to get them again: the same string, or for an LZ4 payload
+--- { the compressed payload, the offset of the entities once decompressed } (a completed set
+--- keeps the bytes as captured, so that what the dissector keeps is never more than the capture).
+local function push_chunk(conv, tick, ts, frame, total, index, count, blocks, wire)
     if total == 0 then return RULE.chunk_total_zero, "totalChunks 0" end
     if index >= total then return RULE.chunk_index, sfmt("chunkIndex %d, totalChunks %d", index, total) end
     local i = 1
@@ -3760,7 +3763,7 @@ local function push_chunk(conv, tick, ts, frame, total, index, count, blocks)
         if total > C.CHUNK_MAX_CHUNKS then return RULE.chunk_limit, sfmt("totalChunks %d", total) end
         if #OPEN_SETS == C.CHUNK_MAX_OPEN then table.remove(OPEN_SETS, 1) end
         set = { conv = conv, tick = tick, total = total, first_ts = ts, frames = {}, counts = {}, blocks = {},
-                have = 0, bytes = 0 }
+                wire = {}, have = 0, bytes = 0 }
         OPEN_SETS[#OPEN_SETS + 1] = set
     end
     if set.total ~= total then
@@ -3775,27 +3778,43 @@ local function push_chunk(conv, tick, ts, frame, total, index, count, blocks)
         set.discarded = true
         return RULE.chunk_limit, sfmt("the set holds %d bytes", set.bytes)
     end
-    set.frames[index], set.counts[index], set.blocks[index] = frame, count, blocks
+    set.frames[index], set.counts[index], set.blocks[index], set.wire[index] = frame, count, blocks, wire
     set.have = set.have + 1
     set.bytes = set.bytes + #blocks
     if set.have < set.total then return nil end
-    -- Complete: the set leaves the open ones; what is kept is its payload and its frames.
+    -- Complete: the set leaves the open ones. Its payload is walked once now; what is kept is its
+    -- frames and its chunks as captured, to rebuild the payload when the frame is shown again.
     for k, s in ipairs(OPEN_SETS) do
         if s == set then table.remove(OPEN_SETS, k) break end
     end
     local entities = 0
-    local frames = {}
+    local frames, wires = {}, {}
     for k = 0, set.total - 1 do
         entities = entities + set.counts[k]
-        frames[k + 1] = set.frames[k]
+        frames[k + 1], wires[k + 1] = set.frames[k], set.wire[k]
         REASSEMBLED_IN[set.frames[k]] = frame
     end
     if entities > 65535 then entities = 65535 end
     COMPLETED[frame] = {
-        frames = frames, entities = entities,
+        frames = frames, entities = entities, wires = wires,
         payload = schar(floor(entities / 256), entities % 256) .. tconcat(set.blocks, "", 0, set.total - 1),
     }
     return nil
+end
+
+--- The payload of a completed set, rebuilt from its chunks as captured.
+local function rebuilt_payload(done)
+    local parts = { schar(floor(done.entities / 256), done.entities % 256) }
+    for k, wire in ipairs(done.wires) do
+        if type(wire) == "string" then
+            parts[k + 1] = wire
+        else
+            local packed = wire[1]
+            local n = lz4_block(bytes_of(packed, #packed), 1, #packed, C.MAX_PAYLOAD) or 0
+            parts[k + 1] = wire[2] < n and string_of(LZ4_OUT, wire[2] + 1, n) or ""
+        end
+    end
+    return tconcat(parts)
 end
 
 --- Walks (and, in a tree, shows) the snapshot a chunk completed. Its findings are the same as a
@@ -3803,7 +3822,8 @@ end
 --- tree.
 local function reassembled(done, root, mode, archetypes)
     if mode == 0 and done.walked then return done.findings end
-    local payload = done.payload
+    local payload = done.payload or rebuilt_payload(done)
+    done.payload = nil
     local n = #payload
     local rtvb, rt
     if mode > 0 then
@@ -4081,7 +4101,9 @@ local function rtype_datagram(tvb, pinfo, tree, root, mode)
             if first and not cut then
                 local ea = c.entities_at
                 local blocks = plen > ea and string_of(pb, po + ea + 1, po + plen) or ""
-                local rule, detail = push_chunk(conv, tick, pinfo.abs_ts, frame, total, index, c.entity_count, blocks)
+                local wire = compressed and { string_of(b, payload_at + 1, payload_end), ea } or blocks
+                local rule, detail = push_chunk(conv, tick, pinfo.abs_ts, frame, total, index, c.entity_count, blocks,
+                    wire)
                 if rule then CHUNK_NOTE[frame] = { rule = rule, detail = detail } end
             end
             local note = CHUNK_NOTE[frame]
