@@ -176,9 +176,13 @@ impl Pipeline {
     pub fn finish<S: Sink>(mut self, info: &CaptureInfo, read: &ReadEnd, sink: &mut S) {
         if let Some(cut) = &read.truncated {
             let finding = Finding {
-                rule: Rule::CaptureTruncated,
+                rule: if cut.corrupt {
+                    Rule::CaptureCorrupt
+                } else {
+                    Rule::CaptureTruncated
+                },
                 at: 0,
-                detail: Detail::Value(cut.offset),
+                detail: Detail::At(cut.offset),
             };
             sink.loose(&LooseFinding {
                 frame: cut.frame,

@@ -219,7 +219,7 @@ impl Summary {
                 "gzip": info.gzip,
                 "link_types": info.link_types.iter().map(|l| l.name()).collect::<Vec<_>>(),
                 "frames": end.read.frames,
-                "truncated": end.read.truncated.as_ref().map(|t| json!({"frame": t.frame, "offset": t.offset, "reason": t.reason})),
+                "truncated": end.read.truncated.as_ref().map(|t| json!({"frame": t.frame, "offset": t.offset, "reason": t.reason, "corrupt": t.corrupt})),
                 "first_time": end.first_ts.map(super::time::rfc3339),
                 "duration_s": seconds,
             },
@@ -247,8 +247,15 @@ impl Summary {
         let truncated = match &cap["truncated"] {
             Json::Null => "complete".to_string(),
             t => format!(
-                "TRUNCATED at frame {} (byte offset {})",
-                t["frame"], t["offset"]
+                "{} at frame {} (byte offset {}): {}",
+                if t["corrupt"] == true {
+                    "CORRUPT"
+                } else {
+                    "TRUNCATED"
+                },
+                t["frame"],
+                t["offset"],
+                str_of(&t["reason"])
             ),
         };
         let links: Vec<&str> = cap["link_types"]

@@ -401,7 +401,10 @@ fn decoded_findings(records: &[Record]) -> BTreeMap<&'static str, u64> {
     let mut scratch = vec![0; MAX_PAYLOAD];
     let mut counts = BTreeMap::new();
     let server = super::script::SERVER_LISTEN.ip();
-    for r in records.iter().filter(|r| r.from.ip() == server || r.to.ip() == server) {
+    for r in records
+        .iter()
+        .filter(|r| r.from.ip() == server || r.to.ip() == server)
+    {
         let mut findings = Vec::new();
         if let Some(d) = parse(&r.bytes, &mut scratch, &mut findings) {
             if let (Some(m), Some(p)) = (d.message, d.payload(&scratch)) {
