@@ -183,6 +183,9 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
             let out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
             let mut packets = report::packets::Packets::new(out, options, filter.build()?);
             read_capture(&file, &reading, &mut packets)?;
+            if let Some(e) = packets.unmatched.take() {
+                return Err(e);
+            }
             written(packets.error)
         }
         Command::Export {
@@ -197,11 +200,17 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
                 let out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
                 let mut export = report::export::Export::new(out, json_array, filter);
                 read_capture(&file, &reading, &mut export)?;
+                if let Some(e) = export.unmatched.take() {
+                    return Err(e);
+                }
                 return written(export.finish().err());
             }
             let out = OutputFile::create(&output, &[&file])?;
             let mut export = report::export::Export::new(out, json_array, filter);
             read_capture(&file, &reading, &mut export)?;
+            if let Some(e) = export.unmatched.take() {
+                return Err(e);
+            }
             let out = export
                 .finish()
                 .map_err(|e| format!("{}: {e}", output.display()))?;

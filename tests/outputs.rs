@@ -347,3 +347,58 @@ fn finding_texts_read_as_sentences() {
         "expected SERVER_HELLO before CLIENT_JOIN_REQUEST"
     );
 }
+
+#[test]
+fn filters_that_cannot_match_are_errors_that_say_why() {
+    let sample = "samples/clean-session.pcap";
+    for (args, says) in [
+        (
+            vec!["--type", "snapshoot"],
+            "--type snapshoot: no such message type; did you mean",
+        ),
+        (
+            vec!["--type", "0x99"],
+            "no dialect has a message with code 0x99",
+        ),
+        (
+            vec!["--frames", "7-5"],
+            "--frames `7-5` matches nothing: its start 7 is after its end 5",
+        ),
+        (vec!["--time", "5-1"], "--time `5-1` matches nothing"),
+        (vec!["--port", "0"], "0 is not in 1..=65535"),
+        (
+            vec!["--conversation", "9"],
+            "conversation 9 does not exist; the capture has 3",
+        ),
+    ] {
+        for cmd in ["packets", "export"] {
+            let mut all = vec![cmd, sample];
+            all.extend(&args);
+            let out = run(&all);
+            assert_eq!(out.status.code(), Some(2), "{all:?}");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(err.contains(says), "{all:?}: {err}");
+        }
+    }
+    // An open end works as the help says.
+    let out = run(&["packets", sample, "--frames", "-2"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 2);
+}
+
+#[test]
+fn a_session_finding_filter_shows_the_datagrams_it_is_about() {
+    // The real 17-byte capture sends 351 ENTITY_DESTROYED twice, byte for byte.
+    let c17 = "tests/fixtures/reference-17byte-1client.pcap";
+    let out = run(&["packets", c17, "--violation", "session.duplicate-datagram"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let datagrams = text
+        .lines()
+        .filter(|l| l.contains(" SERVER_ENTITY_DESTROYED"))
+        .count();
+    let findings = text
+        .lines()
+        .filter(|l| l.contains("finding [session.duplicate-datagram] a copy of frame"))
+        .count();
+    assert_eq!((datagrams, findings), (351, 351), "{text}");
+}

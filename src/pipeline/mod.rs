@@ -97,6 +97,8 @@ struct State {
     profile: Profile,
     port: Option<u16>,
     findings: Vec<Finding>,
+    /// The session findings of the datagram being reported.
+    raised: Vec<LooseFinding>,
     closed: Vec<Closed>,
     conversations: Conversations,
     analysis: Analysis,
@@ -117,6 +119,7 @@ impl Pipeline {
                 profile,
                 port,
                 findings: Vec::with_capacity(64),
+                raised: Vec::new(),
                 closed: Vec::new(),
                 conversations: Conversations::default(),
                 analysis: Analysis::default(),
@@ -237,6 +240,24 @@ impl Pipeline {
     /// Handles one captured frame.
     pub fn frame<S: Sink>(&mut self, frame: &Frame<'_>, sink: &mut S) {
         self.state.frame(&mut self.scratch, frame, None, sink);
+    }
+}
+
+/// Analyses a decoded datagram, then hands it to the sink with the session findings it raised (so
+/// that a filter on them shows it), and those findings on their own after it.
+fn report<'a, S: Sink>(
+    analysis: &mut Analysis,
+    raised: &'a mut Vec<LooseFinding>,
+    mut event: DatagramEvent<'a>,
+    sink: &mut S,
+) {
+    raised.clear();
+    analysis.observe(&event, &mut |f| raised.push(f));
+    let raised: &'a [LooseFinding] = raised;
+    event.session = raised;
+    sink.datagram(&event);
+    for f in raised {
+        sink.loose(f);
     }
 }
 

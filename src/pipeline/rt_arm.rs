@@ -272,9 +272,9 @@ impl State {
             payload: parsed.map(|d| d.payload),
             facts,
             findings: &self.findings,
+            session: &[],
         };
-        sink.datagram(&event);
-        self.analysis.observe(&event, &mut |f| sink.loose(&f));
+        super::report(&mut self.analysis, &mut self.raised, event, sink);
         if let Some(d) = parsed {
             if d.header.reliable() {
                 self.rt.sent_reliable(

@@ -185,9 +185,9 @@ impl State {
             payload: parsed.text,
             facts: Facts::default(),
             findings: &self.findings,
+            session: &[],
         };
-        sink.datagram(&event);
-        self.analysis.observe(&event, &mut |f| sink.loose(&f));
+        super::report(&mut self.analysis, &mut self.raised, event, sink);
     }
 
     /// The checks that need the conversation: client_id against assign_id, player_name, the

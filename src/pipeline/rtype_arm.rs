@@ -135,9 +135,9 @@ impl State {
             payload,
             facts,
             findings: &self.findings,
+            session: &[],
         };
-        sink.datagram(&event);
-        self.analysis.observe(&event, &mut |f| sink.loose(&f));
+        super::report(&mut self.analysis, &mut self.raised, event, sink);
         if let Some(Reassembled {
             tick,
             chunks,

@@ -31,6 +31,8 @@ pub struct Export<W: Write> {
     summary: Summary,
     /// Whether the last datagram passed the filter (its reassembled snapshot follows it).
     shown: bool,
+    /// A filter that asked for what the capture does not have, known at the end.
+    pub unmatched: Option<String>,
 }
 
 /// Where records go: NDJSON lines, or the members of one array.
@@ -81,6 +83,7 @@ impl<W: Write> Export<W> {
             first_ts: None,
             summary: Summary::default(),
             shown: false,
+            unmatched: None,
         }
     }
 
@@ -271,6 +274,9 @@ impl<W: Write> Sink for Export<W> {
 
     fn end(&mut self, end: &RunEnd<'_>) {
         self.summary.end(end);
+        self.unmatched = self
+            .filter
+            .missing_conversation(end.conversations.all().len());
         for c in end.conversations.all() {
             self.line.clear();
             let _ = write!(
