@@ -91,7 +91,9 @@ impl ReadOpts {
 impl Reading {
     /// The pipeline these settings read with.
     pub fn pipeline(&self) -> Pipeline {
-        Pipeline::new(self.profile.clone(), self.port).with_analysis(self.analysis)
+        Pipeline::new(self.profile.clone(), self.port)
+            .with_analysis(self.analysis)
+            .with_config(self.config.path.clone())
     }
 }
 

@@ -45,6 +45,10 @@ pub struct RunEnd<'a> {
     pub snapshots_reassembled: u64,
     /// Per-conversation session analysis (handshake, rates, RTT, loss...).
     pub analysis: &'a Analysis,
+    /// The snapshot profile the run decoded with (`document` for the document's table).
+    pub profile: &'a str,
+    /// The configuration file the run read, if any.
+    pub config: Option<&'a std::path::Path>,
 }
 
 /// Where decoded traffic goes: a report.
@@ -95,6 +99,7 @@ pub struct Pipeline {
 /// Everything but the scratch buffer.
 struct State {
     profile: Profile,
+    config: Option<std::path::PathBuf>,
     port: Option<u16>,
     findings: Vec<Finding>,
     /// The session findings of the datagram being reported.
@@ -117,6 +122,7 @@ impl Pipeline {
             scratch: vec![0; rtype::MAX_PAYLOAD],
             state: State {
                 profile,
+                config: None,
                 port,
                 findings: Vec::with_capacity(64),
                 raised: Vec::new(),
@@ -132,6 +138,12 @@ impl Pipeline {
                 rtnp: rtnp_arm::RtnpState::default(),
             },
         }
+    }
+
+    /// Names the configuration file the run's settings came from, for the reports.
+    pub fn with_config(mut self, config: Option<std::path::PathBuf>) -> Pipeline {
+        self.state.config = config;
+        self
     }
 
     /// Judges sessions against `config` (nominal snapshot rate) instead of the defaults.
@@ -234,6 +246,8 @@ impl Pipeline {
             conversations: &self.state.conversations,
             snapshots_reassembled: self.state.chunks.completed,
             analysis: &self.state.analysis,
+            profile: &self.state.profile.name,
+            config: self.state.config.as_deref(),
         });
     }
 

@@ -315,6 +315,19 @@ pub fn message_name(dialect: Dialect, code: u64) -> Option<&'static str> {
     }
 }
 
+/// "read with config FILE and snapshot profile NAME", from a report's `config_file` and `profile`
+/// members, when either is not the default (no file, the document's table).
+pub fn settings_line(report: &serde_json::Value) -> Option<String> {
+    let config = report["config_file"].as_str();
+    let profile = report["profile"].as_str().filter(|p| *p != "document");
+    let parts: Vec<String> = config
+        .map(|c| format!("config {c}"))
+        .into_iter()
+        .chain(profile.map(|p| format!("snapshot profile {p}")))
+        .collect();
+    (!parts.is_empty()).then(|| format!("read with {}", parts.join(" and ")))
+}
+
 /// What a finding found, as words that read after its rule's summary ("expected SERVER_HELLO
 /// before JOIN_REQUEST", "Payload Len says 9 bytes, the datagram holds 4"): the rule says what
 /// each number means. Empty when the rule says it all.

@@ -85,6 +85,8 @@ impl Sink for Stats {
             })
             .collect();
         self.json = Some(json!({
+            "config_file": end.config.map(|p| p.display().to_string()),
+            "profile": end.profile,
             "config": {"snapshot_hz": config.snapshot_hz, "snapshot_tolerance": config.snapshot_tolerance},
             "conversations": conversations,
             "unanalysed_datagrams": end.analysis.unanalysed_datagrams(),
@@ -210,6 +212,9 @@ pub fn text(path: &str, j: &Json, term: Term) -> String {
             1
         ),
     );
+    if let Some(line) = super::render::settings_line(j) {
+        let _ = writeln!(out, "{line}");
+    }
     if j["unanalysed_datagrams"].as_u64().unwrap_or(0) > 0 {
         let _ = writeln!(
             out,

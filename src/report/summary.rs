@@ -101,6 +101,7 @@ pub struct Summary {
     compressed: u64,
     json: Option<Json>,
     no_fields: NoFields,
+    hint: super::profile_hint::ProfileHint,
 }
 
 impl Sink for Summary {
@@ -160,6 +161,7 @@ impl Sink for Summary {
                 });
             }
         }
+        self.hint.datagram(e);
         self.crc_failures += u64::from(e.crc_failed());
         self.compressed += u64::from(e.compressed());
         for f in e.findings {
@@ -214,6 +216,8 @@ impl Summary {
             .map(|c| json!({"id": c.id, "client": c.client.to_string(), "server": c.server.to_string(), "first_frame": c.first_frame}))
             .collect();
         json!({
+            "config_file": end.config.map(|p| p.display().to_string()),
+            "profile": end.profile,
             "capture": {
                 "format": info.format.to_string(),
                 "gzip": info.gzip,
@@ -230,6 +234,9 @@ impl Summary {
             "conversations": conversations,
             "messages": messages,
             "violations": violations,
+            "profile_hint": self.hint.suggestion().map(|(profile, probed)| json!({
+                "profile": profile, "snapshots_probed": probed,
+            })),
         })
     }
 
@@ -273,6 +280,9 @@ impl Summary {
             cap["frames"],
             cap["duration_s"].as_f64().unwrap_or(0.0),
         );
+        if let Some(line) = super::render::settings_line(j) {
+            let _ = writeln!(out, "{line}");
+        }
         let _ = writeln!(
             out,
             "{} protocol datagrams, {} other UDP, {} not UDP, {} malformed\n\
@@ -349,6 +359,15 @@ impl Summary {
                 ]);
             }
             let _ = writeln!(out, "\nViolations\n{t}");
+        }
+        if let Some(hint) = j["profile_hint"].as_object() {
+            let name = str_of(&hint["profile"]);
+            let _ = writeln!(
+                out,
+                "\nSnapshots fail to decode with this layout, but the {} tried all fit the bundled \
+                 profile {name}: --profile {name}",
+                hint["snapshots_probed"]
+            );
         }
         out
     }
