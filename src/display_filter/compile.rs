@@ -64,6 +64,7 @@ pub(super) enum Node {
     Or(Box<Node>, Box<Node>),
 }
 
+#[derive(Clone)]
 pub(super) struct Compiled {
     pub root: Node,
     pub atoms: Vec<Atom>,

@@ -184,12 +184,12 @@ pub(super) struct Feed {
 
 /// The fields of one scope (a header, a message, the reassembled snapshot) the atoms read, by
 /// the repeats and switch cases they sit in.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(super) struct Trie {
     nodes: Vec<TrieNode>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct TrieNode {
     /// Groups by filter segment.
     children: Vec<(&'static str, usize)>,

@@ -67,13 +67,12 @@ pub struct Context<'a> {
     /// The capture's first frame's time (frame.time_relative counts from it).
     pub first_ts: i64,
     pub profile: &'a Profile,
-    /// The findings the session analysis raised on this datagram.
-    pub session: &'a [LooseFinding],
     /// The snapshot this datagram completed, when it was the last of a chunk set.
     pub reassembled: Option<&'a [u8]>,
 }
 
 /// A compiled display filter, with its evaluation state.
+#[derive(Clone)]
 pub struct DisplayFilter {
     text: String,
     compiled: Compiled,
@@ -86,8 +85,14 @@ pub struct DisplayFilter {
     protocols: Vec<Option<Protocol>>,
 }
 
+impl fmt::Debug for DisplayFilter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "DisplayFilter({:?})", self.text)
+    }
+}
+
 /// Where the values of the atoms' fields come from.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Plan {
     runtime: Vec<(Runtime, usize)>,
     rules: Vec<(Rule, usize)>,
@@ -242,7 +247,7 @@ impl DisplayFilter {
             });
         }
         if !self.plan.rules.is_empty() {
-            let session = ctx.session.iter().map(|f| &f.finding);
+            let session = e.session.iter().map(|f| &f.finding);
             for finding in e.findings.iter().chain(session) {
                 for &(rule, a) in &self.plan.rules {
                     if rule == finding.rule {
@@ -499,13 +504,13 @@ fn runtime_values(
         }
         Runtime::Conversation(p) if p == protocol => one(Some(Val::Int(e.conversation.into()))),
         Runtime::Violation(p) if p == protocol => {
-            let session = ctx.session.iter().map(|f| &f.finding);
+            let session = e.session.iter().map(|f| &f.finding);
             for f in e.findings.iter().chain(session) {
                 one(Some(Val::Bytes(f.rule.id().as_bytes())));
             }
         }
         Runtime::ViolationSeverity(p) if p == protocol => {
-            let session = ctx.session.iter().map(|f| &f.finding);
+            let session = e.session.iter().map(|f| &f.finding);
             for f in e.findings.iter().chain(session) {
                 one(Some(Val::Int(f.rule.severity() as i64 + 1)));
             }

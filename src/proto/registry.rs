@@ -678,7 +678,13 @@ impl Registry {
             .filter(|(d, n)| *d <= (n.len() / 3).max(2))
             .collect();
         scored.sort();
-        scored.into_iter().take(max).map(|(_, n)| n).collect()
+        let best = scored.first().map_or(0, |s| s.0);
+        scored
+            .into_iter()
+            .take_while(|(d, _)| *d == best)
+            .take(max)
+            .map(|(_, n)| n)
+            .collect()
     }
 }
 
