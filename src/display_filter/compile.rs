@@ -280,9 +280,14 @@ fn convert(f: &FilterField, v: &Value, relation: Relation) -> Result<Const, Erro
     };
     let quoted = matches!(v.literal, Literal::Quoted(_));
     let invalid = |what: &str| {
+        let literal = if quoted {
+            format!("the string \"{text}\"")
+        } else {
+            format!("\"{text}\"")
+        };
         Error::new(
             format!(
-                "\"{text}\" is not a valid {what} (for {}, type={})",
+                "{literal} is not a valid {what}: {} is of type {}",
                 f.name,
                 f.ty.describe()
             ),
