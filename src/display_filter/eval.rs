@@ -158,7 +158,7 @@ pub(super) enum Transform {
 }
 
 impl Transform {
-    fn apply<'a>(self, v: Val<'a>) -> Val<'a> {
+    pub fn apply<'a>(self, v: Val<'a>) -> Val<'a> {
         match (self, v) {
             (Transform::Same, v) => v,
             (Transform::Bits { mask, shift, flag }, Val::Int(n)) => {

@@ -16,16 +16,18 @@ mod syntax;
 use std::fmt;
 use std::net::IpAddr;
 
+use compile::Atom;
 use compile::Compiled;
 use eval::{evaluate, feed, AtomState, Collector, Feed, Transform, Trie, Val};
 
 use crate::datagram::{rt, rtnp, rtype, Dialect};
-use crate::message::{decode_message, decode_nodes, Finding};
+use crate::message::{decode_message, Endian, Finding};
 use crate::proto::profile::Profile;
 use crate::proto::registry::{
-    snapshot_message, FieldType, Protocol, Registry, Runtime, Scope, Source,
+    same_field, snapshot_message, FieldType, Protocol, Registry, Runtime, Scope, Source,
 };
 use crate::proto::rtnp::{PING, PONG};
+use crate::proto::schema::{Field, Node};
 use crate::proto::{Rule, Severity};
 use crate::session::event::{DatagramEvent, Decoded, LooseFinding};
 
@@ -91,13 +93,71 @@ impl fmt::Debug for DisplayFilter {
     }
 }
 
+/// A header field some atom reads: headers are fixed layouts of unsigned integers, read in place
+/// (the first thing a filter usually asks, so without a walk).
+#[derive(Clone)]
+struct HeaderField {
+    at: usize,
+    width: usize,
+    feeds: Vec<Feed>,
+}
+
+impl HeaderField {
+    /// Adds `feed` to the field `decl` of `nodes`, a header.
+    fn add(list: &mut Vec<HeaderField>, nodes: &'static [Node], decl: &Field, feed: Feed) {
+        let mut at = 0;
+        for node in nodes {
+            let Node::Field(f) = node else { continue };
+            let width = f.width().unwrap_or(0);
+            if same_field(f, decl) {
+                match list.iter_mut().find(|h| h.at == at) {
+                    Some(h) => h.feeds.push(feed),
+                    None => list.push(HeaderField {
+                        at,
+                        width,
+                        feeds: vec![feed],
+                    }),
+                }
+                return;
+            }
+            at += width;
+        }
+    }
+
+    /// Feeds the atoms the fields `bytes` (a header, perhaps cut short) holds.
+    fn read(
+        list: &[HeaderField],
+        bytes: &[u8],
+        endian: Endian,
+        atoms: &[Atom],
+        states: &mut [AtomState],
+    ) {
+        for h in list {
+            let Some(b) = bytes.get(h.at..h.at + h.width) else {
+                continue;
+            };
+            let raw = match endian {
+                Endian::Big => b.iter().fold(0i64, |acc, x| acc << 8 | i64::from(*x)),
+                Endian::Little => b.iter().rev().fold(0i64, |acc, x| acc << 8 | i64::from(*x)),
+            };
+            for f in &h.feeds {
+                feed(
+                    &atoms[f.atom],
+                    &mut states[f.atom],
+                    f.transform.apply(Val::Int(raw)),
+                );
+            }
+        }
+    }
+}
+
 /// Where the values of the atoms' fields come from.
 #[derive(Clone, Default)]
 struct Plan {
     runtime: Vec<(Runtime, usize)>,
     rules: Vec<(Rule, usize)>,
-    rtype_header: Option<Trie>,
-    rt_header: Option<Trie>,
+    rtype_header: Vec<HeaderField>,
+    rt_header: Vec<HeaderField>,
     messages: Vec<(Protocol, u8, Trie)>,
     reassembled: Option<Trie>,
     rtype_undecoded: Vec<usize>,
@@ -145,9 +205,25 @@ impl Plan {
             let Source::Described { scope, path, decls } = &registry.field(described).source else {
                 unreachable!("bits and raw values are of described fields")
             };
+            let with_divisor = |decl: &Field| match transform {
+                Transform::Raw { .. } => Transform::Raw {
+                    divisor: f64::from(decl.divisor),
+                },
+                t => t,
+            };
+            if let Scope::Header(p) = *scope {
+                let (list, nodes) = match p {
+                    Protocol::Rtype => (&mut plan.rtype_header, crate::proto::rtype::HEADER),
+                    _ => (&mut plan.rt_header, crate::proto::rt::HEADER),
+                };
+                for decl in decls {
+                    let transform = with_divisor(decl);
+                    HeaderField::add(list, nodes, decl, Feed { atom: a, transform });
+                }
+                continue;
+            }
             let trie = match *scope {
-                Scope::Header(Protocol::Rtype) => plan.rtype_header.get_or_insert_with(Trie::new),
-                Scope::Header(_) => plan.rt_header.get_or_insert_with(Trie::new),
+                Scope::Header(_) => unreachable!("read in place"),
                 Scope::Reassembled => plan.reassembled.get_or_insert_with(Trie::new),
                 Scope::Message(p, code) => {
                     match plan.messages.iter().position(|m| m.0 == p && m.1 == code) {
@@ -160,12 +236,7 @@ impl Plan {
                 }
             };
             for decl in decls {
-                let transform = match transform {
-                    Transform::Raw { .. } => Transform::Raw {
-                        divisor: f64::from(decl.divisor),
-                    },
-                    t => t,
-                };
+                let transform = with_divisor(decl);
                 trie.insert(path, decl, Feed { atom: a, transform });
             }
         }
@@ -302,30 +373,13 @@ impl DisplayFilter {
         let plan = &self.plan;
         match e.dialect {
             Dialect::Rtype => {
-                if let Some(trie) = &plan.rtype_header {
-                    let (nodes, bytes) = match e.decoded {
-                        Some(Decoded::Rtype(d)) => (d.header.layout().nodes(), d.header.bytes()),
-                        _ => (
-                            crate::proto::rtype::HEADER,
-                            &e.bytes[..e.bytes.len().min(crate::proto::rtype::HEADER_LEN)],
-                        ),
+                if !plan.rtype_header.is_empty() {
+                    let bytes = match e.decoded {
+                        Some(Decoded::Rtype(d)) => d.header.bytes(),
+                        _ => &e.bytes[..e.bytes.len().min(crate::proto::rtype::HEADER_LEN)],
                     };
-                    self.stack.clear();
-                    let mut c = Collector {
-                        trie,
-                        stack: &mut self.stack,
-                        atoms: &self.compiled.atoms,
-                        states: &mut self.states,
-                        undecoded: &[],
-                    };
-                    decode_nodes(
-                        nodes,
-                        bytes,
-                        rtype::ENDIAN,
-                        ctx.profile,
-                        &rtype::MESSAGE_RULES,
-                        &mut c,
-                    );
+                    let (atoms, states) = (&self.compiled.atoms, &mut self.states);
+                    HeaderField::read(&plan.rtype_header, bytes, rtype::ENDIAN, atoms, states);
                 }
                 if let (Some(m), Some(payload)) = (e.message, e.payload) {
                     let trie = plan.message(Protocol::Rtype, m.code);
@@ -380,24 +434,8 @@ impl DisplayFilter {
                     return;
                 };
                 let endian = d.header.endian();
-                if let Some(trie) = &plan.rt_header {
-                    self.stack.clear();
-                    let mut c = Collector {
-                        trie,
-                        stack: &mut self.stack,
-                        atoms: &self.compiled.atoms,
-                        states: &mut self.states,
-                        undecoded: &[],
-                    };
-                    decode_nodes(
-                        crate::proto::rt::HEADER,
-                        d.header.bytes(),
-                        endian,
-                        ctx.profile,
-                        &rt::MESSAGE_RULES,
-                        &mut c,
-                    );
-                }
+                let (atoms, states) = (&self.compiled.atoms, &mut self.states);
+                HeaderField::read(&plan.rt_header, d.header.bytes(), endian, atoms, states);
                 match d.message {
                     Some(m) if d.decodable() => {
                         let trie = plan.message(Protocol::Rt, m.code);
