@@ -213,7 +213,7 @@ impl Summary {
             .iter()
             .map(|c| json!({"id": c.id, "client": c.client.to_string(), "server": c.server.to_string(), "first_frame": c.first_frame}))
             .collect();
-        json!({
+        let mut summary = json!({
             "capture": {
                 "format": info.format.to_string(),
                 "gzip": info.gzip,
@@ -230,7 +230,11 @@ impl Summary {
             "conversations": conversations,
             "messages": messages,
             "violations": violations,
-        })
+        });
+        if let Some((expression, datagrams)) = end.displayed {
+            summary["display_filter"] = json!({"expression": expression, "datagrams": datagrams});
+        }
+        summary
     }
 
     /// The summary as one JSON document (after the run).
@@ -285,6 +289,14 @@ impl Summary {
             j["compressed_payloads"],
             j["snapshots_reassembled"],
         );
+        if let Some(filter) = j.get("display_filter") {
+            let _ = writeln!(
+                out,
+                "{} datagrams match the display filter {}; the tables count only those",
+                filter["datagrams"],
+                str_of(&filter["expression"]),
+            );
+        }
         let convs = j["conversations"].as_array().map_or(&[][..], |v| &v[..]);
         let _ = writeln!(out, "\nConversations: {}", convs.len());
         let mut t = table::new(term, &["#", "Client", "Server", "First frame"]);
