@@ -432,3 +432,121 @@ fn tshark_selects_the_same_frames() {
         results.len()
     );
 }
+
+/// Runs rtype-inspect; returns its exit code, stdout and stderr.
+fn inspect(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_rtype-inspect"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn errors_point_at_the_problem() {
+    let sample = capture("clean-session.pcap");
+    let sample = sample.to_str().unwrap();
+    for (expr, message, caret) in [
+        (
+            "rtype.snapshot.entitiy.id == 42",
+            "rtype.snapshot.entitiy.id: no such field; did you mean rtype.snapshot.entity.id? (rtype-inspect fields lists them)",
+            "^~~~~~~~~~~~~~~~~~~~~~~~~",
+        ),
+        (
+            "rtype.tick == \"abc\"",
+            "the string \"abc\" is not a valid integer: rtype.tick is of type unsigned integer (4 bytes)",
+            "              ^~~~~",
+        ),
+        (
+            "rtype.msg_type contains 1",
+            "rtype.msg_type (type=unsigned integer (1 byte)) cannot participate in contains comparison",
+            "^~~~~~~~~~~~~~",
+        ),
+        (
+            "rtype.msg_type == FOO",
+            "\"FOO\" cannot be found among the possible values for rtype.msg_type (rtype-inspect fields --values lists them)",
+            "                  ^~~",
+        ),
+        (
+            "rtype.tick ==",
+            "unexpected end of filter expression",
+            "             ^",
+        ),
+        (
+            "rtype.tick in {1 2}",
+            "set members are separated by commas",
+            "                 ^",
+        ),
+        (
+            "ip.src < 10.0.0.1",
+            "ip.src (type=IPv4 address) has no order: compare it with == or !=",
+            "       ^",
+        ),
+        (
+            "(rtype.tick > 1",
+            "unbalanced parenthesis",
+            "^",
+        ),
+    ] {
+        let (code, stdout, stderr) = inspect(&["packets", sample, "-Y", expr]);
+        assert_eq!(code, 2, "{expr}");
+        assert!(stdout.is_empty(), "{expr}: {stdout}");
+        assert_eq!(
+            stderr,
+            format!("rtype-inspect: display filter: {message}\n    {expr}\n    {caret}\n"),
+            "{expr}"
+        );
+    }
+}
+
+#[test]
+fn filters_combine_with_the_flags_and_every_command_counts_only_matches() {
+    let crc = capture("violations-crc.pcap");
+    let crc = crc.to_str().unwrap();
+    // check counts only the matching datagrams' findings.
+    let (code, stdout, _) =
+        inspect(&["check", crc, "--format", "json", "-Y", "rtype.crc.mismatch"]);
+    assert_eq!(code, 1);
+    let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let findings = &json["files"][0]["findings"];
+    assert_eq!(findings.as_array().unwrap().len(), 1, "{findings}");
+    assert_eq!(findings[0]["id"], "rtype.crc.mismatch");
+    assert_eq!(findings[0]["frames"], serde_json::json!([55, 56, 57]));
+    // The summary's tables count only them, and say so.
+    let (_, stdout, _) = inspect(&[
+        "summary",
+        crc,
+        "--format",
+        "json",
+        "-Y",
+        "rtype.msg_type == 0x14",
+    ]);
+    let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(json["messages"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        json["display_filter"],
+        serde_json::json!({"expression": "rtype.msg_type == 0x14", "datagrams": 31})
+    );
+    // -Y and the flags: both must hold; times stay relative to the first datagram.
+    let clean = capture("clean-session.pcap");
+    let (_, stdout, _) = inspect(&[
+        "packets",
+        clean.to_str().unwrap(),
+        "-Y",
+        "rtype.msg_type == 0x14",
+        "--conversation",
+        "2",
+        "--frames",
+        "40-60",
+    ]);
+    let frames: Vec<&str> = stdout
+        .lines()
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(frames, ["46", "50", "54", "58"]);
+    assert!(stdout.starts_with("     46   3.400120 #2"), "{stdout}");
+}

@@ -171,9 +171,10 @@ fn node(expr: &Expr, registry: &Registry, atoms: &mut Vec<Atom>) -> Result<Node,
                         .build()
                         .map_err(|e| {
                             let first = e.to_string();
-                            let line = first.lines().last().unwrap_or("invalid regular expression");
+                            let line = first.lines().last().unwrap_or_default();
+                            let line = line.trim().trim_start_matches("error: ");
                             Error::new(
-                                format!("invalid regular expression: {}", line.trim()),
+                                format!("invalid regular expression: {line}"),
                                 v.span.clone(),
                             )
                         })?;

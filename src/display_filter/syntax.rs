@@ -337,18 +337,18 @@ impl Parser {
         } else {
             None
         };
-        let field = match self.bump() {
-            (Token::Word(name), span) if !is_keyword(&name) => FieldRef { name, span },
-            (Token::Quoted(s), span) => {
+        let field = match self.peek().clone() {
+            Token::Word(name) if !is_keyword(&name) => FieldRef {
+                name,
+                span: self.bump().1,
+            },
+            Token::Quoted(s) => {
                 return Err(Error::new(
                     format!("\"{s}\" is a value: a test starts with a field"),
-                    span,
+                    self.span(),
                 ))
             }
-            _ => {
-                self.at -= 1;
-                return Err(self.unexpected());
-            }
+            _ => return Err(self.unexpected()),
         };
         let Some((relation, relation_span)) = self.relation() else {
             if let Some((_, span)) = quantifier {
@@ -413,20 +413,15 @@ impl Parser {
     }
 
     fn value(&mut self) -> Result<Value, Error> {
-        match self.bump() {
-            (Token::Quoted(s), span) => Ok(Value {
-                literal: Literal::Quoted(s),
-                span,
-            }),
-            (Token::Word(w), span) if !is_keyword(&w) => Ok(Value {
-                literal: Literal::Bare(w),
-                span,
-            }),
-            _ => {
-                self.at -= 1;
-                Err(self.unexpected())
-            }
-        }
+        let literal = match self.peek().clone() {
+            Token::Quoted(s) => Literal::Quoted(s),
+            Token::Word(w) if !is_keyword(&w) => Literal::Bare(w),
+            _ => return Err(self.unexpected()),
+        };
+        Ok(Value {
+            literal,
+            span: self.bump().1,
+        })
     }
 
     fn set(&mut self) -> Result<Vec<Member>, Error> {
@@ -544,7 +539,7 @@ mod tests {
             rhs,
             Rhs::Value(Value {
                 literal: Literal::Quoted("a\"bA".into()),
-                span: 5..16
+                span: 5..15
             })
         );
     }
