@@ -92,3 +92,25 @@ fn registry_names_every_protofield_of_the_dissector() {
         }
     }
 }
+
+#[test]
+fn protocol_reference_names_registered_fields() {
+    let doc =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/protocol.md")).unwrap();
+    let registry = Registry::new(&Profile::document());
+    let mut checked = 0;
+    for name in doc.split('`').skip(1).step_by(2) {
+        let dialect = ["rtype.", "rt.", "rtnp."]
+            .iter()
+            .any(|p| name.starts_with(p));
+        if !dialect || name.contains('…') || name.contains(' ') {
+            continue;
+        }
+        assert!(
+            registry.get(name).is_some(),
+            "docs/protocol.md names {name}"
+        );
+        checked += 1;
+    }
+    assert!(checked > 400, "{checked}");
+}

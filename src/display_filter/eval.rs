@@ -4,6 +4,7 @@
 //! walk that asks only for the fields some atom reads — and the expression is then evaluated
 //! over the atoms' results.
 
+use std::cell::Cell;
 use std::net::IpAddr;
 
 use super::compile::{Atom, Cmp, Const, Node, Test};
@@ -184,10 +185,18 @@ pub(super) struct Feed {
 
 /// The fields of one scope (a header, a message, the reassembled snapshot) the atoms read, by
 /// the repeats and switch cases they sit in.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub(super) struct Trie {
     nodes: Vec<TrieNode>,
+    /// Recent answers of [`Trie::feeds`] by (declaration address, node): a walk meets the same
+    /// few declarations again and again, and comparing them by content costs more than the walk.
+    /// Declarations are compared by content because a `const` table may have several copies.
+    recent: [Cell<(usize, usize, u32)>; RECENT],
 }
+
+const RECENT: usize = 64;
+/// In [`Trie::recent`]: the declaration feeds no atom there.
+const NONE: u32 = u32::MAX;
 
 #[derive(Clone, Debug, Default)]
 struct TrieNode {
@@ -204,6 +213,7 @@ impl Trie {
     pub fn new() -> Trie {
         Trie {
             nodes: vec![TrieNode::default()],
+            recent: std::array::from_fn(|_| Cell::new((0, DEAD, NONE))),
         }
     }
 
@@ -229,9 +239,22 @@ impl Trie {
 
     fn feeds(&self, at: usize, field: &Field) -> Option<&[Feed]> {
         let node = self.nodes.get(at)?;
+        let address = field as *const Field as usize;
+        let slot = &self.recent[(address >> 3 ^ at.wrapping_mul(31)) % RECENT];
+        let (seen, seen_at, found) = slot.get();
+        let found = if seen == address && seen_at == at {
+            found
+        } else {
+            let found = node
+                .fields
+                .iter()
+                .position(|(d, _)| d.name == field.name && same_field(d, field))
+                .map_or(NONE, |i| i as u32);
+            slot.set((address, at, found));
+            found
+        };
         node.fields
-            .iter()
-            .find(|(d, _)| d.name == field.name && same_field(d, field))
+            .get(found as usize)
             .map(|(_, feeds)| feeds.as_slice())
     }
 }

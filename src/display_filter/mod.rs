@@ -152,7 +152,7 @@ impl HeaderField {
 }
 
 /// Where the values of the atoms' fields come from.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 struct Plan {
     runtime: Vec<(Runtime, usize)>,
     rules: Vec<(Rule, usize)>,
@@ -163,11 +163,24 @@ struct Plan {
     rtype_undecoded: Vec<usize>,
     rt_undecoded: Vec<usize>,
     reassembled_undecoded: Vec<usize>,
+    /// A walk over no fields, for atoms that read only a scope's undecoded bytes.
+    no_fields: Trie,
 }
 
 impl Plan {
     fn new(compiled: &Compiled, registry: &Registry) -> Plan {
-        let mut plan = Plan::default();
+        let mut plan = Plan {
+            runtime: Vec::new(),
+            rules: Vec::new(),
+            rtype_header: Vec::new(),
+            rt_header: Vec::new(),
+            messages: Vec::new(),
+            reassembled: None,
+            rtype_undecoded: Vec::new(),
+            rt_undecoded: Vec::new(),
+            reassembled_undecoded: Vec::new(),
+            no_fields: Trie::new(),
+        };
         for (a, atom) in compiled.atoms.iter().enumerate() {
             let field = registry.field(atom.field);
             let (described, transform) = match field.source {
@@ -250,9 +263,6 @@ impl Plan {
             .map(|m| &m.2)
     }
 }
-
-/// A walk over no fields, for atoms that read only a scope's undecoded bytes.
-static NO_FIELDS: std::sync::LazyLock<Trie> = std::sync::LazyLock::new(Trie::new);
 
 /// Wireshark's expert severity value of a catalog severity, as the dissector maps them.
 fn expert_severity(s: Severity) -> i64 {
@@ -387,7 +397,7 @@ impl DisplayFilter {
                         self.stack.clear();
                         self.findings.clear();
                         let mut c = Collector {
-                            trie: trie.unwrap_or(&NO_FIELDS),
+                            trie: trie.unwrap_or(&plan.no_fields),
                             stack: &mut self.stack,
                             atoms: &self.compiled.atoms,
                             states: &mut self.states,
@@ -410,7 +420,7 @@ impl DisplayFilter {
                         self.stack.clear();
                         self.findings.clear();
                         let mut c = Collector {
-                            trie: plan.reassembled.as_ref().unwrap_or(&NO_FIELDS),
+                            trie: plan.reassembled.as_ref().unwrap_or(&plan.no_fields),
                             stack: &mut self.stack,
                             atoms: &self.compiled.atoms,
                             states: &mut self.states,
@@ -443,7 +453,7 @@ impl DisplayFilter {
                             self.stack.clear();
                             self.findings.clear();
                             let mut c = Collector {
-                                trie: trie.unwrap_or(&NO_FIELDS),
+                                trie: trie.unwrap_or(&plan.no_fields),
                                 stack: &mut self.stack,
                                 atoms: &self.compiled.atoms,
                                 states: &mut self.states,
