@@ -3,7 +3,7 @@
 //! summary no more allocations than it costs without the filter.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 
 use rtype_inspect::app::{read_capture, ReadOpts};
@@ -32,7 +32,7 @@ unsafe impl GlobalAlloc for Counting {
 static ALLOCATOR: Counting = Counting;
 
 /// Allocations of one summary of `capture`, with `filter`.
-fn allocations(capture: &PathBuf, filter: Option<&str>) -> usize {
+fn allocations(capture: &Path, filter: Option<&str>) -> usize {
     let reading = ReadOpts {
         quiet: true,
         filter: filter.map(str::to_string),

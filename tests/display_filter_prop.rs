@@ -506,7 +506,7 @@ fn atom() -> impl Strategy<Value = Expr> {
             let kind = FIELDS[field].kind;
             match shape {
                 0 => Expr::Exists(field),
-                1 | 2 | 3 => {
+                1..=3 => {
                     let ops = ["==", "!=", "<", "<=", ">", ">=", "===", "~="];
                     let op = ops[a.index(ops.len())];
                     let quantifier = match (op, b.index(4)) {

@@ -402,7 +402,7 @@ fn parse_bytes(text: &str) -> Option<Vec<u8>> {
         text.split([':', '-', '.']).collect()
     } else if text.len() <= 2 {
         vec![text]
-    } else if text.len() % 2 == 0 {
+    } else if text.len().is_multiple_of(2) {
         (0..text.len())
             .step_by(2)
             .map(|i| &text[i..i + 2])
