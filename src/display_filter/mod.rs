@@ -21,13 +21,13 @@ use compile::Compiled;
 use eval::{evaluate, feed, AtomState, Collector, Feed, Transform, Trie, Val};
 
 use crate::datagram::{rt, rtnp, rtype, Dialect};
-use crate::message::{decode_message, Endian, Finding};
+use crate::message::{decode_message, Endian, Finding, MessageRules};
 use crate::proto::profile::Profile;
 use crate::proto::registry::{
     same_field, snapshot_message, FieldType, Protocol, Registry, Runtime, Scope, Source,
 };
 use crate::proto::rtnp::{PING, PONG};
-use crate::proto::schema::{Field, Node};
+use crate::proto::schema::{Field, Message, Node};
 use crate::proto::{Rule, Severity};
 use crate::session::event::{DatagramEvent, Decoded, LooseFinding};
 
@@ -381,6 +381,13 @@ impl DisplayFilter {
     /// Walks the header, message and reassembled snapshot where atoms read fields.
     fn walk(&mut self, e: &DatagramEvent<'_>, ctx: &Context<'_>) {
         let plan = &self.plan;
+        let mut w = Walking {
+            atoms: &self.compiled.atoms,
+            states: &mut self.states,
+            stack: &mut self.stack,
+            findings: &mut self.findings,
+            profile: ctx.profile,
+        };
         match e.dialect {
             Dialect::Rtype => {
                 if !plan.rtype_header.is_empty() {
@@ -388,53 +395,34 @@ impl DisplayFilter {
                         Some(Decoded::Rtype(d)) => d.header.bytes(),
                         _ => &e.bytes[..e.bytes.len().min(crate::proto::rtype::HEADER_LEN)],
                     };
-                    let (atoms, states) = (&self.compiled.atoms, &mut self.states);
-                    HeaderField::read(&plan.rtype_header, bytes, rtype::ENDIAN, atoms, states);
+                    HeaderField::read(&plan.rtype_header, bytes, rtype::ENDIAN, w.atoms, w.states);
                 }
+                let rules = &rtype::MESSAGE_RULES;
                 if let (Some(m), Some(payload)) = (e.message, e.payload) {
                     let trie = plan.message(Protocol::Rtype, m.code);
                     if trie.is_some() || !plan.rtype_undecoded.is_empty() {
-                        self.stack.clear();
-                        self.findings.clear();
-                        let mut c = Collector {
-                            trie: trie.unwrap_or(&plan.no_fields),
-                            stack: &mut self.stack,
-                            atoms: &self.compiled.atoms,
-                            states: &mut self.states,
-                            undecoded: &plan.rtype_undecoded,
-                        };
-                        decode_message(
+                        let trie = trie.unwrap_or(&plan.no_fields);
+                        w.message(
                             m,
                             payload,
-                            0,
                             rtype::ENDIAN,
-                            ctx.profile,
-                            &rtype::MESSAGE_RULES,
-                            &mut c,
-                            &mut self.findings,
+                            rules,
+                            trie,
+                            &plan.rtype_undecoded,
                         );
                     }
                 }
                 if let Some(payload) = ctx.reassembled {
                     if plan.reassembled.is_some() || !plan.reassembled_undecoded.is_empty() {
-                        self.stack.clear();
-                        self.findings.clear();
-                        let mut c = Collector {
-                            trie: plan.reassembled.as_ref().unwrap_or(&plan.no_fields),
-                            stack: &mut self.stack,
-                            atoms: &self.compiled.atoms,
-                            states: &mut self.states,
-                            undecoded: &plan.reassembled_undecoded,
-                        };
-                        decode_message(
+                        let trie = plan.reassembled.as_ref().unwrap_or(&plan.no_fields);
+                        let undecoded = &plan.reassembled_undecoded;
+                        w.message(
                             snapshot_message(),
                             payload,
-                            0,
                             rtype::ENDIAN,
-                            ctx.profile,
-                            &rtype::MESSAGE_RULES,
-                            &mut c,
-                            &mut self.findings,
+                            rules,
+                            trie,
+                            undecoded,
                         );
                     }
                 }
@@ -444,40 +432,20 @@ impl DisplayFilter {
                     return;
                 };
                 let endian = d.header.endian();
-                let (atoms, states) = (&self.compiled.atoms, &mut self.states);
-                HeaderField::read(&plan.rt_header, d.header.bytes(), endian, atoms, states);
+                HeaderField::read(&plan.rt_header, d.header.bytes(), endian, w.atoms, w.states);
                 match d.message {
                     Some(m) if d.decodable() => {
                         let trie = plan.message(Protocol::Rt, m.code);
                         if trie.is_some() || !plan.rt_undecoded.is_empty() {
-                            self.stack.clear();
-                            self.findings.clear();
-                            let mut c = Collector {
-                                trie: trie.unwrap_or(&plan.no_fields),
-                                stack: &mut self.stack,
-                                atoms: &self.compiled.atoms,
-                                states: &mut self.states,
-                                undecoded: &plan.rt_undecoded,
-                            };
-                            decode_message(
-                                m,
-                                d.payload,
-                                0,
-                                endian,
-                                ctx.profile,
-                                &rt::MESSAGE_RULES,
-                                &mut c,
-                                &mut self.findings,
-                            );
+                            let trie = trie.unwrap_or(&plan.no_fields);
+                            let rules = &rt::MESSAGE_RULES;
+                            w.message(m, d.payload, endian, rules, trie, &plan.rt_undecoded);
                         }
                     }
+                    // rt's opaque payloads (compressed, encrypted, fragmented) are undecoded whole.
                     _ if !d.payload.is_empty() => {
                         for &a in &plan.rt_undecoded {
-                            feed(
-                                &self.compiled.atoms[a],
-                                &mut self.states[a],
-                                Val::Bytes(d.payload),
-                            );
+                            feed(&w.atoms[a], &mut w.states[a], Val::Bytes(d.payload));
                         }
                     }
                     _ => {}
@@ -485,6 +453,49 @@ impl DisplayFilter {
             }
             Dialect::Rtnp => {}
         }
+    }
+}
+
+/// What a filter's walk needs besides the message: the atoms, their states, reused buffers.
+struct Walking<'a> {
+    atoms: &'a [Atom],
+    states: &'a mut [AtomState],
+    stack: &'a mut Vec<usize>,
+    findings: &'a mut Vec<Finding>,
+    profile: &'a Profile,
+}
+
+impl Walking<'_> {
+    /// Walks `payload` as `message`, feeding the atoms of `trie`'s fields and the `undecoded`
+    /// atoms (the pipeline's own walk reports the findings; these are dropped).
+    fn message(
+        &mut self,
+        message: &'static Message,
+        payload: &[u8],
+        endian: Endian,
+        rules: &MessageRules,
+        trie: &Trie,
+        undecoded: &[usize],
+    ) {
+        self.stack.clear();
+        self.findings.clear();
+        let mut c = Collector {
+            trie,
+            stack: self.stack,
+            atoms: self.atoms,
+            states: self.states,
+            undecoded,
+        };
+        decode_message(
+            message,
+            payload,
+            0,
+            endian,
+            self.profile,
+            rules,
+            &mut c,
+            self.findings,
+        );
     }
 }
 

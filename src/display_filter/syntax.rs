@@ -231,7 +231,12 @@ pub fn parse(text: &str) -> Result<Expr, Error> {
             break;
         }
     }
-    let mut p = Parser { tokens, at: 0 };
+    let mut p = Parser {
+        tokens,
+        at: 0,
+        depth: 0,
+        tests: 0,
+    };
     if p.peek() == &Token::End {
         return Err(Error::new("the filter is empty", 0..0));
     }
@@ -243,9 +248,16 @@ pub fn parse(text: &str) -> Result<Expr, Error> {
     }
 }
 
+/// Nesting (parentheses and negations) and tests a filter may have: the parser, the compiler and
+/// the evaluation recurse over the expression, and a filter is typed by a person.
+const MAX_DEPTH: usize = 64;
+const MAX_TESTS: usize = 1024;
+
 struct Parser {
     tokens: Vec<(Token, Span)>,
     at: usize,
+    depth: usize,
+    tests: usize,
 }
 
 impl Parser {
@@ -308,16 +320,32 @@ impl Parser {
 
     fn not(&mut self) -> Result<Expr, Error> {
         if self.is_punct(&["!"]) || self.is_word(&["not"]) {
-            self.bump();
-            return Ok(Expr::Not(Box::new(self.not()?)));
+            let span = self.bump().1;
+            self.deeper(span)?;
+            let inner = self.not()?;
+            self.depth -= 1;
+            return Ok(Expr::Not(Box::new(inner)));
         }
         self.test()
+    }
+
+    fn deeper(&mut self, span: Span) -> Result<(), Error> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(Error::new(
+                format!("the filter nests deeper than {MAX_DEPTH} levels"),
+                span,
+            ));
+        }
+        Ok(())
     }
 
     fn test(&mut self) -> Result<Expr, Error> {
         if self.is_punct(&["("]) {
             let open = self.bump().1;
+            self.deeper(open.clone())?;
             let inner = self.or()?;
+            self.depth -= 1;
             if !self.is_punct(&[")"]) {
                 return Err(match self.peek() {
                     Token::End => Error::new("unbalanced parenthesis", open),
@@ -326,6 +354,13 @@ impl Parser {
             }
             self.bump();
             return Ok(inner);
+        }
+        self.tests += 1;
+        if self.tests > MAX_TESTS {
+            return Err(Error::new(
+                format!("the filter has more than {MAX_TESTS} tests"),
+                self.span(),
+            ));
         }
         let quantifier = if self.is_word(&["any", "all"]) {
             let (token, span) = self.bump();
