@@ -535,11 +535,29 @@ fn filters_combine_with_the_flags_and_every_command_counts_only_matches() {
         json["display_filter"],
         serde_json::json!({"expression": "rtype.msg_type == 0x14", "datagrams": 31})
     );
-    // -Y and the flags: both must hold; times stay relative to the first datagram.
+    // stats analyses only the matching datagrams: here one conversation's.
     let clean = capture("clean-session.pcap");
+    let clean = clean.to_str().unwrap();
+    let (_, stdout, _) = inspect(&[
+        "stats",
+        clean,
+        "--format",
+        "json",
+        "-Y",
+        "rtype.conversation == 2",
+    ]);
+    let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let ids: Vec<&serde_json::Value> = json["conversations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| &c["id"])
+        .collect();
+    assert_eq!(ids, [&serde_json::json!(2)]);
+    // -Y and the flags: both must hold; times stay relative to the first datagram.
     let (_, stdout, _) = inspect(&[
         "packets",
-        clean.to_str().unwrap(),
+        clean,
         "-Y",
         "rtype.msg_type == 0x14",
         "--conversation",
