@@ -153,6 +153,10 @@ impl<W: Write> Sink for Export<W> {
         self.fields.sprites.refresh(conversations, conversation);
     }
 
+    fn skipped(&mut self, e: &DatagramEvent<'_>) {
+        self.first_ts.get_or_insert(e.ts_nanos);
+    }
+
     fn datagram(&mut self, e: &DatagramEvent<'_>) {
         self.summary.datagram(e);
         let rel = self.relative(e.ts_nanos);

@@ -3,6 +3,7 @@
 pub mod catalog;
 pub mod check;
 pub mod export;
+pub mod field_list;
 pub mod fields;
 pub mod filter;
 pub mod junit;

@@ -240,6 +240,10 @@ impl<W: Write> Sink for Packets<W> {
         }
     }
 
+    fn skipped(&mut self, e: &DatagramEvent<'_>) {
+        self.first_ts.get_or_insert(e.ts_nanos);
+    }
+
     fn datagram(&mut self, e: &DatagramEvent<'_>) {
         let rel = e
             .ts_nanos

@@ -215,7 +215,7 @@ impl Summary {
             .iter()
             .map(|c| json!({"id": c.id, "client": c.client.to_string(), "server": c.server.to_string(), "first_frame": c.first_frame}))
             .collect();
-        json!({
+        let mut summary = json!({
             "config_file": end.config.map(|p| p.display().to_string()),
             "profile": end.profile,
             "capture": {
@@ -237,7 +237,11 @@ impl Summary {
             "profile_hint": self.hint.suggestion().map(|(profile, probed)| json!({
                 "profile": profile, "snapshots_probed": probed,
             })),
-        })
+        });
+        if let Some((expression, datagrams)) = end.displayed {
+            summary["display_filter"] = json!({"expression": expression, "datagrams": datagrams});
+        }
+        summary
     }
 
     /// The summary as one JSON document (after the run).
@@ -295,6 +299,14 @@ impl Summary {
             j["compressed_payloads"],
             j["snapshots_reassembled"],
         );
+        if let Some(filter) = j.get("display_filter") {
+            let _ = writeln!(
+                out,
+                "{} datagrams match the display filter {}; the tables count only those",
+                filter["datagrams"],
+                str_of(&filter["expression"]),
+            );
+        }
         let convs = j["conversations"].as_array().map_or(&[][..], |v| &v[..]);
         let _ = writeln!(out, "\nConversations: {}", convs.len());
         let mut t = table::new(term, &["#", "Client", "Server", "First frame"]);
