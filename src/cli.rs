@@ -37,9 +37,21 @@ pub enum CatalogFormat {
     Markdown,
 }
 
+/// Display-filter examples for the commands' help.
+const FILTER_EXAMPLES: &str = "\
+Display filters (-Y), as in Wireshark, on the dissector's field names (rtype-inspect fields):
+  -Y 'rtype.snapshot.entity.entity_type == 3'             snapshots holding entities of type 3
+  -Y 'rtype.snapshot.entity_count > 50 || rtype.reassembled.entity_count > 50'
+                                                          the big snapshots (chunked ones too)
+  -Y 'ip.src == 10.0.0.2 && rtype.input.input_flags.fire == 1'
+                                                          one client's inputs with fire pressed
+  -Y '_ws.expert.severity == error'                       everything with an error
+  -Y 'rtype.msg_type in {SERVER_SNAPSHOT, SERVER_SNAPSHOT_CHUNK} && frame.time_relative > 10'";
+
 #[derive(Subcommand)]
 enum Command {
     /// Summarise a capture: conversations, message counts, violations (the default command).
+    #[command(after_help = FILTER_EXAMPLES)]
     Summary {
         file: PathBuf,
         #[arg(long, value_enum, default_value = "text")]
@@ -48,6 +60,7 @@ enum Command {
         read: ReadOpts,
     },
     /// One line per datagram; -V for the decoded tree, -x for a hex dump.
+    #[command(after_help = FILTER_EXAMPLES)]
     Packets {
         file: PathBuf,
         /// Print every decoded field.
@@ -62,6 +75,7 @@ enum Command {
         read: ReadOpts,
     },
     /// Export the JSON timeline (NDJSON by default).
+    #[command(after_help = FILTER_EXAMPLES)]
     Export {
         file: PathBuf,
         /// Output file, - for standard output.
@@ -76,11 +90,24 @@ enum Command {
         read: ReadOpts,
     },
     /// Per-conversation session analysis: handshake, rates, round trips, loss, LevelInit.
+    #[command(after_help = FILTER_EXAMPLES)]
     Stats(report::stats::StatsArgs),
     /// Judge captures for CI: exit 0 clean, 1 when a finding reaches --fail-on, 2 on errors.
+    #[command(after_help = FILTER_EXAMPLES)]
     Check(report::check::CheckArgs),
     /// Print the protocol reference (every message and field) generated from the description.
     Protocol,
+    /// List every display-filter field (like tshark -G fields): name, type, label.
+    Fields {
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+        /// Also list each field's value strings (V lines).
+        #[arg(long)]
+        values: bool,
+        /// Snapshot profile whose mask-bit fields to list (a bundled name or a TOML file).
+        #[arg(long, value_name = "NAME|FILE")]
+        profile: Option<PathBuf>,
+    },
     /// List the catalog of violations.
     Violations {
         #[arg(long, value_enum, default_value = "text")]
@@ -96,6 +123,7 @@ enum Command {
     },
     /// Capture live on a Linux interface (root or CAP_NET_RAW): the packet list as datagrams
     /// arrive, then the summary on Ctrl-C, --duration or --count.
+    #[command(after_help = FILTER_EXAMPLES)]
     Live(report::live::LiveArgs),
     /// List the network interfaces live capture can use.
     Interfaces {
@@ -122,6 +150,7 @@ const SUBCOMMANDS: &[&str] = &[
     "packets",
     "export",
     "violations",
+    "fields",
     "protocol",
     "dissector",
     "generate",
@@ -183,6 +212,9 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
             let out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
             let mut packets = report::packets::Packets::new(out, options, filter.build()?);
             read_capture(&file, &reading, &mut packets)?;
+            if let Some(e) = packets.unmatched.take() {
+                return Err(e);
+            }
             written(packets.error)
         }
         Command::Export {
@@ -197,11 +229,17 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
                 let out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
                 let mut export = report::export::Export::new(out, json_array, filter);
                 read_capture(&file, &reading, &mut export)?;
+                if let Some(e) = export.unmatched.take() {
+                    return Err(e);
+                }
                 return written(export.finish().err());
             }
             let out = OutputFile::create(&output, &[&file])?;
             let mut export = report::export::Export::new(out, json_array, filter);
             read_capture(&file, &reading, &mut export)?;
+            if let Some(e) = export.unmatched.take() {
+                return Err(e);
+            }
             let out = export
                 .finish()
                 .map_err(|e| format!("{}: {e}", output.display()))?;
@@ -234,6 +272,26 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Live(args) => report::live::run(args, term),
+        Command::Fields {
+            format,
+            values,
+            profile,
+        } => {
+            let profile = match profile {
+                Some(p) => crate::proto::profile::Profile::resolve(&p)?,
+                None => crate::proto::profile::Profile::document(),
+            };
+            let registry = crate::proto::registry::Registry::new(&profile);
+            let text = match format {
+                Format::Json => {
+                    serde_json::to_string_pretty(&report::field_list::json(&registry))
+                        .unwrap_or_default()
+                        + "\n"
+                }
+                _ => report::field_list::text(&registry, values),
+            };
+            write_stdout(text.as_bytes())
+        }
         Command::Interfaces { format } => report::live::interfaces(format, term),
         Command::Generate { all, large, output } => match (all, large, output) {
             (Some(dir), None, None) => {

@@ -6,6 +6,7 @@
 //! - [`datagram`]: dialect detection, headers, CRC, decompression;
 //! - [`message`]: message fields, decoded by walking the protocol description;
 //! - [`session`]: conversations, chunk sets, sequences, timing, and the events the pipeline emits;
+//! - [`display_filter`]: Wireshark's filter language over the registry's fields;
 //! - [`pipeline`]: frames through the layers above, in order, into a report's sink;
 //! - [`app`]: configuration, reading options and the read loop, output files and the terminal;
 //! - [`report`]: tables, JSON, `check`, the Lua generator;
@@ -15,6 +16,7 @@ pub mod app;
 pub mod capture;
 pub mod cli;
 pub mod datagram;
+pub mod display_filter;
 pub mod message;
 pub mod pipeline;
 pub mod proto;

@@ -441,3 +441,59 @@ fn junit_escapes_file_names() {
         .unwrap();
     assert_eq!(suite.attribute("name"), odd.to_str());
 }
+
+#[test]
+fn every_reading_command_reads_the_configuration_and_names_it() {
+    let dir = scratch_dir("config-everywhere");
+    std::fs::write(
+        dir.join("rtype-inspect.toml"),
+        "profile = \"reference-17byte\"\nsnapshot_hz = 59\n",
+    )
+    .unwrap();
+    let c17 = path(C17);
+    let in_dir = |args: &[&str]| {
+        Command::new(BIN)
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .unwrap()
+    };
+    let summary: serde_json::Value =
+        serde_json::from_slice(&in_dir(&[&c17, "--format", "json"]).stdout).unwrap();
+    assert_eq!(summary["config_file"], "rtype-inspect.toml");
+    assert_eq!(summary["profile"], "reference-17byte");
+    // The profile applied: the snapshots decode without a layout finding.
+    let ids: Vec<&str> = summary["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["id"].as_str().unwrap())
+        .collect();
+    assert!(
+        !ids.iter().any(|id| id.starts_with("rtype.snapshot.")),
+        "{ids:?}"
+    );
+    let text = String::from_utf8(in_dir(&[&c17]).stdout).unwrap();
+    assert_eq!(
+        text.lines().nth(1),
+        Some("read with config rtype-inspect.toml and snapshot profile reference-17byte")
+    );
+    let stats: serde_json::Value =
+        serde_json::from_slice(&in_dir(&["stats", &c17, "--format", "json"]).stdout).unwrap();
+    assert_eq!(stats["config"]["snapshot_hz"], 59.0);
+    assert_eq!(stats["config_file"], "rtype-inspect.toml");
+    // A bad value names the file and the key.
+    std::fs::write(dir.join("rtype-inspect.toml"), "snapshot_hz = -5\n").unwrap();
+    for args in [
+        vec![c17.as_str()],
+        vec!["stats", &c17],
+        vec!["packets", &c17],
+    ] {
+        let out = in_dir(&args);
+        assert_eq!(out.status.code(), Some(2));
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            "rtype-inspect: rtype-inspect.toml: snapshot_hz must be a positive number of Hz, not -5\n"
+        );
+    }
+}

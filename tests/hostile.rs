@@ -794,14 +794,14 @@ fn server_datagram(d: &[u8]) -> Vec<u8> {
 }
 
 #[test]
-fn a_record_over_the_maximum_is_a_truncation_finding() {
+fn a_record_over_the_maximum_is_a_corrupt_capture_finding() {
     let good = server_datagram(&rtype(2, 0x10, 0, &[], None));
     let mut bytes = raw_pcap(&[good.clone(), good], 0);
     // The second record claims one byte more than the largest record accepted.
     let second = 24 + 16 + 49;
     bytes[second + 8..second + 12].copy_from_slice(&(MAX_RECORD_LEN as u32 + 1).to_le_bytes());
     let (found, peak) = measured(|| collect(&bytes));
-    assert_eq!(found.frames("capture.truncated"), [2]);
+    assert_eq!(found.frames("capture.corrupt"), [2]);
     assert!(
         peak < 2 << 20,
         "the claimed length was not allocated: {peak}"

@@ -250,3 +250,155 @@ fn colour_only_on_a_terminal_that_wants_it() {
     let forced = run(&[SAMPLE, "--color", "always"]).stdout;
     assert!(String::from_utf8_lossy(&forced).contains(escape));
 }
+
+#[test]
+fn a_cut_file_and_a_corrupt_one_say_what_was_found_and_where() {
+    let dir = temp_dir("ends");
+    let clean = std::fs::read("samples/clean-session.pcap").unwrap();
+    let cut = dir.join("cut.pcap");
+    std::fs::write(&cut, &clean[..5000]).unwrap();
+    let mut long = clean.clone();
+    long[24 + 8..24 + 12].copy_from_slice(&0x7FFF_FFFFu32.to_le_bytes());
+    let long_record = dir.join("long-record.pcap");
+    std::fs::write(&long_record, long).unwrap();
+    let mut gz = std::fs::read("samples/clean-session.pcap.gz").unwrap();
+    let at = gz.len() - 6;
+    gz[at] ^= 0xFF; // the gzip trailer's CRC32
+    let bad_gz = dir.join("bad-checksum.pcap.gz");
+    std::fs::write(&bad_gz, gz).unwrap();
+    for (file, head, rule) in [
+        (
+            &cut,
+            "TRUNCATED at frame 53 (byte offset 4868): the file ends 132 bytes into a 135-byte record",
+            "capture.truncated",
+        ),
+        (
+            &long_record,
+            "CORRUPT at frame 1 (byte offset 24): a record length of 2147483647 bytes exceeds the maximum of 16777216",
+            "capture.corrupt",
+        ),
+        (
+            &bad_gz,
+            "CORRUPT at frame 182 (byte offset 21727): the gzip data is corrupt",
+            "capture.corrupt",
+        ),
+    ] {
+        let f = file.to_str().unwrap();
+        let text = String::from_utf8(run(&[f]).stdout).unwrap();
+        let first = text.lines().next().unwrap();
+        assert!(first.contains(head), "{first}");
+        let judged: serde_json::Value =
+            serde_json::from_slice(&run(&["check", f, "--format", "json"]).stdout).unwrap();
+        let ids: Vec<&str> = judged["files"][0]["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["id"].as_str().unwrap())
+            .collect();
+        assert!(ids.contains(&rule), "{f}: {ids:?}");
+    }
+}
+
+#[test]
+fn finding_texts_read_as_sentences() {
+    let mut files: Vec<String> = std::fs::read_dir("samples")
+        .unwrap()
+        .map(|e| e.unwrap().path().display().to_string())
+        .filter(|p| p.contains(".pcap"))
+        .collect();
+    files.extend(
+        std::fs::read_dir("tests/fixtures")
+            .unwrap()
+            .map(|e| e.unwrap().path().display().to_string()),
+    );
+    let mut details = 0;
+    for file in &files {
+        let out = run(&["export", file]);
+        for line in String::from_utf8(out.stdout).unwrap().lines() {
+            let record: serde_json::Value = serde_json::from_str(line).unwrap();
+            let findings = match record["kind"].as_str() {
+                Some("datagram") => record["violations"].as_array().unwrap().clone(),
+                Some("finding") => vec![record.clone()],
+                _ => continue,
+            };
+            for f in findings {
+                let detail = f["detail"].as_str().unwrap();
+                details += 1;
+                let raw = detail.starts_with("value ")
+                    || detail.starts_with("field ")
+                    || (detail.starts_with("expected ") && detail.contains(", found "))
+                    || detail.contains("(0x");
+                assert!(!raw, "{file}: {} reads as raw data: {detail}", f["id"]);
+            }
+        }
+    }
+    assert!(details > 500, "{details}");
+    // The issue's own example.
+    let handshake = rtype_inspect::report::render::detail(&rtype_inspect::message::Finding {
+        rule: rtype_inspect::proto::Rule::SessionHandshakeOrder,
+        at: 0,
+        detail: rtype_inspect::message::Detail::Before {
+            missing: "SERVER_HELLO",
+            message: "CLIENT_JOIN_REQUEST",
+        },
+    });
+    assert_eq!(
+        handshake,
+        "expected SERVER_HELLO before CLIENT_JOIN_REQUEST"
+    );
+}
+
+#[test]
+fn filters_that_cannot_match_are_errors_that_say_why() {
+    let sample = "samples/clean-session.pcap";
+    for (args, says) in [
+        (
+            vec!["--type", "snapshoot"],
+            "--type snapshoot: no such message type; did you mean",
+        ),
+        (
+            vec!["--type", "0x99"],
+            "no dialect has a message with code 0x99",
+        ),
+        (
+            vec!["--frames", "7-5"],
+            "--frames `7-5` matches nothing: its start 7 is after its end 5",
+        ),
+        (vec!["--time", "5-1"], "--time `5-1` matches nothing"),
+        (vec!["--port", "0"], "0 is not in 1..=65535"),
+        (
+            vec!["--conversation", "9"],
+            "conversation 9 does not exist; the capture has 3",
+        ),
+    ] {
+        for cmd in ["packets", "export"] {
+            let mut all = vec![cmd, sample];
+            all.extend(&args);
+            let out = run(&all);
+            assert_eq!(out.status.code(), Some(2), "{all:?}");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(err.contains(says), "{all:?}: {err}");
+        }
+    }
+    // An open end works as the help says.
+    let out = run(&["packets", sample, "--frames", "-2"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 2);
+}
+
+#[test]
+fn a_session_finding_filter_shows_the_datagrams_it_is_about() {
+    // The real 17-byte capture sends 351 ENTITY_DESTROYED twice, byte for byte.
+    let c17 = "tests/fixtures/reference-17byte-1client.pcap";
+    let out = run(&["packets", c17, "--violation", "session.duplicate-datagram"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let datagrams = text
+        .lines()
+        .filter(|l| l.contains(" SERVER_ENTITY_DESTROYED"))
+        .count();
+    let findings = text
+        .lines()
+        .filter(|l| l.contains("finding [session.duplicate-datagram] a copy of frame"))
+        .count();
+    assert_eq!((datagrams, findings), (351, 351), "{text}");
+}

@@ -341,3 +341,25 @@ fn text_summary_rows_are_whole_on_a_pipe() {
         "no colour when stdout is not a TTY"
     );
 }
+
+#[test]
+fn the_summary_names_the_bundled_profile_that_fits() {
+    for (capture, profile) in [(C17, "reference-17byte"), (C15, "reference-15byte")] {
+        let (code, out, _) = run(&[capture]);
+        assert_eq!(code, 0);
+        assert!(
+            out.ends_with(&format!(
+                "\nSnapshots fail to decode with this layout, but the 64 tried all fit the bundled \
+                 profile {profile}: --profile {profile}\n"
+            )),
+            "{out}"
+        );
+        let (_, json, _) = run(&[capture, "--format", "json"]);
+        let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(json["profile_hint"]["profile"], profile);
+        // With it, nothing to suggest.
+        let (_, json, _) = run(&[capture, "--format", "json", "--profile", profile]);
+        let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(json["profile_hint"], serde_json::Value::Null);
+    }
+}

@@ -527,15 +527,15 @@ FB[26] = reg("rt", ProtoField.bool("rt.input.input_state.move_right", "move_righ
 FB[27] = reg("rt", ProtoField.bool("rt.input.input_state.fire_primary", "fire_primary", 16, nil, 0x10))
 FB[28] = reg("rt", ProtoField.bool("rt.input.input_state.fire_secondary", "fire_secondary", 16, nil, 0x20))
 FB[29] = reg("rt", ProtoField.bool("rt.input.input_state.action_special", "action_special", 16, nil, 0x40))
-FB[30] = reg("rtype", ProtoField.bool("rtype.snapshot.entity.status_flags.invincible", "invincible", 8, nil, 0x2))
-FB[31] = reg("rtype", ProtoField.bool("rtype.snapshot_chunk.entity.status_flags.invincible", "invincible", 8, nil, 0x2))
-FB[32] = reg("rtype", ProtoField.bool("rtype.reassembled.entity.status_flags.invincible", "invincible", 8, nil, 0x2))
-FB[33] = reg("rtype", ProtoField.uint8("rtype.snapshot.entity.status_lives.lives", "lives", base.DEC, nil, 0xF))
-FB[34] = reg("rtype", ProtoField.uint8("rtype.snapshot.entity.status_lives.status", "status", base.DEC, nil, 0xF0))
-FB[35] = reg("rtype", ProtoField.uint8("rtype.snapshot_chunk.entity.status_lives.lives", "lives", base.DEC, nil, 0xF))
-FB[36] = reg("rtype", ProtoField.uint8("rtype.snapshot_chunk.entity.status_lives.status", "status", base.DEC, nil, 0xF0))
-FB[37] = reg("rtype", ProtoField.uint8("rtype.reassembled.entity.status_lives.lives", "lives", base.DEC, nil, 0xF))
-FB[38] = reg("rtype", ProtoField.uint8("rtype.reassembled.entity.status_lives.status", "status", base.DEC, nil, 0xF0))
+FB[30] = reg("rtype", ProtoField.bool("rtype.snapshot.entity.status_flags.invincible", "invincible", 8, nil, 0x2)) -- profile document reference-15byte
+FB[31] = reg("rtype", ProtoField.bool("rtype.snapshot_chunk.entity.status_flags.invincible", "invincible", 8, nil, 0x2)) -- profile document reference-15byte
+FB[32] = reg("rtype", ProtoField.bool("rtype.reassembled.entity.status_flags.invincible", "invincible", 8, nil, 0x2)) -- profile document reference-15byte
+FB[33] = reg("rtype", ProtoField.uint8("rtype.snapshot.entity.status_lives.lives", "lives", base.DEC, nil, 0xF)) -- profile reference-17byte
+FB[34] = reg("rtype", ProtoField.uint8("rtype.snapshot.entity.status_lives.status", "status", base.DEC, nil, 0xF0)) -- profile reference-17byte
+FB[35] = reg("rtype", ProtoField.uint8("rtype.snapshot_chunk.entity.status_lives.lives", "lives", base.DEC, nil, 0xF)) -- profile reference-17byte
+FB[36] = reg("rtype", ProtoField.uint8("rtype.snapshot_chunk.entity.status_lives.status", "status", base.DEC, nil, 0xF0)) -- profile reference-17byte
+FB[37] = reg("rtype", ProtoField.uint8("rtype.reassembled.entity.status_lives.lives", "lives", base.DEC, nil, 0xF)) -- profile reference-17byte
+FB[38] = reg("rtype", ProtoField.uint8("rtype.reassembled.entity.status_lives.status", "status", base.DEC, nil, 0xF0)) -- profile reference-17byte
 fd(1, reg("rtype", ProtoField.uint32("rtype.magic", "Magic", base.HEX, nil, nil, "u32 in rtype header (17-byte layout, document 002 \194\1674)")), "magic", nil, nil, nil)
 fd(2, reg("rtype", ProtoField.uint8("rtype.version_byte", "Version", base.HEX, nil, nil, "u8, flags 0x80=compressed 0x7F=version in rtype header (17-byte layout, document 002 \194\1674)")), "version_byte", { FB[1], FB[2] }, nil, nil)
 fd(3, reg("rtype", ProtoField.uint8("rtype.packet_type", "Packet Type", base.DEC, VS[1], nil, "u8, one of 1=client_to_server 2=server_to_client in rtype header (17-byte layout, document 002 \194\1674)")), "packet_type", nil, nil, nil)

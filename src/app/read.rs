@@ -9,8 +9,10 @@ use std::time::Duration;
 
 use super::config::{check_snapshot_hz, check_snapshot_tolerance, Config};
 use crate::capture::CaptureReader;
+use crate::display_filter::DisplayFilter;
 use crate::pipeline::{Pipeline, Sink};
 use crate::proto::profile::Profile;
+use crate::proto::registry::Registry;
 use crate::session::analysis;
 
 /// Options shared by the commands that read captures. Each wins over the configuration file.
@@ -35,6 +37,11 @@ pub struct ReadOpts {
     /// How far the snapshot rate may be from nominal, in percent [default: 20].
     #[arg(long, value_name = "PERCENT")]
     pub snapshot_tolerance: Option<f64>,
+    /// Display filter, in Wireshark's syntax on the dissector's field names: only the datagrams
+    /// it matches are shown or counted (e.g. -Y 'rtype.msg_type == "SERVER_SNAPSHOT"';
+    /// `rtype-inspect fields` lists the fields).
+    #[arg(short = 'Y', long = "filter", value_name = "EXPR")]
+    pub filter: Option<String>,
 }
 
 /// How captures are read, once the options and the configuration file are merged.
@@ -47,6 +54,8 @@ pub struct Reading {
     pub port: Option<u16>,
     pub quiet: bool,
     pub analysis: analysis::Config,
+    /// The display filter, compiled against the profile's fields.
+    pub filter: Option<DisplayFilter>,
 }
 
 impl ReadOpts {
@@ -77,8 +86,16 @@ impl ReadOpts {
             }
             None => Profile::document(),
         };
+        let filter = match &self.filter {
+            Some(text) => Some(
+                DisplayFilter::compile(text, &Registry::new(&profile))
+                    .map_err(|e| format!("display filter: {e}"))?,
+            ),
+            None => None,
+        };
         Ok(Reading {
             config,
+            filter,
             profile,
             profile_source,
             port: self.port,
@@ -91,7 +108,10 @@ impl ReadOpts {
 impl Reading {
     /// The pipeline these settings read with.
     pub fn pipeline(&self) -> Pipeline {
-        Pipeline::new(self.profile.clone(), self.port).with_analysis(self.analysis)
+        Pipeline::new(self.profile.clone(), self.port)
+            .with_analysis(self.analysis)
+            .with_config(self.config.path.clone())
+            .with_filter(self.filter.clone())
     }
 }
 

@@ -104,7 +104,12 @@ pub struct Truncation {
     pub frame: u64,
     /// Byte offset (decompressed stream) where the cut record or block starts.
     pub offset: u64,
+    /// What was found there, as a sentence.
     pub reason: String,
+    /// The file is corrupt there (a record or block contradicts itself or the format, the gzip
+    /// data fails its checks), as opposed to cut short (it ends inside a record: a capture that
+    /// stopped, a partial copy).
+    pub corrupt: bool,
 }
 
 impl fmt::Display for Truncation {
@@ -204,8 +209,15 @@ enum Step {
     Refill,
     /// The buffer is full and the record (of this length) is bigger.
     Grow(usize),
-    End(Option<String>),
+    End(Option<Stop>),
 }
+
+/// Why reading stopped before the end: the file is cut short, or corrupt from there on.
+enum Stop {
+    Cut(String),
+    Corrupt(String),
+}
+use Stop::{Corrupt, Cut};
 
 impl CaptureReader {
     /// Opens a capture file: gzip, pcap (both byte orders, µs and ns) or pcapng.
@@ -438,7 +450,7 @@ impl CaptureReader {
             let available = self.parser.data().len();
             let declared = match declared_len(&self.layout, self.parser.data()) {
                 Ok(d) => d,
-                Err(reason) => return self.finish(offset, Some(reason)),
+                Err(reason) => return self.finish(offset, Some(Corrupt(reason))),
             };
             let unit = self.unit();
             let step = match self.parser.next() {
@@ -450,7 +462,7 @@ impl CaptureReader {
                             | PcapBlockOwned::NG(Block::SimplePacket(_))
                     );
                     if size == 0 {
-                        Step::End(Some("parser made no progress".into()))
+                        Step::End(Some(Corrupt("the parser made no progress".into())))
                     } else if stop_before_packet && is_packet {
                         Step::Pause
                     } else {
@@ -470,27 +482,34 @@ impl CaptureReader {
                 }
                 Err(PcapError::Eof) => Step::End(None),
                 Err(PcapError::Incomplete(_)) | Err(PcapError::BufferTooSmall) => match declared {
-                    Some(len) if len <= available => Step::End(Some(format!(
-                        "corrupt {unit}: contents disagree with its length {len}"
-                    ))),
+                    Some(len) if len <= available => Step::End(Some(Corrupt(format!(
+                        "the {unit}'s contents disagree with its length {len}"
+                    )))),
                     // Grow only once the buffer is full of this record: a cut
                     // file claiming a huge record never allocates for it.
                     _ if available < self.capacity => Step::Refill,
                     Some(len) => Step::Grow(len),
-                    None => Step::End(Some(format!("{unit} does not fit in the read buffer"))),
+                    None => Step::End(Some(Corrupt(format!(
+                        "the {unit} does not fit in the read buffer"
+                    )))),
                 },
                 Err(PcapError::UnexpectedEof) => {
                     if available == 0 {
                         Step::End(None)
                     } else {
-                        let of = declared.map_or(String::new(), |d| format!(" of {d}"));
-                        Step::End(Some(format!(
-                            "file ends inside a {unit} ({available}{of} bytes present)"
-                        )))
+                        Step::End(Some(Cut(match declared {
+                            Some(d) => {
+                                format!("the file ends {available} bytes into a {d}-byte {unit}")
+                            }
+                            None => format!("the file ends {available} bytes into a {unit}"),
+                        })))
                     }
                 }
-                Err(PcapError::ReadError) => Step::End(Some("read error".into())),
-                Err(e) => Step::End(Some(format!("corrupt {unit}: {}", describe(&e)))),
+                Err(PcapError::ReadError) => Step::End(Some(Cut("a read error".into()))),
+                Err(e) => Step::End(Some(Corrupt(format!(
+                    "the {unit} is corrupt: {}",
+                    describe(&e)
+                )))),
             };
             match step {
                 Step::Consume(size) => {
@@ -509,7 +528,9 @@ impl CaptureReader {
                     if !self.parser.grow(want) {
                         return self.finish(
                             offset,
-                            Some(format!("{unit} does not fit in the read buffer")),
+                            Some(Corrupt(format!(
+                                "the {unit} does not fit in the read buffer"
+                            ))),
                         );
                     }
                     self.capacity = want;
@@ -517,12 +538,13 @@ impl CaptureReader {
                 Step::Refill => {
                     let before = self.parser.data().len();
                     if self.parser.refill().is_err() {
-                        return self.finish(offset, Some("read error".into()));
+                        return self.finish(offset, Some(Cut("a read error".into())));
                     }
                     if self.parser.data().len() == before && !self.parser.reader_exhausted() {
                         stalls += 1;
                         if stalls > MAX_STALLS {
-                            return self.finish(offset, Some("input makes no progress".into()));
+                            return self
+                                .finish(offset, Some(Cut("the input makes no progress".into())));
                         }
                     }
                 }
@@ -541,17 +563,36 @@ impl CaptureReader {
 
     /// Records the end of reading. A kept I/O error wins over any other reason:
     /// it is the cause, the rest is a consequence.
-    fn finish(&mut self, offset: u64, reason: Option<String>) {
+    fn finish(&mut self, offset: u64, reason: Option<Stop>) {
         let reason = match take_error(&self.io_errors) {
-            Some(e) => Some(format!("read error: {e}")),
+            // The gzip layer's checks failed: corrupt data. A stream that ends early: cut.
+            Some(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::InvalidData | io::ErrorKind::InvalidInput
+                ) =>
+            {
+                Some(Corrupt(format!("the gzip data is corrupt: {e}")))
+            }
+            Some(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                Some(Cut(format!("the gzip data ends early: {e}")))
+            }
+            Some(e) => Some(Cut(format!("a read error: {e}"))),
             None => reason,
         };
         self.end = Some(ReadEnd {
             frames: self.frames,
-            truncated: reason.map(|reason| Truncation {
-                frame: self.frames + 1,
-                offset,
-                reason,
+            truncated: reason.map(|reason| {
+                let (reason, corrupt) = match reason {
+                    Cut(r) => (r, false),
+                    Corrupt(r) => (r, true),
+                };
+                Truncation {
+                    frame: self.frames + 1,
+                    offset,
+                    reason,
+                    corrupt,
+                }
             }),
         });
     }
@@ -678,12 +719,12 @@ fn declared_len(layout: &Layout, data: &[u8]) -> Result<Option<usize>, String> {
             let caplen = read_u32(data, 8, *big_endian).unwrap_or(0);
             if caplen as usize > MAX_RECORD_LEN {
                 return Err(format!(
-                    "record length {caplen} exceeds the maximum of {MAX_RECORD_LEN} bytes"
+                    "a record length of {caplen} bytes exceeds the maximum of {MAX_RECORD_LEN}"
                 ));
             }
             if *snaplen != 0 && caplen > *snaplen {
                 return Err(format!(
-                    "record length {caplen} exceeds the snaplen {snaplen}"
+                    "a record length of {caplen} bytes exceeds the file's snaplen of {snaplen}"
                 ));
             }
             Ok(Some(record_header + caplen as usize))
@@ -699,7 +740,7 @@ fn declared_len(layout: &Layout, data: &[u8]) -> Result<Option<usize>, String> {
                     Some(0x1a2b_3c4d) => false,
                     Some(0x4d3c_2b1a) => true,
                     Some(_) => {
-                        return Err("section header block with a bad byte-order magic".into())
+                        return Err("a section header block has a bad byte-order magic".into())
                     }
                 }
             } else {
@@ -709,11 +750,13 @@ fn declared_len(layout: &Layout, data: &[u8]) -> Result<Option<usize>, String> {
                 return Ok(None);
             };
             if len < 12 || len % 4 != 0 {
-                return Err(format!("bad block length {len}"));
+                return Err(format!(
+                    "a block length of {len} is impossible (under 12 or not a multiple of 4)"
+                ));
             }
             if len as usize > MAX_RECORD_LEN {
                 return Err(format!(
-                    "block length {len} exceeds the maximum of {MAX_RECORD_LEN} bytes"
+                    "a block length of {len} bytes exceeds the maximum of {MAX_RECORD_LEN}"
                 ));
             }
             Ok(Some(len as usize))
@@ -1102,10 +1145,11 @@ mod tests {
             assert_eq!(end.frames, 2);
             assert_eq!((t.frame, t.offset), (3, third_at as u64));
             assert!(
-                t.reason.starts_with("file ends inside a record"),
+                t.reason.starts_with("the file ends ") && t.reason.contains(" into a "),
                 "{}",
                 t.reason
             );
+            assert!(!t.corrupt);
         }
         // A cut exactly between records is a clean end.
         let (_, got, end) = read_all(full[..third_at].to_vec()).unwrap();
@@ -1121,11 +1165,12 @@ mod tests {
         assert_eq!(got, all[..3]);
         let t = end.truncated.unwrap();
         assert_eq!((t.frame, t.offset), (4, fourth as u64));
-        assert!(
-            t.reason.starts_with("file ends inside a block"),
-            "{}",
-            t.reason
+        let block = u32::from_le_bytes(full[fourth + 4..fourth + 8].try_into().unwrap());
+        assert_eq!(
+            t.reason,
+            format!("the file ends 30 bytes into a {block}-byte block")
         );
+        assert!(!t.corrupt);
         assert_eq!(
             t.to_string(),
             format!("frame 4 at byte offset {fourth}: {}", t.reason)
@@ -1139,22 +1184,27 @@ mod tests {
         assert_eq!(got.len(), 3);
         let t = end.truncated.unwrap();
         assert_eq!((t.frame, t.offset), (4, fourth as u64));
-        assert!(t.reason.starts_with("corrupt block"), "{}", t.reason);
+        assert!(t.reason.starts_with("the block is corrupt"), "{}", t.reason);
+        assert!(t.corrupt);
 
         // EPB whose caplen points past its block.
         let mut bad = full.clone();
         bad[fourth + 20..fourth + 24].copy_from_slice(&4000u32.to_le_bytes());
         let (_, got, end) = read_all(bad).unwrap();
         assert_eq!(got.len(), 3);
-        assert!(end.truncated.unwrap().reason.starts_with("corrupt block"));
+        let t = end.truncated.unwrap();
+        assert!(t.corrupt, "{}", t.reason);
 
         // Block length not a multiple of 4, and absurdly large.
         for (len, reason) in [
-            (30u32, "bad block length 30".to_string()),
+            (
+                30u32,
+                "a block length of 30 is impossible (under 12 or not a multiple of 4)".to_string(),
+            ),
             (
                 0x7fff_fff0,
                 format!(
-                    "block length {} exceeds the maximum of 16777216 bytes",
+                    "a block length of {} bytes exceeds the maximum of 16777216",
                     0x7fff_fff0u32
                 ),
             ),
@@ -1163,7 +1213,8 @@ mod tests {
             bad[fourth + 4..fourth + 8].copy_from_slice(&len.to_le_bytes());
             let (_, got, end) = read_all(bad).unwrap();
             assert_eq!(got.len(), 3);
-            assert_eq!(end.truncated.unwrap().reason, reason);
+            let t = end.truncated.unwrap();
+            assert_eq!((t.reason, t.corrupt), (reason, true));
         }
     }
 
@@ -1180,7 +1231,10 @@ mod tests {
         assert_eq!((t.frame, t.offset), (2, second));
         assert_eq!(
             t.reason,
-            format!("record length {} exceeds the snaplen 40", p.len())
+            format!(
+                "a record length of {} bytes exceeds the file's snaplen of 40",
+                p.len()
+            )
         );
 
         // Over 16 MiB, with snaplen 0 (no declared limit): stops without allocating.
@@ -1195,7 +1249,7 @@ mod tests {
         assert_eq!((t.frame, t.offset), (1, 24));
         assert_eq!(
             t.reason,
-            "record length 16777217 exceeds the maximum of 16777216 bytes"
+            "a record length of 16777217 bytes exceeds the maximum of 16777216"
         );
         assert_eq!(r.buffer_capacity(), INITIAL_BUFFER);
     }
@@ -1484,7 +1538,10 @@ mod tests {
         assert_eq!(got.len(), 1);
         let t = end.truncated.unwrap();
         assert_eq!((t.frame, t.offset), (2, 24 + 16 + 45));
-        assert_eq!(t.reason, "read error: cable unplugged");
+        assert_eq!(
+            (t.reason.as_str(), t.corrupt),
+            ("a read error: cable unplugged", false)
+        );
     }
 
     #[test]

@@ -272,7 +272,7 @@ pub fn parse_json(text: &[u8], at: usize, findings: &mut Vec<Finding>) -> Option
         return None;
     }
     let Ok(s) = std::str::from_utf8(text) else {
-        report(Rule::RtnpJsonInvalid, Detail::Field("UTF-8"));
+        report(Rule::RtnpJsonInvalid, Detail::Field("not UTF-8"));
         return None;
     };
     if !s.is_ascii() {

@@ -118,6 +118,13 @@ pub enum Detail {
     Frames {
         first: u64,
     },
+    /// A byte offset in the capture file (where reading stopped).
+    At(u64),
+    /// A handshake step that should have come before this message.
+    Before {
+        missing: &'static str,
+        message: &'static str,
+    },
 }
 
 /// One broken rule, located.

@@ -15,6 +15,7 @@ use std::ops::{ControlFlow, Range};
 
 use crate::capture::{self, Ahead, CaptureInfo, Defragmenter, Frame, LinkOutcome, ReadEnd};
 use crate::datagram::{rtype, Dialect};
+use crate::display_filter::{Context, DisplayFilter};
 use crate::message::{Detail, Finding, Visitor};
 use crate::proto::profile::Profile;
 use crate::proto::rtype as desc;
@@ -45,6 +46,12 @@ pub struct RunEnd<'a> {
     pub snapshots_reassembled: u64,
     /// Per-conversation session analysis (handshake, rates, RTT, loss...).
     pub analysis: &'a Analysis,
+    /// The snapshot profile the run decoded with (`document` for the document's table).
+    pub profile: &'a str,
+    /// The configuration file the run read, if any.
+    pub config: Option<&'a std::path::Path>,
+    /// With a display filter: its text, and how many datagrams it passed to the sink.
+    pub displayed: Option<(&'a str, u64)>,
 }
 
 /// Where decoded traffic goes: a report.
@@ -57,6 +64,9 @@ pub trait Sink {
     /// Called before a datagram's fields are visited, with its conversation's archetypes.
     fn begin(&mut self, _conversations: &Conversations, _conversation: u32) {}
     fn datagram(&mut self, event: &DatagramEvent<'_>);
+    /// A datagram the display filter did not pass (its fields were visited all the same): the
+    /// sink may note its time, so that times stay relative to the same first datagram.
+    fn skipped(&mut self, _event: &DatagramEvent<'_>) {}
     /// A reassembled snapshot, whose fields were just visited.
     fn reassembled(&mut self, _event: &ReassembledEvent<'_>) {}
     fn loose(&mut self, finding: &LooseFinding);
@@ -95,8 +105,11 @@ pub struct Pipeline {
 /// Everything but the scratch buffer.
 struct State {
     profile: Profile,
+    config: Option<std::path::PathBuf>,
     port: Option<u16>,
     findings: Vec<Finding>,
+    /// The session findings of the datagram being reported.
+    raised: Vec<LooseFinding>,
     closed: Vec<Closed>,
     conversations: Conversations,
     analysis: Analysis,
@@ -107,6 +120,23 @@ struct State {
     last_ts: Option<i64>,
     rt: rt_arm::RtState,
     rtnp: rtnp_arm::RtnpState,
+    shown: Shown,
+}
+
+/// The display filter, if any, and how many datagrams it passed.
+#[derive(Default)]
+struct Shown {
+    filter: Option<DisplayFilter>,
+    passed: u64,
+}
+
+impl Shown {
+    /// Hands a finding that belongs to no datagram to the sink, when the filter passes it.
+    fn loose<S: Sink>(&mut self, sink: &mut S, f: &LooseFinding) {
+        if self.filter.as_mut().is_none_or(|d| d.matches_loose(f)) {
+            sink.loose(f);
+        }
+    }
 }
 
 impl Pipeline {
@@ -115,8 +145,10 @@ impl Pipeline {
             scratch: vec![0; rtype::MAX_PAYLOAD],
             state: State {
                 profile,
+                config: None,
                 port,
                 findings: Vec::with_capacity(64),
+                raised: Vec::new(),
                 closed: Vec::new(),
                 conversations: Conversations::default(),
                 analysis: Analysis::default(),
@@ -127,8 +159,21 @@ impl Pipeline {
                 last_ts: None,
                 rt: rt_arm::RtState::default(),
                 rtnp: rtnp_arm::RtnpState::default(),
+                shown: Shown::default(),
             },
         }
+    }
+
+    /// Names the configuration file the run's settings came from, for the reports.
+    pub fn with_config(mut self, config: Option<std::path::PathBuf>) -> Pipeline {
+        self.state.config = config;
+        self
+    }
+
+    /// Passes the sink only the datagrams (and loose findings) `filter` matches.
+    pub fn with_filter(mut self, filter: Option<DisplayFilter>) -> Pipeline {
+        self.state.shown.filter = filter;
+        self
     }
 
     /// Judges sessions against `config` (nominal snapshot rate) instead of the defaults.
@@ -176,15 +221,20 @@ impl Pipeline {
     pub fn finish<S: Sink>(mut self, info: &CaptureInfo, read: &ReadEnd, sink: &mut S) {
         if let Some(cut) = &read.truncated {
             let finding = Finding {
-                rule: Rule::CaptureTruncated,
+                rule: if cut.corrupt {
+                    Rule::CaptureCorrupt
+                } else {
+                    Rule::CaptureTruncated
+                },
                 at: 0,
-                detail: Detail::Value(cut.offset),
+                detail: Detail::At(cut.offset),
             };
-            sink.loose(&LooseFinding {
+            let f = LooseFinding {
                 frame: cut.frame,
                 conversation: 0,
                 finding,
-            });
+            };
+            self.state.shown.loose(sink, &f);
         }
         // Datagrams whose fragments never all arrived are lost too, like those dropped on the way.
         for _ in 0..self.state.defrag.unfinished() {
@@ -193,16 +243,18 @@ impl Pipeline {
                 at: 0,
                 detail: Detail::None,
             };
-            sink.loose(&LooseFinding {
+            let f = LooseFinding {
                 frame: read.frames,
                 conversation: 0,
                 finding,
-            });
+            };
+            self.state.shown.loose(sink, &f);
         }
         self.state.chunks.finish(&mut self.state.closed);
         self.state.flush_closed(sink);
         self.state.rt_finish(sink);
-        self.state.analysis.finish(&mut |f| sink.loose(&f));
+        let shown = &mut self.state.shown;
+        self.state.analysis.finish(&mut |f| shown.loose(sink, &f));
         if let Some(frame) = self.state.conversations.overflow {
             let limit = crate::session::MAX_CONVERSATIONS as u64;
             let finding = Finding {
@@ -210,11 +262,12 @@ impl Pipeline {
                 at: 0,
                 detail: Detail::Value(limit),
             };
-            sink.loose(&LooseFinding {
+            let f = LooseFinding {
                 frame,
                 conversation: 0,
                 finding,
-            });
+            };
+            self.state.shown.loose(sink, &f);
         }
         let stats = self.state.defrag.stats();
         self.state.counts.reassembled_fragments = stats.reassembled;
@@ -227,6 +280,14 @@ impl Pipeline {
             conversations: &self.state.conversations,
             snapshots_reassembled: self.state.chunks.completed,
             analysis: &self.state.analysis,
+            profile: &self.state.profile.name,
+            config: self.state.config.as_deref(),
+            displayed: self
+                .state
+                .shown
+                .filter
+                .as_ref()
+                .map(|f| (f.text(), self.state.shown.passed)),
         });
     }
 
@@ -234,6 +295,36 @@ impl Pipeline {
     pub fn frame<S: Sink>(&mut self, frame: &Frame<'_>, sink: &mut S) {
         self.state.frame(&mut self.scratch, frame, None, sink);
     }
+}
+
+/// Analyses a decoded datagram, then hands it to the sink with the session findings it raised (so
+/// that a filter on them shows it), and those findings on their own after it. With a display
+/// filter, the analysis still sees every datagram (sessions are judged whole) and the sink only
+/// those the filter passes. Returns whether the sink got it.
+fn report<'a, S: Sink>(
+    analysis: &mut Analysis,
+    raised: &'a mut Vec<LooseFinding>,
+    shown: &mut Shown,
+    context: Context<'_>,
+    mut event: DatagramEvent<'a>,
+    sink: &mut S,
+) -> bool {
+    raised.clear();
+    analysis.observe(&event, &mut |f| raised.push(f));
+    let raised: &'a [LooseFinding] = raised;
+    event.session = raised;
+    if let Some(filter) = &mut shown.filter {
+        if !filter.matches(&event, &context) {
+            sink.skipped(&event);
+            return false;
+        }
+        shown.passed += 1;
+    }
+    sink.datagram(&event);
+    for f in raised {
+        sink.loose(f);
+    }
+    true
 }
 
 /// One UDP payload on its way through a dialect's arm.
@@ -415,22 +506,24 @@ impl State {
         self.counts.frames += 1;
         self.first_ts.get_or_insert(frame.ts_nanos);
         self.last_ts = Some(frame.ts_nanos);
-        let loose = |sink: &mut S, rule, at: usize, detail| {
+        let loose = |shown: &mut Shown, sink: &mut S, rule, at: usize, detail| {
             let finding = Finding {
                 rule,
                 at: at as u32,
                 detail,
             };
-            sink.loose(&LooseFinding {
+            let f = LooseFinding {
                 frame: frame.number,
                 conversation: 0,
                 finding,
-            });
+            };
+            shown.loose(sink, &f);
         };
         match capture::udp_from_frame(frame.link_type, frame.data) {
             LinkOutcome::Udp(udp) => {
                 if udp.truncated_by > 0 {
                     loose(
+                        &mut self.shown,
                         sink,
                         Rule::CaptureSnaplen,
                         udp.payload_offset,
@@ -464,7 +557,13 @@ impl State {
                     lost = lost.max(1);
                 }
                 for _ in 0..lost {
-                    loose(sink, Rule::CaptureFragmentDropped, 0, Detail::None);
+                    loose(
+                        &mut self.shown,
+                        sink,
+                        Rule::CaptureFragmentDropped,
+                        0,
+                        Detail::None,
+                    );
                 }
                 if let capture::DefragOutcome::Complete(udp) = outcome {
                     let udp = Udp {
@@ -484,6 +583,7 @@ impl State {
             LinkOutcome::Malformed { offset, what } => {
                 self.counts.malformed += 1;
                 loose(
+                    &mut self.shown,
                     sink,
                     Rule::CaptureMalformedPacket,
                     offset,
@@ -525,11 +625,12 @@ impl State {
 
     fn flush_closed<S: Sink>(&mut self, sink: &mut S) {
         for closed in self.closed.drain(..) {
-            sink.loose(&LooseFinding {
+            let f = LooseFinding {
                 frame: closed.frame,
                 conversation: closed.conversation,
                 finding: closed.finding,
-            });
+            };
+            self.shown.loose(sink, &f);
         }
     }
 }

@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 
 use super::{Sink, State, Udp, HEADER_GROUP};
 use crate::datagram::{rt, Dialect};
+use crate::display_filter::Context;
 use crate::message::{
     decode_message, decode_nodes, Detail, Endian, Facts, Finding, Open, Tap, Value, Visitor,
 };
@@ -277,9 +278,15 @@ impl State {
             payload: parsed.map(|d| d.payload),
             facts,
             findings: &self.findings,
+            session: &[],
         };
-        sink.datagram(&event);
-        self.analysis.observe(&event, &mut |f| sink.loose(&f));
+        let context = Context {
+            first_ts: self.first_ts.unwrap_or(ts_nanos),
+            profile: &self.profile,
+            reassembled: None,
+        };
+        let (raised, shown) = (&mut self.raised, &mut self.shown);
+        super::report(&mut self.analysis, raised, shown, context, event, sink);
         if let Some(d) = parsed {
             if d.header.reliable() {
                 self.rt.sent_reliable(
@@ -320,11 +327,12 @@ impl State {
                 at: 0,
                 detail,
             };
-            sink.loose(&LooseFinding {
+            let f = LooseFinding {
                 frame: first,
                 conversation,
                 finding,
-            });
+            };
+            self.shown.loose(sink, &f);
         }
     }
 }

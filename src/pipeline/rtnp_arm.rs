@@ -10,6 +10,7 @@ use serde_json::Value;
 use super::rt_arm::{lower_port_is_server, Servers};
 use super::{Sink, State, Udp};
 use crate::datagram::{rtnp, Dialect};
+use crate::display_filter::Context;
 use crate::message::{Detail, Facts, Finding};
 use crate::proto::rtnp::{
     self as desc, JsonMessage, CLIENT_TIMEOUT_NANOS, PING, PONG, SERVER_PORT,
@@ -190,9 +191,15 @@ impl State {
             payload: parsed.text,
             facts: Facts::default(),
             findings: &self.findings,
+            session: &[],
         };
-        sink.datagram(&event);
-        self.analysis.observe(&event, &mut |f| sink.loose(&f));
+        let context = Context {
+            first_ts: self.first_ts.unwrap_or(ts_nanos),
+            profile: &self.profile,
+            reassembled: None,
+        };
+        let (raised, shown) = (&mut self.raised, &mut self.shown);
+        super::report(&mut self.analysis, raised, shown, context, event, sink);
     }
 
     /// The checks that need the conversation: client_id against assign_id, player_name, the

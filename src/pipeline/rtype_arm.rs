@@ -1,6 +1,7 @@
 //! The rtype dialect's part of the pipeline: checks, decoding, archetypes and chunk sets.
 use super::{RenderAhead, Sink, State, Udp, Unpack, HEADER_GROUP};
 use crate::datagram::{rtype, Dialect};
+use crate::display_filter::Context;
 use crate::message::{
     decode_message, decode_nodes, Detail, Facts, Finding, NoFields, Open, Tap, Value, Visitor,
 };
@@ -147,15 +148,24 @@ impl State {
             payload,
             facts,
             findings: &self.findings,
+            session: &[],
         };
-        sink.datagram(&event);
-        self.analysis.observe(&event, &mut |f| sink.loose(&f));
-        if let Some(Reassembled {
-            tick,
-            chunks,
-            first_frame,
-            payload,
-        }) = reassembled
+        let context = Context {
+            first_ts: self.first_ts.unwrap_or(ts_nanos),
+            profile: &self.profile,
+            reassembled: reassembled.as_ref().map(|r| r.payload),
+        };
+        let (raised, shown) = (&mut self.raised, &mut self.shown);
+        let shown = super::report(&mut self.analysis, raised, shown, context, event, sink);
+        if let (
+            true,
+            Some(Reassembled {
+                tick,
+                chunks,
+                first_frame,
+                payload,
+            }),
+        ) = (shown, reassembled)
         {
             let snapshot = desc::message(desc::SNAPSHOT).expect("SERVER_SNAPSHOT is described");
             sink.begin(&self.conversations, conversation);

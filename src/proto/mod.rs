@@ -2,6 +2,7 @@
 //! field profiles, and the catalog of rules. Everything else reads these; nothing restates them.
 
 pub mod profile;
+pub mod registry;
 pub mod rt;
 pub mod rtnp;
 pub mod rtype;

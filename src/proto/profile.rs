@@ -114,17 +114,49 @@ impl Profile {
         if text.len() > MAX_TEXT {
             return Err(format!("profile larger than {MAX_TEXT} bytes"));
         }
-        let file: ProfileFile =
-            toml::from_str(text).map_err(|e| format!("invalid profile: {e}"))?;
+        let file: ProfileFile = toml::from_str(text).map_err(|e| {
+            format!(
+                "invalid profile: {}",
+                e.to_string().trim_end().replace('\n', "\n  ")
+            )
+        })?;
         let mut profile = Profile::document();
         profile.name = file.name.unwrap_or_else(|| "custom".into());
+        let line = |span: std::ops::Range<usize>| {
+            text[..span.start.min(text.len())].lines().count().max(1)
+        };
+        // The line of each bit the file declares, for errors about it.
+        let mut lines = [None; MASK_BITS];
         for (key, spec) in file.bits {
-            let bit: usize = key
-                .parse()
-                .ok()
-                .filter(|b| *b < MASK_BITS)
-                .ok_or_else(|| format!("bit `{key}` is not a number from 0 to 15"))?;
-            profile.bits[bit] = spec.into_slot(bit)?;
+            let at = line(spec.span());
+            let bit: usize =
+                key.parse().ok().filter(|b| *b < MASK_BITS).ok_or_else(|| {
+                    format!("line {at}: bit `{key}` is not a number from 0 to 15")
+                })?;
+            profile.bits[bit] = spec
+                .into_inner()
+                .into_slot(bit)
+                .map_err(|e| format!("line {at}: {e}"))?;
+            lines[bit] = Some(at);
+        }
+        // Two bits of one name would write one JSON key twice ("pos_x":1,"pos_x":2).
+        for bit in 0..MASK_BITS {
+            let Some(name) = profile.field(bit).map(|f| f.name) else {
+                continue;
+            };
+            let same = (0..bit).find(|b| profile.field(*b).is_some_and(|f| f.name == name));
+            if let Some(other) = same {
+                let declared = if lines[bit].is_some() { bit } else { other };
+                let (at, first) = if declared == bit {
+                    (lines[bit], other)
+                } else {
+                    (lines[other], bit)
+                };
+                return Err(format!(
+                    "line {}: bit {declared} is named `{name}` like bit {first}; every field needs its own name",
+                    at.unwrap_or(1)
+                ));
+            }
         }
         Ok(profile)
     }
@@ -149,7 +181,7 @@ impl Default for Profile {
 struct ProfileFile {
     name: Option<String>,
     #[serde(default)]
-    bits: BTreeMap<String, BitSpec>,
+    bits: BTreeMap<String, toml::Spanned<BitSpec>>,
 }
 
 #[derive(Deserialize)]
@@ -214,6 +246,18 @@ impl BitSpec {
             if flags.keys().any(|k| !valid(k)) || flags.len() > 16 {
                 return Err(format!(
                     "bit {bit}: flag names must be 1-32 of a-z, 0-9, _ (at most 16)"
+                ));
+            }
+            let bits = ty.width().unwrap_or(4) * 8;
+            let room = if bits >= 32 {
+                u32::MAX
+            } else {
+                (1 << bits) - 1
+            };
+            if let Some((flag, mask)) = flags.iter().find(|(_, m)| **m == 0 || **m & !room != 0) {
+                return Err(format!(
+                    "bit {bit}: flag `{flag}` has mask 0x{mask:X}, which does not fit the {bits}-bit {}",
+                    ty.name()
                 ));
             }
             let named: Vec<Named> = flags
@@ -290,5 +334,28 @@ mod tests {
         ] {
             assert!(Profile::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn refuses_a_name_twice_and_flags_wider_than_their_field_saying_where() {
+        let twice = "name = \"x\"\n[bits]\n1 = { name = \"pos_x\", type = \"i16\" }\n\
+                     2 = { name = \"pos_x\", type = \"i16\" }\n";
+        assert_eq!(
+            Profile::parse(twice).unwrap_err(),
+            "line 4: bit 2 is named `pos_x` like bit 1; every field needs its own name"
+        );
+        // Bit 10 named like the document's bit 2.
+        let clash = "[bits]\n10 = { name = \"pos_y\", type = \"i32\" }\n";
+        assert!(Profile::parse(clash)
+            .unwrap_err()
+            .starts_with("line 2: bit 10 is named `pos_y` like bit 2"));
+        let wide =
+            "[bits]\n\n6 = { name = \"s\", type = \"u8\", flags = { a = 0x0F, b = 0x1F0 } }\n";
+        assert_eq!(
+            Profile::parse(wide).unwrap_err(),
+            "line 3: bit 6: flag `b` has mask 0x1F0, which does not fit the 8-bit u8"
+        );
+        let e = Profile::load(Path::new("no/such.toml")).unwrap_err();
+        assert!(e.starts_with("no/such.toml: "), "{e}");
     }
 }

@@ -64,6 +64,8 @@ rules! {
     // Capture layer.
     CaptureTruncated = "capture.truncated", Error, "pcap",
         "the capture file ends in the middle of a record; everything before the cut was decoded";
+    CaptureCorrupt = "capture.corrupt", Error, "pcap",
+        "the capture file is corrupt from a record on (a length no capture can have, contents that contradict the format, gzip data that fails its checks); everything before it was decoded";
     CaptureMalformedPacket = "capture.malformed-packet", Warning, "pcap",
         "a frame's link, IP or UDP header is malformed; the frame was skipped";
     CaptureSnaplen = "capture.snaplen", Warning, "pcap",

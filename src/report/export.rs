@@ -31,6 +31,8 @@ pub struct Export<W: Write> {
     summary: Summary,
     /// Whether the last datagram passed the filter (its reassembled snapshot follows it).
     shown: bool,
+    /// A filter that asked for what the capture does not have, known at the end.
+    pub unmatched: Option<String>,
 }
 
 /// Where records go: NDJSON lines, or the members of one array.
@@ -81,6 +83,7 @@ impl<W: Write> Export<W> {
             first_ts: None,
             summary: Summary::default(),
             shown: false,
+            unmatched: None,
         }
     }
 
@@ -148,6 +151,10 @@ impl<W: Write> Sink for Export<W> {
     fn begin(&mut self, conversations: &Conversations, conversation: u32) {
         self.fields.clear();
         self.fields.sprites.refresh(conversations, conversation);
+    }
+
+    fn skipped(&mut self, e: &DatagramEvent<'_>) {
+        self.first_ts.get_or_insert(e.ts_nanos);
     }
 
     fn datagram(&mut self, e: &DatagramEvent<'_>) {
@@ -271,6 +278,9 @@ impl<W: Write> Sink for Export<W> {
 
     fn end(&mut self, end: &RunEnd<'_>) {
         self.summary.end(end);
+        self.unmatched = self
+            .filter
+            .missing_conversation(end.conversations.all().len());
         for c in end.conversations.all() {
             self.line.clear();
             let _ = write!(

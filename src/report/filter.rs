@@ -2,6 +2,9 @@
 
 use std::net::IpAddr;
 
+use crate::proto::rt as rt_desc;
+use crate::proto::rtnp as rtnp_desc;
+use crate::proto::rtype as rtype_desc;
 use crate::proto::{Direction, Rule, Severity};
 use crate::session::event::DatagramEvent;
 
@@ -20,11 +23,11 @@ pub struct FilterArgs {
     /// Source or destination address, IP or IP:PORT.
     #[arg(long, value_name = "ADDR")]
     address: Option<String>,
-    /// Frame range A-B (either end may be left out), or one frame.
-    #[arg(long, value_name = "A-B")]
+    /// Frame range A-B (either end may be left out: 100-, -2), or one frame.
+    #[arg(long, value_name = "A-B", allow_hyphen_values = true)]
     frames: Option<String>,
-    /// Time range in seconds from the first frame, A-B.
-    #[arg(long, value_name = "A-B")]
+    /// Time range in seconds from the first frame, A-B (either end may be left out).
+    #[arg(long, value_name = "A-B", allow_hyphen_values = true)]
     time: Option<String>,
     /// Only datagrams with this violation; repeatable.
     #[arg(long, value_name = "ID")]
@@ -47,8 +50,25 @@ pub struct Filter {
     severity: Option<Severity>,
 }
 
-fn range<T: std::str::FromStr + Copy>(text: &str, lo: T, hi: T) -> Result<(T, T), String> {
-    let bad = || format!("bad range `{text}` (expected A-B, A-, -B or A)");
+/// `A-B`, `A-`, `-B` or `A`, checked to hold at least one value; `what` names the option.
+fn range<T: std::str::FromStr + Copy + PartialOrd + std::fmt::Display>(
+    what: &str,
+    text: &str,
+    lo: T,
+    hi: T,
+) -> Result<(T, T), String> {
+    let (a, b) = parse_range(text, lo, hi)
+        .map_err(|()| format!("{what} `{text}`: expected A-B, A-, -B or A"))?;
+    if a > b {
+        return Err(format!(
+            "{what} `{text}` matches nothing: its start {a} is after its end {b}"
+        ));
+    }
+    Ok((a, b))
+}
+
+fn parse_range<T: std::str::FromStr + Copy>(text: &str, lo: T, hi: T) -> Result<(T, T), ()> {
+    let bad = || ();
     let parse = |s: &str, default: T| {
         if s.is_empty() {
             Ok(default)
@@ -83,6 +103,9 @@ impl FilterArgs {
                 })
             })
             .collect::<Result<_, _>>()?;
+        for t in &self.types {
+            known_type(t)?;
+        }
         Ok(Filter {
             types: self.types.iter().map(|t| t.to_ascii_uppercase()).collect(),
             direction: self.direction.as_deref().map(|d| {
@@ -97,18 +120,87 @@ impl FilterArgs {
             frames: self
                 .frames
                 .as_deref()
-                .map_or(Ok((0, u64::MAX)), |f| range(f, 0, u64::MAX))?,
-            time: self
-                .time
-                .as_deref()
-                .map_or(Ok((f64::MIN, f64::MAX)), |t| range(t, f64::MIN, f64::MAX))?,
+                .map_or(Ok((0, u64::MAX)), |f| range("--frames", f, 0, u64::MAX))?,
+            time: self.time.as_deref().map_or(Ok((f64::MIN, f64::MAX)), |t| {
+                range("--time", t, f64::MIN, f64::MAX)
+            })?,
             violations,
             severity: self.severity.as_deref().and_then(Severity::parse),
         })
     }
 }
 
+/// A `--type` must name a message of some dialect (its name, its short name, the name without
+/// `SERVER_`/`CLIENT_`, or a code): a typo would otherwise match nothing, silently.
+fn known_type(t: &str) -> Result<(), String> {
+    let upper = t.to_ascii_uppercase();
+    if let Some(code) = upper.strip_prefix("0X").map_or_else(
+        || upper.parse::<u8>().ok(),
+        |h| u8::from_str_radix(h, 16).ok(),
+    ) {
+        return if rtype_desc::message(code).is_some() || rt_desc::message(code).is_some() {
+            Ok(())
+        } else {
+            Err(format!(
+                "--type {t}: no dialect has a message with code 0x{code:02X}"
+            ))
+        };
+    }
+    let names = || {
+        rtype_desc::MESSAGES
+            .iter()
+            .chain(rt_desc::MESSAGES)
+            .chain(rtnp_desc::MESSAGES.iter().map(|m| &m.message))
+            .flat_map(|m| {
+                let bare = m
+                    .name
+                    .strip_prefix("SERVER_")
+                    .or(m.name.strip_prefix("CLIENT_"));
+                [Some(m.name), Some(m.short), bare].into_iter().flatten()
+            })
+    };
+    if names().any(|n| n.eq_ignore_ascii_case(t)) {
+        return Ok(());
+    }
+    let nearest = names()
+        .map(|n| (edit_distance(&n.to_ascii_uppercase(), &upper), n))
+        .min();
+    Err(match nearest {
+        Some((d, n)) if d <= 3 => format!("--type {t}: no such message type; did you mean {n}?"),
+        _ => format!("--type {t}: no such message type (`rtype-inspect protocol` lists them)"),
+    })
+}
+
+/// Levenshtein distance, for "did you mean".
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != *cb);
+            let next = (row[j + 1] + 1).min(row[j] + 1).min(prev + cost);
+            prev = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
+}
+
 impl Filter {
+    /// The conversations asked for that the capture does not have, for an error after the run
+    /// ("conversation 9 does not exist; the capture has 3").
+    pub fn missing_conversation(&self, count: usize) -> Option<String> {
+        let missing = self
+            .conversations
+            .iter()
+            .find(|c| **c == 0 || **c as usize > count)?;
+        Some(format!(
+            "--conversation {missing}: conversation {missing} does not exist; the capture has {count}"
+        ))
+    }
+
     fn type_matches(&self, e: &DatagramEvent<'_>) -> bool {
         self.types.is_empty()
             || self.types.iter().any(|t| {
@@ -139,8 +231,15 @@ impl Filter {
             && self.address.is_none()
     }
 
-    /// Whether the datagram passes every filter; `rel` is its time from the first frame.
+    /// Whether the datagram passes every filter; `rel` is its time from the first frame. The
+    /// violation filters see its own findings and the session findings it raised.
     pub fn matches(&self, e: &DatagramEvent<'_>, rel: f64) -> bool {
+        let rules = || {
+            e.findings
+                .iter()
+                .chain(e.session.iter().map(|l| &l.finding))
+                .map(|f| f.rule)
+        };
         let addr_ok = self.address.is_none_or(|(ip, port)| {
             [e.src, e.dst]
                 .iter()
@@ -154,10 +253,9 @@ impl Filter {
             && (self.conversations.is_empty() || self.conversations.contains(&e.conversation))
             && addr_ok
             && self.type_matches(e)
-            && (self.violations.is_empty()
-                || e.findings.iter().any(|f| self.violations.contains(&f.rule)))
+            && (self.violations.is_empty() || rules().any(|r| self.violations.contains(&r)))
             && self
                 .severity
-                .is_none_or(|s| e.findings.iter().any(|f| f.rule.severity() >= s))
+                .is_none_or(|s| rules().any(|r| r.severity() >= s))
     }
 }

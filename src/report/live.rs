@@ -141,6 +141,9 @@ impl<S: Sink> Sink for Tee<S> {
         self.inner.datagram(e);
         self.summary.datagram(e);
     }
+    fn skipped(&mut self, e: &DatagramEvent<'_>) {
+        self.inner.skipped(e);
+    }
     fn reassembled(&mut self, e: &ReassembledEvent<'_>) {
         self.inner.reassembled(e);
         self.summary.reassembled(e);

@@ -473,8 +473,9 @@ struct Gen {
     reserved: HashSet<String>,
     /// Value-string tables by content; the Lua name is `VS[index + 1]`.
     value_strings: Vec<Vec<(u32, &'static str)>>,
-    /// Flag-bit ProtoField constructors; the Lua name is `FB[index + 1]`.
-    bit_fields: Vec<String>,
+    /// Flag-bit ProtoField constructors, and the profiles whose fields they belong to (none: every
+    /// profile); the Lua name is `FB[index + 1]`.
+    bit_fields: Vec<(String, Vec<String>)>,
     /// Field descriptor declarations (`fd(index, ...)`), in first-use order; index = position + 1.
     fields: Vec<String>,
     /// Fields another of the same name and another integer type may share (see `Gen::share`):
@@ -689,8 +690,12 @@ impl Gen {
         out.push_str("    FPF[i], FNAME[i], FBITS[i], FRAW[i], FDIV[i], FEXPLICIT[i] = pf, name, bits, raw, div, explicit\n");
         out.push_str("end\n");
         out.push_str("local FB = {}\n");
-        for (i, ctor) in self.bit_fields.iter().enumerate() {
-            let _ = writeln!(out, "FB[{}] = {ctor}", i + 1);
+        for (i, (ctor, profiles)) in self.bit_fields.iter().enumerate() {
+            let _ = write!(out, "FB[{}] = {ctor}", i + 1);
+            if !profiles.is_empty() {
+                let _ = write!(out, " -- profile {}", profiles.join(" "));
+            }
+            out.push('\n');
         }
         for line in &self.fields {
             out.push_str(line);
@@ -1270,14 +1275,26 @@ impl Gen {
                     if let Some(d) = list.iter().find(|d| d.signature == signature) {
                         let index = d.index;
                         if let Some(p) = profile {
-                            // One field of several profiles: each is named on its line.
+                            // One field of several profiles: each is named on its line, and on
+                            // its flags' lines.
+                            let name = self.profiles[p].name.clone();
                             let line = &mut self.fields[index - 1];
-                            let name = &self.profiles[p].name;
                             if line.contains(" -- profile ")
                                 && !line.split(' ').any(|word| word == name)
                             {
                                 line.push(' ');
-                                line.push_str(name);
+                                line.push_str(&name);
+                            }
+                            let flags: Vec<usize> = line
+                                .split("FB[")
+                                .skip(1)
+                                .filter_map(|rest| rest.split(']').next()?.parse().ok())
+                                .collect();
+                            for k in flags {
+                                let profiles = &mut self.bit_fields[k - 1].1;
+                                if !profiles.is_empty() && !profiles.contains(&name) {
+                                    profiles.push(name.clone());
+                                }
                             }
                         }
                         return index;
@@ -1411,13 +1428,20 @@ impl Gen {
                 };
                 let ctor = format!("reg(\"{proto}\", {ctor})");
                 // One ProtoField per flag filter name (the layout without a flag shares the rest).
-                let k = match self.bit_fields.iter().position(|c| *c == ctor) {
+                let k = match self.bit_fields.iter().position(|(c, _)| *c == ctor) {
                     Some(k) => k,
                     None => {
-                        self.bit_fields.push(ctor);
+                        self.bit_fields.push((ctor, Vec::new()));
                         self.bit_fields.len() - 1
                     }
                 };
+                if let Some(p) = profile {
+                    // A profile's flag is marked as its fields are (see `declare_with`).
+                    let name = self.profiles[p].name.clone();
+                    if !self.bit_fields[k].1.contains(&name) {
+                        self.bit_fields[k].1.push(name);
+                    }
+                }
                 if flag.value & drop == 0 {
                     list.push(format!("FB[{}]", k + 1));
                 }

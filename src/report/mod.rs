@@ -3,12 +3,14 @@
 pub mod catalog;
 pub mod check;
 pub mod export;
+pub mod field_list;
 pub mod fields;
 pub mod filter;
 pub mod junit;
 pub mod live;
 pub mod lua;
 pub mod packets;
+pub mod profile_hint;
 pub mod protocol_doc;
 pub mod render;
 pub mod stats;

@@ -71,6 +71,8 @@ pub struct Packets<W: Write> {
     /// Whether the last datagram was shown (its reassembled snapshot is shown with it).
     shown: bool,
     pub error: Option<io::Error>,
+    /// A filter that asked for what the capture does not have, known at the end.
+    pub unmatched: Option<String>,
 }
 
 impl<W: Write> Packets<W> {
@@ -87,6 +89,7 @@ impl<W: Write> Packets<W> {
             first_ts: None,
             shown: false,
             error: None,
+            unmatched: None,
         }
     }
 
@@ -237,6 +240,10 @@ impl<W: Write> Sink for Packets<W> {
         }
     }
 
+    fn skipped(&mut self, e: &DatagramEvent<'_>) {
+        self.first_ts.get_or_insert(e.ts_nanos);
+    }
+
     fn datagram(&mut self, e: &DatagramEvent<'_>) {
         let rel = e
             .ts_nanos
@@ -376,7 +383,10 @@ impl<W: Write> Sink for Packets<W> {
         self.emit();
     }
 
-    fn end(&mut self, _end: &RunEnd<'_>) {
+    fn end(&mut self, end: &RunEnd<'_>) {
+        self.unmatched = self
+            .filter
+            .missing_conversation(end.conversations.all().len());
         if let Err(e) = self.out.flush() {
             self.error.get_or_insert(e);
         }

@@ -6,6 +6,7 @@
 use std::fmt::Write as _;
 
 use crate::proto::profile::{BitSlot, Profile};
+use crate::proto::registry::{Provider, Registry, Source};
 use crate::proto::schema::{Display, Field, Message, Named, Node};
 use crate::proto::{rt, rtnp, rtype, CATALOG};
 
@@ -27,6 +28,7 @@ pub fn markdown() -> String {
     masked(&mut out);
     binary(&mut out, "rt", "document 003", rt::HEADER, rt::MESSAGES);
     json(&mut out);
+    filter_fields(&mut out);
     let _ = writeln!(
         out,
         "\n## Rules\n\n{} rules: see `rtype-inspect violations` and the README.",
@@ -221,6 +223,36 @@ fn masked(out: &mut String) {
                 let _ = writeln!(out, "| {bit} | | | undefined: unknown width | | |");
             }
         }
+    }
+}
+
+/// The display-filter fields that are not message fields: the dissector's runtime, Wireshark's,
+/// and rtype-inspect's own, from the registry.
+fn filter_fields(out: &mut String) {
+    out.push_str(
+        "\n## Other display-filter fields\n\n\
+         Besides the message fields above, `-Y` filters (and Wireshark, for all but the last kind)\n\
+         know these; each rule of the catalog is a field too, by its ID (`rtype.crc.mismatch`).\n\
+         `rtype-inspect fields` lists every field with its type.\n\n\
+         | filter | type | label | provided by |\n|---|---|---|---|\n",
+    );
+    let registry = Registry::new(&Profile::document());
+    for f in &registry.fields {
+        if !matches!(f.source, Source::Runtime(_)) {
+            continue;
+        }
+        let by = match f.provider {
+            Provider::Dissector => "the dissector",
+            Provider::Wireshark => "Wireshark",
+            Provider::Inspect => "rtype-inspect only",
+        };
+        let _ = writeln!(
+            out,
+            "| `{}` | {} | {} | {by} |",
+            f.name,
+            f.ty.ft_name(),
+            f.label
+        );
     }
 }
 

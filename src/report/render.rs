@@ -6,6 +6,7 @@ use std::net::IpAddr;
 use crate::datagram::Dialect;
 use crate::message::{Detail, Finding, Value};
 use crate::proto::schema::{Display, Field, Named, Ty};
+use crate::proto::Rule;
 
 /// Appends `s` as a JSON string literal.
 pub fn json_str(out: &mut String, s: &str) {
@@ -314,26 +315,127 @@ pub fn message_name(dialect: Dialect, code: u64) -> Option<&'static str> {
     }
 }
 
-/// A finding's specifics in words (empty when the rule says it all).
+/// "read with config FILE and snapshot profile NAME", from a report's `config_file` and `profile`
+/// members, when either is not the default (no file, the document's table).
+pub fn settings_line(report: &serde_json::Value) -> Option<String> {
+    let config = report["config_file"].as_str();
+    let profile = report["profile"].as_str().filter(|p| *p != "document");
+    let parts: Vec<String> = config
+        .map(|c| format!("config {c}"))
+        .into_iter()
+        .chain(profile.map(|p| format!("snapshot profile {p}")))
+        .collect();
+    (!parts.is_empty()).then(|| format!("read with {}", parts.join(" and ")))
+}
+
+/// What a finding found, as words that read after its rule's summary ("expected SERVER_HELLO
+/// before JOIN_REQUEST", "Payload Len says 9 bytes, the datagram holds 4"): the rule says what
+/// each number means. Empty when the rule says it all.
 pub fn detail(finding: &Finding) -> String {
+    use Rule as R;
+    let rule = finding.rule;
     match finding.detail {
         Detail::None => String::new(),
-        Detail::Sizes { expected, found } => format!("expected {expected}, found {found}"),
+        Detail::At(offset) => format!("at byte offset {offset} of the file"),
+        Detail::Before { missing, message } => format!("expected {missing} before {message}"),
+        Detail::Sizes { expected, found } => match rule {
+            R::RtypeShortDatagram | R::RtShort => {
+                format!("{found} bytes, at least {expected} needed")
+            }
+            R::RtypeLength => {
+                format!("Payload Len says {expected} bytes, the datagram holds {found}")
+            }
+            R::RtypeCompressNotSmaller => {
+                format!("{expected} bytes compressed to {found}")
+            }
+            R::RtypeOrigSize => format!("Orig. Size says {expected} bytes, LZ4 gave {found}"),
+            R::RtypeSize | R::RtSize => {
+                format!("a {found}-byte payload where the document's is {expected} bytes")
+            }
+            R::RtypeTrailing | R::RtTrailing => format!(
+                "the message ends after {expected} of {found} bytes, {} left over",
+                found.saturating_sub(expected)
+            ),
+            R::RtypeChunkIndex => format!("chunkIndex {found} with totalChunks {expected}"),
+            R::RtypeChunkTotalMismatch => {
+                format!("totalChunks {found} where the tick's first chunk said {expected}")
+            }
+            R::RtDatagramSize | R::RtnpDatagramSize => {
+                format!("{found} bytes, over the {expected} allowed")
+            }
+            R::RtnpJsonLimit => format!("{found} bytes of JSON, over the {expected} parsed"),
+            R::RtUnacknowledged => format!(
+                "{} of {expected} RELIABLE packets never acknowledged",
+                expected.saturating_sub(found)
+            ),
+            R::RtnpClientId => format!("client_id {found} where assign_id gave {expected}"),
+            R::RtnpEpochSequence => format!("epoch {found} where {expected} was next"),
+            R::SessionSnapshotRate => {
+                format!("{found} snapshots per second, nominal {expected}")
+            }
+            _ => format!("expected {expected}, found {found}"),
+        },
         Detail::Truncated {
             field,
             needed,
             left,
-        } => format!("field {field} needs {needed} bytes, {left} left"),
+        } => format!("{field} needs {needed} bytes, {left} left"),
         Detail::MaskBit { entity, bit, left } => {
-            format!("entity {entity}: mask bit {bit} of unknown width, {left} bytes left undecoded")
+            format!(
+                "entity {entity}: mask bit {bit} has no known width, {left} bytes left undecoded"
+            )
         }
-        Detail::Value(v) => format!("value {v} (0x{v:X})"),
-        Detail::Field(f) => format!("field {f}"),
+        Detail::Value(v) => match rule {
+            R::RtypeMagic => format!("it starts with {v:08X}"),
+            R::RtMagic | R::RtByteOrderSwitch | R::RtByteOrder => {
+                format!("magic bytes {:02X} {:02X}", v >> 8, v & 0xFF)
+            }
+            R::RtypeVersion => format!("version {v}"),
+            R::RtypePacketType | R::RtPacketType | R::RtypeDirection | R::RtDirection => {
+                format!("packet type 0x{v:02X}")
+            }
+            R::RtypeUnknownType | R::RtUnknownType => format!("type 0x{v:02X}"),
+            R::RtypeCompressSmall => format!("{v} bytes uncompressed"),
+            R::RtypeOrigSizeSet => format!("Orig. Size {v}"),
+            R::RtypeReason => format!("reason code 0x{v:02X}"),
+            R::RtypeInputUnusedBits => format!("unused bits 0x{v:04X} set"),
+            R::RtypeUnknownEntityType => format!("entity type {v}"),
+            R::RtypeUnknownEvent => format!("event type {v}"),
+            R::RtypeChunkDuplicate => format!("chunk {} again", v + 1),
+            R::RtypeChunkLimit => format!("{v} (the limit is in SECURITY.md)"),
+            R::RtReservedFlags
+            | R::RtOpaquePayload
+            | R::RtDisconnectUnreliable
+            | R::RtReliableFlagMissing => format!("flags 0x{v:02X}"),
+            R::RtUnknownComponent => format!("component type {v}"),
+            R::RtnpClientSilent => format!("silent for {v} s"),
+            R::RtnpJsonInvalid => format!("the JSON is invalid at column {v}"),
+            R::RtnpJsonLimit => format!("nested deeper than {v} levels"),
+            R::RtnpPlayerName => format!("{v} characters"),
+            R::CaptureSnaplen => format!("{v} bytes not captured"),
+            R::SessionTickBackwards => format!("tick {v}"),
+            R::SessionConversationLimit => format!("{v} conversations are tracked"),
+            R::RtypeChunkTotalZero => String::new(),
+            _ => format!("{v}"),
+        },
+        Detail::Field(f) => match rule {
+            R::RtypeInputNonFinite => format!("{f} is not a finite number"),
+            R::RtypeUnsortedKeyframes => format!("a keyframe's {f} goes back"),
+            R::RtypeUtf8 | R::RtUtf8 => format!("{f} is not UTF-8"),
+            R::RtnpMissingField | R::RtnpEpochMissing => format!("{f} is missing"),
+            R::RtnpWrongType => format!("{f} has another type"),
+            R::RtnpRange => format!("{f} is below its minimum"),
+            R::RtnpTypeMissing | R::RtnpTypeNotFirst => String::new(),
+            R::RtnpJsonInvalid => format!("the text is {f}"),
+            _ => format!("bad {f}"),
+        },
         Detail::Crc { stored, computed } => {
-            format!("stored 0x{stored:08X}, computed 0x{computed:08X}")
+            format!("the footer says 0x{stored:08X}, the datagram hashes to 0x{computed:08X}")
         }
-        Detail::Chunks { tick, have, total } => format!("tick {tick}: {have} of {total} chunks"),
-        Detail::Frames { first } => format!("see frame {first}"),
+        Detail::Chunks { tick, have, total } => {
+            format!("tick {tick}: {have} of {total} chunks arrived")
+        }
+        Detail::Frames { first } => format!("a copy of frame {first}"),
     }
 }
 

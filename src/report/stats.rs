@@ -17,7 +17,7 @@ use crate::datagram::Dialect;
 use crate::message::NoFields;
 use crate::pipeline::{RunEnd, Sink};
 use crate::proto::{Direction, Rule};
-use crate::session::analysis::{Config, Durations, Sequence, Session};
+use crate::session::analysis::{Analysis, Config, Durations, Sequence, Session};
 use crate::session::event::{DatagramEvent, LooseFinding};
 use crate::session::Conversation;
 
@@ -36,8 +36,12 @@ pub struct StatsArgs {
 
 /// Runs `rtype-inspect stats`.
 pub fn run(args: StatsArgs, term: Term) -> Result<ExitCode, String> {
+    let reading = args.read.reading()?;
     let mut stats = Stats::default();
-    read_capture(&args.file, &args.read.reading()?, &mut stats)?;
+    if reading.filter.is_some() {
+        stats.filtered = Some(Analysis::new(reading.analysis));
+    }
+    read_capture(&args.file, &reading, &mut stats)?;
     let json = stats.json.take().unwrap_or(Json::Null);
     let text = match args.format {
         Format::Json => serde_json::to_string_pretty(&json).unwrap_or_default() + "\n",
@@ -54,6 +58,9 @@ pub struct Stats {
     findings: BTreeMap<(u32, Rule), u64>,
     json: Option<Json>,
     no_fields: NoFields,
+    /// With a display filter: the analysis of the datagrams it passed (the pipeline's sees them
+    /// all, to judge sessions whole).
+    pub filtered: Option<Analysis>,
 }
 
 impl Sink for Stats {
@@ -61,7 +68,11 @@ impl Sink for Stats {
     fn fields(&mut self) -> &mut NoFields {
         &mut self.no_fields
     }
-    fn datagram(&mut self, _: &DatagramEvent<'_>) {}
+    fn datagram(&mut self, e: &DatagramEvent<'_>) {
+        if let Some(analysis) = &mut self.filtered {
+            analysis.observe(e, &mut |_| {});
+        }
+    }
     fn loose(&mut self, f: &LooseFinding) {
         if f.finding.rule.id().starts_with("session.") {
             *self
@@ -71,9 +82,12 @@ impl Sink for Stats {
         }
     }
     fn end(&mut self, end: &RunEnd<'_>) {
-        let config = *end.analysis.config();
-        let conversations: Vec<Json> = end
-            .analysis
+        if let Some(analysis) = &mut self.filtered {
+            analysis.finish(&mut |_| {});
+        }
+        let analysis = self.filtered.as_ref().unwrap_or(end.analysis);
+        let config = *analysis.config();
+        let conversations: Vec<Json> = analysis
             .sessions()
             .map(|s| {
                 let findings: serde_json::Map<String, Json> = self
@@ -85,9 +99,11 @@ impl Sink for Stats {
             })
             .collect();
         self.json = Some(json!({
+            "config_file": end.config.map(|p| p.display().to_string()),
+            "profile": end.profile,
             "config": {"snapshot_hz": config.snapshot_hz, "snapshot_tolerance": config.snapshot_tolerance},
             "conversations": conversations,
-            "unanalysed_datagrams": end.analysis.unanalysed_datagrams(),
+            "unanalysed_datagrams": analysis.unanalysed_datagrams(),
         }));
     }
 }
@@ -210,6 +226,9 @@ pub fn text(path: &str, j: &Json, term: Term) -> String {
             1
         ),
     );
+    if let Some(line) = super::render::settings_line(j) {
+        let _ = writeln!(out, "{line}");
+    }
     if j["unanalysed_datagrams"].as_u64().unwrap_or(0) > 0 {
         let _ = writeln!(
             out,

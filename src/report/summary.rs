@@ -101,6 +101,7 @@ pub struct Summary {
     compressed: u64,
     json: Option<Json>,
     no_fields: NoFields,
+    hint: super::profile_hint::ProfileHint,
 }
 
 impl Sink for Summary {
@@ -160,6 +161,7 @@ impl Sink for Summary {
                 });
             }
         }
+        self.hint.datagram(e);
         self.crc_failures += u64::from(e.crc_failed());
         self.compressed += u64::from(e.compressed());
         for f in e.findings {
@@ -213,13 +215,15 @@ impl Summary {
             .iter()
             .map(|c| json!({"id": c.id, "client": c.client.to_string(), "server": c.server.to_string(), "first_frame": c.first_frame}))
             .collect();
-        json!({
+        let mut summary = json!({
+            "config_file": end.config.map(|p| p.display().to_string()),
+            "profile": end.profile,
             "capture": {
                 "format": info.format.to_string(),
                 "gzip": info.gzip,
                 "link_types": info.link_types.iter().map(|l| l.name()).collect::<Vec<_>>(),
                 "frames": end.read.frames,
-                "truncated": end.read.truncated.as_ref().map(|t| json!({"frame": t.frame, "offset": t.offset, "reason": t.reason})),
+                "truncated": end.read.truncated.as_ref().map(|t| json!({"frame": t.frame, "offset": t.offset, "reason": t.reason, "corrupt": t.corrupt})),
                 "first_time": end.first_ts.map(super::time::rfc3339),
                 "duration_s": seconds,
             },
@@ -230,7 +234,14 @@ impl Summary {
             "conversations": conversations,
             "messages": messages,
             "violations": violations,
-        })
+            "profile_hint": self.hint.suggestion().map(|(profile, probed)| json!({
+                "profile": profile, "snapshots_probed": probed,
+            })),
+        });
+        if let Some((expression, datagrams)) = end.displayed {
+            summary["display_filter"] = json!({"expression": expression, "datagrams": datagrams});
+        }
+        summary
     }
 
     /// The summary as one JSON document (after the run).
@@ -247,8 +258,15 @@ impl Summary {
         let truncated = match &cap["truncated"] {
             Json::Null => "complete".to_string(),
             t => format!(
-                "TRUNCATED at frame {} (byte offset {})",
-                t["frame"], t["offset"]
+                "{} at frame {} (byte offset {}): {}",
+                if t["corrupt"] == true {
+                    "CORRUPT"
+                } else {
+                    "TRUNCATED"
+                },
+                t["frame"],
+                t["offset"],
+                str_of(&t["reason"])
             ),
         };
         let links: Vec<&str> = cap["link_types"]
@@ -266,6 +284,9 @@ impl Summary {
             cap["frames"],
             cap["duration_s"].as_f64().unwrap_or(0.0),
         );
+        if let Some(line) = super::render::settings_line(j) {
+            let _ = writeln!(out, "{line}");
+        }
         let _ = writeln!(
             out,
             "{} protocol datagrams, {} other UDP, {} not UDP, {} malformed\n\
@@ -278,6 +299,14 @@ impl Summary {
             j["compressed_payloads"],
             j["snapshots_reassembled"],
         );
+        if let Some(filter) = j.get("display_filter") {
+            let _ = writeln!(
+                out,
+                "{} datagrams match the display filter {}; the tables count only those",
+                filter["datagrams"],
+                str_of(&filter["expression"]),
+            );
+        }
         let convs = j["conversations"].as_array().map_or(&[][..], |v| &v[..]);
         let _ = writeln!(out, "\nConversations: {}", convs.len());
         let mut t = table::new(term, &["#", "Client", "Server", "First frame"]);
@@ -342,6 +371,15 @@ impl Summary {
                 ]);
             }
             let _ = writeln!(out, "\nViolations\n{t}");
+        }
+        if let Some(hint) = j["profile_hint"].as_object() {
+            let name = str_of(&hint["profile"]);
+            let _ = writeln!(
+                out,
+                "\nSnapshots fail to decode with this layout, but the {} tried all fit the bundled \
+                 profile {name}: --profile {name}",
+                hint["snapshots_probed"]
+            );
         }
         out
     }

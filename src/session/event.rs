@@ -34,6 +34,9 @@ pub struct DatagramEvent<'a> {
     pub payload: Option<&'a [u8]>,
     pub facts: Facts,
     pub findings: &'a [Finding],
+    /// The session findings this datagram raised (a duplicate, a step out of order...): the sink
+    /// gets them as loose findings right after the datagram, and filters see them here.
+    pub session: &'a [LooseFinding],
 }
 
 /// A dialect's checked header and footer.

@@ -278,7 +278,12 @@ impl Session {
             if let Some((kind, needs)) = prerequisite(role) {
                 if self.steps[needs as usize].is_none() && self.order_reported & kind == 0 {
                     self.order_reported |= kind;
-                    report(Rule::SessionHandshakeOrder, Detail::Field(needs.name()));
+                    let message = event.message.map_or("this message", |m| m.name);
+                    let missing = needs.name();
+                    report(
+                        Rule::SessionHandshakeOrder,
+                        Detail::Before { missing, message },
+                    );
                 }
             }
         }

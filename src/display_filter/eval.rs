@@ -1,0 +1,321 @@
+//! Running a compiled filter on a datagram. Nothing is built per datagram: each atom keeps two
+//! flags (some occurrence passed, every occurrence passed) and a count, the values it reads are
+//! tested as they are met — the pipeline's facts first, then the header and message fields by a
+//! walk that asks only for the fields some atom reads — and the expression is then evaluated
+//! over the atoms' results.
+
+use std::cell::Cell;
+use std::net::IpAddr;
+
+use super::compile::{Atom, Cmp, Const, Node, Test};
+use crate::message::{Open, Value, Visitor};
+use crate::proto::registry::same_field;
+use crate::proto::schema::{Field, Group};
+
+/// A value of one occurrence, borrowed where it is text.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Val<'a> {
+    Int(i64),
+    Float(f64),
+    Bytes(&'a [u8]),
+    Ip(IpAddr),
+    Time(i64),
+    /// Present, with no value (protocols, expert infos).
+    Present,
+}
+
+impl<'a> Val<'a> {
+    pub fn of(value: Value<'a>) -> Val<'a> {
+        match value {
+            Value::U(n) => Val::Int(n as i64),
+            Value::I(n) => Val::Int(n),
+            Value::F(f) => Val::Float(f),
+            Value::Str(s) => Val::Bytes(s.as_bytes()),
+            Value::Bytes(b) => Val::Bytes(b),
+        }
+    }
+}
+
+/// What an atom has seen of its field so far in this datagram.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct AtomState {
+    seen: bool,
+    any: bool,
+    all: bool,
+}
+
+impl AtomState {
+    pub const FRESH: AtomState = AtomState {
+        seen: false,
+        any: false,
+        all: true,
+    };
+}
+
+impl Atom {
+    fn result(&self, s: &AtomState) -> bool {
+        match self.test {
+            Test::Exists => s.seen,
+            _ if self.all => s.seen && s.all,
+            _ => s.any,
+        }
+    }
+
+    /// Whether one occurrence passes the test.
+    fn passes(&self, v: Val<'_>) -> bool {
+        match (&self.test, v) {
+            (Test::Exists, _) => true,
+            (Test::Cmp(cmp, c), v) => compare(v, c).is_some_and(|o| match cmp {
+                Cmp::Eq => o.is_eq(),
+                Cmp::Ne => o.is_ne(),
+                Cmp::Lt => o.is_lt(),
+                Cmp::Le => o.is_le(),
+                Cmp::Gt => o.is_gt(),
+                Cmp::Ge => o.is_ge(),
+            }),
+            (Test::In(ranges), v) => in_ranges(v, ranges),
+            (Test::NotIn(ranges), v) => !in_ranges(v, ranges),
+            (Test::Contains(needle), Val::Bytes(b)) => {
+                needle.is_empty() || b.windows(needle.len()).any(|w| w == needle.as_slice())
+            }
+            (Test::Matches(regex), Val::Bytes(b)) => regex.is_match(b),
+            (Test::BitAnd(mask), Val::Int(n)) => n & mask != 0,
+            _ => false,
+        }
+    }
+}
+
+fn in_ranges(v: Val<'_>, ranges: &[(Const, Const)]) -> bool {
+    ranges.iter().any(|(low, high)| {
+        compare(v, low).is_some_and(|o| o.is_ge()) && compare(v, high).is_some_and(|o| o.is_le())
+    })
+}
+
+/// How a value compares with a constant of its field's type (an address: equal when in the
+/// network, never less or greater).
+fn compare(v: Val<'_>, c: &Const) -> Option<std::cmp::Ordering> {
+    use std::cmp::Ordering;
+    match (v, c) {
+        (Val::Int(a), Const::Int(b)) => Some(a.cmp(b)),
+        (Val::Float(a), Const::Float(b)) => a.partial_cmp(b),
+        (Val::Bytes(a), Const::Bytes(b)) => Some(a.cmp(b.as_slice())),
+        (Val::Time(a), Const::Time(b)) => Some(a.cmp(b)),
+        (Val::Ip(a), Const::Net(net, prefix)) => Some(if in_network(a, *net, *prefix) {
+            Ordering::Equal
+        } else {
+            Ordering::Less
+        }),
+        _ => None,
+    }
+}
+
+fn in_network(a: IpAddr, net: IpAddr, prefix: u8) -> bool {
+    match (a, net) {
+        (IpAddr::V4(a), IpAddr::V4(n)) => {
+            let mask = u32::MAX.checked_shl(32 - u32::from(prefix)).unwrap_or(0);
+            u32::from(a) & mask == u32::from(n) & mask
+        }
+        (IpAddr::V6(a), IpAddr::V6(n)) => {
+            let mask = u128::MAX.checked_shl(128 - u32::from(prefix)).unwrap_or(0);
+            u128::from(a) & mask == u128::from(n) & mask
+        }
+        _ => false,
+    }
+}
+
+/// Gives one occurrence to an atom.
+#[inline]
+pub(super) fn feed(atom: &Atom, state: &mut AtomState, v: Val<'_>) {
+    let pass = atom.passes(v);
+    state.seen = true;
+    state.any |= pass;
+    state.all &= pass;
+}
+
+/// The expression's value over the atoms' results.
+pub(super) fn evaluate(node: &Node, atoms: &[Atom], states: &[AtomState]) -> bool {
+    match node {
+        Node::Atom(i) => atoms[*i].result(&states[*i]),
+        Node::Not(a) => !evaluate(a, atoms, states),
+        Node::And(a, b) => evaluate(a, atoms, states) && evaluate(b, atoms, states),
+        Node::Or(a, b) => evaluate(a, atoms, states) || evaluate(b, atoms, states),
+    }
+}
+
+/// How a described value becomes the value of the field an atom reads.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Transform {
+    Same,
+    /// Bits of it: a flag, or a small number shifted down.
+    Bits {
+        mask: i64,
+        shift: u32,
+        flag: bool,
+    },
+    /// The raw integer of a value shown divided.
+    Raw {
+        divisor: f64,
+    },
+}
+
+impl Transform {
+    pub fn apply<'a>(self, v: Val<'a>) -> Val<'a> {
+        match (self, v) {
+            (Transform::Same, v) => v,
+            (Transform::Bits { mask, shift, flag }, Val::Int(n)) => {
+                let bits = n & mask;
+                Val::Int(if flag {
+                    i64::from(bits != 0)
+                } else {
+                    bits >> shift
+                })
+            }
+            (Transform::Raw { divisor }, Val::Float(f)) => Val::Int((f * divisor).round() as i64),
+            (_, v) => v,
+        }
+    }
+}
+
+/// An atom fed by a field, through a transform.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Feed {
+    pub atom: usize,
+    pub transform: Transform,
+}
+
+/// The fields of one scope (a header, a message, the reassembled snapshot) the atoms read, by
+/// the repeats and switch cases they sit in.
+#[derive(Clone, Debug)]
+pub(super) struct Trie {
+    nodes: Vec<TrieNode>,
+    /// Recent answers of [`Trie::feeds`] by (declaration address, node): a walk meets the same
+    /// few declarations again and again, and comparing them by content costs more than the walk.
+    /// Declarations are compared by content because a `const` table may have several copies.
+    recent: [Cell<(usize, usize, u32)>; RECENT],
+}
+
+const RECENT: usize = 64;
+/// In [`Trie::recent`]: the declaration feeds no atom there.
+const NONE: u32 = u32::MAX;
+
+#[derive(Clone, Debug, Default)]
+struct TrieNode {
+    /// Groups by filter segment.
+    children: Vec<(&'static str, usize)>,
+    /// Field declarations and the atoms they feed.
+    fields: Vec<(&'static Field, Vec<Feed>)>,
+}
+
+/// The walk is outside every group the atoms read.
+const DEAD: usize = usize::MAX;
+
+impl Trie {
+    pub fn new() -> Trie {
+        Trie {
+            nodes: vec![TrieNode::default()],
+            recent: std::array::from_fn(|_| Cell::new((0, DEAD, NONE))),
+        }
+    }
+
+    pub fn insert(&mut self, path: &[&'static str], decl: &'static Field, feed: Feed) {
+        let mut at = 0;
+        for segment in path {
+            at = match self.nodes[at].children.iter().find(|c| c.0 == *segment) {
+                Some(&(_, child)) => child,
+                None => {
+                    self.nodes.push(TrieNode::default());
+                    let child = self.nodes.len() - 1;
+                    self.nodes[at].children.push((segment, child));
+                    child
+                }
+            };
+        }
+        let fields = &mut self.nodes[at].fields;
+        match fields.iter_mut().find(|(d, _)| std::ptr::eq(*d, decl)) {
+            Some((_, feeds)) => feeds.push(feed),
+            None => fields.push((decl, vec![feed])),
+        }
+    }
+
+    fn feeds(&self, at: usize, field: &Field) -> Option<&[Feed]> {
+        let node = self.nodes.get(at)?;
+        let address = field as *const Field as usize;
+        let slot = &self.recent[(address >> 3 ^ at.wrapping_mul(31)) % RECENT];
+        let (seen, seen_at, found) = slot.get();
+        let found = if seen == address && seen_at == at {
+            found
+        } else {
+            let found = node
+                .fields
+                .iter()
+                .position(|(d, _)| d.name == field.name && same_field(d, field))
+                .map_or(NONE, |i| i as u32);
+            slot.set((address, at, found));
+            found
+        };
+        node.fields
+            .get(found as usize)
+            .map(|(_, feeds)| feeds.as_slice())
+    }
+}
+
+/// The visitor of a filter's walk: follows the groups down the trie and feeds the atoms.
+pub(super) struct Collector<'a> {
+    pub trie: &'a Trie,
+    /// The trie node of each open group (reused across walks).
+    pub stack: &'a mut Vec<usize>,
+    pub atoms: &'a [Atom],
+    pub states: &'a mut [AtomState],
+    /// The atoms reading the scope's undecoded bytes.
+    pub undecoded: &'a [usize],
+}
+
+impl Collector<'_> {
+    fn at(&self) -> usize {
+        self.stack.last().copied().unwrap_or(0)
+    }
+}
+
+impl Visitor for Collector<'_> {
+    fn wants(&self, field: &'static Field) -> bool {
+        self.trie.feeds(self.at(), field).is_some()
+    }
+
+    fn field(&mut self, field: &'static Field, _at: usize, _len: usize, value: Value<'_>) {
+        if let Some(feeds) = self.trie.feeds(self.at(), field) {
+            let v = Val::of(value);
+            for f in feeds {
+                feed(
+                    &self.atoms[f.atom],
+                    &mut self.states[f.atom],
+                    f.transform.apply(v),
+                );
+            }
+        }
+    }
+
+    fn open(&mut self, group: &'static Group, how: Open, _at: usize) {
+        let at = self.at();
+        let next = match how {
+            // A repeat's items are under its list's segment, as the dissector names them.
+            Open::Item { .. } => at,
+            Open::List { .. } | Open::Case => self
+                .trie
+                .nodes
+                .get(at)
+                .and_then(|n| n.children.iter().find(|c| c.0 == group.filter))
+                .map_or(DEAD, |c| c.1),
+        };
+        self.stack.push(next);
+    }
+
+    fn close(&mut self, _how: Open) {
+        self.stack.pop();
+    }
+
+    fn undecoded(&mut self, _at: usize, bytes: &[u8]) {
+        for &a in self.undecoded {
+            feed(&self.atoms[a], &mut self.states[a], Val::Bytes(bytes));
+        }
+    }
+}

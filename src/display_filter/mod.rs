@@ -1,0 +1,626 @@
+//! Display filters: Wireshark's filter language over the fields of the registry
+//! ([`crate::proto::registry`]), the names the generated dissector gives them, so that
+//! `rtype-inspect -Y EXPR` and `tshark -Y EXPR` select the same frames.
+//!
+//! [`DisplayFilter::compile`] parses the expression and turns it, once, into atoms (a field, a
+//! test, any or every occurrence) and the trees of the groups those fields sit in. For each
+//! datagram, [`DisplayFilter::matches`] gives the atoms the pipeline's facts they read (frame,
+//! addresses, conversation, violations, CRC …), walks the header, the message and the
+//! reassembled snapshot only when some atom reads a field there — asking the walker for those
+//! fields alone — and evaluates the expression; it allocates nothing once warm.
+
+mod compile;
+mod eval;
+mod syntax;
+
+use std::fmt;
+use std::net::IpAddr;
+
+use compile::Atom;
+use compile::Compiled;
+use eval::{evaluate, feed, AtomState, Collector, Feed, Transform, Trie, Val};
+
+use crate::datagram::{rt, rtnp, rtype, Dialect};
+use crate::message::{decode_message, Endian, Finding, MessageRules};
+use crate::proto::profile::Profile;
+use crate::proto::registry::{
+    same_field, snapshot_message, FieldType, Protocol, Registry, Runtime, Scope, Source,
+};
+use crate::proto::rtnp::{PING, PONG};
+use crate::proto::schema::{Field, Message, Node};
+use crate::proto::{Rule, Severity};
+use crate::session::event::{DatagramEvent, Decoded, LooseFinding};
+
+/// A filter that does not compile: what is wrong, and where in the text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FilterError {
+    pub text: String,
+    pub message: String,
+    /// Byte offsets in `text`.
+    pub span: std::ops::Range<usize>,
+}
+
+impl fmt::Display for FilterError {
+    /// The message, then the filter with a caret under the problem, as tshark shows it.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let column = self.text[..self.span.start.min(self.text.len())]
+            .chars()
+            .count();
+        let width = self
+            .text
+            .get(self.span.clone())
+            .map_or(1, |s| s.chars().count().max(1));
+        writeln!(f, "{}", self.message)?;
+        writeln!(f, "    {}", self.text)?;
+        write!(
+            f,
+            "    {}^{}",
+            " ".repeat(column),
+            "~".repeat(width.saturating_sub(1))
+        )
+    }
+}
+
+impl std::error::Error for FilterError {}
+
+/// What the pipeline knows of a datagram beyond its event.
+#[derive(Clone, Copy, Debug)]
+pub struct Context<'a> {
+    /// The capture's first frame's time (frame.time_relative counts from it).
+    pub first_ts: i64,
+    pub profile: &'a Profile,
+    /// The snapshot this datagram completed, when it was the last of a chunk set.
+    pub reassembled: Option<&'a [u8]>,
+}
+
+/// A compiled display filter, with its evaluation state.
+#[derive(Clone)]
+pub struct DisplayFilter {
+    text: String,
+    compiled: Compiled,
+    plan: Plan,
+    states: Vec<AtomState>,
+    stack: Vec<usize>,
+    /// Findings of the filter's own walks (the pipeline's walk reports them).
+    findings: Vec<Finding>,
+    /// Each conversation's protocol, from its first datagram (for findings outside datagrams).
+    protocols: Vec<Option<Protocol>>,
+}
+
+impl fmt::Debug for DisplayFilter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "DisplayFilter({:?})", self.text)
+    }
+}
+
+/// A header field some atom reads: headers are fixed layouts of unsigned integers, read in place
+/// (the first thing a filter usually asks, so without a walk).
+#[derive(Clone)]
+struct HeaderField {
+    at: usize,
+    width: usize,
+    feeds: Vec<Feed>,
+}
+
+impl HeaderField {
+    /// Adds `feed` to the field `decl` of `nodes`, a header.
+    fn add(list: &mut Vec<HeaderField>, nodes: &'static [Node], decl: &Field, feed: Feed) {
+        let mut at = 0;
+        for node in nodes {
+            let Node::Field(f) = node else { continue };
+            let width = f.width().unwrap_or(0);
+            if same_field(f, decl) {
+                match list.iter_mut().find(|h| h.at == at) {
+                    Some(h) => h.feeds.push(feed),
+                    None => list.push(HeaderField {
+                        at,
+                        width,
+                        feeds: vec![feed],
+                    }),
+                }
+                return;
+            }
+            at += width;
+        }
+    }
+
+    /// Feeds the atoms the fields `bytes` (a header, perhaps cut short) holds.
+    fn read(
+        list: &[HeaderField],
+        bytes: &[u8],
+        endian: Endian,
+        atoms: &[Atom],
+        states: &mut [AtomState],
+    ) {
+        for h in list {
+            let Some(b) = bytes.get(h.at..h.at + h.width) else {
+                continue;
+            };
+            let raw = match endian {
+                Endian::Big => b.iter().fold(0i64, |acc, x| acc << 8 | i64::from(*x)),
+                Endian::Little => b.iter().rev().fold(0i64, |acc, x| acc << 8 | i64::from(*x)),
+            };
+            for f in &h.feeds {
+                feed(
+                    &atoms[f.atom],
+                    &mut states[f.atom],
+                    f.transform.apply(Val::Int(raw)),
+                );
+            }
+        }
+    }
+}
+
+/// Where the values of the atoms' fields come from.
+#[derive(Clone)]
+struct Plan {
+    runtime: Vec<(Runtime, usize)>,
+    rules: Vec<(Rule, usize)>,
+    rtype_header: Vec<HeaderField>,
+    rt_header: Vec<HeaderField>,
+    messages: Vec<(Protocol, u8, Trie)>,
+    reassembled: Option<Trie>,
+    rtype_undecoded: Vec<usize>,
+    rt_undecoded: Vec<usize>,
+    reassembled_undecoded: Vec<usize>,
+    /// A walk over no fields, for atoms that read only a scope's undecoded bytes.
+    no_fields: Trie,
+}
+
+impl Plan {
+    fn new(compiled: &Compiled, registry: &Registry) -> Plan {
+        let mut plan = Plan {
+            runtime: Vec::new(),
+            rules: Vec::new(),
+            rtype_header: Vec::new(),
+            rt_header: Vec::new(),
+            messages: Vec::new(),
+            reassembled: None,
+            rtype_undecoded: Vec::new(),
+            rt_undecoded: Vec::new(),
+            reassembled_undecoded: Vec::new(),
+            no_fields: Trie::new(),
+        };
+        for (a, atom) in compiled.atoms.iter().enumerate() {
+            let field = registry.field(atom.field);
+            let (described, transform) = match field.source {
+                Source::Described { .. } => (atom.field, Transform::Same),
+                Source::Bits { of, mask } => (
+                    of,
+                    Transform::Bits {
+                        mask: mask.into(),
+                        shift: mask.trailing_zeros(),
+                        flag: field.ty == FieldType::Boolean,
+                    },
+                ),
+                Source::Raw { of } => (of, Transform::Raw { divisor: 1.0 }),
+                Source::Runtime(Runtime::Undecoded(Protocol::Rtype)) => {
+                    plan.rtype_undecoded.push(a);
+                    continue;
+                }
+                Source::Runtime(Runtime::Undecoded(_)) => {
+                    plan.rt_undecoded.push(a);
+                    continue;
+                }
+                Source::Runtime(Runtime::ReassembledUndecoded) => {
+                    plan.reassembled_undecoded.push(a);
+                    continue;
+                }
+                Source::Runtime(r) => {
+                    plan.runtime.push((r, a));
+                    continue;
+                }
+                Source::Rule(rule) => {
+                    plan.rules.push((rule, a));
+                    continue;
+                }
+            };
+            let Source::Described { scope, path, decls } = &registry.field(described).source else {
+                unreachable!("bits and raw values are of described fields")
+            };
+            let with_divisor = |decl: &Field| match transform {
+                Transform::Raw { .. } => Transform::Raw {
+                    divisor: f64::from(decl.divisor),
+                },
+                t => t,
+            };
+            if let Scope::Header(p) = *scope {
+                let (list, nodes) = match p {
+                    Protocol::Rtype => (&mut plan.rtype_header, crate::proto::rtype::HEADER),
+                    _ => (&mut plan.rt_header, crate::proto::rt::HEADER),
+                };
+                for decl in decls {
+                    let transform = with_divisor(decl);
+                    HeaderField::add(list, nodes, decl, Feed { atom: a, transform });
+                }
+                continue;
+            }
+            let trie = match *scope {
+                Scope::Header(_) => unreachable!("read in place"),
+                Scope::Reassembled => plan.reassembled.get_or_insert_with(Trie::new),
+                Scope::Message(p, code) => {
+                    match plan.messages.iter().position(|m| m.0 == p && m.1 == code) {
+                        Some(i) => &mut plan.messages[i].2,
+                        None => {
+                            plan.messages.push((p, code, Trie::new()));
+                            &mut plan.messages.last_mut().expect("just pushed").2
+                        }
+                    }
+                }
+            };
+            for decl in decls {
+                let transform = with_divisor(decl);
+                trie.insert(path, decl, Feed { atom: a, transform });
+            }
+        }
+        plan
+    }
+
+    fn message(&self, protocol: Protocol, code: u8) -> Option<&Trie> {
+        self.messages
+            .iter()
+            .find(|m| m.0 == protocol && m.1 == code)
+            .map(|m| &m.2)
+    }
+}
+
+/// Wireshark's expert severity value of a catalog severity, as the dissector maps them.
+fn expert_severity(s: Severity) -> i64 {
+    match s {
+        Severity::Error => 0x0080_0000,
+        Severity::Warning => 0x0060_0000,
+        Severity::Info => 0x0040_0000,
+    }
+}
+
+fn protocol_of(d: Dialect) -> Protocol {
+    match d {
+        Dialect::Rtype => Protocol::Rtype,
+        Dialect::Rt => Protocol::Rt,
+        Dialect::Rtnp => Protocol::Rtnp,
+    }
+}
+
+impl DisplayFilter {
+    /// Compiles `text` against the registry.
+    pub fn compile(text: &str, registry: &Registry) -> Result<DisplayFilter, FilterError> {
+        let error = |e: syntax::Error| FilterError {
+            text: text.to_string(),
+            message: e.message,
+            span: e.span,
+        };
+        let expr = syntax::parse(text).map_err(error)?;
+        let compiled = compile::compile(&expr, registry).map_err(error)?;
+        let plan = Plan::new(&compiled, registry);
+        Ok(DisplayFilter {
+            text: text.to_string(),
+            states: vec![AtomState::FRESH; compiled.atoms.len()],
+            compiled,
+            plan,
+            stack: Vec::new(),
+            findings: Vec::new(),
+            protocols: Vec::new(),
+        })
+    }
+
+    /// The expression as written.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Whether the datagram passes the filter.
+    pub fn matches(&mut self, e: &DatagramEvent<'_>, ctx: &Context<'_>) -> bool {
+        let protocol = protocol_of(e.dialect);
+        if let Ok(i) = usize::try_from(e.conversation) {
+            if i < crate::session::MAX_CONVERSATIONS + 1 {
+                if self.protocols.len() <= i {
+                    self.protocols.resize(i + 1, None);
+                }
+                self.protocols[i].get_or_insert(protocol);
+            }
+        }
+        self.states.fill(AtomState::FRESH);
+        let atoms = &self.compiled.atoms;
+        let states = &mut self.states;
+        for &(r, a) in &self.plan.runtime {
+            runtime_values(r, protocol, e, ctx, &mut |v| {
+                feed(&atoms[a], &mut states[a], v)
+            });
+        }
+        if !self.plan.rules.is_empty() {
+            let session = e.session.iter().map(|f| &f.finding);
+            for finding in e.findings.iter().chain(session) {
+                for &(rule, a) in &self.plan.rules {
+                    if rule == finding.rule {
+                        feed(&atoms[a], &mut states[a], Val::Present);
+                    }
+                }
+            }
+        }
+        self.walk(e, ctx);
+        evaluate(&self.compiled.root, &self.compiled.atoms, &self.states)
+    }
+
+    /// Whether a finding that belongs to no datagram passes the filter: it is judged as a record
+    /// holding only its frame number, its conversation and itself as a violation.
+    pub fn matches_loose(&mut self, f: &LooseFinding) -> bool {
+        self.states.fill(AtomState::FRESH);
+        let protocol = self
+            .protocols
+            .get(f.conversation as usize)
+            .copied()
+            .flatten();
+        let atoms = &self.compiled.atoms;
+        let states = &mut self.states;
+        let rule = f.finding.rule;
+        for &(r, a) in &self.plan.runtime {
+            let mut give = |v| feed(&atoms[a], &mut states[a], v);
+            match r {
+                Runtime::Frame => give(Val::Present),
+                Runtime::FrameNumber => give(Val::Int(f.frame as i64)),
+                Runtime::Conversation(p) if Some(p) == protocol => {
+                    give(Val::Int(f.conversation.into()))
+                }
+                Runtime::Violation(p) if Some(p) == protocol => {
+                    give(Val::Bytes(rule.id().as_bytes()))
+                }
+                Runtime::ViolationSeverity(p) if Some(p) == protocol => {
+                    give(Val::Int(rule.severity() as i64 + 1))
+                }
+                _ => {}
+            }
+        }
+        for &(r, a) in &self.plan.rules {
+            if r == rule {
+                feed(&atoms[a], &mut states[a], Val::Present);
+            }
+        }
+        evaluate(&self.compiled.root, &self.compiled.atoms, &self.states)
+    }
+
+    /// Walks the header, message and reassembled snapshot where atoms read fields.
+    fn walk(&mut self, e: &DatagramEvent<'_>, ctx: &Context<'_>) {
+        let plan = &self.plan;
+        let mut w = Walking {
+            atoms: &self.compiled.atoms,
+            states: &mut self.states,
+            stack: &mut self.stack,
+            findings: &mut self.findings,
+            profile: ctx.profile,
+        };
+        match e.dialect {
+            Dialect::Rtype => {
+                if !plan.rtype_header.is_empty() {
+                    let bytes = match e.decoded {
+                        Some(Decoded::Rtype(d)) => d.header.bytes(),
+                        _ => &e.bytes[..e.bytes.len().min(crate::proto::rtype::HEADER_LEN)],
+                    };
+                    HeaderField::read(&plan.rtype_header, bytes, rtype::ENDIAN, w.atoms, w.states);
+                }
+                let rules = &rtype::MESSAGE_RULES;
+                if let (Some(m), Some(payload)) = (e.message, e.payload) {
+                    let trie = plan.message(Protocol::Rtype, m.code);
+                    if trie.is_some() || !plan.rtype_undecoded.is_empty() {
+                        let trie = trie.unwrap_or(&plan.no_fields);
+                        w.message(
+                            m,
+                            payload,
+                            rtype::ENDIAN,
+                            rules,
+                            trie,
+                            &plan.rtype_undecoded,
+                        );
+                    }
+                }
+                if let Some(payload) = ctx.reassembled {
+                    if plan.reassembled.is_some() || !plan.reassembled_undecoded.is_empty() {
+                        let trie = plan.reassembled.as_ref().unwrap_or(&plan.no_fields);
+                        let undecoded = &plan.reassembled_undecoded;
+                        w.message(
+                            snapshot_message(),
+                            payload,
+                            rtype::ENDIAN,
+                            rules,
+                            trie,
+                            undecoded,
+                        );
+                    }
+                }
+            }
+            Dialect::Rt => {
+                let Some(Decoded::Rt(d)) = e.decoded else {
+                    return;
+                };
+                let endian = d.header.endian();
+                HeaderField::read(&plan.rt_header, d.header.bytes(), endian, w.atoms, w.states);
+                match d.message {
+                    Some(m) if d.decodable() => {
+                        let trie = plan.message(Protocol::Rt, m.code);
+                        if trie.is_some() || !plan.rt_undecoded.is_empty() {
+                            let trie = trie.unwrap_or(&plan.no_fields);
+                            let rules = &rt::MESSAGE_RULES;
+                            w.message(m, d.payload, endian, rules, trie, &plan.rt_undecoded);
+                        }
+                    }
+                    // rt's opaque payloads (compressed, encrypted, fragmented) are undecoded whole.
+                    _ if !d.payload.is_empty() => {
+                        for &a in &plan.rt_undecoded {
+                            feed(&w.atoms[a], &mut w.states[a], Val::Bytes(d.payload));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            Dialect::Rtnp => {}
+        }
+    }
+}
+
+/// What a filter's walk needs besides the message: the atoms, their states, reused buffers.
+struct Walking<'a> {
+    atoms: &'a [Atom],
+    states: &'a mut [AtomState],
+    stack: &'a mut Vec<usize>,
+    findings: &'a mut Vec<Finding>,
+    profile: &'a Profile,
+}
+
+impl Walking<'_> {
+    /// Walks `payload` as `message`, feeding the atoms of `trie`'s fields and the `undecoded`
+    /// atoms (the pipeline's own walk reports the findings; these are dropped).
+    fn message(
+        &mut self,
+        message: &'static Message,
+        payload: &[u8],
+        endian: Endian,
+        rules: &MessageRules,
+        trie: &Trie,
+        undecoded: &[usize],
+    ) {
+        self.stack.clear();
+        self.findings.clear();
+        let mut c = Collector {
+            trie,
+            stack: self.stack,
+            atoms: self.atoms,
+            states: self.states,
+            undecoded,
+        };
+        decode_message(
+            message,
+            payload,
+            0,
+            endian,
+            self.profile,
+            rules,
+            &mut c,
+            self.findings,
+        );
+    }
+}
+
+/// Gives `give` the values of a pipeline fact of datagram `e`.
+fn runtime_values(
+    r: Runtime,
+    protocol: Protocol,
+    e: &DatagramEvent<'_>,
+    ctx: &Context<'_>,
+    give: &mut impl FnMut(Val<'_>),
+) {
+    let v4 = |ip: IpAddr| ip.is_ipv4().then_some(Val::Ip(ip));
+    let v6 = |ip: IpAddr| ip.is_ipv6().then_some(Val::Ip(ip));
+    let rtype = match e.decoded {
+        Some(Decoded::Rtype(d)) => Some(d),
+        _ => None,
+    };
+    let rtnp = match e.decoded {
+        Some(Decoded::Rtnp {
+            framing,
+            text,
+            json,
+        }) => Some((framing, text, json)),
+        _ => None,
+    };
+    let mut one = |v: Option<Val<'_>>| {
+        if let Some(v) = v {
+            give(v)
+        }
+    };
+    match r {
+        Runtime::Protocol(p) => one((p == protocol).then_some(Val::Present)),
+        Runtime::Frame | Runtime::Udp => one(Some(Val::Present)),
+        Runtime::FrameNumber => one(Some(Val::Int(e.frame as i64))),
+        Runtime::TimeRelative => one(Some(Val::Time(e.ts_nanos.saturating_sub(ctx.first_ts)))),
+        Runtime::Ip => one(e.src.is_ipv4().then_some(Val::Present)),
+        Runtime::Ipv6 => one(e.src.is_ipv6().then_some(Val::Present)),
+        Runtime::IpSrc => one(v4(e.src.ip())),
+        Runtime::IpDst => one(v4(e.dst.ip())),
+        Runtime::IpAddr => {
+            one(v4(e.src.ip()));
+            one(v4(e.dst.ip()));
+        }
+        Runtime::Ipv6Src => one(v6(e.src.ip())),
+        Runtime::Ipv6Dst => one(v6(e.dst.ip())),
+        Runtime::Ipv6Addr => {
+            one(v6(e.src.ip()));
+            one(v6(e.dst.ip()));
+        }
+        Runtime::UdpSrcPort => one(Some(Val::Int(e.src.port().into()))),
+        Runtime::UdpDstPort => one(Some(Val::Int(e.dst.port().into()))),
+        Runtime::UdpPort => {
+            one(Some(Val::Int(e.src.port().into())));
+            one(Some(Val::Int(e.dst.port().into())));
+        }
+        Runtime::Expert => {
+            for _ in e.findings {
+                one(Some(Val::Present));
+            }
+        }
+        Runtime::ExpertSeverity => {
+            for f in e.findings {
+                one(Some(Val::Int(expert_severity(f.rule.severity()))));
+            }
+        }
+        Runtime::Conversation(p) if p == protocol => one(Some(Val::Int(e.conversation.into()))),
+        Runtime::Violation(p) if p == protocol => {
+            let session = e.session.iter().map(|f| &f.finding);
+            for f in e.findings.iter().chain(session) {
+                one(Some(Val::Bytes(f.rule.id().as_bytes())));
+            }
+        }
+        Runtime::ViolationSeverity(p) if p == protocol => {
+            let session = e.session.iter().map(|f| &f.finding);
+            for f in e.findings.iter().chain(session) {
+                one(Some(Val::Int(f.rule.severity() as i64 + 1)));
+            }
+        }
+        Runtime::Conversation(_) | Runtime::Violation(_) | Runtime::ViolationSeverity(_) => {}
+        Runtime::RtypeHeaderLen if protocol == Protocol::Rtype => one(Some(Val::Int(
+            rtype.map_or(crate::proto::rtype::HEADER_LEN, |d| d.header.layout().len()) as i64,
+        ))),
+        Runtime::RtypeCrc => one(rtype.map(|d| Val::Int(d.crc_stored.into()))),
+        Runtime::RtypeCrcStatus => one(rtype.map(|d| Val::Int(d.crc_ok().into()))),
+        Runtime::RtypePayload => one(rtype.and_then(|d| {
+            let compressed = d.header.compressed();
+            let shown = compressed || (e.message.is_none() && !d.wire_payload.is_empty());
+            shown.then_some(Val::Bytes(d.wire_payload))
+        })),
+        Runtime::RtypeReassembledLength => one(ctx.reassembled.map(|p| Val::Int(p.len() as i64))),
+        Runtime::RtnpFraming => one(rtnp.map(|(f, _, _)| Val::Bytes(f.name().as_bytes()))),
+        Runtime::RtnpSegments | Runtime::RtnpWords => {
+            let at = if r == Runtime::RtnpSegments { 0 } else { 4 };
+            let envelope = rtnp.is_some_and(|(f, _, _)| f == rtnp::Framing::Envelope);
+            one(e
+                .bytes
+                .get(at..at + 4)
+                .filter(|_| envelope)
+                .map(|b| Val::Int(u32::from_le_bytes([b[0], b[1], b[2], b[3]]).into())))
+        }
+        Runtime::RtnpEnvelopeText => {
+            let envelope = rtnp.is_some_and(|(f, _, _)| f == rtnp::Framing::Envelope);
+            one(rtnp::read_envelope(e.bytes)
+                .ok()
+                .filter(|_| envelope)
+                .and_then(|text| e.bytes.get(text))
+                .map(Val::Bytes))
+        }
+        Runtime::RtnpKeepalive => one(rtnp
+            .and_then(|(_, text, _)| text)
+            .filter(|t| *t == PING || *t == PONG)
+            .map(|t| Val::Bytes(t.as_bytes()))),
+        Runtime::RtnpText => one(rtnp.and_then(|(_, text, json)| match (text, json) {
+            (Some(t), None) => Some(Val::Bytes(t.as_bytes())),
+            _ => None,
+        })),
+        Runtime::RtnpType => one(rtnp
+            .and_then(|(_, _, json)| json)
+            .and_then(|j| j.get("type"))
+            .and_then(|t| t.as_str())
+            .map(|t| Val::Bytes(t.as_bytes()))),
+        Runtime::RtypeHeaderLen
+        | Runtime::Undecoded(_)
+        | Runtime::ReassembledUndecoded
+        | Runtime::RtypeReassembledIn
+        | Runtime::RtypeChunkFrame => {}
+    }
+}

@@ -1,0 +1,1136 @@
+//! The field registry: every display-filter field, by the name the generated Wireshark dissector
+//! registers it under, with its type, label, value strings and where its value comes from. It
+//! is Wireshark's `hf` table for the Rust side: built once from the description (and the
+//! snapshot profile, whose mask bits are fields too), then used by reference by the display
+//! filter compiler, `rtype-inspect fields` and the protocol reference.
+//!
+//! The names follow the dissector's rule (`<protocol>.<message>.<groups…>.<field>`, flag bits
+//! under their field, a scaled field's raw integer under `.raw`, a name already taken by another
+//! field numbered `_2`), in the same order, so that both name every field alike; a test holds the
+//! dissector's ProtoFields equal to this table. Besides them: the protocols themselves, the
+//! rules (Wireshark registers each expert info's ID as a field), the frame, IP and UDP fields
+//! Wireshark provides, and what only rtype-inspect knows (conversations, violations raised by the
+//! session).
+
+use std::collections::{HashMap, HashSet};
+
+use super::profile::{BitSlot, Profile, MASK_BITS};
+use super::rules::{Rule, CATALOG};
+use super::schema::{Check, Display, Field, Message, Named, Node, Role, Ty};
+use super::{rt, rtype};
+
+/// The three protocols (dialects) of the dissector, by their filter names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Protocol {
+    Rtype,
+    Rt,
+    Rtnp,
+}
+
+impl Protocol {
+    pub const ALL: [Protocol; 3] = [Protocol::Rtype, Protocol::Rt, Protocol::Rtnp];
+
+    pub const fn name(self) -> &'static str {
+        match self {
+            Protocol::Rtype => "rtype",
+            Protocol::Rt => "rt",
+            Protocol::Rtnp => "rtnp",
+        }
+    }
+}
+
+/// A field's type, as Wireshark's `FT_*` types name them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FieldType {
+    /// A protocol: only present or not.
+    Protocol,
+    /// No value, only present or not (an expert info).
+    None,
+    /// A flag: true or false, present whenever the field it is a bit of is.
+    Boolean,
+    Unsigned(u8),
+    Signed(u8),
+    /// A single-precision float (the wire's f32), compared as a double.
+    Float,
+    Double,
+    String,
+    Bytes,
+    /// A frame number.
+    FrameNum,
+    /// Seconds relative to the first frame, kept in nanoseconds.
+    RelativeTime,
+    Ipv4,
+    Ipv6,
+}
+
+impl FieldType {
+    /// Wireshark's name of the type (`tshark -G fields`).
+    pub const fn ft_name(self) -> &'static str {
+        match self {
+            FieldType::Protocol => "FT_PROTOCOL",
+            FieldType::None => "FT_NONE",
+            FieldType::Boolean => "FT_BOOLEAN",
+            FieldType::Unsigned(8) => "FT_UINT8",
+            FieldType::Unsigned(16) => "FT_UINT16",
+            FieldType::Unsigned(_) => "FT_UINT32",
+            FieldType::Signed(8) => "FT_INT8",
+            FieldType::Signed(16) => "FT_INT16",
+            FieldType::Signed(_) => "FT_INT32",
+            FieldType::Float => "FT_FLOAT",
+            FieldType::Double => "FT_DOUBLE",
+            FieldType::String => "FT_STRING",
+            FieldType::Bytes => "FT_BYTES",
+            FieldType::FrameNum => "FT_FRAMENUM",
+            FieldType::RelativeTime => "FT_RELATIVE_TIME",
+            FieldType::Ipv4 => "FT_IPv4",
+            FieldType::Ipv6 => "FT_IPv6",
+        }
+    }
+
+    /// How people call the type (error messages, `fields`).
+    pub const fn describe(self) -> &'static str {
+        match self {
+            FieldType::Protocol => "protocol",
+            FieldType::None => "label",
+            FieldType::Boolean => "boolean",
+            FieldType::Unsigned(8) => "unsigned integer (1 byte)",
+            FieldType::Unsigned(16) => "unsigned integer (2 bytes)",
+            FieldType::Unsigned(_) => "unsigned integer (4 bytes)",
+            FieldType::Signed(8) => "signed integer (1 byte)",
+            FieldType::Signed(16) => "signed integer (2 bytes)",
+            FieldType::Signed(_) => "signed integer (4 bytes)",
+            FieldType::Float => "single-precision float",
+            FieldType::Double => "double-precision float",
+            FieldType::String => "character string",
+            FieldType::Bytes => "byte sequence",
+            FieldType::FrameNum => "frame number",
+            FieldType::RelativeTime => "time offset",
+            FieldType::Ipv4 => "IPv4 address",
+            FieldType::Ipv6 => "IPv6 address",
+        }
+    }
+
+    pub const fn is_integer(self) -> bool {
+        matches!(
+            self,
+            FieldType::Unsigned(_) | FieldType::Signed(_) | FieldType::FrameNum
+        )
+    }
+}
+
+/// The names of a field's values.
+#[derive(Clone, Copy, Debug)]
+pub enum Values {
+    None,
+    Named(&'static [Named]),
+    /// rtype's message types (the dissector's `VS_MSG`).
+    MessageTypes,
+}
+
+impl Values {
+    /// The value named `name` (case-insensitively, as Wireshark matches value strings).
+    pub fn value_of(self, name: &str) -> Option<u32> {
+        match self {
+            Values::None => None,
+            Values::Named(list) => list
+                .iter()
+                .find(|n| n.name.eq_ignore_ascii_case(name))
+                .map(|n| n.value),
+            Values::MessageTypes => rtype::MESSAGES
+                .iter()
+                .find(|m| m.name.eq_ignore_ascii_case(name))
+                .map(|m| m.code.into()),
+        }
+    }
+
+    /// Every (value, name), for listings.
+    pub fn list(self) -> Vec<(u32, &'static str)> {
+        match self {
+            Values::None => Vec::new(),
+            Values::Named(list) => list.iter().map(|n| (n.value, n.name)).collect(),
+            Values::MessageTypes => rtype::MESSAGES
+                .iter()
+                .map(|m| (u32::from(m.code), m.name))
+                .collect(),
+        }
+    }
+}
+
+/// Who provides a field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Provider {
+    /// The generated dissector registers it (a ProtoField, or an expert info's ID).
+    Dissector,
+    /// Wireshark itself (frame, IP, UDP, expert infos as a whole).
+    Wireshark,
+    /// Only rtype-inspect: facts of the whole capture the dissector does not keep.
+    Inspect,
+}
+
+/// Where a message field sits: under which header or message of which protocol.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Scope {
+    /// The protocol's header (rtype's 17- and 15-byte layouts alike).
+    Header(Protocol),
+    /// The body (or a variant) of one message type.
+    Message(Protocol, u8),
+    /// rtype's snapshot rebuilt from its chunks (laid out as SERVER_SNAPSHOT).
+    Reassembled,
+}
+
+/// A value the pipeline knows about a datagram rather than reads from a described field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Runtime {
+    /// The protocol is in the datagram.
+    Protocol(Protocol),
+    Frame,
+    FrameNumber,
+    TimeRelative,
+    Ip,
+    IpSrc,
+    IpDst,
+    /// Source or destination (Wireshark's any-of field).
+    IpAddr,
+    Ipv6,
+    Ipv6Src,
+    Ipv6Dst,
+    Ipv6Addr,
+    Udp,
+    UdpSrcPort,
+    UdpDstPort,
+    UdpPort,
+    /// Any expert info (the datagram's own findings, as the dissector raises them).
+    Expert,
+    ExpertSeverity,
+    /// rtype-inspect's conversation number, under the datagram's protocol.
+    Conversation(Protocol),
+    /// Every violation of the datagram, its own and the session's, by rule ID.
+    Violation(Protocol),
+    ViolationSeverity(Protocol),
+    RtypeHeaderLen,
+    RtypeCrc,
+    RtypeCrcStatus,
+    RtypePayload,
+    /// Bytes the description could not interpret, in the protocol's message.
+    Undecoded(Protocol),
+    /// Bytes the description could not interpret in the reassembled snapshot.
+    ReassembledUndecoded,
+    RtypeReassembledIn,
+    RtypeChunkFrame,
+    RtypeReassembledLength,
+    RtnpFraming,
+    RtnpSegments,
+    RtnpWords,
+    RtnpEnvelopeText,
+    RtnpKeepalive,
+    RtnpText,
+    RtnpType,
+}
+
+/// Where a field's value comes from.
+#[derive(Clone, Debug)]
+pub enum Source {
+    /// A field of the description: in `scope`, under the repeats and switch cases whose filter
+    /// segments are `path`, declared by one of `decls` (variants may declare it again).
+    Described {
+        scope: Scope,
+        path: Vec<&'static str>,
+        decls: Vec<&'static Field>,
+    },
+    /// Bits `mask` of another field: a flag (boolean) or a small number, shifted down.
+    Bits {
+        of: usize,
+        mask: u32,
+    },
+    /// The raw integer of a scaled field (the field shows it divided).
+    Raw {
+        of: usize,
+    },
+    Runtime(Runtime),
+    /// Present when the datagram broke the rule (Wireshark registers every expert info's ID).
+    Rule(Rule),
+}
+
+/// One filter field.
+#[derive(Clone, Debug)]
+pub struct FilterField {
+    pub name: String,
+    pub label: String,
+    pub ty: FieldType,
+    /// Shown in hex (for listings, as the dissector's `base.HEX`).
+    pub hex: bool,
+    pub values: Values,
+    pub source: Source,
+    pub provider: Provider,
+}
+
+/// Every filter field, by name.
+#[derive(Debug)]
+pub struct Registry {
+    pub fields: Vec<FilterField>,
+    index: HashMap<String, usize>,
+}
+
+/// Severities as Wireshark's `_ws.expert.severity` names them (its `PI_*` values), from the
+/// dissector's mapping of the catalog's (error → Error, warning → Warning, info → Note).
+pub const EXPERT_SEVERITIES: &[Named] = &[
+    Named {
+        value: 0x0010_0000,
+        name: "Comment",
+    },
+    Named {
+        value: 0x0020_0000,
+        name: "Chat",
+    },
+    Named {
+        value: 0x0040_0000,
+        name: "Note",
+    },
+    Named {
+        value: 0x0060_0000,
+        name: "Warning",
+    },
+    Named {
+        value: 0x0080_0000,
+        name: "Error",
+    },
+];
+
+/// The catalog's severities as rtype-inspect's violation fields number them (in their order).
+pub const SEVERITIES: &[Named] = &[
+    Named {
+        value: 1,
+        name: "info",
+    },
+    Named {
+        value: 2,
+        name: "warning",
+    },
+    Named {
+        value: 3,
+        name: "error",
+    },
+];
+
+const CRC_STATUS: &[Named] = &[
+    Named {
+        value: 0,
+        name: "Bad",
+    },
+    Named {
+        value: 1,
+        name: "Good",
+    },
+    Named {
+        value: 2,
+        name: "Unverified",
+    },
+];
+
+/// A field of the dissector's runtime (not of the description): the generated Lua's
+/// `RUNTIME_FIELDS`, in its order.
+struct RuntimeField {
+    name: &'static str,
+    label: &'static str,
+    ty: FieldType,
+    hex: bool,
+    values: Values,
+    runtime: Runtime,
+}
+
+const fn runtime(
+    name: &'static str,
+    label: &'static str,
+    ty: FieldType,
+    runtime: Runtime,
+) -> RuntimeField {
+    RuntimeField {
+        name,
+        label,
+        ty,
+        hex: false,
+        values: Values::None,
+        runtime,
+    }
+}
+
+const DISSECTOR_RUNTIME: &[RuntimeField] = &[
+    runtime(
+        "rtype.header_len",
+        "Header Length",
+        FieldType::Unsigned(8),
+        Runtime::RtypeHeaderLen,
+    ),
+    RuntimeField {
+        hex: true,
+        ..runtime(
+            "rtype.crc",
+            "CRC32",
+            FieldType::Unsigned(32),
+            Runtime::RtypeCrc,
+        )
+    },
+    RuntimeField {
+        values: Values::Named(CRC_STATUS),
+        ..runtime(
+            "rtype.crc.status",
+            "CRC32 Status",
+            FieldType::Unsigned(8),
+            Runtime::RtypeCrcStatus,
+        )
+    },
+    runtime(
+        "rtype.payload",
+        "Payload",
+        FieldType::Bytes,
+        Runtime::RtypePayload,
+    ),
+    runtime(
+        "rtype.undecoded",
+        "Undecoded",
+        FieldType::Bytes,
+        Runtime::Undecoded(Protocol::Rtype),
+    ),
+    runtime(
+        "rtype.chunk.reassembled_in",
+        "Reassembled in",
+        FieldType::FrameNum,
+        Runtime::RtypeReassembledIn,
+    ),
+    runtime(
+        "rtype.chunk.frame",
+        "Chunk in frame",
+        FieldType::FrameNum,
+        Runtime::RtypeChunkFrame,
+    ),
+    runtime(
+        "rtype.reassembled.length",
+        "Reassembled Length",
+        FieldType::Unsigned(32),
+        Runtime::RtypeReassembledLength,
+    ),
+    runtime(
+        "rtype.reassembled.undecoded",
+        "Undecoded",
+        FieldType::Bytes,
+        Runtime::ReassembledUndecoded,
+    ),
+    runtime(
+        "rtype.conversation",
+        "Conversation",
+        FieldType::Unsigned(32),
+        Runtime::Conversation(Protocol::Rtype),
+    ),
+    runtime(
+        "rt.undecoded",
+        "Undecoded",
+        FieldType::Bytes,
+        Runtime::Undecoded(Protocol::Rt),
+    ),
+    runtime(
+        "rt.conversation",
+        "Conversation",
+        FieldType::Unsigned(32),
+        Runtime::Conversation(Protocol::Rt),
+    ),
+    runtime(
+        "rtnp.framing",
+        "Framing",
+        FieldType::String,
+        Runtime::RtnpFraming,
+    ),
+    runtime(
+        "rtnp.envelope.segments",
+        "Segment Count - 1",
+        FieldType::Unsigned(32),
+        Runtime::RtnpSegments,
+    ),
+    runtime(
+        "rtnp.envelope.words",
+        "Segment Words",
+        FieldType::Unsigned(32),
+        Runtime::RtnpWords,
+    ),
+    runtime(
+        "rtnp.envelope.text",
+        "Text",
+        FieldType::String,
+        Runtime::RtnpEnvelopeText,
+    ),
+    runtime(
+        "rtnp.keepalive",
+        "Keep-alive Text",
+        FieldType::String,
+        Runtime::RtnpKeepalive,
+    ),
+    runtime(
+        "rtnp.text",
+        "Message Text (not JSON)",
+        FieldType::String,
+        Runtime::RtnpText,
+    ),
+    runtime(
+        "rtnp.type",
+        "Message Type",
+        FieldType::String,
+        Runtime::RtnpType,
+    ),
+    runtime(
+        "rtnp.conversation",
+        "Conversation",
+        FieldType::Unsigned(32),
+        Runtime::Conversation(Protocol::Rtnp),
+    ),
+];
+
+/// The fields Wireshark itself provides that filters on our traffic need.
+const WIRESHARK_FIELDS: &[RuntimeField] = &[
+    runtime("frame", "Frame", FieldType::Protocol, Runtime::Frame),
+    runtime(
+        "frame.number",
+        "Frame Number",
+        FieldType::FrameNum,
+        Runtime::FrameNumber,
+    ),
+    runtime(
+        "frame.time_relative",
+        "Time since reference or first frame",
+        FieldType::RelativeTime,
+        Runtime::TimeRelative,
+    ),
+    runtime(
+        "ip",
+        "Internet Protocol Version 4",
+        FieldType::Protocol,
+        Runtime::Ip,
+    ),
+    runtime("ip.src", "Source Address", FieldType::Ipv4, Runtime::IpSrc),
+    runtime(
+        "ip.dst",
+        "Destination Address",
+        FieldType::Ipv4,
+        Runtime::IpDst,
+    ),
+    runtime(
+        "ip.addr",
+        "Source or Destination Address",
+        FieldType::Ipv4,
+        Runtime::IpAddr,
+    ),
+    runtime(
+        "ipv6",
+        "Internet Protocol Version 6",
+        FieldType::Protocol,
+        Runtime::Ipv6,
+    ),
+    runtime(
+        "ipv6.src",
+        "Source Address",
+        FieldType::Ipv6,
+        Runtime::Ipv6Src,
+    ),
+    runtime(
+        "ipv6.dst",
+        "Destination Address",
+        FieldType::Ipv6,
+        Runtime::Ipv6Dst,
+    ),
+    runtime(
+        "ipv6.addr",
+        "Source or Destination Address",
+        FieldType::Ipv6,
+        Runtime::Ipv6Addr,
+    ),
+    runtime(
+        "udp",
+        "User Datagram Protocol",
+        FieldType::Protocol,
+        Runtime::Udp,
+    ),
+    runtime(
+        "udp.srcport",
+        "Source Port",
+        FieldType::Unsigned(16),
+        Runtime::UdpSrcPort,
+    ),
+    runtime(
+        "udp.dstport",
+        "Destination Port",
+        FieldType::Unsigned(16),
+        Runtime::UdpDstPort,
+    ),
+    runtime(
+        "udp.port",
+        "Source or Destination Port",
+        FieldType::Unsigned(16),
+        Runtime::UdpPort,
+    ),
+    runtime(
+        "_ws.expert",
+        "Expert Info",
+        FieldType::None,
+        Runtime::Expert,
+    ),
+    RuntimeField {
+        hex: true,
+        values: Values::Named(EXPERT_SEVERITIES),
+        ..runtime(
+            "_ws.expert.severity",
+            "Severity level",
+            FieldType::Unsigned(32),
+            Runtime::ExpertSeverity,
+        )
+    },
+];
+
+/// Filter names of the expert infos the dissector raises when it fails itself.
+const MALFORMED: &[&str] = &["rtype.malformed", "rt.malformed", "rtnp.malformed"];
+
+impl Registry {
+    /// The registry for a run decoding snapshots with `profile`.
+    pub fn new(profile: &Profile) -> Registry {
+        let mut b = Builder::new(profile);
+        for p in Protocol::ALL {
+            b.push(FilterField {
+                name: p.name().into(),
+                label: match p {
+                    Protocol::Rtype => "R-Type UDP Protocol",
+                    Protocol::Rt => "R-Type RT Protocol (document 003)",
+                    Protocol::Rtnp => "R-Type RTNP Protocol (document 004)",
+                }
+                .into(),
+                ty: FieldType::Protocol,
+                hex: false,
+                values: Values::None,
+                source: Source::Runtime(Runtime::Protocol(p)),
+                provider: Provider::Dissector,
+            });
+        }
+        for f in DISSECTOR_RUNTIME {
+            b.push(runtime_field(f, Provider::Dissector));
+        }
+        b.described();
+        for rule in Rule::ALL {
+            b.push(FilterField {
+                name: rule.id().into(),
+                label: rule.info().summary.into(),
+                ty: FieldType::None,
+                hex: false,
+                values: Values::None,
+                source: Source::Rule(*rule),
+                // The dissector raises the cut datagram's capture.snaplen too.
+                provider: if (rule.id().starts_with("capture.")
+                    || rule.id().starts_with("session."))
+                    && *rule != Rule::CaptureSnaplen
+                {
+                    Provider::Inspect
+                } else {
+                    Provider::Dissector
+                },
+            });
+        }
+        for f in WIRESHARK_FIELDS {
+            b.push(runtime_field(f, Provider::Wireshark));
+        }
+        for p in Protocol::ALL {
+            let name = p.name();
+            for (suffix, label, ty, values, runtime) in [
+                (
+                    "violation",
+                    "Violation (rule ID), the datagram's and the session's",
+                    FieldType::String,
+                    Values::None,
+                    Runtime::Violation(p),
+                ),
+                (
+                    "violation.severity",
+                    "Violation severity",
+                    FieldType::Unsigned(8),
+                    Values::Named(SEVERITIES),
+                    Runtime::ViolationSeverity(p),
+                ),
+            ] {
+                b.push(FilterField {
+                    name: format!("{name}.{suffix}"),
+                    label: label.into(),
+                    ty,
+                    hex: false,
+                    values,
+                    source: Source::Runtime(runtime),
+                    provider: Provider::Inspect,
+                });
+            }
+        }
+        b.finish()
+    }
+
+    pub fn get(&self, name: &str) -> Option<usize> {
+        self.index.get(name).copied()
+    }
+
+    pub fn field(&self, id: usize) -> &FilterField {
+        &self.fields[id]
+    }
+
+    /// The ProtoField names of the dissector, for `protocol` (every field the generated Lua
+    /// registers with that protocol).
+    pub fn dissector_fields(&self, protocol: Protocol) -> impl Iterator<Item = &FilterField> {
+        let prefix = format!("{}.", protocol.name());
+        self.fields.iter().filter(move |f| {
+            f.provider == Provider::Dissector
+                && f.name.starts_with(&prefix)
+                && !matches!(f.source, Source::Rule(_))
+        })
+    }
+
+    /// Names close to `name` (by edit distance), best first, for "did you mean".
+    pub fn nearest(&self, name: &str, max: usize) -> Vec<&str> {
+        let mut scored: Vec<(usize, &str)> = self
+            .fields
+            .iter()
+            .map(|f| (edit_distance(name, &f.name), f.name.as_str()))
+            .filter(|(d, n)| *d <= (n.len() / 3).max(2))
+            .collect();
+        scored.sort();
+        let best = scored.first().map_or(0, |s| s.0);
+        scored
+            .into_iter()
+            .take_while(|(d, _)| *d == best)
+            .take(max)
+            .map(|(_, n)| n)
+            .collect()
+    }
+}
+
+fn runtime_field(f: &RuntimeField, provider: Provider) -> FilterField {
+    FilterField {
+        name: f.name.into(),
+        label: f.label.into(),
+        ty: f.ty,
+        hex: f.hex,
+        values: f.values,
+        source: Source::Runtime(f.runtime),
+        provider,
+    }
+}
+
+/// Levenshtein distance, over bytes (field names are ASCII).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = diagonal + usize::from(ca != cb);
+            diagonal = row[j + 1];
+            row[j + 1] = substitution.min(row[j] + 1).min(diagonal + 1);
+        }
+    }
+    row[b.len()]
+}
+
+/// Builds the registry by walking the description in the dissector generator's order, naming
+/// fields by its rules.
+struct Builder<'p> {
+    profile: &'p Profile,
+    fields: Vec<FilterField>,
+    index: HashMap<String, usize>,
+    /// Names taken: the runtime's, the protocols', the rules' and every field's.
+    used: HashSet<String>,
+    /// The signature (the declaration's `Debug`) each described name was declared with, and the
+    /// extra keys of fields sharing a name.
+    signatures: HashMap<String, String>,
+    /// Described fields another of the same name and another integer type may share.
+    shareable: HashMap<String, &'static Field>,
+}
+
+impl<'p> Builder<'p> {
+    fn new(profile: &'p Profile) -> Self {
+        let mut used: HashSet<String> = DISSECTOR_RUNTIME
+            .iter()
+            .map(|f| f.name.to_string())
+            .collect();
+        used.extend(Protocol::ALL.iter().map(|p| p.name().to_string()));
+        used.extend(CATALOG.iter().map(|r| r.id.to_string()));
+        used.extend(MALFORMED.iter().map(|id| id.to_string()));
+        Builder {
+            profile,
+            fields: Vec::new(),
+            index: HashMap::new(),
+            used,
+            signatures: HashMap::new(),
+            shareable: HashMap::new(),
+        }
+    }
+
+    fn push(&mut self, field: FilterField) -> usize {
+        let id = self.fields.len();
+        self.index.insert(field.name.clone(), id);
+        self.fields.push(field);
+        id
+    }
+
+    fn finish(self) -> Registry {
+        Registry {
+            fields: self.fields,
+            index: self.index,
+        }
+    }
+
+    /// Every field of the description, in the generator's order: the headers, rtype's messages
+    /// (body, then variants), the reassembled snapshot, rt's messages.
+    fn described(&mut self) {
+        for nodes in [rtype::HEADER, rtype::HEADER_15] {
+            self.header(nodes, Protocol::Rtype);
+        }
+        self.header(rt::HEADER, Protocol::Rt);
+        self.messages(Protocol::Rtype, rtype::MESSAGES);
+        let snapshot = snapshot_message();
+        let mut path = Vec::new();
+        self.nodes(
+            snapshot.body,
+            "rtype.reassembled",
+            Scope::Reassembled,
+            &mut path,
+        );
+        self.messages(Protocol::Rt, rt::MESSAGES);
+    }
+
+    fn header(&mut self, nodes: &'static [Node], protocol: Protocol) {
+        for node in nodes {
+            if let Node::Field(f) = node {
+                let abbrev = format!("{}.{}", protocol.name(), f.name);
+                self.declare(abbrev, f, protocol.name(), Scope::Header(protocol), &[]);
+            }
+        }
+    }
+
+    fn messages(&mut self, protocol: Protocol, messages: &'static [Message]) {
+        for m in messages {
+            let prefix = format!("{}.{}", protocol.name(), m.short);
+            let scope = Scope::Message(protocol, m.code);
+            let mut path = Vec::new();
+            self.nodes(m.body, &prefix, scope, &mut path);
+            for v in m.variants {
+                if v.extends_body {
+                    self.nodes(m.body, &prefix, scope, &mut path);
+                }
+                self.nodes(v.nodes, &prefix, scope, &mut path);
+            }
+        }
+    }
+
+    fn nodes(
+        &mut self,
+        nodes: &'static [Node],
+        prefix: &str,
+        scope: Scope,
+        path: &mut Vec<&'static str>,
+    ) {
+        for node in nodes {
+            match node {
+                Node::Field(f) => {
+                    self.declare(format!("{prefix}.{}", f.name), f, "", scope, path);
+                }
+                Node::Repeat { count, item } => {
+                    self.declare(format!("{prefix}.{}", count.name), count, "", scope, path);
+                    path.push(item.filter);
+                    self.nodes(
+                        item.nodes,
+                        &format!("{prefix}.{}", item.filter),
+                        scope,
+                        path,
+                    );
+                    path.pop();
+                }
+                Node::Switch { tag, cases, .. } => {
+                    self.declare(format!("{prefix}.{}", tag.name), tag, "", scope, path);
+                    for case in *cases {
+                        path.push(case.group.filter);
+                        let inner = format!("{prefix}.{}", case.group.filter);
+                        self.nodes(case.group.nodes, &inner, scope, path);
+                        path.pop();
+                    }
+                }
+                Node::Masked => {
+                    for bit in 0..MASK_BITS {
+                        if let BitSlot::Field(f) = self.profile.bits[bit] {
+                            self.declare(format!("{prefix}.{}", f.name), f, "", scope, path);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Declares `f` under `abbrev` as the generator does (once; another field wanting the same
+    /// name gets a numbered one, unless it may share it), with its raw value and flag bits.
+    fn declare(
+        &mut self,
+        abbrev: String,
+        f: &'static Field,
+        bits_prefix: &str,
+        scope: Scope,
+        path: &[&'static str],
+    ) {
+        let signature = format!("{f:?}");
+        if self.share(&abbrev, f, &signature) {
+            return;
+        }
+        let mut name = abbrev.clone();
+        let mut n = 1;
+        loop {
+            match self.signatures.get(&name) {
+                Some(sig) if *sig == signature => {
+                    // The same field again (a variant repeating the body): one more declaration.
+                    let id = self.index[&name];
+                    if let Source::Described { decls, .. } = &mut self.fields[id].source {
+                        if !decls.iter().any(|d| std::ptr::eq(*d, f)) {
+                            decls.push(f);
+                        }
+                    }
+                    return;
+                }
+                None if !self.used.contains(&name) => break,
+                _ => {
+                    n += 1;
+                    name = format!("{abbrev}_{n}");
+                }
+            }
+        }
+        self.signatures.insert(name.clone(), signature);
+        self.used.insert(name.clone());
+
+        let signed = matches!(f.ty, Ty::I16 | Ty::I32);
+        let unsigned = matches!(f.ty, Ty::U8 | Ty::U16 | Ty::U32);
+        let hex = matches!(
+            f.display,
+            Display::Hex | Display::Flags(_) | Display::MessageType
+        ) && !signed;
+        let array = f.array > 0;
+        let text_array = array && matches!(f.display, Display::Text);
+        let scaled = !array && f.divisor != 1 && f.ty != Ty::F32 && f.ty != Ty::Str8;
+        let ty = match f.ty {
+            _ if text_array => FieldType::String,
+            _ if array => FieldType::Bytes,
+            Ty::F32 => FieldType::Float,
+            Ty::Str8 => FieldType::String,
+            _ if scaled => FieldType::Double,
+            ty => integer_type(ty),
+        };
+        let values = match (ty.is_integer(), f.display) {
+            (true, Display::Enum(named)) => Values::Named(named),
+            (true, Display::MessageType) => Values::MessageTypes,
+            _ => Values::None,
+        };
+        let id = self.push(FilterField {
+            name: name.clone(),
+            label: f.label.into(),
+            ty,
+            hex: hex && !scaled,
+            values,
+            source: Source::Described {
+                scope,
+                path: path.to_vec(),
+                decls: vec![f],
+            },
+            provider: Provider::Dissector,
+        });
+        if scaled {
+            let raw = self.unique(format!("{name}.raw"));
+            self.push(FilterField {
+                name: raw,
+                label: format!("{} (raw)", f.label),
+                ty: integer_type(f.ty),
+                hex,
+                values: Values::None,
+                source: Source::Raw { of: id },
+                provider: Provider::Dissector,
+            });
+        }
+        let plain_unsigned = unsigned && !scaled && !array;
+        if let (Display::Flags(named), true) = (f.display, plain_unsigned) {
+            let width_bits = f.ty.width().unwrap_or(0) * 8;
+            let max = if width_bits >= 32 {
+                u32::MAX
+            } else {
+                (1u32 << width_bits) - 1
+            };
+            let parent = if bits_prefix.is_empty() {
+                name.clone()
+            } else {
+                bits_prefix.to_string()
+            };
+            for flag in named.iter().filter(|n| n.value != 0 && n.value & !max == 0) {
+                let bit_name = self.unique(format!("{parent}.{}", flag.name));
+                let ty = if flag.value.count_ones() == 1 {
+                    FieldType::Boolean
+                } else {
+                    integer_type(f.ty)
+                };
+                self.push(FilterField {
+                    name: bit_name,
+                    label: flag.name.into(),
+                    ty,
+                    hex: false,
+                    values: Values::None,
+                    source: Source::Bits {
+                        of: id,
+                        mask: flag.value,
+                    },
+                    provider: Provider::Dissector,
+                });
+            }
+        }
+        if shareable(f) {
+            self.shareable.insert(name, f);
+        }
+    }
+
+    /// A field of a variant with the name of another field of the same message that only
+    /// differs from it by its integer type: both are one signed 32-bit field (the generator's
+    /// `share`). Returns whether `f` was such a field.
+    fn share(&mut self, abbrev: &str, f: &'static Field, signature: &str) -> bool {
+        if !self.shareable.contains_key(abbrev)
+            || !shareable(f)
+            || self.signatures.get(abbrev).is_some_and(|s| s == signature)
+        {
+            return false;
+        }
+        let mut n = 2;
+        let key = loop {
+            let key = format!("{abbrev}#{n}");
+            match self.signatures.get(&key) {
+                Some(s) if s == signature => return true,
+                Some(_) => n += 1,
+                None => break key,
+            }
+        };
+        self.signatures.insert(key, signature.to_string());
+        let id = self.index[abbrev];
+        let shared = &mut self.fields[id];
+        shared.ty = FieldType::Signed(32);
+        if let Source::Described { decls, .. } = &mut shared.source {
+            decls.push(f);
+        }
+        true
+    }
+
+    /// A name nobody has taken yet, based on `abbrev`.
+    fn unique(&mut self, abbrev: String) -> String {
+        let mut name = abbrev.clone();
+        let mut n = 1;
+        while self.used.contains(&name) {
+            n += 1;
+            name = format!("{abbrev}_{n}");
+        }
+        self.used.insert(name.clone());
+        name
+    }
+}
+
+fn integer_type(ty: Ty) -> FieldType {
+    match ty {
+        Ty::U8 => FieldType::Unsigned(8),
+        Ty::U16 => FieldType::Unsigned(16),
+        Ty::U32 => FieldType::Unsigned(32),
+        Ty::I16 => FieldType::Signed(16),
+        Ty::I32 => FieldType::Signed(32),
+        Ty::F32 | Ty::Str8 => unreachable!("not an integer type"),
+    }
+}
+
+/// Whether a field may share its name with another of another integer type: a plain decimal
+/// integer that a signed 32-bit one holds.
+fn shareable(f: &Field) -> bool {
+    matches!(f.ty, Ty::U8 | Ty::U16 | Ty::I16 | Ty::I32)
+        && f.array == 0
+        && f.divisor == 1
+        && matches!(f.display, Display::Dec)
+        && f.check == Check::None
+}
+
+/// The message whose body is one entity repeat: SERVER_SNAPSHOT, the shape chunks reassemble to.
+pub fn snapshot_message() -> &'static Message {
+    rtype::MESSAGES
+        .iter()
+        .find(|m| matches!(m.body, [Node::Repeat { count, .. }] if count.role == Role::EntityCount))
+        .expect("the description has a snapshot message")
+}
+
+/// Whether two declarations are the same field (as the generator compares them, by content).
+pub fn same_field(a: &Field, b: &Field) -> bool {
+    if std::ptr::eq(a, b) {
+        return true;
+    }
+    let named = |x: &[Named], y: &[Named]| {
+        x.len() == y.len()
+            && x.iter()
+                .zip(y)
+                .all(|(p, q)| p.value == q.value && p.name == q.name)
+    };
+    let display = match (a.display, b.display) {
+        (Display::Enum(x), Display::Enum(y)) | (Display::Flags(x), Display::Flags(y)) => {
+            named(x, y)
+        }
+        (x, y) => std::mem::discriminant(&x) == std::mem::discriminant(&y),
+    };
+    a.name == b.name
+        && a.label == b.label
+        && a.ty == b.ty
+        && display
+        && a.role == b.role
+        && a.check == b.check
+        && a.divisor == b.divisor
+        && a.array == b.array
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_types_follow_the_dissector() {
+        let r = Registry::new(&Profile::document());
+        let ty = |name: &str| r.field(r.get(name).unwrap()).ty;
+        assert_eq!(ty("rtype.msg_type"), FieldType::Unsigned(8));
+        assert_eq!(ty("rtype.compressed"), FieldType::Boolean);
+        assert_eq!(ty("rtype.version"), FieldType::Unsigned(8));
+        assert_eq!(ty("rtype.snapshot.entity.pos_x"), FieldType::Float);
+        assert_eq!(ty("rt.input.aim_direction_x"), FieldType::Signed(32));
+        assert_eq!(ty("rt.connect.player_name"), FieldType::String);
+        assert_eq!(
+            ty("rt.animation_snapshot.entity.animation_data"),
+            FieldType::Bytes
+        );
+        assert_eq!(ty("rtype.crc.mismatch"), FieldType::None);
+        assert_eq!(ty("frame.time_relative"), FieldType::RelativeTime);
+        let msg = r.field(r.get("rtype.msg_type").unwrap());
+        assert_eq!(msg.values.value_of("server_snapshot"), Some(0x14));
+        assert!(r.get("rtype.snapshot.entitiy.id").is_none());
+        assert_eq!(
+            r.nearest("rtype.snapshot.entitiy.id", 1),
+            ["rtype.snapshot.entity.id"]
+        );
+        // Both layouts of PLAYER_INPUT's aim read into the one field.
+        let Source::Described { decls, .. } =
+            &r.field(r.get("rt.input.aim_direction_x").unwrap()).source
+        else {
+            panic!()
+        };
+        assert_eq!(decls.len(), 2);
+        let scaled = Registry::new(&Profile::bundled("reference-17byte").unwrap());
+        let pos_x = scaled.get("rtype.snapshot.entity.pos_x").unwrap();
+        assert_eq!(scaled.field(pos_x).ty, FieldType::Double);
+        let raw = scaled.get("rtype.snapshot.entity.pos_x.raw").unwrap();
+        assert!(matches!(scaled.field(raw).source, Source::Raw { of } if of == pos_x));
+    }
+
+    #[test]
+    fn edit_distance_counts_edits() {
+        assert_eq!(edit_distance("entitiy", "entity"), 1);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+    }
+}
