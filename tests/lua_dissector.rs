@@ -2941,6 +2941,26 @@ fn statistics_match_the_summary() {
                 .map(|r| r[..4].to_vec())
                 .collect();
             assert_eq!(shown, conversations, "{what}: conversations");
+            // Their endpoints: every client once, the servers by address, the same datagrams.
+            let datagrams: u64 = stat_rows(&out, "Conversations")
+                .iter()
+                .map(|r| r[4].parse::<u64>().unwrap())
+                .sum();
+            let endpoints = stat_rows(&out, "Endpoints");
+            for role in ["client", "server"] {
+                let sum: u64 = endpoints
+                    .iter()
+                    .filter(|r| r[1] == role)
+                    .map(|r| r[3].parse::<u64>().unwrap())
+                    .sum();
+                assert_eq!(sum, datagrams, "{what}: the {role} endpoints' datagrams");
+            }
+            let clients = endpoints.iter().filter(|r| r[1] == "client").count();
+            assert_eq!(
+                clients,
+                conversations.len(),
+                "{what}: one client per conversation"
+            );
             let arrow = |d: Option<&str>| match d {
                 Some("client_to_server") => "C→S",
                 Some("server_to_client") => "S→C",

@@ -4825,6 +4825,28 @@ local function statistics_text()
     end
     if #rows > 0 then
         out[#out + 1] = "\nConversations\n" .. text_table({ "#", "Client", "Server", "First frame", "Datagrams", "Bytes" }, rows)
+        -- The endpoints of those conversations: each client, and each server by its address (it
+        -- answers from other ports than the one it listens on).
+        local endpoints, order = {}, {}
+        for n = 1, CONV_COUNT do
+            local c = CONV_LIST[n]
+            for _, e in ipairs({ { c.client, "client" }, { c.server:match("^(.*):%d+$") or c.server, "server" } }) do
+                local row = endpoints[e[1]]
+                if row == nil then
+                    row = { name = e[1], role = e[2], conversations = 0, datagrams = 0, bytes = 0 }
+                    endpoints[e[1]] = row
+                    order[#order + 1] = row
+                end
+                row.conversations = row.conversations + 1
+                row.datagrams = row.datagrams + c.datagrams
+                row.bytes = row.bytes + c.bytes
+            end
+        end
+        rows = {}
+        for _, e in ipairs(order) do
+            rows[#rows + 1] = { e.name, e.role, tostring(e.conversations), tostring(e.datagrams), tostring(e.bytes) }
+        end
+        out[#out + 1] = "\nEndpoints\n" .. text_table({ "Endpoint", "Role", "Conversations", "Datagrams", "Bytes" }, rows)
     end
     local messages = {}
     for dialect, by_dir in pairs(STATS.messages) do
