@@ -4,8 +4,8 @@
 //! personal plugin folder), opening the real 17-byte capture at the frame that completes a chunk
 //! set, with the build's profile chosen by the preference. The test checks the window's title,
 //! that no Lua error dialog appeared and that nothing went wrong on stderr, that tshark lists the
-//! plugin from that folder, and keeps a screenshot (ImageMagick's `import`) in
-//! target/tmp/wireshark_gui/. `RTYPE_BLESS=1` also writes the small copy wireshark/README.md shows
+//! plugin from that folder, that Statistics → R-Type opens its window, and keeps screenshots
+//! (ImageMagick's `import`) in target/tmp/wireshark_gui/. `RTYPE_BLESS=1` also writes the small copy wireshark/README.md shows
 //! (wireshark/screenshot-4.4.png).
 //!
 //! 4.4 rather than the host's 4.0: it is what users run (Debian 13, Ubuntu 24.04+, the Windows and
@@ -110,7 +110,9 @@ fn wireshark_4_4_shows_a_reassembled_snapshot() {
     let out_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("wireshark_gui");
     std::fs::create_dir_all(&out_dir).unwrap();
     let screenshot = out_dir.join("rtype-4.4.png");
+    let statistics = out_dir.join("rtype-4.4-statistics.png");
     let _ = std::fs::remove_file(&screenshot);
+    let _ = std::fs::remove_file(&statistics);
     let env = format!(
         "env -i HOME={home_inside} PATH=/usr/bin:/bin DISPLAY=$DISPLAY XDG_RUNTIME_DIR={home_inside} LANG=C.UTF-8"
     );
@@ -134,6 +136,14 @@ sleep 2
 echo "WINDOWS"
 xwininfo -root -tree | grep -E '^ +0x[0-9a-f]+ "'
 import -window root {screenshot}
+# Statistics > R-Type (the menu's entry at this place in Debian 13's Wireshark 4.4).
+xdotool mousemove 307 8 click 1
+sleep 1
+xdotool mousemove 324 273 click 1
+sleep 2
+echo "STATISTICS"
+xwininfo -root -tree | grep -E '^ +0x[0-9a-f]+ "'
+import -window root {statistics}
 kill $pid
 wait $pid
 true
@@ -141,6 +151,7 @@ true
         chroot = trixie_root().display(),
         home = home.display(),
         screenshot = screenshot.display(),
+        statistics = statistics.display(),
     );
     // xvfb-run -a picks a free display; when another one starts on it meanwhile (tests of other
     // programs on this machine), Wireshark cannot connect: one more try on another.
@@ -170,18 +181,28 @@ true
         .expect("Wireshark could not connect to the virtual display, twice");
     // Wireshark's top-level windows (with a WM_CLASS): xwininfo's `0x... "title": ("wireshark"
     // "Wireshark") ...` lines.
-    let windows: Vec<&str> = stdout
-        .split("WINDOWS")
-        .nth(1)
-        .unwrap_or("")
-        .lines()
-        .filter(|l| l.contains("(\"wireshark\" \"Wireshark\")"))
-        .filter_map(|l| l.split('"').nth(1))
-        .collect();
+    let windows_of = |part: &str| -> Vec<String> {
+        part.lines()
+            .filter(|l| l.contains("(\"wireshark\" \"Wireshark\")"))
+            .filter_map(|l| l.split('"').nth(1).map(str::to_string))
+            .collect()
+    };
+    let (first, later) = stdout
+        .split_once("WINDOWS")
+        .and_then(|(_, rest)| rest.split_once("STATISTICS"))
+        .unwrap_or(("", ""));
+    let windows = windows_of(first);
     // One: the main window, titled by the capture file. A Lua error while loading the plugin
     // opens a dialog (and keeps the capture closed: the title would be "The Wireshark Network
     // Analyzer").
     assert_eq!(windows, [capture], "Wireshark's windows; stderr:\n{stderr}");
+    // Statistics > R-Type opens its text window.
+    let windows = windows_of(later);
+    assert!(
+        windows.iter().any(|w| w.ends_with("R-Type statistics")),
+        "no R-Type statistics window after Statistics > R-Type (windows {windows:?}; see {})",
+        statistics.display()
+    );
     for line in stderr.lines() {
         assert!(
             !line.contains("Lua") && !line.contains("rtype"),
@@ -199,7 +220,11 @@ true
         .parse()
         .unwrap_or(0);
     assert!(colours > 50, "{}: {colours} colours", screenshot.display());
-    eprintln!("screenshot: {}", screenshot.display());
+    eprintln!(
+        "screenshots: {}, {}",
+        screenshot.display(),
+        statistics.display()
+    );
 
     // The plugin is loaded from that folder: tshark 4.4 with the same home lists it.
     let plugins = Command::new("chroot")

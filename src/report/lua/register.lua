@@ -33,7 +33,8 @@ local SEVERITY_ORDER = { error = 1, warning = 2, info = 3 }
 --- The capture's statistics as text: its conversations, the message counts and the violations,
 --- as the summary of `rtype-inspect` lists them.
 local function statistics_text()
-    local out = { sfmt("R-Type: %d datagrams, %d conversations", STATS.datagrams, CONV_COUNT) }
+    local out = { sfmt("R-Type: %d datagram%s, %d conversation%s", STATS.datagrams, STATS.datagrams == 1 and "" or "s",
+        CONV_COUNT, CONV_COUNT == 1 and "" or "s") }
     local rows = {}
     for n = 1, CONV_COUNT do
         local c = CONV_LIST[n]
