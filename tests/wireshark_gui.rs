@@ -29,6 +29,14 @@ fn trixie_root() -> PathBuf {
 /// Why the test cannot run here, if it cannot.
 fn missing() -> Option<String> {
     let chroot = trixie_root();
+    let uid = Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| o.stdout)
+        .unwrap_or_default();
+    if uid.trim_ascii() != b"0" {
+        return Some("running Wireshark in the chroot needs root (chroot, chown)".into());
+    }
     if !chroot.join("usr/bin/wireshark").exists() {
         return Some(format!(
             "no Wireshark 4.4 in a chroot at {}",
