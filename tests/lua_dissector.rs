@@ -2859,27 +2859,19 @@ fn preferences_turn_checks_and_heuristics_off() {
             count(&["-o", "rtype.heuristic:FALSE", "-o", "rtype.udp_port:41000"]),
             3202
         );
-        let rt = fixture("rt-two-players.pcap");
-        let rt_count = |args: &[&str]| {
-            tshark(ts, &rt, args)
+        let count_in = |name: &str, column: &str, args: &[&str]| {
+            tshark(ts, &fixture(name), args)
                 .lines()
-                .filter(|l| l.contains(" RT "))
+                .filter(|l| l.contains(column))
                 .count()
         };
-        assert_eq!(rt_count(&["-o", "rt.heuristic:FALSE"]), 0);
-        assert_eq!(
-            rt_count(&["-o", "rt.heuristic:FALSE", "-d", "udp.port==4242,rt"]),
-            4981
-        );
-        let rtnp = fixture("rtnp-solo.pcap");
-        let rtnp_count = |args: &[&str]| {
-            tshark(ts, &rtnp, args)
-                .lines()
-                .filter(|l| l.contains(" RTNP "))
-                .count()
-        };
-        assert_eq!(rtnp_count(&["-o", "rtnp.heuristic:FALSE"]), 0);
-        assert_eq!(rtnp_count(&[]), 790);
+        let rt = "rt-two-players.pcap";
+        assert_eq!(count_in(rt, " RT ", &["-o", "rt.heuristic:FALSE"]), 0);
+        let decode_as = ["-o", "rt.heuristic:FALSE", "-d", "udp.port==4242,rt"];
+        assert_eq!(count_in(rt, " RT ", &decode_as), 4981);
+        let rtnp = "rtnp-solo.pcap";
+        assert_eq!(count_in(rtnp, " RTNP ", &["-o", "rtnp.heuristic:FALSE"]), 0);
+        assert_eq!(count_in(rtnp, " RTNP ", &[]), 790);
     }
 }
 

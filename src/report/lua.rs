@@ -1707,6 +1707,15 @@ fn lua_str(s: &str) -> String {
 mod tests {
     use super::*;
 
+    /// The number of the field descriptor (`fd(N, ...)`) whose line holds `constructor`.
+    fn field_number<'a>(lua: &'a str, constructor: &str) -> &'a str {
+        lua.lines()
+            .find(|l| l.contains(constructor))
+            .and_then(|l| l.strip_prefix("fd("))
+            .and_then(|l| l.split(',').next())
+            .unwrap_or_else(|| panic!("no field descriptor with {constructor}"))
+    }
+
     #[test]
     fn lua_strings_are_escaped() {
         assert_eq!(lua_str("a\"b\\c\n→"), "\"a\\\"b\\\\c\\n\\226\\134\\146\"");
@@ -1789,12 +1798,7 @@ mod tests {
         assert!(!lua.contains("bit32.") && !lua.contains(" // "));
         // The real PLAYER_INPUT's signed aim has the document's filter name.
         assert!(lua.contains("ProtoField.int32(\"rt.input.aim_direction_x\""));
-        let shared = lua
-            .lines()
-            .find(|l| l.contains("ProtoField.int32(\"rt.input.aim_direction_x\""))
-            .and_then(|l| l.strip_prefix("fd("))
-            .and_then(|l| l.split(',').next())
-            .expect("the shared aim field");
+        let shared = field_number(&lua, "ProtoField.int32(\"rt.input.aim_direction_x\"");
         assert!(lua.contains(&format!(
             ", FPF[{shared}], \"aim_direction_x\", nil, nil, nil, true)"
         )));
@@ -1815,12 +1819,7 @@ mod tests {
         assert!(lua.contains(", 10) -- profile fixed"));
         assert!(lua.contains("ProtoField.int32(\"rtype.snapshot.entity.score\""));
         assert!(lua.contains("ProtoField.uint8(\"rtype.snapshot.entity.status.lives\", \"lives\", base.DEC, nil, 0xF)"));
-        let score = lua
-            .lines()
-            .find(|l| l.contains("ProtoField.int32(\"rtype.snapshot.entity.score\""))
-            .and_then(|l| l.strip_prefix("fd("))
-            .and_then(|l| l.split(',').next())
-            .expect("the score field");
+        let score = field_number(&lua, "ProtoField.int32(\"rtype.snapshot.entity.score\"");
         assert!(lua.contains(&format!(
             "if m % 2048 >= 1024 then\n            if I32(c, t, {score}) == nil then return false end"
         )));
