@@ -154,7 +154,7 @@ fn session_json(
         .iter()
         .map(|st| json!({"step": st.name, "role": st.step.name(), "frame": st.frame, "time_s": since(st.ts_nanos), "count": st.count}))
         .collect();
-    let end = s.last_ts;
+    let end = s.play_end();
     let streams: Vec<Json> = s
         .streams()
         .map(|st| {

@@ -626,10 +626,7 @@ impl Session {
                 report(frame, Rule::SessionSnapshotRate, detail);
             }
         }
-        // A stream that stops while the conversation goes on (until its end, or its goodbye).
-        let end = self
-            .ended
-            .map_or(self.last_ts, |e| e.ts_nanos.min(self.last_ts));
+        let end = self.play_end();
         for s in &streams {
             if let Some(silent) = s.stopped_before(end) {
                 let detail = Detail::Stopped {
@@ -639,6 +636,18 @@ impl Session {
                 report(s.last.0, Rule::SessionStreamStopped, detail);
             }
         }
+    }
+
+    /// Until when the game runs, for streams that stop while it goes on: the conversation's last
+    /// datagram, its goodbye, or GAME_END, after which snapshots stop by design.
+    pub fn play_end(&self) -> i64 {
+        [
+            self.ended.map(|e| e.ts_nanos),
+            self.steps[Step::GameEnd as usize].map(|s| s.ts_nanos),
+        ]
+        .into_iter()
+        .flatten()
+        .fold(self.last_ts, i64::min)
     }
 
     /// The periodic streams, in the order they started.
