@@ -141,6 +141,8 @@ fn rt_violations_are_the_known_departures() {
         ("rt.reliable.unacknowledged", 2),
         // Session analysis: clients resend unchanged inputs byte for byte, same sequence number.
         ("session.duplicate-datagram", 1076),
+        // TRANSFORM_SNAPSHOT stops at 7.48 s in both conversations; health and weapon go on.
+        ("session.stream-stopped", 2),
     ]
     .into_iter()
     .map(|(id, n)| (id.to_owned(), n))
@@ -523,4 +525,93 @@ fn rtnp_fragmented_snapshots_are_reassembled() {
         })
         .collect();
     assert_eq!(epochs, [0, 1, 2, 3, 4]);
+}
+
+#[test]
+fn every_periodic_stream_is_judged_and_each_dialect_keeps_its_handshake_names() {
+    let out = run(&["stats", RT, "--format", "json", "--quiet"]);
+    let stats: Value = serde_json::from_str(&out).unwrap();
+    let conversation = &stats["conversations"][0];
+    let streams: Vec<(&str, u64, u64, bool)> = conversation["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["message"].as_str().unwrap(),
+                s["datagrams"].as_u64().unwrap(),
+                s["last_frame"].as_u64().unwrap(),
+                !s["stopped_before_end_s"].is_null(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        streams,
+        [
+            ("TRANSFORM_SNAPSHOT", 423, 3332, true),
+            ("HEALTH_SNAPSHOT", 713, 4979, false),
+            ("WEAPON_SNAPSHOT", 713, 4980, false),
+        ]
+    );
+    let steps: Vec<&str> = conversation["handshake"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["step"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            "CLIENT_CONNECT",
+            "SERVER_ACCEPT",
+            "PLAYER_IS_READY",
+            "LEVEL_START",
+            "CLIENT_DISCONNECT"
+        ]
+    );
+    // The finding is at the frame where the stream stopped.
+    let out = run(&[
+        "export",
+        RT,
+        "--violation",
+        "session.stream-stopped",
+        "--quiet",
+    ]);
+    let stopped: Vec<(u64, String)> = out
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|r| r["kind"] == "finding")
+        .map(|r| {
+            (
+                r["frame"].as_u64().unwrap(),
+                r["detail"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        stopped,
+        [
+            (
+                3332,
+                "TRANSFORM_SNAPSHOT stopped 5.138 s before the conversation did".to_owned()
+            ),
+            (
+                3333,
+                "TRANSFORM_SNAPSHOT stopped 4.144 s before the conversation did".to_owned()
+            ),
+        ]
+    );
+    // rtnp's session starts with whatever the client sends first (here PING), then assign_id.
+    let out = run(&["stats", RTNP, "--format", "json", "--quiet"]);
+    let stats: Value = serde_json::from_str(&out).unwrap();
+    let handshake = &stats["conversations"][0]["handshake"];
+    assert_eq!(handshake["outcome"], "accepted");
+    assert_eq!(handshake["order_judged"], true);
+    let steps: Vec<&str> = handshake["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["step"].as_str().unwrap())
+        .collect();
+    assert_eq!(steps, ["PING", "assign_id", "game_started", "leave_lobby"]);
 }

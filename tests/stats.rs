@@ -53,14 +53,14 @@ fn steps(c: &Value) -> Vec<&str> {
 }
 
 const FULL_HANDSHAKE: [&str; 8] = [
-    "HELLO",
+    "CLIENT_HELLO",
     "SERVER_HELLO",
-    "JOIN_REQUEST",
-    "JOIN_ACCEPT",
-    "READY",
-    "GAME_START",
-    "LEVEL_INIT",
-    "DISCONNECT",
+    "CLIENT_JOIN_REQUEST",
+    "SERVER_JOIN_ACCEPT",
+    "CLIENT_READY",
+    "SERVER_GAME_START",
+    "SERVER_LEVEL_INIT",
+    "CLIENT_DISCONNECT",
 ];
 
 #[test]
@@ -272,8 +272,8 @@ fn text_on_a_pipe_is_whole_lines() {
     // The handshake's path is one line however long (a terminal gets it wrapped to its width).
     assert!(
         text.lines().any(|l| l.starts_with(
-            "  handshake: accepted: HELLO → SERVER_HELLO → JOIN_REQUEST → JOIN_ACCEPT →"
-        ) && l.ends_with("LEVEL_INIT → DISCONNECT")),
+            "  handshake: accepted: CLIENT_HELLO → SERVER_HELLO → CLIENT_JOIN_REQUEST → SERVER_JOIN_ACCEPT →"
+        ) && l.ends_with("SERVER_LEVEL_INIT → CLIENT_DISCONNECT")),
         "{text}"
     );
     assert!(text.contains("890 ticks at 59.26 Hz"));
@@ -318,17 +318,22 @@ fn clean_session_sample_has_a_denied_late_joiner() {
     let denied = &convs[2];
     assert_eq!(
         steps(denied)[..4],
-        ["HELLO", "SERVER_HELLO", "JOIN_REQUEST", "JOIN_DENY"]
+        [
+            "CLIENT_HELLO",
+            "SERVER_HELLO",
+            "CLIENT_JOIN_REQUEST",
+            "SERVER_JOIN_DENY"
+        ]
     );
     assert_eq!(denied["player_id"], Value::Null);
     assert_eq!(denied["snapshots"]["ticks"], 0);
     for c in &convs[..2] {
         assert!(steps(c).starts_with(&[
-            "HELLO",
+            "CLIENT_HELLO",
             "SERVER_HELLO",
-            "JOIN_REQUEST",
-            "JOIN_ACCEPT",
-            "READY"
+            "CLIENT_JOIN_REQUEST",
+            "SERVER_JOIN_ACCEPT",
+            "CLIENT_READY"
         ]));
         assert_eq!(c["level_init"]["acknowledged"], true);
         assert_eq!(c["snapshots"]["rate_ok"], true);

@@ -125,6 +125,17 @@ pub enum Detail {
         missing: &'static str,
         message: &'static str,
     },
+    /// A periodic stream (by its message name) that stopped this long before its conversation.
+    Stopped {
+        stream: &'static str,
+        before_ms: u64,
+    },
+    /// A periodic stream's rate, and the nominal one, per second.
+    Rate {
+        stream: &'static str,
+        nominal: u32,
+        found: u32,
+    },
 }
 
 /// One broken rule, located.

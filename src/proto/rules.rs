@@ -241,7 +241,9 @@ rules! {
     SessionTickBackwards = "session.tick-backwards", Warning, "002 §3, 001 §4",
         "a snapshot's tick is below one already seen in the conversation (reordered, or the tick restarted)";
     SessionSnapshotRate = "session.snapshot-rate", Warning, "002 §6.1",
-        "snapshot rate far from nominal (default 60 Hz ± 20 %, judged from 20 snapshot ticks)";
+        "snapshot rate far from nominal (default 60 Hz ± 20 %, judged from 20 snapshot ticks; each stream of a dialect with several, such as rt's component snapshots)";
+    SessionStreamStopped = "session.stream-stopped", Warning, "002 §6.1, 003 Component Snapshots, 004 §7.2",
+        "a periodic stream (snapshots of one kind) stopped while the conversation went on: its last datagram came over a second, and over 10 of its periods, before the conversation's end";
     SessionAfterDisconnect = "session.after-disconnect", Warning, "002 §5",
         "traffic after DISCONNECT (or KICK, BAN, SERVER_DISCONNECT), beyond 100 ms of datagrams in flight";
     SessionDuplicateDatagram = "session.duplicate-datagram", Warning, "spec-notes B",

@@ -338,6 +338,16 @@ pub fn detail(finding: &Finding) -> String {
         Detail::None => String::new(),
         Detail::At(offset) => format!("at byte offset {offset} of the file"),
         Detail::Before { missing, message } => format!("expected {missing} before {message}"),
+        Detail::Stopped { stream, before_ms } => format!(
+            "{stream} stopped {}.{:03} s before the conversation did",
+            before_ms / 1000,
+            before_ms % 1000
+        ),
+        Detail::Rate {
+            stream,
+            nominal,
+            found,
+        } => format!("{stream} at {found} per second, nominal {nominal}"),
         Detail::Sizes { expected, found } => match rule {
             R::RtypeShortDatagram | R::RtShort => {
                 format!("{found} bytes, at least {expected} needed")

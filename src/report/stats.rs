@@ -17,7 +17,7 @@ use crate::datagram::Dialect;
 use crate::message::NoFields;
 use crate::pipeline::{RunEnd, Sink};
 use crate::proto::{Direction, Rule};
-use crate::session::analysis::{Analysis, Config, Durations, Sequence, Session};
+use crate::session::analysis::{Analysis, Config, Durations, Sequence, Session, MIN_RATE_TICKS};
 use crate::session::event::{DatagramEvent, LooseFinding};
 use crate::session::Conversation;
 
@@ -152,7 +152,20 @@ fn session_json(
     let steps: Vec<Json> = s
         .steps()
         .iter()
-        .map(|st| json!({"step": st.step.name(), "frame": st.frame, "time_s": since(st.ts_nanos), "count": st.count}))
+        .map(|st| json!({"step": st.name, "role": st.step.name(), "frame": st.frame, "time_s": since(st.ts_nanos), "count": st.count}))
+        .collect();
+    let end = s.play_end();
+    let streams: Vec<Json> = s
+        .streams()
+        .map(|st| {
+            json!({
+                "message": st.name, "datagrams": st.count, "first_frame": st.first.0,
+                "last_frame": st.last.0, "first_s": since(st.first.1), "last_s": since(st.last.1),
+                "rate_hz": st.rate_hz(), "rate_ok": st.rate_hz().filter(|_| st.count >= MIN_RATE_TICKS).map(|r| config.rate_ok(r)),
+                "max_gap_ms": st.max_gap_nanos as f64 / 1e6,
+                "stopped_before_end_s": st.stopped_before(end).map(|n| n as f64 / 1e9),
+            })
+        })
         .collect();
     let traffic = |i: usize| {
         let t = &s.traffic[i];
@@ -182,6 +195,7 @@ fn session_json(
             "rate_judged": s.rate_judged(),
             "rate_ok": s.snapshot_rate_hz().filter(|_| s.rate_judged()).map(|r| config.rate_ok(r)),
         },
+        "streams": streams,
         "rtt_ms": {
             "pings": s.pings, "pongs": s.pongs, "pairs": s.rtt.count(), "unanswered_pings": s.unanswered_pings(),
             "unmatched_pongs": s.unmatched_pongs, "min": s.rtt.min_ms(), "median": s.rtt.quantile_ms(0.5),
@@ -352,6 +366,35 @@ fn conversation_text(out: &mut String, c: &Json, term: Term) {
         num(&snaps["rate_hz"], 2),
         num(&snaps["tick_rate_hz"], 2),
     );
+    let streams = c["streams"].as_array().map_or(&[][..], |v| &v[..]);
+    if streams.len() > 1 || streams.iter().any(|s| !s["stopped_before_end_s"].is_null()) {
+        let mut t = table::new(
+            term,
+            &[
+                "Stream",
+                "Datagrams",
+                "Frames",
+                "Rate (Hz)",
+                "Max gap (ms)",
+                "Stopped",
+            ],
+        );
+        for st in streams {
+            let stopped = st["stopped_before_end_s"].as_f64().map_or_else(
+                || "no".to_string(),
+                |s| format!("at {} s, {s:.3} s before the end", num(&st["last_s"], 3)),
+            );
+            t.add_row(vec![
+                str_of(&st["message"]),
+                st["datagrams"].to_string(),
+                format!("{}–{}", st["first_frame"], st["last_frame"]),
+                num(&st["rate_hz"], 2),
+                num(&st["max_gap_ms"], 3),
+                stopped,
+            ]);
+        }
+        let _ = writeln!(out, "Streams\n{t}");
+    }
     let _ = writeln!(
         out,
         "  pings: {} sent, {} answered, {} unanswered, {} pongs without a ping",

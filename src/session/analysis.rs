@@ -5,7 +5,7 @@
 //! The pipeline calls [`Analysis::observe`] with every decoded datagram of every dialect, then
 //! [`Analysis::finish`] at the end of the run; findings go out as [`LooseFinding`]s. What a
 //! message means to the session is decided in one place ([`Role::of`]), so the rest is
-//! dialect-neutral. Memory is bounded: each conversation has a fixed-size record (about 3 KiB, plus
+//! dialect-neutral. Memory is bounded: each conversation has a fixed-size record (about 4 KiB, plus
 //! 2.5 KiB per long-enough series of snapshot gaps or round trips), and only the first
 //! [`MAX_ANALYSED`] conversations get one. Steady traffic allocates nothing per datagram.
 

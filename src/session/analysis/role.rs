@@ -79,6 +79,8 @@ pub enum Role {
     Ack,
     Snapshot,
     SnapshotChunk,
+    /// Another periodic stream the server sends (rt's health and weapon snapshots).
+    Periodic,
     /// Other game state the server sends once the game runs (spawns, destroys, level events).
     GameState,
     Other,
@@ -121,28 +123,69 @@ fn rtype(code: u8) -> Role {
     }
 }
 
+/// Who sends a named message that plays a role.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Sender {
+    Client,
+    Server,
+}
+
 /// Dialects that name their messages (rt's document names, rtnp's JSON `type` and keep-alive
-/// strings): the names of documents 003 and 004 that play a session role. A name sent the wrong
-/// way plays none.
+/// strings): the names of documents 003 and 004 (and of real servers) that play a session role,
+/// and who sends them. rt's handshake is CLIENT_CONNECT → SERVER_ACCEPT (003); rtnp's is any
+/// first client message → assign_id (004 §7.1).
+const NAMED: &[(&str, Sender, Role)] = {
+    use Sender::{Client as C, Server as S};
+    &[
+        ("CLIENT_CONNECT", C, Role::Step(Step::Hello)),
+        ("connect_request", C, Role::Step(Step::Hello)),
+        ("SERVER_ACCEPT", S, Role::Step(Step::JoinAccept)),
+        ("assign_id", S, Role::Step(Step::JoinAccept)),
+        ("SERVER_REJECT", S, Role::Step(Step::JoinDeny)),
+        ("PLAYER_IS_READY", C, Role::Step(Step::Ready)),
+        ("GAME_START", S, Role::Step(Step::GameStart)),
+        ("LEVEL_START", S, Role::Step(Step::GameStart)),
+        ("game_started", S, Role::Step(Step::GameStart)),
+        ("GAME_END", S, Role::Step(Step::GameEnd)),
+        ("CLIENT_DISCONNECT", C, Role::Step(Step::Disconnect)),
+        ("disconnect", C, Role::Step(Step::Disconnect)),
+        ("leave_lobby", C, Role::Step(Step::Disconnect)),
+        ("PING", C, Role::Ping),
+        ("PONG", S, Role::Pong),
+        ("PLAYER_INPUT", C, Role::Input),
+        ("player_input", C, Role::Input),
+        ("TRANSFORM_SNAPSHOT", S, Role::Snapshot),
+        ("snapshot", S, Role::Snapshot),
+        // rt's other component snapshots: periodic streams of the same ticks, judged on their own.
+        ("HEALTH_SNAPSHOT", S, Role::Periodic),
+        ("WEAPON_SNAPSHOT", S, Role::Periodic),
+    ]
+};
+
+/// The entry of [`NAMED`] for a message sent in `direction`: a name sent the wrong way plays no
+/// role.
+fn named(
+    name: &str,
+    direction: Option<Direction>,
+) -> Option<&'static (&'static str, Sender, Role)> {
+    let sender = match direction? {
+        Direction::ClientToServer => Sender::Client,
+        Direction::ServerToClient => Sender::Server,
+    };
+    NAMED.iter().find(|(n, s, _)| *n == name && *s == sender)
+}
+
 fn by_name(name: &str, direction: Option<Direction>) -> Role {
-    let client = direction == Some(Direction::ClientToServer);
-    let server = direction == Some(Direction::ServerToClient);
-    match name {
-        "CLIENT_CONNECT" | "connect_request" if client => Role::Step(Step::Hello),
-        "SERVER_ACCEPT" if server => Role::Step(Step::JoinAccept),
-        "SERVER_REJECT" if server => Role::Step(Step::JoinDeny),
-        "PLAYER_IS_READY" if client => Role::Step(Step::Ready),
-        "GAME_START" | "LEVEL_START" | "game_started" if server => Role::Step(Step::GameStart),
-        "GAME_END" if server => Role::Step(Step::GameEnd),
-        "CLIENT_DISCONNECT" | "disconnect" | "leave_lobby" if client => {
-            Role::Step(Step::Disconnect)
-        }
-        "PING" if client => Role::Ping,
-        "PONG" if server => Role::Pong,
-        "PLAYER_INPUT" | "player_input" if client => Role::Input,
-        "TRANSFORM_SNAPSHOT" | "snapshot" if server => Role::Snapshot,
-        _ => Role::Other,
-    }
+    named(name, direction).map_or(Role::Other, |(_, _, role)| *role)
+}
+
+/// The name of a datagram's message as it lives for the whole run (steps keep it): the
+/// description's, or for a name only real traffic uses, the entry of [`NAMED`].
+pub fn static_name(event: &DatagramEvent<'_>) -> Option<&'static str> {
+    event
+        .message
+        .map(|m| m.name)
+        .or_else(|| named(event.name, event.direction).map(|(n, _, _)| *n))
 }
 
 /// Whether a byte-identical repeat of a datagram is worth reporting: in dialects whose headers

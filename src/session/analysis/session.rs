@@ -20,6 +20,11 @@ pub const LEVELINIT_JUDGED_AFTER_NANOS: i64 = 1_000_000_000;
 pub const MIN_RATE_TICKS: u64 = 20;
 /// CLIENT_ACKNOWLEDGE's messageType for LevelInit (spec-notes A).
 const LEVEL_INIT_CODE: u8 = 0x30;
+/// Periodic streams tracked per conversation (rt has three component snapshot streams).
+pub const MAX_STREAMS: usize = 4;
+/// A stream that falls silent for longer than this (and 10 of its periods) before its
+/// conversation ends has stopped.
+pub const STREAM_STOPPED_NANOS: i64 = 1_000_000_000;
 
 /// Datagrams and bytes (UDP payload) sent one way.
 #[derive(Clone, Copy, Debug, Default)]
@@ -49,9 +54,42 @@ impl Compression {
 #[derive(Clone, Copy, Debug)]
 pub struct StepSeen {
     pub step: Step,
+    /// The dialect's message that played it (CLIENT_HELLO, CLIENT_CONNECT, assign_id...).
+    pub name: &'static str,
     pub frame: u64,
     pub ts_nanos: i64,
     pub count: u64,
+}
+
+/// One periodic message type the server sends (rtype's SERVER_SNAPSHOT, rt's component
+/// snapshots, rtnp's snapshot): when it came and how often, to judge each on its own.
+#[derive(Clone, Copy, Debug)]
+pub struct Stream {
+    pub name: &'static str,
+    pub count: u64,
+    /// Frame and time of the first and last datagram.
+    pub first: (u64, i64),
+    pub last: (u64, i64),
+    pub max_gap_nanos: i64,
+}
+
+impl Stream {
+    /// Datagrams per second between the first and the last.
+    pub fn rate_hz(&self) -> Option<f64> {
+        let seconds = (self.last.1 - self.first.1) as f64 / 1e9;
+        (seconds > 0.0 && self.count > 1).then(|| (self.count - 1) as f64 / seconds)
+    }
+
+    /// How long before `end` it fell silent, when that makes it a stream that stopped: enough
+    /// datagrams to be periodic, silent over a second and over 10 of its mean periods.
+    pub fn stopped_before(&self, end: i64) -> Option<i64> {
+        let silent = end.saturating_sub(self.last.1);
+        let period = (self.last.1 - self.first.1) / (self.count.max(2) as i64 - 1);
+        (self.count >= MIN_RATE_TICKS
+            && silent > STREAM_STOPPED_NANOS
+            && silent > period.saturating_mul(10))
+        .then_some(silent)
+    }
 }
 
 /// LevelInit's delivery (001 §9: sent reliably, retried until acknowledged).
@@ -135,6 +173,7 @@ pub struct Session {
     first_tick: Option<u32>,
     /// Time between the arrivals of successive snapshot ticks.
     pub snapshot_gaps: Durations,
+    streams: [Option<Stream>; MAX_STREAMS],
     first_arrival: Option<(u64, i64)>,
     last_arrival: i64,
     pub rtt: Durations,
@@ -163,9 +202,22 @@ fn slot(direction: Option<Direction>) -> usize {
     }
 }
 
-/// One handshake-order check: the kind (for reporting once), and the step that must come first.
-fn prerequisite(role: Role) -> Option<(u32, Step)> {
+/// One handshake-order check: the kind (for reporting once), and the step that must come first,
+/// by the dialect's document: rtype's HELLO … GAME_START (002 §5); rt's CLIENT_CONNECT →
+/// SERVER_ACCEPT/REJECT before inputs and snapshots (003); rtnp's assign_id before inputs and
+/// snapshots (004 §7.1).
+fn prerequisite(dialect: Dialect, role: Role) -> Option<(u32, Step)> {
     let check = |kind: u32, needs| Some((1 << kind, needs));
+    if dialect != Dialect::Rtype {
+        return match role {
+            Role::Step(s @ (Step::JoinAccept | Step::JoinDeny)) if dialect == Dialect::Rt => {
+                check(s as u32, Step::Hello)
+            }
+            Role::Input => check(20, Step::JoinAccept),
+            Role::Snapshot => check(21, Step::JoinAccept),
+            _ => None,
+        };
+    }
     match role {
         Role::Step(s @ Step::ServerHello) => check(s as u32, Step::Hello),
         Role::Step(s @ Step::JoinRequest) => check(s as u32, Step::ServerHello),
@@ -179,6 +231,18 @@ fn prerequisite(role: Role) -> Option<(u32, Step)> {
         Role::SnapshotChunk => check(22, Step::GameStart),
         Role::GameState => check(23, Step::GameStart),
         _ => None,
+    }
+}
+
+/// Whether a conversation's first datagram is its beginning, by its dialect's document: rtype's
+/// and rt's HELLO / CLIENT_CONNECT, rtnp's any client message (004 §7.1: the server assigns an id
+/// to whatever a new client sends first).
+fn starts_the_session(event: &DatagramEvent<'_>) -> bool {
+    match event.dialect {
+        Dialect::Rtnp => event.direction == Some(Direction::ClientToServer),
+        Dialect::Rtype | Dialect::Rt => {
+            !event.crc_failed() && Role::of(event) == Role::Step(Step::Hello)
+        }
     }
 }
 
@@ -201,7 +265,7 @@ impl Session {
             player_id: None,
             player_id_changes: 0,
             steps: [None; Step::ALL.len()],
-            from_start: !event.crc_failed() && Role::of(event) == Role::Step(Step::Hello),
+            from_start: starts_the_session(event),
             order_reported: 0,
             client_sequence: Sequence::new(bits),
             snapshot_ticks: Sequence::new(32),
@@ -210,6 +274,7 @@ impl Session {
             last_snapshot_tick: None,
             first_tick: None,
             snapshot_gaps: Durations::default(),
+            streams: [None; MAX_STREAMS],
             first_arrival: None,
             last_arrival: 0,
             rtt: Durations::default(),
@@ -273,9 +338,13 @@ impl Session {
             return;
         }
         let role = Role::of(event);
+        // rtnp's first client message, whatever it is, opens the session (004 §7.1).
+        if self.dialect == Dialect::Rtnp && self.from_start && frame == self.first_frame {
+            self.record_step(Step::Hello, event);
+        }
         self.after_end(role, event, &mut report);
-        if self.dialect == Dialect::Rtype && self.from_start {
-            if let Some((kind, needs)) = prerequisite(role) {
+        if self.from_start {
+            if let Some((kind, needs)) = prerequisite(self.dialect, role) {
                 if self.steps[needs as usize].is_none() && self.order_reported & kind == 0 {
                     self.order_reported |= kind;
                     let message = event.message.map_or("this message", |m| m.name);
@@ -291,6 +360,9 @@ impl Session {
             if let Some(seq) = event.sequence {
                 self.client_sequence.push(seq);
             }
+        }
+        if matches!(role, Role::Snapshot | Role::Periodic) {
+            self.stream(event);
         }
         match role {
             Role::Step(step) => self.record_step(step, event),
@@ -341,7 +413,7 @@ impl Session {
                     }
                 }
             }
-            Role::GameState | Role::Other => {}
+            Role::GameState | Role::Periodic | Role::Other => {}
         }
     }
 
@@ -352,6 +424,7 @@ impl Session {
             None => {
                 *seen = Some(StepSeen {
                     step,
+                    name: role::static_name(event).unwrap_or(step.name()),
                     frame: event.frame,
                     ts_nanos: event.ts_nanos,
                     count: 1,
@@ -466,6 +539,38 @@ impl Session {
         self.snapshot_arrival(event);
     }
 
+    /// Counts a datagram of its message's periodic stream (the first [`MAX_STREAMS`] kinds).
+    fn stream(&mut self, event: &DatagramEvent<'_>) {
+        let Some(name) = event.message.map(|m| m.name) else {
+            return;
+        };
+        let at = (event.frame, event.ts_nanos);
+        let mut free = None;
+        for slot in &mut self.streams {
+            match slot {
+                Some(s) if s.name == name => {
+                    s.max_gap_nanos = s.max_gap_nanos.max(at.1.saturating_sub(s.last.1));
+                    s.last = at;
+                    s.count += 1;
+                    return;
+                }
+                Some(_) => {}
+                None => {
+                    free.get_or_insert(slot);
+                }
+            }
+        }
+        if let Some(slot) = free {
+            *slot = Some(Stream {
+                name,
+                count: 1,
+                first: at,
+                last: at,
+                max_gap_nanos: 0,
+            });
+        }
+    }
+
     /// Times a new snapshot's arrival, for the rate and the gaps.
     fn snapshot_arrival(&mut self, event: &DatagramEvent<'_>) {
         match self.first_arrival {
@@ -498,7 +603,21 @@ impl Session {
                 }
             }
         }
-        if let (Some(rate), Some((frame, _))) = (self.snapshot_rate_hz(), self.first_arrival) {
+        let streams: Vec<&Stream> = self.streams.iter().flatten().collect();
+        if streams.len() > 1 {
+            // Several streams (rt's component snapshots): each is judged on its own.
+            for s in streams.iter().filter(|s| s.count >= MIN_RATE_TICKS) {
+                if let Some(rate) = s.rate_hz().filter(|r| !config.rate_ok(*r)) {
+                    let detail = Detail::Rate {
+                        stream: s.name,
+                        nominal: config.snapshot_hz.round() as u32,
+                        found: rate.round() as u32,
+                    };
+                    report(s.first.0, Rule::SessionSnapshotRate, detail);
+                }
+            }
+        } else if let (Some(rate), Some((frame, _))) = (self.snapshot_rate_hz(), self.first_arrival)
+        {
             if self.rate_judged() && !config.rate_ok(rate) {
                 let detail = Detail::Sizes {
                     expected: config.snapshot_hz.round() as u64,
@@ -507,6 +626,33 @@ impl Session {
                 report(frame, Rule::SessionSnapshotRate, detail);
             }
         }
+        let end = self.play_end();
+        for s in &streams {
+            if let Some(silent) = s.stopped_before(end) {
+                let detail = Detail::Stopped {
+                    stream: s.name,
+                    before_ms: (silent / 1_000_000) as u64,
+                };
+                report(s.last.0, Rule::SessionStreamStopped, detail);
+            }
+        }
+    }
+
+    /// Until when the game runs, for streams that stop while it goes on: the conversation's last
+    /// datagram, its goodbye, or GAME_END, after which snapshots stop by design.
+    pub fn play_end(&self) -> i64 {
+        [
+            self.ended.map(|e| e.ts_nanos),
+            self.steps[Step::GameEnd as usize].map(|s| s.ts_nanos),
+        ]
+        .into_iter()
+        .flatten()
+        .fold(self.last_ts, i64::min)
+    }
+
+    /// The periodic streams, in the order they started.
+    pub fn streams(&self) -> impl Iterator<Item = &Stream> {
+        self.streams.iter().flatten()
     }
 
     // Read by the reports.

@@ -370,9 +370,9 @@ fn conversations_past_the_limit_are_only_counted() {
 
 #[test]
 fn a_conversation_record_stays_small() {
-    // The module's memory bound: about 3 KiB per conversation, histograms apart.
+    // The module's memory bound: about 4 KiB per conversation, histograms apart.
     assert!(
-        std::mem::size_of::<Session>() <= 3 * 1024 + 512,
+        std::mem::size_of::<Session>() <= 4 * 1024,
         "{}",
         std::mem::size_of::<Session>()
     );
