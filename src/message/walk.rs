@@ -306,10 +306,12 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
         })
     }
 
-    /// Walks the items of a repeat made of fixed-width numbers that are not checked and that the
-    /// visitor does not want (a snapshot's entity id and update mask), then perhaps the masked
-    /// fields, without going node by node: most of a summary's time is spent in these items.
-    /// Only the entity id and the update mask are read, each at its place in the item, so every
+    /// Walks the items of a repeat made of fixed-width numbers that are not checked (a
+    /// snapshot's entity id and update mask), then perhaps the masked fields, without going node
+    /// by node: most of a summary's time is spent in these items. Only the entity id and the
+    /// update mask are read, each at its place in the item, and handed to the visitor when it
+    /// wants them (the pipeline follows entity ids for their lifecycle); other numbers of the item
+    /// are stepped over, so a visitor that wants one of them gets the node-by-node walk. Every
     /// branch here takes the same way for every item. Returns how many items it walked; the
     /// node-by-node walk takes over from the first one that is cut short (to report it) or when
     /// the items are not of this kind.
@@ -318,7 +320,7 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
             [nodes @ .., Node::Masked] => (nodes, true),
             nodes => (nodes, false),
         };
-        // (offset in the item, width) of the numbers [`Walker::note`] keeps.
+        // (offset in the item, width, field, wanted) of the numbers [`Walker::note`] keeps.
         let (mut id, mut mask_at) = (None, None);
         let mut width = 0;
         for node in nodes {
@@ -328,13 +330,11 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
             let (0, Some(w), Check::None) = (field.array, field.ty.width(), field.check) else {
                 return Ok(0);
             };
-            if self.visitor.wants(field) {
-                return Ok(0);
-            }
+            let wanted = self.visitor.wants(field);
             match field.role {
-                Role::None => {}
-                Role::EntityId => id = Some((width, w)),
-                Role::UpdateMask => mask_at = Some((width, w)),
+                Role::None if !wanted => {}
+                Role::EntityId => id = Some((width, w, field, wanted)),
+                Role::UpdateMask => mask_at = Some((width, w, field, wanted)),
                 _ => return Ok(0),
             }
             width += w;
@@ -342,13 +342,27 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
         // Kept here rather than re-read from `self` in every item.
         let plan = self.mask_plan();
         for index in 0..n {
-            let Some(bytes) = self.buf.get(self.pos..self.pos + width) else {
+            let item_at = self.pos;
+            let Some(bytes) = self.buf.get(item_at..item_at + width) else {
                 return Ok(index);
             };
-            if let Some((at, w)) = id {
-                self.entity = self.raw(&bytes[at..at + w]) as u32;
+            if let Some((at, w, field, wanted)) = id {
+                let raw = self.raw(&bytes[at..at + w]);
+                self.entity = raw as u32;
+                if wanted {
+                    self.visitor
+                        .field(field, item_at + at, w, number(field, raw));
+                }
             }
-            let mask = mask_at.map_or(0, |(at, w)| self.raw(&bytes[at..at + w]) as u16);
+            let mut mask = 0;
+            if let Some((at, w, field, wanted)) = mask_at {
+                let raw = self.raw(&bytes[at..at + w]);
+                mask = raw as u16;
+                if wanted {
+                    self.visitor
+                        .field(field, item_at + at, w, number(field, raw));
+                }
+            }
             self.mask = mask;
             self.pos += width;
             if masked {
@@ -665,6 +679,23 @@ mod tests {
         fn undecoded(&mut self, _: usize, _: &[u8]) {}
     }
 
+    /// A visitor that wants the entity framing only, as the pipeline's lifecycle tap.
+    #[derive(Default)]
+    struct Framing(Vec<(&'static str, usize, usize)>);
+
+    impl Visitor for Framing {
+        const WANTS_FIELDS: bool = false;
+        fn wants(&self, field: &'static Field) -> bool {
+            matches!(field.role, Role::EntityId | Role::UpdateMask)
+        }
+        fn field(&mut self, f: &'static Field, at: usize, len: usize, _: Value<'_>) {
+            self.0.push((f.name, at, len));
+        }
+        fn open(&mut self, _: &'static Group, _: Open, _: usize) {}
+        fn close(&mut self, _: Open) {}
+        fn undecoded(&mut self, _: usize, _: &[u8]) {}
+    }
+
     fn decode<V: Visitor>(payload: &[u8], visitor: &mut V) -> (Facts, Vec<Finding>) {
         let snapshot = desc::message(desc::SNAPSHOT).unwrap();
         let mut findings = Vec::new();
@@ -706,6 +737,12 @@ mod tests {
                 "cut at {len}"
             );
             assert_eq!(skipped, decode(cut, &mut Types::default()), "cut at {len}");
+            // The framing is visited where it is, whichever walk reads it.
+            let (mut framing, mut every) = (Framing::default(), Everything::default());
+            assert_eq!(skipped, decode(cut, &mut framing), "cut at {len}");
+            decode(cut, &mut every);
+            every.0.retain(|f| matches!(f.0, "id" | "update_mask"));
+            assert_eq!(framing.0, every.0, "cut at {len}");
         }
         // Fields are visited at their offsets, whichever way the walk reads them.
         let mut every = Everything::default();

@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::SocketAddr;
 
-use super::{Sink, State, Udp, HEADER_GROUP};
+use super::{names_entity, note_entity, Sink, State, Udp, HEADER_GROUP};
 use crate::datagram::{rt, Dialect};
 use crate::message::{
     decode_message, decode_nodes, Detail, Facts, Finding, Open, Tap, Value, Visitor,
@@ -221,6 +221,10 @@ impl State {
                     acked = sequence;
                 }
                 Some(m) if d.decodable() => {
+                    let (entities, at) = (&mut self.entities, d.payload_at);
+                    let mut named = Tap::new(fields, names_entity, |field, offset, value| {
+                        note_entity(entities, field, at + offset, value)
+                    });
                     facts = decode_message(
                         m,
                         d.payload,
@@ -228,7 +232,7 @@ impl State {
                         endian,
                         &self.profile,
                         &rt::MESSAGE_RULES,
-                        fields,
+                        &mut named,
                         &mut self.findings,
                     );
                 }
@@ -238,6 +242,7 @@ impl State {
                 _ => {}
             }
         }
+        self.entity_events(Dialect::Rt, message.map(|m| m.name));
         let event = DatagramEvent {
             frame,
             ts_nanos,
@@ -258,9 +263,11 @@ impl State {
             payload: parsed.map(|d| d.payload),
             facts,
             findings: &self.findings,
+            entities: &self.entities,
         };
         sink.datagram(&event);
         self.analysis.observe(&event, &mut |f| sink.loose(&f));
+        sink.analysed(&event, &self.analysis);
         if let Some(d) = parsed {
             if d.header.reliable() {
                 self.rt.sent_reliable(

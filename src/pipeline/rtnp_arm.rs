@@ -15,7 +15,8 @@ use crate::proto::rtnp::{
     self as desc, JsonMessage, CLIENT_TIMEOUT_NANOS, PING, PONG, SERVER_PORT,
 };
 use crate::proto::{Direction, Rule};
-use crate::session::event::{DatagramEvent, Decoded};
+use crate::session::entities::lifecycle;
+use crate::session::event::{DatagramEvent, Decoded, EntityEvent, EntityRef};
 
 /// `player_name`'s length in characters (§6.5).
 const PLAYER_NAME_CHARS: std::ops::RangeInclusive<usize> = 1..=32;
@@ -66,6 +67,37 @@ fn direction(
         dst
     });
     (direction, known)
+}
+
+/// The entities a snapshot updates (`entities[]`, by `networkId` as document 004 names it, or
+/// `id` as real servers do) and destroys (the `destroyed` list of ids real servers send), all
+/// located at the JSON text.
+fn snapshot_entities(json: &Value, at: usize, entities: &mut Vec<EntityRef>) {
+    let id = |v: &Value| v.as_u64().and_then(|i| u32::try_from(i).ok());
+    let list = |key: &str| {
+        json.get(key)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+    };
+    let mut push = |id: u32, event| {
+        entities.push(EntityRef {
+            id,
+            event,
+            type_id: None,
+            at: at as u32,
+        })
+    };
+    for e in list("entities") {
+        if let Some(i) = e.get("networkId").or_else(|| e.get("id")).and_then(id) {
+            push(i, EntityEvent::Update);
+        }
+    }
+    for d in list("destroyed") {
+        if let Some(i) = id(d) {
+            push(i, EntityEvent::Destroy);
+        }
+    }
 }
 
 /// What the text of a datagram turned out to be.
@@ -158,6 +190,13 @@ impl State {
                 .unwrap_or("UNKNOWN"),
             Content::Nothing => "UNKNOWN",
         };
+        if direction == Direction::ServerToClient
+            && lifecycle(Dialect::Rtnp, name) == Some(EntityEvent::Update)
+        {
+            if let Some(json) = json {
+                snapshot_entities(json, at, &mut self.entities);
+            }
+        }
         let epoch = json.and_then(|j| j.get("epoch")).and_then(Value::as_u64);
         let event = DatagramEvent {
             frame,
@@ -181,9 +220,11 @@ impl State {
             payload: parsed.text,
             facts: Facts::default(),
             findings: &self.findings,
+            entities: &self.entities,
         };
         sink.datagram(&event);
         self.analysis.observe(&event, &mut |f| sink.loose(&f));
+        sink.analysed(&event, &self.analysis);
     }
 
     /// The checks that need the conversation: client_id against assign_id, player_name, the

@@ -61,8 +61,7 @@ fn bucket_middle(index: usize) -> u32 {
 impl Durations {
     /// Adds one duration in nanoseconds (negative ones, from timestamps going back, count as 0).
     pub fn add_nanos(&mut self, nanos: i64) {
-        let micros = u32::try_from(nanos.max(0) / 1_000).unwrap_or(u32::MAX);
-        self.add(micros);
+        self.add(micros(nanos));
     }
 
     /// Adds one duration in microseconds.
@@ -130,6 +129,12 @@ impl Durations {
         };
         Some(ms(micros))
     }
+}
+
+/// A duration in nanoseconds as the whole microseconds a distribution keeps (negative ones as 0,
+/// saturating at `u32::MAX`, 71 minutes).
+pub fn micros(nanos: i64) -> u32 {
+    u32::try_from(nanos.max(0) / 1_000).unwrap_or(u32::MAX)
 }
 
 fn ms(micros: u32) -> f64 {

@@ -57,6 +57,7 @@ impl Script {
             payload: None,
             facts,
             findings: &[],
+            entities: &[],
         };
         let findings = &mut self.findings;
         self.analysis
@@ -359,6 +360,7 @@ fn conversations_past_the_limit_are_only_counted() {
             payload: None,
             facts: Facts::default(),
             findings: &[],
+            entities: &[],
         };
         a.observe(&event, &mut |_| {});
     }
