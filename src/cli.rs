@@ -79,6 +79,9 @@ enum Command {
     Stats(report::stats::StatsArgs),
     /// Judge captures for CI: exit 0 clean, 1 when a finding reaches --fail-on, 2 on errors.
     Check(report::check::CheckArgs),
+    /// Where the bytes go: bandwidth by message type, snapshot bytes by entity type and field,
+    /// entity update rates, time buckets, distributions, chunking.
+    Profile(report::profile::ProfileArgs),
     /// Print the protocol reference (every message and field) generated from the description.
     Protocol,
     /// List the catalog of violations.
@@ -119,6 +122,7 @@ const SUBCOMMANDS: &[&str] = &[
     "summary",
     "stats",
     "check",
+    "profile",
     "packets",
     "export",
     "violations",
@@ -210,6 +214,7 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
         }
         Command::Stats(args) => report::stats::run(args, term),
         Command::Check(args) => report::check::run(args, term),
+        Command::Profile(args) => report::profile::run(args, term),
         Command::Protocol => write_stdout(report::protocol_doc::markdown().as_bytes()),
         Command::Violations { format } => {
             let text = match format {

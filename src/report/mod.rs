@@ -9,6 +9,7 @@ pub mod junit;
 pub mod live;
 pub mod lua;
 pub mod packets;
+pub mod profile;
 pub mod protocol_doc;
 pub mod render;
 pub mod stats;

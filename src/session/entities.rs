@@ -227,7 +227,8 @@ impl Lives {
         }
     }
 
-    fn merge(&mut self, other: &Lives) {
+    /// Adds another set of lives (of another conversation, for the capture's totals).
+    pub fn merge(&mut self, other: &Lives) {
         self.count += other.count;
         self.updates += other.updates;
         for (a, b) in self.rates.iter_mut().zip(other.rates) {
@@ -257,7 +258,7 @@ impl Lives {
 pub struct Resolved {
     /// The entity's type: the message's, else the one its life last had.
     pub type_id: Option<u16>,
-    /// A new life began, or the entity's type changed.
+    /// The first update of the entity's life, or one that changed its type.
     pub changed: bool,
 }
 
@@ -370,25 +371,21 @@ impl Entities {
                 Entity::new(r.id, state)
             });
             let new = e.updates == 0 && e.spawned.is_none() && e.destroyed.is_none();
-            let mut changed = new;
             match (r.event, e.state) {
                 (EntityEvent::Spawn, State::Spawned) if !new => {
                     report(Rule::SessionEntitySpawnedTwice);
                     c.retired.add(e);
                     *e = Entity::new(r.id, State::Spawned);
-                    changed = true;
                 }
                 (EntityEvent::Spawn, State::Destroyed) => {
                     c.retired.add(e);
                     *e = Entity::new(r.id, State::Spawned);
-                    changed = true;
                 }
                 (EntityEvent::Spawn, _) => e.state = State::Spawned,
                 (EntityEvent::Update, State::Destroyed) if implicit => {
                     // rtnp creates an entity by its appearance in a snapshot (004 §8.4).
                     c.retired.add(e);
                     *e = Entity::new(r.id, State::Seen);
-                    changed = true;
                 }
                 (EntityEvent::Update, State::Destroyed) => {
                     if e.after_destroy == 0 {
@@ -403,11 +400,16 @@ impl Entities {
                     e.destroyed = Some(at);
                 }
             }
+            // The first update of a life is a change, as is a new type.
+            let mut changed = false;
             match r.event {
                 EntityEvent::Spawn => {
                     e.spawned.get_or_insert(at);
                 }
-                EntityEvent::Update => e.update(at, ticks),
+                EntityEvent::Update => {
+                    changed = e.updates == 0;
+                    e.update(at, ticks);
+                }
                 EntityEvent::Destroy if new => e.destroyed = Some(at),
                 EntityEvent::Destroy => {}
             }
@@ -619,7 +621,7 @@ mod tests {
             [
                 Resolved {
                     type_id: Some(2),
-                    changed: false
+                    changed: true
                 },
                 Resolved {
                     type_id: Some(1),
@@ -627,21 +629,36 @@ mod tests {
                 }
             ]
         );
+        let r = f.send(20, &[(Update, 7, None)]);
+        assert_eq!(
+            r[0],
+            Resolved {
+                type_id: Some(2),
+                changed: false
+            }
+        );
         f.send(33, &[(Destroy, 7, None)]);
         f.send(34, &[(Destroy, 7, None)]); // sent twice: no finding
         f.send(50, &[(Update, 7, None), (Update, 8, None)]); // 7 after its destruction
         f.send(66, &[(Update, 7, None)]); // reported once per destruction
         f.send(70, &[(Spawn, 8, Some(1))]); // 8 was only seen: now spawned, no finding
         f.send(80, &[(Spawn, 8, Some(1))]); // spawned twice
-        let r = f.send(90, &[(Spawn, 7, Some(3))]); // a new life for 7
-        assert!(r[0].changed);
+        f.send(90, &[(Spawn, 7, Some(3))]); // a new life for 7
+        let r = f.send(95, &[(Update, 7, None)]);
+        assert_eq!(
+            r[0],
+            Resolved {
+                type_id: Some(3),
+                changed: true
+            }
+        );
         assert_eq!(
             f.finish(),
             [
-                (Rule::SessionEntityAfterDestroy, 5, 7),
-                (Rule::SessionEntitySpawnedTwice, 8, 8),
-                // 7 and 8 are alive; 7's first frame in this life is its spawn at frame 9.
-                (Rule::SessionEntityNeverDestroyed, 8, 2),
+                (Rule::SessionEntityAfterDestroy, 6, 7),
+                (Rule::SessionEntitySpawnedTwice, 9, 8),
+                // 7 and 8 are alive; 8's life began with its second spawn at frame 9.
+                (Rule::SessionEntityNeverDestroyed, 9, 2),
             ]
         );
     }

@@ -1,4 +1,5 @@
-//! Bounded distributions of durations (snapshot gaps, round-trip times).
+//! Bounded distributions of durations (snapshot gaps, round-trip times), and of other small
+//! numbers kept the same way (the profile's datagram sizes).
 //!
 //! A capture may hold millions of snapshots, so samples cannot all be kept: the first
 //! [`EXACT`] are kept as they are (quantiles of short series are then exact), and past that every
@@ -54,8 +55,16 @@ fn bucket_middle(index: usize) -> u32 {
         return index as u32;
     }
     let shift = ((index - SUB) / SUB) as u32;
-    let lower = ((SUB + (index - SUB) % SUB) as u32) << shift;
-    lower + (1u32 << shift) / 2
+    bucket_lower(index) + (1u32 << shift) / 2
+}
+
+/// The lowest value of a bucket's range.
+fn bucket_lower(index: usize) -> u32 {
+    if index < SUB {
+        return index as u32;
+    }
+    let shift = ((index - SUB) / SUB) as u32;
+    ((SUB + (index - SUB) % SUB) as u32) << shift
 }
 
 impl Durations {
@@ -102,6 +111,59 @@ impl Durations {
     /// The nearest-rank quantile `q` (0..=1) in milliseconds: the smallest sample with at least
     /// `q` of the samples at or below it. Exact up to [`EXACT`] samples, within 1.6 % after.
     pub fn quantile_ms(&self, q: f64) -> Option<f64> {
+        self.quantile(q).map(ms)
+    }
+
+    /// The smallest, the largest and the sum of the samples, in the unit they were added in.
+    pub fn min(&self) -> Option<u32> {
+        (self.count > 0).then_some(self.min)
+    }
+    pub fn max(&self) -> Option<u32> {
+        (self.count > 0).then_some(self.max)
+    }
+    pub fn sum(&self) -> u64 {
+        self.sum
+    }
+
+    /// The samples in log buckets, `2^bits` per power of two (at most 32), as `(low, high,
+    /// count)` with `low` included and `high` not, empty buckets left out; values below `2^bits`
+    /// get a bucket each. Exact: the buckets kept are finer.
+    pub fn histogram(&self, bits: u32) -> Vec<(u32, u32, u64)> {
+        let bits = bits.min(SUB_BITS);
+        let coarse = |v: u32| -> (u32, u32) {
+            if v < 1 << bits {
+                return (v, v + 1);
+            }
+            let shift = 31 - v.leading_zeros() - bits;
+            let low = (v >> shift) << shift;
+            (low, low.saturating_add(1 << shift))
+        };
+        let mut out: Vec<(u32, u32, u64)> = Vec::new();
+        let mut add = |v: u32, n: u64| {
+            let (low, high) = coarse(v);
+            match out.iter_mut().find(|b| b.0 == low) {
+                Some(b) => b.2 += n,
+                None => out.push((low, high, n)),
+            }
+        };
+        match &self.histogram {
+            None => {
+                for v in &self.exact[..self.count as usize] {
+                    add(*v, 1);
+                }
+            }
+            Some(h) => {
+                for (index, n) in h.iter().enumerate().filter(|(_, n)| **n > 0) {
+                    add(bucket_lower(index), u64::from(*n));
+                }
+            }
+        }
+        out.sort_unstable();
+        out
+    }
+
+    /// [`Durations::quantile_ms`] in the unit the samples were added in.
+    pub fn quantile(&self, q: f64) -> Option<u32> {
         if self.count == 0 {
             return None;
         }
@@ -127,7 +189,7 @@ impl Durations {
                     .clamp(self.min, self.max)
             }
         };
-        Some(ms(micros))
+        Some(micros)
     }
 }
 
@@ -202,6 +264,28 @@ mod tests {
         assert_eq!(d.quantile_ms(1.0), Some(33.333));
         assert!((d.quantile_ms(0.995).unwrap() - 33.333).abs() < 33.333 / 64.0);
         assert_eq!(d.count(), 10_000);
+    }
+
+    #[test]
+    fn histograms_in_log_buckets() {
+        let mut d = Durations::default();
+        for v in [3, 5, 5, 40, 45, 100] {
+            d.add(v);
+        }
+        // Two buckets per power of two: [4, 6), [32, 48), [96, 128); 3 below 4 alone.
+        let exact = d.histogram(1);
+        assert_eq!(exact, [(3, 4, 1), (4, 6, 2), (32, 48, 2), (96, 128, 1)]);
+        // The same buckets once the samples are past the exact ones.
+        for _ in 0..EXACT {
+            d.add(1000);
+        }
+        let mut h = d.histogram(1);
+        assert_eq!(h.pop(), Some((768, 1024, EXACT as u64)));
+        assert_eq!(h, exact);
+        assert_eq!(
+            (d.min(), d.max(), d.quantile(0.01)),
+            (Some(3), Some(1000), Some(3))
+        );
     }
 
     #[test]
