@@ -49,6 +49,8 @@ struct Walker<'a, 'c, V> {
     previous: Option<f64>,
     /// Which mask bits' fields the walk can step over unread. Made at the first masked block.
     plan: Option<MaskPlan>,
+    /// Where the repeated item being walked starts.
+    item: usize,
 }
 
 impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
@@ -76,6 +78,7 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
             entity: 0,
             previous: None,
             plan: None,
+            item: 0,
         }
     }
 
@@ -300,6 +303,7 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
                 w.plain_items(item, n)?
             };
             for index in done..n {
+                w.item = w.pos;
                 w.group(item, Open::Item { index }, |w| w.nodes(item.nodes))?;
             }
             Ok(())
@@ -343,6 +347,7 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
         let plan = self.mask_plan();
         for index in 0..n {
             let item_at = self.pos;
+            self.item = item_at;
             let Some(bytes) = self.buf.get(item_at..item_at + width) else {
                 return Ok(index);
             };
@@ -406,6 +411,9 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
         // then known at once, and only the numbers the visitor wants are read.
         let width = plan.width(mask);
         if mask & plan.other == 0 && self.left() >= width {
+            if V::WANTS_MASKS {
+                self.visitor.masked(self.item, mask, self.pos, width);
+            }
             let mut wanted = mask & plan.wanted;
             while wanted != 0 {
                 let bit = wanted.trailing_zeros() as usize;
@@ -696,6 +704,25 @@ mod tests {
         fn undecoded(&mut self, _: usize, _: &[u8]) {}
     }
 
+    /// A visitor that takes masked blocks whole.
+    #[derive(Default)]
+    struct Blocks(Vec<(usize, u16, usize, usize)>);
+
+    impl Visitor for Blocks {
+        const WANTS_FIELDS: bool = false;
+        const WANTS_MASKS: bool = true;
+        fn wants(&self, _: &'static Field) -> bool {
+            false
+        }
+        fn masked(&mut self, item: usize, mask: u16, at: usize, len: usize) {
+            self.0.push((item, mask, at, len));
+        }
+        fn field(&mut self, _: &'static Field, _: usize, _: usize, _: Value<'_>) {}
+        fn open(&mut self, _: &'static Group, _: Open, _: usize) {}
+        fn close(&mut self, _: Open) {}
+        fn undecoded(&mut self, _: usize, _: &[u8]) {}
+    }
+
     fn decode<V: Visitor>(payload: &[u8], visitor: &mut V) -> (Facts, Vec<Finding>) {
         let snapshot = desc::message(desc::SNAPSHOT).unwrap();
         let mut findings = Vec::new();
@@ -767,6 +794,16 @@ mod tests {
         );
         assert_eq!(every.0[3], ("entity_type", 8, 1));
         assert_eq!(every.0[10], ("lives", 28, 1));
+        // Blocks read in one go are handed over whole; the one with a reserved bit is not.
+        let mut blocks = Blocks::default();
+        assert_eq!(
+            decode(&payload, &mut blocks),
+            decode(&payload, &mut NoFields)
+        );
+        assert_eq!(
+            blocks.0,
+            [(2, 0x027F, 8, 21), (29, 0x001E, 35, 16), (51, 0, 57, 0)]
+        );
         let mut types = Types::default();
         decode(&payload, &mut types);
         assert_eq!(types.0, [(8, Value::U(0))]);

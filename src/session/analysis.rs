@@ -37,6 +37,9 @@ pub struct Config {
     pub snapshot_hz: f64,
     /// How far the measured rate may be from nominal, as a fraction of it.
     pub snapshot_tolerance: f64,
+    /// Keep per-entity figures (updates, rates, gaps) beside the entities' lifecycles, for the
+    /// reports that show them.
+    pub entity_figures: bool,
 }
 
 impl Default for Config {
@@ -44,6 +47,7 @@ impl Default for Config {
         Config {
             snapshot_hz: 60.0,
             snapshot_tolerance: 0.2,
+            entity_figures: false,
         }
     }
 }
@@ -73,6 +77,7 @@ impl Analysis {
     pub fn new(config: Config) -> Analysis {
         Analysis {
             config,
+            entities: Entities::new(config.entity_figures),
             ..Analysis::default()
         }
     }

@@ -157,29 +157,43 @@ impl Entity {
             (self.ticks as f64 / span as f64).min(1.0)
         })
     }
+}
 
-    fn update(&mut self, at: At, tick: u64) {
-        if let Some(last) = self.last {
-            let gap = at.ts_nanos.saturating_sub(last.ts_nanos);
-            if gap > self.longest_gap.nanos {
-                self.longest_gap = Gap {
-                    nanos: gap,
-                    from: last.frame,
-                    to: at.frame,
-                };
-            }
+/// The figures an update changes, kept small beside the rest of an [`Entity`] (written on the
+/// first update and on a new longest gap only).
+#[derive(Clone, Copy, Debug, Default)]
+struct Hot {
+    updates: u64,
+    ticks: u64,
+    last_tick: u64,
+    last_frame: u64,
+    last_ts: i64,
+    gap: i64,
+}
+
+/// One update of the entity whose figures are `hot` and `cold`.
+fn update(hot: &mut Hot, cold: &mut Entity, at: At, tick: u64) {
+    if hot.updates == 0 {
+        cold.first = Some(at);
+        cold.first_tick = tick;
+    } else {
+        let gap = at.ts_nanos.saturating_sub(hot.last_ts);
+        if gap > hot.gap {
+            hot.gap = gap;
+            cold.longest_gap = Gap {
+                nanos: gap,
+                from: hot.last_frame,
+                to: at.frame,
+            };
         }
-        if self.updates == 0 {
-            self.first = Some(at);
-            self.first_tick = tick;
-        }
-        if self.updates == 0 || tick != self.last_tick {
-            self.ticks += 1;
-        }
-        self.last = Some(at);
-        self.last_tick = tick;
-        self.updates += 1;
     }
+    if hot.updates == 0 || tick != hot.last_tick {
+        hot.ticks += 1;
+    }
+    hot.last_frame = at.frame;
+    hot.last_ts = at.ts_nanos;
+    hot.last_tick = tick;
+    hot.updates += 1;
 }
 
 /// The lives of a conversation's entities, ended or not: counts and distributions.
@@ -262,10 +276,58 @@ pub struct Resolved {
     pub changed: bool,
 }
 
-/// One conversation's entities.
+/// What the lifecycle needs of an entity, kept small (24 bytes) so that following every update
+/// stays in the cache; the figures ([`Entity`]) are kept beside it only when a report asks.
+#[derive(Clone, Copy, Debug)]
+struct Record {
+    id: u32,
+    type_id: u16,
+    state: State,
+    flags: u8,
+    /// The frame its life began: its spawn, or its first update.
+    begun: u64,
+    destroyed_ts: i64,
+}
+
+/// [`Record::flags`].
+const HELD: u8 = 1;
+const TYPED: u8 = 2;
+const UPDATED: u8 = 4;
+const SPAWNED: u8 = 8;
+const DESTROYED: u8 = 16;
+const REPORTED: u8 = 32;
+
+impl Record {
+    fn new(id: u32, state: State) -> Record {
+        Record {
+            id,
+            type_id: 0,
+            state,
+            flags: HELD,
+            begun: 0,
+            destroyed_ts: 0,
+        }
+    }
+    fn type_id(&self) -> Option<u16> {
+        (self.flags & TYPED != 0).then_some(self.type_id)
+    }
+}
+
+/// One conversation's entities: records in an arena, found by id through a map, or by their
+/// place in the previous snapshot (snapshots list mostly the same entities in the same order,
+/// so most updates need no hashing).
 #[derive(Debug, Default)]
 struct Conversation {
-    records: IdMap<u32, Entity>,
+    index: IdMap<u32, u32>,
+    records: Vec<Record>,
+    /// Beside each record when figures are kept.
+    figures: Vec<Entity>,
+    hot: Vec<Hot>,
+    /// Arena slots no record holds.
+    free: Vec<u32>,
+    /// The arena slots of the last snapshot's entities, in its order; the next one's so far.
+    order: Vec<u32>,
+    next_order: Vec<u32>,
     retired: Lives,
     sweep_at: usize,
 }
@@ -276,6 +338,9 @@ pub struct Entities {
     /// Indexed by conversation id − 1, like the analysis' sessions.
     conversations: Vec<Option<Box<Conversation>>>,
     records: usize,
+    /// Whether per-entity figures (updates, rates, gaps) are kept, for the reports that show
+    /// them; the lifecycle findings need none.
+    figures: bool,
     /// The first frame with an entity that got no record.
     pub overflow: Option<u64>,
     last: Vec<Resolved>,
@@ -301,6 +366,15 @@ pub fn lifecycle(dialect: Dialect, name: &str) -> Option<EntityEvent> {
 }
 
 impl Entities {
+    /// Entities whose figures are kept when `figures` (the profile's), else only their
+    /// lifecycles.
+    pub fn new(figures: bool) -> Entities {
+        Entities {
+            figures,
+            ..Entities::default()
+        }
+    }
+
     /// Follows the entities `refs` of one datagram (its event's, or none when they are not to be
     /// believed); `ticks` is the conversation's snapshot tick count once the datagram is
     /// counted. Lifecycle findings go to `emit`.
@@ -331,9 +405,83 @@ impl Entities {
             frame: event.frame,
             ts_nanos: event.ts_nanos,
         };
+        let figures = self.figures;
         let implicit = event.dialect == Dialect::Rtnp;
-        for r in refs {
-            let mut report = |rule| {
+        c.next_order.clear();
+        for (i, r) in refs.iter().enumerate() {
+            // Most references update an entity alive and known, found at its place in the last
+            // snapshot, else by its id.
+            if r.event == EntityEvent::Update {
+                let slot = c
+                    .order
+                    .get(i)
+                    .copied()
+                    .filter(|k| {
+                        let e = &c.records[*k as usize];
+                        e.id == r.id && e.flags & HELD != 0
+                    })
+                    .or_else(|| c.index.get(&r.id).copied());
+                if let Some(k) = slot {
+                    let e = &mut c.records[k as usize];
+                    if e.state != State::Destroyed {
+                        let mut changed = e.flags & UPDATED == 0;
+                        if e.flags & UPDATED == 0 {
+                            e.flags |= UPDATED;
+                            if e.flags & SPAWNED == 0 {
+                                e.begun = at.frame;
+                            }
+                        }
+                        if let Some(t) = r.type_id.filter(|t| e.type_id() != Some(*t)) {
+                            changed = true;
+                            e.type_id = t;
+                            e.flags |= TYPED;
+                        }
+                        if figures {
+                            let k = k as usize;
+                            update(&mut c.hot[k], &mut c.figures[k], at, ticks);
+                            self.last.push(Resolved {
+                                type_id: e.type_id(),
+                                changed,
+                            });
+                        }
+                        c.next_order.push(k);
+                        continue;
+                    }
+                }
+            }
+            let k = match c.index.get(&r.id) {
+                Some(k) => *k,
+                None => {
+                    if self.records >= MAX_ENTITIES {
+                        self.records -= c.sweep(at.ts_nanos);
+                    }
+                    if self.records >= MAX_ENTITIES {
+                        self.overflow.get_or_insert(event.frame);
+                        if figures {
+                            self.last.push(Resolved {
+                                type_id: r.type_id,
+                                changed: false,
+                            });
+                        }
+                        continue;
+                    }
+                    if c.index.len() >= c.sweep_at {
+                        self.records -= c.sweep(at.ts_nanos);
+                        c.sweep_at = (2 * c.index.len()).max(FIRST_SWEEP);
+                    }
+                    self.records += 1;
+                    let state = match r.event {
+                        EntityEvent::Spawn => State::Spawned,
+                        EntityEvent::Update => State::Seen,
+                        EntityEvent::Destroy => State::Destroyed,
+                    };
+                    c.hold(Record::new(r.id, state), figures)
+                }
+            };
+            if r.event == EntityEvent::Update {
+                c.next_order.push(k);
+            }
+            let resolved = c.change(k, r, at, ticks, implicit, figures, &mut |rule| {
                 emit(LooseFinding {
                     frame: event.frame,
                     conversation: event.conversation,
@@ -343,88 +491,18 @@ impl Entities {
                         detail: Detail::Value(r.id.into()),
                     },
                 })
-            };
-            if !c.records.contains_key(&r.id) {
-                if self.records >= MAX_ENTITIES {
-                    self.records -= c.sweep(at.ts_nanos);
-                }
-                if self.records >= MAX_ENTITIES {
-                    self.overflow.get_or_insert(event.frame);
-                    self.last.push(Resolved {
-                        type_id: r.type_id,
-                        changed: false,
-                    });
-                    continue;
-                }
-                if c.records.len() >= c.sweep_at {
-                    self.records -= c.sweep(at.ts_nanos);
-                    c.sweep_at = (2 * c.records.len()).max(FIRST_SWEEP);
-                }
-                self.records += 1;
-            }
-            let e = c.records.entry(r.id).or_insert_with(|| {
-                let state = match r.event {
-                    EntityEvent::Spawn => State::Spawned,
-                    EntityEvent::Update => State::Seen,
-                    EntityEvent::Destroy => State::Destroyed,
-                };
-                Entity::new(r.id, state)
             });
-            let new = e.updates == 0 && e.spawned.is_none() && e.destroyed.is_none();
-            match (r.event, e.state) {
-                (EntityEvent::Spawn, State::Spawned) if !new => {
-                    report(Rule::SessionEntitySpawnedTwice);
-                    c.retired.add(e);
-                    *e = Entity::new(r.id, State::Spawned);
-                }
-                (EntityEvent::Spawn, State::Destroyed) => {
-                    c.retired.add(e);
-                    *e = Entity::new(r.id, State::Spawned);
-                }
-                (EntityEvent::Spawn, _) => e.state = State::Spawned,
-                (EntityEvent::Update, State::Destroyed) if implicit => {
-                    // rtnp creates an entity by its appearance in a snapshot (004 §8.4).
-                    c.retired.add(e);
-                    *e = Entity::new(r.id, State::Seen);
-                }
-                (EntityEvent::Update, State::Destroyed) => {
-                    if e.after_destroy == 0 {
-                        report(Rule::SessionEntityAfterDestroy);
-                    }
-                    e.after_destroy += 1;
-                }
-                (EntityEvent::Update, _) => {}
-                (EntityEvent::Destroy, State::Destroyed) => {}
-                (EntityEvent::Destroy, _) => {
-                    e.state = State::Destroyed;
-                    e.destroyed = Some(at);
-                }
+            if figures {
+                self.last.push(resolved);
             }
-            // The first update of a life is a change, as is a new type.
-            let mut changed = false;
-            match r.event {
-                EntityEvent::Spawn => {
-                    e.spawned.get_or_insert(at);
-                }
-                EntityEvent::Update => {
-                    changed = e.updates == 0;
-                    e.update(at, ticks);
-                }
-                EntityEvent::Destroy if new => e.destroyed = Some(at),
-                EntityEvent::Destroy => {}
-            }
-            if r.type_id.is_some() && r.type_id != e.type_id {
-                changed = true;
-                e.type_id = r.type_id;
-            }
-            self.last.push(Resolved {
-                type_id: e.type_id,
-                changed,
-            });
+        }
+        if !c.next_order.is_empty() {
+            std::mem::swap(&mut c.order, &mut c.next_order);
         }
     }
 
-    /// What the last datagram's entities resolved to, one per [`EntityRef`] of its event.
+    /// What the last datagram's entities resolved to, one per [`EntityRef`] of its event (kept
+    /// with the figures).
     pub fn last(&self) -> &[Resolved] {
         &self.last
     }
@@ -434,10 +512,12 @@ impl Entities {
     pub fn finish<F: FnMut(LooseFinding)>(&self, emit: &mut F) {
         for (index, c) in self.conversations.iter().enumerate() {
             let Some(c) = c else { continue };
-            let alive = c.records.values().filter(|e| e.state != State::Destroyed);
+            let alive = c
+                .records
+                .iter()
+                .filter(|e| e.flags & HELD != 0 && e.state != State::Destroyed);
             let (count, first) = alive.fold((0u64, u64::MAX), |(n, first), e| {
-                let seen = e.spawned.or(e.first).map_or(u64::MAX, |a| a.frame);
-                (n + 1, first.min(seen))
+                (n + 1, first.min(e.begun))
             });
             if count > 0 {
                 emit(LooseFinding {
@@ -464,32 +544,33 @@ impl Entities {
         }
     }
 
-    /// The lives of a conversation's entities, retired and current.
+    /// The lives of a conversation's entities, retired and current (with figures kept).
     pub fn lives(&self, conversation: u32) -> Lives {
         let mut lives = Lives::default();
         if let Some(c) = self.conversation(conversation) {
             lives.merge(&c.retired);
-            for e in c.records.values() {
-                lives.add(e);
+            for e in c.held() {
+                lives.add(&e);
             }
         }
         lives
     }
 
-    /// A conversation's entity records (current lives, and destroyed ones not yet retired), in
-    /// id order.
-    pub fn records(&self, conversation: u32) -> Vec<&Entity> {
-        let mut v: Vec<&Entity> = self
+    /// A conversation's entities (current lives, and destroyed ones not yet retired), in id
+    /// order; their figures when they are kept.
+    pub fn records(&self, conversation: u32) -> Vec<Entity> {
+        let mut v: Vec<Entity> = self
             .conversation(conversation)
-            .map(|c| c.records.values().collect())
+            .map(|c| c.held().collect())
             .unwrap_or_default();
         v.sort_unstable_by_key(|e| e.id);
         v
     }
 
-    /// The record of one entity's current life.
-    pub fn get(&self, conversation: u32, id: u32) -> Option<&Entity> {
-        self.conversation(conversation)?.records.get(&id)
+    /// One entity's current life.
+    pub fn get(&self, conversation: u32, id: u32) -> Option<Entity> {
+        let c = self.conversation(conversation)?;
+        c.index.get(&id).map(|k| c.view(*k as usize))
     }
 
     /// Records held now, over all conversations.
@@ -505,20 +586,182 @@ impl Entities {
 }
 
 impl Conversation {
+    /// Puts a record in the arena (with empty figures when they are kept); returns its slot.
+    fn hold(&mut self, record: Record, figures: bool) -> u32 {
+        let id = record.id;
+        let entity = || Entity::new(id, record.state);
+        let k = match self.free.pop() {
+            Some(k) => {
+                self.records[k as usize] = record;
+                if figures {
+                    self.figures[k as usize] = entity();
+                    self.hot[k as usize] = Hot::default();
+                }
+                k
+            }
+            None => {
+                self.records.push(record);
+                if figures {
+                    self.figures.push(entity());
+                    self.hot.push(Hot::default());
+                }
+                self.records.len() as u32 - 1
+            }
+        };
+        self.index.insert(id, k);
+        k
+    }
+
+    /// The entity in slot `k`: its figures when kept, its lifecycle always.
+    fn view(&self, k: usize) -> Entity {
+        let r = &self.records[k];
+        let mut e = self
+            .figures
+            .get(k)
+            .cloned()
+            .unwrap_or_else(|| Entity::new(r.id, r.state));
+        (e.type_id, e.state) = (r.type_id(), r.state);
+        if let Some(h) = self.hot.get(k) {
+            (e.updates, e.ticks, e.last_tick) = (h.updates, h.ticks, h.last_tick);
+            e.last = (h.updates > 0).then_some(At {
+                frame: h.last_frame,
+                ts_nanos: h.last_ts,
+            });
+        }
+        e
+    }
+
+    /// The entities held.
+    fn held(&self) -> impl Iterator<Item = Entity> + '_ {
+        (0..self.records.len())
+            .filter(|k| self.records[*k].flags & HELD != 0)
+            .map(|k| self.view(k))
+    }
+
+    /// Ends the life in slot `k` and begins another in `state`.
+    fn renew(&mut self, k: usize, state: State, figures: bool) {
+        if figures {
+            let old = self.view(k);
+            self.retired.add(&old);
+            self.figures[k] = Entity::new(old.id, state);
+            self.hot[k] = Hot::default();
+        }
+        let r = &mut self.records[k];
+        *r = Record::new(r.id, state);
+    }
+
+    /// What a reference does to the entity in slot `k` beyond a plain update: a spawn, a
+    /// destroy, an update after a destroy; lifecycle findings go to `report`.
+    #[allow(clippy::too_many_arguments)]
+    fn change(
+        &mut self,
+        k: u32,
+        r: &EntityRef,
+        at: At,
+        ticks: u64,
+        implicit: bool,
+        figures: bool,
+        report: &mut impl FnMut(Rule),
+    ) -> Resolved {
+        let k = k as usize;
+        let e = self.records[k];
+        let new = e.flags & (UPDATED | SPAWNED | DESTROYED) == 0;
+        match (r.event, e.state) {
+            (EntityEvent::Spawn, State::Spawned) if !new => {
+                report(Rule::SessionEntitySpawnedTwice);
+                self.renew(k, State::Spawned, figures);
+            }
+            (EntityEvent::Spawn, State::Destroyed) => self.renew(k, State::Spawned, figures),
+            (EntityEvent::Spawn, _) => self.records[k].state = State::Spawned,
+            (EntityEvent::Update, State::Destroyed) if implicit => {
+                // rtnp creates an entity by its appearance in a snapshot (004 §8.4).
+                self.renew(k, State::Seen, figures);
+            }
+            (EntityEvent::Update, State::Destroyed) => {
+                if e.flags & REPORTED == 0 {
+                    report(Rule::SessionEntityAfterDestroy);
+                    self.records[k].flags |= REPORTED;
+                }
+                if figures {
+                    self.figures[k].after_destroy += 1;
+                }
+            }
+            (EntityEvent::Update, _) => {}
+            (EntityEvent::Destroy, State::Destroyed) => {}
+            (EntityEvent::Destroy, _) => {
+                self.records[k].state = State::Destroyed;
+                self.records[k].flags |= DESTROYED;
+                self.records[k].destroyed_ts = at.ts_nanos;
+                if figures {
+                    self.figures[k].destroyed = Some(at);
+                }
+            }
+        }
+        let rec = &mut self.records[k];
+        let mut changed = false;
+        match r.event {
+            EntityEvent::Spawn => {
+                if rec.flags & SPAWNED == 0 {
+                    rec.flags |= SPAWNED;
+                    rec.begun = at.frame;
+                    if figures {
+                        self.figures[k].spawned = Some(at);
+                    }
+                }
+            }
+            EntityEvent::Update => {
+                changed = rec.flags & UPDATED == 0;
+                if changed && rec.flags & SPAWNED == 0 {
+                    rec.begun = at.frame;
+                }
+                rec.flags |= UPDATED;
+                if figures {
+                    update(&mut self.hot[k], &mut self.figures[k], at, ticks);
+                }
+            }
+            EntityEvent::Destroy if new => {
+                rec.flags |= DESTROYED;
+                rec.destroyed_ts = at.ts_nanos;
+                if figures {
+                    self.figures[k].destroyed = Some(at);
+                }
+            }
+            EntityEvent::Destroy => {}
+        }
+        if let Some(t) = r.type_id.filter(|t| rec.type_id() != Some(*t)) {
+            changed = true;
+            rec.type_id = t;
+            rec.flags |= TYPED;
+        }
+        Resolved {
+            type_id: rec.type_id(),
+            changed,
+        }
+    }
+
     /// Retires entities destroyed over [`RETIRE_AFTER_NANOS`] before `now`; returns how many.
     fn sweep(&mut self, now: i64) -> usize {
-        let before = self.records.len();
-        let retired = &mut self.retired;
-        self.records.retain(|_, e| {
+        let before = self.index.len();
+        let mut gone = Vec::new();
+        let records = &self.records;
+        self.index.retain(|_, k| {
+            let e = &records[*k as usize];
             let old = e.state == State::Destroyed
-                && e.destroyed
-                    .is_some_and(|d| now.saturating_sub(d.ts_nanos) > RETIRE_AFTER_NANOS);
+                && now.saturating_sub(e.destroyed_ts) > RETIRE_AFTER_NANOS;
             if old {
-                retired.add(e);
+                gone.push(*k);
             }
             !old
         });
-        before - self.records.len()
+        for k in gone {
+            if !self.figures.is_empty() {
+                let e = self.view(k as usize);
+                self.retired.add(&e);
+            }
+            self.records[k as usize].flags &= !HELD;
+            self.free.push(k);
+        }
+        before - self.index.len()
     }
 }
 
@@ -540,7 +783,7 @@ mod tests {
     impl Feed {
         fn new(dialect: Dialect) -> Feed {
             Feed {
-                entities: Entities::default(),
+                entities: Entities::new(true),
                 dialect,
                 frame: 0,
                 findings: Vec::new(),

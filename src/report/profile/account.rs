@@ -16,8 +16,8 @@ pub const MAX_TYPE_ROWS: usize = 64;
 pub const MAX_FIELD_ROWS: usize = 128;
 /// Distinct (entity type, entity id) pairs counted per account, for the entities of each type.
 pub const MAX_SEEN: usize = 1 << 16;
-/// Entities whose updates are kept for their timelines, per conversation, and samples each
-/// (past it, every other sample goes and only every second update after is kept).
+/// Entities followed on timelines per conversation (the first ones sampled), and samples kept
+/// for each (past it, every other sample goes, and only every second sample after is kept).
 pub const MAX_TIMELINES: usize = 16;
 pub const MAX_TIMELINE_SAMPLES: usize = 1024;
 /// The row name of types past the limits.
@@ -55,10 +55,12 @@ pub struct BlockCost {
     pub probe: bool,
 }
 
-/// What a field row is keyed by: a field of the description (its slot in the field costs), an
-/// rtnp JSON key (its index in the profiler's keys), or the row of fields past the limit.
+/// What a field row is keyed by: an update-mask bit of the snapshot profile, another field of
+/// the description (its slot in the field costs), an rtnp JSON key (its index in the profiler's
+/// keys), or the row of fields past the limit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FieldKey {
+    Bit(u8),
     Slot(u16),
     Json(u16),
     Other,
@@ -72,6 +74,14 @@ pub struct FieldCost {
     pub present: u64,
 }
 
+/// A snapshot's entity blocks of one type.
+#[derive(Clone, Copy, Debug)]
+pub struct TypeCost {
+    pub type_code: u32,
+    pub updates: u64,
+    pub bytes: u64,
+}
+
 /// What a snapshot datagram's payload is made of.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SnapshotCost<'a> {
@@ -80,7 +90,9 @@ pub struct SnapshotCost<'a> {
     pub undecoded: u64,
     /// Wire payload bytes per payload byte (below 1 when compressed).
     pub ratio: f64,
-    pub blocks: &'a [BlockCost],
+    pub types: &'a [TypeCost],
+    /// The (type code, entity id) pairs that may be new ([`BlockCost::probe`]).
+    pub probes: &'a [(u32, u32)],
     pub fields: &'a [FieldCost],
 }
 
@@ -104,6 +116,35 @@ pub struct Sample<'a> {
     pub snapshot: Option<SnapshotCost<'a>>,
     /// A snapshot chunk (rtype).
     pub chunk: bool,
+}
+
+impl Sample<'_> {
+    /// A sample of nothing, to build others from.
+    pub const EMPTY: Sample<'static> = Sample {
+        frame: 0,
+        ts_nanos: 0,
+        bucket: 0,
+        dialect: Dialect::Rtype,
+        direction: None,
+        code: None,
+        name: "",
+        udp: 0,
+        wire: 0,
+        payload: 0,
+        wire_payload: 0,
+        compressed: false,
+        observed: Observed {
+            judged: false,
+            duplicate: false,
+            rtt_micros: None,
+            snapshot: false,
+            snapshot_gap_micros: None,
+            lost: 0,
+        },
+        findings: &[],
+        snapshot: None,
+        chunk: false,
+    };
 }
 
 /// A frame and its capture time.
@@ -178,8 +219,9 @@ pub struct Snapshots {
     pub undecoded_wire: f64,
     pub types: Vec<TypeRow>,
     pub fields: Vec<FieldRow>,
-    /// Rows by field slot (row index + 1, 0: none yet).
+    /// Rows by field slot and by mask bit (row index + 1, 0: none yet).
     by_slot: Vec<u32>,
+    by_bit: [u32; crate::proto::profile::MASK_BITS],
     /// Distinct (type code, entity id) pairs, for [`TypeRow::entities`]; full at [`MAX_SEEN`].
     seen: IdMap<u64, ()>,
     pub seen_full: bool,
@@ -201,15 +243,16 @@ pub struct Chunking {
     pub most_chunks: u64,
 }
 
-/// One entity's updates, for the report's timelines.
+/// One entity's sampled updates (see [`super::SAMPLE_EVERY_NANOS`]), for the report's timelines.
 #[derive(Clone, Debug)]
 pub struct Timeline {
     pub id: u32,
     pub type_code: u32,
     /// Capture time and position (NaN when the update carried none).
     pub samples: Vec<(i64, f32, f32)>,
-    /// Every how many updates a sample is kept (doubles when the samples are full).
+    /// Every how many sampled updates one is kept (doubles when the samples are full).
     pub stride: u64,
+    /// Sampled updates.
     pub updates: u64,
     pub spawns: Vec<i64>,
     pub destroys: Vec<i64>,
@@ -292,7 +335,8 @@ pub struct Account {
     /// Client to server, server to client, unknown.
     pub directions: [DirectionTotals; 3],
     pub messages: Vec<MessageRow>,
-    last_row: usize,
+    /// Rows by direction and code (row + 1; 0: none yet), for the dialects with codes.
+    by_code: Box<[u8; 3 * 256]>,
     pub snapshots: Snapshots,
     pub gaps: Durations,
     pub rtt: Durations,
@@ -330,8 +374,11 @@ impl Account {
             last: None,
             directions: Default::default(),
             messages: Vec::new(),
-            last_row: 0,
-            snapshots: Snapshots::default(),
+            by_code: Box::new([0; 3 * 256]),
+            snapshots: Snapshots {
+                ticks_window: Window::with_quietest(),
+                ..Snapshots::default()
+            },
             gaps: Durations::default(),
             rtt: Durations::default(),
             rtt_max_frame: 0,
@@ -377,21 +424,72 @@ impl Account {
         }
     }
 
-    /// Takes one datagram.
+    /// Takes one datagram: its figures, and its series when the account has them.
     pub fn add(&mut self, s: &Sample<'_>) {
+        let row = self.row(s);
+        self.add_figures(s, row);
+        self.series_at(s, row);
+    }
+
+    /// Takes one datagram's series only (the capture's account while it runs: its other
+    /// figures are the conversations', merged at the end).
+    pub fn add_series(&mut self, s: &Sample<'_>) {
+        if self.series.is_some() {
+            let row = self.row(s);
+            self.series_at(s, row);
+        }
+    }
+
+    /// [`Account::add_series`] with the sample's row found.
+    fn series_at(&mut self, s: &Sample<'_>, row: usize) {
         let now = Moment {
             frame: s.frame,
             ts_nanos: s.ts_nanos,
         };
         self.first.get_or_insert(now);
         self.last = Some(now);
+        if self.series.is_none() {
+            return;
+        }
+        let b = s.bucket;
+        let o = s.observed;
+        if let Some(c) = &mut self.messages[row].series {
+            c.add(b, s.udp);
+        }
+        let Some(series) = &mut self.series else {
+            return;
+        };
+        series.datagram(b, s.direction);
+        if o.snapshot {
+            series.snapshots.add(b, 1);
+        }
+        if let Some(gap) = o.snapshot_gap_micros {
+            series.gaps.add(b, 1);
+            series.gap_micros.add(b, gap.into());
+        }
+        if let Some(rtt) = o.rtt_micros {
+            series.rtt_samples.add(b, 1);
+            series.rtt_micros.add(b, rtt.into());
+        }
+        if o.lost > 0 {
+            series.losses.add(b, o.lost);
+        }
+        if o.duplicate {
+            series.duplicates.add(b, 1);
+        }
+        if !s.findings.is_empty() {
+            series.findings.add(b, s.findings.len() as u64);
+        }
+    }
+
+    /// Takes one datagram's figures, its series aside (`row`: its message type's).
+    fn add_figures(&mut self, s: &Sample<'_>, row: usize) {
         let d = &mut self.directions[slot_of(s.direction)];
         d.datagrams += 1;
         d.udp_bytes += s.udp;
         d.wire_bytes += s.wire;
         d.window.add(s.ts_nanos, s.frame, s.udp);
-        let detailed = self.series.is_some();
-        let row = self.row(s, detailed);
+        let row = &mut self.messages[row];
         row.datagrams += 1;
         row.udp_bytes += s.udp;
         row.wire_bytes += s.wire;
@@ -403,9 +501,6 @@ impl Account {
             row.compression.datagrams += 1;
             row.compression.wire_bytes += s.wire_payload;
             row.compression.decompressed_bytes += s.payload;
-        }
-        if let Some(c) = &mut row.series {
-            c.add(s.bucket, s.udp);
         }
         if self.largest.is_none_or(|(bytes, _)| s.udp > bytes) {
             self.largest = Some((s.udp, s.frame));
@@ -444,86 +539,184 @@ impl Account {
             c.udp_bytes += s.udp;
             c.largest = c.largest.max(s.udp);
         }
-        if let Some(series) = &mut self.series {
-            let b = s.bucket;
-            series.datagram(b, s.direction);
-            if o.snapshot {
-                series.snapshots.add(b, 1);
+    }
+
+    /// Adds another account's figures (a conversation's, to make the capture's): counts and
+    /// distributions add up; a window keeps the busiest of the two, as the whole capture's
+    /// busiest second is not known from its conversations'. Series are not merged.
+    pub fn merge(&mut self, o: &Account) {
+        let (Some(first), Some(last)) = (o.first, o.last) else {
+            return;
+        };
+        if self.first.is_none_or(|f| first.ts_nanos < f.ts_nanos) {
+            self.first = Some(first);
+        }
+        if self.last.is_none_or(|l| last.ts_nanos > l.ts_nanos) {
+            self.last = Some(last);
+        }
+        for (d, od) in self.directions.iter_mut().zip(&o.directions) {
+            d.datagrams += od.datagrams;
+            d.udp_bytes += od.udp_bytes;
+            d.wire_bytes += od.wire_bytes;
+            d.window.merge_peak(&od.window);
+        }
+        for m in &o.messages {
+            let sample = Sample {
+                dialect: m.dialect,
+                direction: m.direction,
+                code: m.code,
+                name: &m.name,
+                ..Sample::EMPTY
+            };
+            let series = self.series.is_some();
+            let row = self.row(&sample);
+            let row = &mut self.messages[row];
+            row.datagrams += m.datagrams;
+            row.udp_bytes += m.udp_bytes;
+            row.wire_bytes += m.wire_bytes;
+            row.payload_bytes += m.payload_bytes;
+            row.wire_payload_bytes += m.wire_payload_bytes;
+            row.sizes.merge(&m.sizes);
+            row.window.merge_peak(&m.window);
+            row.compression.datagrams += m.compression.datagrams;
+            row.compression.wire_bytes += m.compression.wire_bytes;
+            row.compression.decompressed_bytes += m.compression.decompressed_bytes;
+            if !series {
+                row.series = None;
             }
-            if let Some(gap) = o.snapshot_gap_micros {
-                series.gaps.add(b, 1);
-                series.gap_micros.add(b, gap.into());
+        }
+        let (n, on) = (&mut self.snapshots, &o.snapshots);
+        n.datagrams += on.datagrams;
+        n.ticks += on.ticks;
+        n.udp_bytes += on.udp_bytes;
+        n.payload_bytes += on.payload_bytes;
+        n.wire_payload_bytes += on.wire_payload_bytes;
+        n.head += on.head;
+        n.framing += on.framing;
+        n.undecoded += on.undecoded;
+        n.head_wire += on.head_wire;
+        n.framing_wire += on.framing_wire;
+        n.undecoded_wire += on.undecoded_wire;
+        for t in &on.types {
+            let row = n.type_row(t.code);
+            let r = &mut n.types[row];
+            r.entities += t.entities;
+            r.updates += t.updates;
+            r.bytes += t.bytes;
+            r.wire_bytes += t.wire_bytes;
+        }
+        for f in &on.fields {
+            let row = n.field_row(f.key);
+            let r = &mut n.fields[row];
+            r.present += f.present;
+            r.bytes += f.bytes;
+            r.wire_bytes += f.wire_bytes;
+        }
+        n.seen_full |= on.seen_full;
+        n.bytes_window.merge_peak(&on.bytes_window);
+        n.sizes.merge(&on.sizes);
+        self.gaps.merge(&o.gaps);
+        if o.rtt.max() > self.rtt.max() {
+            self.rtt_max_frame = o.rtt_max_frame;
+        }
+        self.rtt.merge(&o.rtt);
+        self.lost += o.lost;
+        self.loss_window.merge_peak(&o.loss_window);
+        self.duplicates += o.duplicates;
+        let (c, oc) = (&mut self.chunking, &o.chunking);
+        c.datagrams += oc.datagrams;
+        c.udp_bytes += oc.udp_bytes;
+        c.largest = c.largest.max(oc.largest);
+        c.sets += oc.sets;
+        c.chunks_in_sets += oc.chunks_in_sets;
+        c.most_chunks = c.most_chunks.max(oc.most_chunks);
+        if let Some((bytes, frame)) = o.largest {
+            if self.largest.is_none_or(|(mine, _)| bytes > mine) {
+                self.largest = Some((bytes, frame));
             }
-            if let Some(rtt) = o.rtt_micros {
-                series.rtt_samples.add(b, 1);
-                series.rtt_micros.add(b, rtt.into());
-            }
-            if o.lost > 0 {
-                series.losses.add(b, o.lost);
-            }
-            if o.duplicate {
-                series.duplicates.add(b, 1);
-            }
-            if !s.findings.is_empty() {
-                series.findings.add(b, s.findings.len() as u64);
-            }
+        }
+        self.largest_wire = self.largest_wire.max(o.largest_wire);
+        self.over_safe += o.over_safe;
+        self.over_mtu += o.over_mtu;
+        for (a, b) in self.findings.iter_mut().zip(&o.findings) {
+            *a += b;
         }
     }
 
+    /// Gives the row of `like`'s message type the byte series `series`.
+    pub fn adopt_series(&mut self, like: &MessageRow, series: Counts) {
+        let sample = Sample {
+            dialect: like.dialect,
+            direction: like.direction,
+            code: like.code,
+            name: &like.name,
+            ..Sample::EMPTY
+        };
+        let row = self.row(&sample);
+        self.messages[row].series = Some(series);
+    }
+
     /// The row of the sample's message type, made when new (within [`MAX_MESSAGE_ROWS`]).
-    fn row(&mut self, s: &Sample<'_>, detailed: bool) -> &mut MessageRow {
+    fn row(&mut self, s: &Sample<'_>) -> usize {
+        // A dialect's code names its message: only types named in text compare names.
         let same = |m: &MessageRow| {
             m.code == s.code
                 && m.direction == s.direction
                 && m.dialect == s.dialect
-                && m.name == s.name
+                && (s.code.is_some() || m.name == s.name)
         };
-        let found = self
-            .messages
-            .get(self.last_row)
-            .filter(|m| same(m))
-            .map(|_| self.last_row)
-            .or_else(|| self.messages.iter().position(same));
-        let index = match found {
+        let key = s.code.map(|c| slot_of(s.direction) * 256 + usize::from(c));
+        let indexed = key
+            .map(|k| usize::from(self.by_code[k]))
+            .and_then(|i| i.checked_sub(1))
+            .filter(|i| same(&self.messages[*i]));
+        let index = match indexed.or_else(|| self.messages.iter().position(same)) {
             Some(i) => i,
-            None => {
-                let full = self.messages.len() >= MAX_MESSAGE_ROWS;
-                let other = |m: &MessageRow| {
-                    m.code.is_none()
-                        && m.name == OTHER
-                        && m.direction == s.direction
-                        && m.dialect == s.dialect
-                };
-                match self.messages.iter().position(other).filter(|_| full) {
-                    Some(i) => i,
-                    None => {
-                        let (code, name) = if full {
-                            (None, OTHER.to_owned())
-                        } else {
-                            (s.code, s.name.to_owned())
-                        };
-                        self.messages.push(MessageRow {
-                            dialect: s.dialect,
-                            direction: s.direction,
-                            code,
-                            name,
-                            datagrams: 0,
-                            udp_bytes: 0,
-                            wire_bytes: 0,
-                            payload_bytes: 0,
-                            wire_payload_bytes: 0,
-                            sizes: Durations::default(),
-                            window: Window::default(),
-                            compression: Compression::default(),
-                            series: detailed.then(Counts::default),
-                        });
-                        self.messages.len() - 1
-                    }
-                }
-            }
+            None => self.new_row(s),
         };
-        self.last_row = index;
-        &mut self.messages[index]
+        if let Some(k) = key {
+            if self.messages[index].code == s.code {
+                self.by_code[k] = u8::try_from(index + 1).unwrap_or(0);
+            }
+        }
+        index
+    }
+
+    /// A row for the sample's message type, or the dialect and direction's row of types past
+    /// [`MAX_MESSAGE_ROWS`].
+    fn new_row(&mut self, s: &Sample<'_>) -> usize {
+        let full = self.messages.len() >= MAX_MESSAGE_ROWS;
+        let other = |m: &MessageRow| {
+            m.code.is_none()
+                && m.name == OTHER
+                && m.direction == s.direction
+                && m.dialect == s.dialect
+        };
+        if let Some(i) = self.messages.iter().position(other).filter(|_| full) {
+            return i;
+        }
+        let (code, name) = if full {
+            (None, OTHER.to_owned())
+        } else {
+            (s.code, s.name.to_owned())
+        };
+        let detailed = self.series.is_some();
+        self.messages.push(MessageRow {
+            dialect: s.dialect,
+            direction: s.direction,
+            code,
+            name,
+            datagrams: 0,
+            udp_bytes: 0,
+            wire_bytes: 0,
+            payload_bytes: 0,
+            wire_payload_bytes: 0,
+            sizes: Durations::default(),
+            window: Window::default(),
+            compression: Compression::default(),
+            series: detailed.then(Counts::default),
+        });
+        self.messages.len() - 1
     }
 
     fn snapshot(&mut self, s: &Sample<'_>, cost: &SnapshotCost<'_>) {
@@ -540,22 +733,23 @@ impl Account {
         n.undecoded_wire += cost.undecoded as f64 * cost.ratio;
         n.bytes_window.add(s.ts_nanos, s.frame, s.udp);
         n.sizes.add(s.udp.min(u64::from(u32::MAX)) as u32);
-        let mut row = usize::MAX;
-        for b in cost.blocks {
-            if n.types.get(row).is_none_or(|r| r.code != b.type_code) {
-                row = n.type_row(b.type_code);
-            }
-            let new = b.probe
-                && !n.seen_full
-                && n.seen
-                    .insert(u64::from(n.types[row].code) << 32 | u64::from(b.id), ())
-                    .is_none();
-            n.seen_full |= n.seen.len() >= MAX_SEEN;
+        for t in cost.types {
+            let row = n.type_row(t.type_code);
             let r = &mut n.types[row];
-            r.entities += u64::from(new);
-            r.updates += 1;
-            r.bytes += b.bytes;
-            r.wire_bytes += b.bytes as f64 * cost.ratio;
+            r.updates += t.updates;
+            r.bytes += t.bytes;
+            r.wire_bytes += t.bytes as f64 * cost.ratio;
+        }
+        for (code, id) in cost.probes {
+            if n.seen_full {
+                break;
+            }
+            let row = n.type_row(*code);
+            let key = u64::from(n.types[row].code) << 32 | u64::from(*id);
+            if n.seen.insert(key, ()).is_none() {
+                n.types[row].entities += 1;
+            }
+            n.seen_full = n.seen.len() >= MAX_SEEN;
         }
         for f in cost.fields {
             let index = n.field_row(f.key);
@@ -597,6 +791,11 @@ impl Snapshots {
                 .get(usize::from(slot))
                 .and_then(|i| i.checked_sub(1))
                 .map(|i| i as usize),
+            FieldKey::Bit(bit) => self
+                .by_bit
+                .get(usize::from(bit))
+                .and_then(|i| i.checked_sub(1))
+                .map(|i| i as usize),
             _ => self.fields.iter().position(|r| r.key == key),
         };
         if let Some(i) = found {
@@ -617,6 +816,11 @@ impl Snapshots {
             wire_bytes: 0.0,
         });
         let index = self.fields.len() - 1;
+        if let FieldKey::Bit(bit) = key {
+            if let Some(b) = self.by_bit.get_mut(usize::from(bit)) {
+                *b = index as u32 + 1;
+            }
+        }
         if let FieldKey::Slot(slot) = key {
             let slot = usize::from(slot);
             if self.by_slot.len() <= slot {

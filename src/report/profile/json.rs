@@ -13,7 +13,6 @@ use super::series::{Counts, MAX_BUCKETS};
 use super::window::Extreme;
 use super::{Profiler, MAX_DETAILED, MAX_PROFILED};
 use crate::pipeline::RunEnd;
-use crate::proto::profile::BitSlot;
 use crate::proto::{Direction, Rule};
 use crate::report::time::rfc3339;
 use crate::session::analysis::{Durations, Sequence, Session};
@@ -331,30 +330,32 @@ fn snapshots(cx: &Context<'_>, a: &Account, id: Option<u32>) -> Json {
             "wire_share": ratio(wire_bytes, wire),
         })
     };
-    let mut fields: Vec<Json> =
-        n.fields
-            .iter()
-            .map(|f| {
-                let (name, kind, bit) = match f.key {
-                    FieldKey::Slot(slot) => {
-                        let field = p.costs.field(slot);
-                        let bit = p.reading.profile.bits.iter().position(
-                            |b| matches!(b, BitSlot::Field(x) if std::ptr::eq(*x, field)),
-                        );
-                        let name = match p.slot_kinds.get(usize::from(slot)) {
-                            Some(k) if *k >= KIND && *k != OTHER_TYPE => {
-                                format!("{}.{}", type_name(cx, *k, id).0, field.name)
-                            }
-                            _ => field.name.to_owned(),
-                        };
-                        (name, "field", bit)
-                    }
-                    FieldKey::Json(i) => (p.keys[usize::from(i)].clone(), "field", None),
-                    FieldKey::Other => ("(other)".to_owned(), "field", None),
-                };
-                row(name, kind, bit, Some(f.present), f.bytes, f.wire_bytes)
-            })
-            .collect();
+    let mut fields: Vec<Json> = n
+        .fields
+        .iter()
+        .map(|f| {
+            let (name, kind, bit) = match f.key {
+                FieldKey::Bit(bit) => {
+                    let field = p.reading.profile.field(usize::from(bit));
+                    let name = field.map_or("?", |f| f.name).to_owned();
+                    (name, "field", Some(usize::from(bit)))
+                }
+                FieldKey::Slot(slot) => {
+                    let field = p.costs.field(slot);
+                    let name = match p.slot_kinds.get(usize::from(slot)) {
+                        Some(k) if *k >= KIND && *k != OTHER_TYPE => {
+                            format!("{}.{}", type_name(cx, *k, id).0, field.name)
+                        }
+                        _ => field.name.to_owned(),
+                    };
+                    (name, "field", None)
+                }
+                FieldKey::Json(i) => (p.keys[usize::from(i)].clone(), "field", None),
+                FieldKey::Other => ("(other)".to_owned(), "field", None),
+            };
+            row(name, kind, bit, Some(f.present), f.bytes, f.wire_bytes)
+        })
+        .collect();
     fields.push(row(
         "(message header)".into(),
         "header",
@@ -440,7 +441,7 @@ fn record(cx: &Context<'_>, e: &Entity) -> Json {
 
 fn entities(cx: &Context<'_>, id: Option<u32>) -> Json {
     let all = cx.end.analysis.entities();
-    let (lives, records): (Lives, Vec<&Entity>) = match id {
+    let (lives, records): (Lives, Vec<Entity>) = match id {
         Some(id) => (all.lives(id), all.records(id)),
         None => {
             let mut lives = Lives::default();
@@ -486,7 +487,7 @@ fn timelines(cx: &Context<'_>, t: &Timelines, id: Option<u32>) -> Json {
                 .map(|(ts, x, y)| json!([since(*ts), finite(*x), finite(*y)]))
                 .collect();
             json!({
-                "id": l.id, "type": type_name(cx, l.type_code, id).0, "updates": l.updates,
+                "id": l.id, "type": type_name(cx, l.type_code, id).0, "sampled_updates": l.updates,
                 "stride": l.stride,
                 "spawns_s": l.spawns.iter().map(|t| since(*t)).collect::<Vec<_>>(),
                 "destroys_s": l.destroys.iter().map(|t| since(*t)).collect::<Vec<_>>(),

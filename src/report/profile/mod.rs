@@ -25,8 +25,8 @@ use std::process::ExitCode;
 use serde_json::Value as Json;
 
 use account::{
-    ip_header, Account, BlockCost, FieldCost, FieldKey, Sample, SnapshotCost, KIND, OTHER_TYPE,
-    UDP_HEADER, UNKNOWN_TYPE,
+    ip_header, Account, BlockCost, FieldCost, FieldKey, Sample, SnapshotCost, TypeCost, KIND,
+    OTHER_TYPE, UDP_HEADER, UNKNOWN_TYPE,
 };
 use costs::FieldCosts;
 use series::Grid;
@@ -47,6 +47,9 @@ pub const MAX_PROFILED: usize = 256;
 pub const MAX_DETAILED: usize = 64;
 /// Distinct rtnp JSON keys told apart in the field rows (and component kinds in the type rows).
 pub const MAX_KEYS: usize = 128;
+/// How often the entity timelines sample a conversation's snapshot (its entities' update
+/// instants and positions), in capture time.
+pub const SAMPLE_EVERY_NANOS: i64 = 100_000_000;
 
 /// Arguments of `rtype-inspect profile`.
 #[derive(clap::Args)]
@@ -87,7 +90,9 @@ pub fn run(args: ProfileArgs, term: Term) -> Result<ExitCode, String> {
     let reading = args.read.reading()?;
     let json = profile_file(&args.file, &reading, args.interval)?;
     let out = match args.format {
-        Format::Json => serde_json::to_string_pretty(&json).unwrap_or_default() + "\n",
+        // One line: the document is data for tools (diff, the report, jq), and its series
+        // would take a line per number pretty-printed.
+        Format::Json => serde_json::to_string(&json).unwrap_or_default() + "\n",
         Format::Text => text::render(&json, term),
     };
     write_stdout(out.as_bytes())
@@ -95,8 +100,10 @@ pub fn run(args: ProfileArgs, term: Term) -> Result<ExitCode, String> {
 
 /// Profiles one capture into its JSON document.
 pub fn profile_file(file: &Path, reading: &Reading, interval_nanos: i64) -> Result<Json, String> {
-    let mut profiler = Profiler::new(&file.display().to_string(), reading, interval_nanos);
-    read_capture(file, reading, &mut profiler)?;
+    let mut reading = reading.clone();
+    reading.analysis.entity_figures = true;
+    let mut profiler = Profiler::new(&file.display().to_string(), &reading, interval_nanos);
+    read_capture(file, &reading, &mut profiler)?;
     profiler
         .json
         .take()
@@ -117,8 +124,14 @@ pub struct Profiler {
     keys: Vec<String>,
     /// The component kind (type code) each field slot was first seen in, for rt's field names.
     slot_kinds: Vec<u32>,
-    /// One datagram's entity blocks and field costs.
+    /// When each detailed conversation's timelines sample next, and the newest capture time.
+    next_sample: Vec<i64>,
+    now: i64,
+    /// One datagram's entity blocks, their bytes by type, the (type, id) pairs that may be new,
+    /// and its field costs.
     blocks: Vec<BlockCost>,
+    types: Vec<TypeCost>,
+    probes: Vec<(u32, u32)>,
     fields: Vec<FieldCost>,
     file: String,
     reading: Reading,
@@ -128,7 +141,7 @@ pub struct Profiler {
 impl Profiler {
     pub fn new(file: &str, reading: &Reading, interval_nanos: i64) -> Profiler {
         Profiler {
-            costs: FieldCosts::default(),
+            costs: FieldCosts::new(&reading.profile),
             grid: Grid::new(interval_nanos),
             total: Account::new(true),
             conversations: Vec::new(),
@@ -136,7 +149,11 @@ impl Profiler {
             kinds: Vec::new(),
             keys: Vec::new(),
             slot_kinds: Vec::new(),
+            next_sample: vec![i64::MIN; MAX_DETAILED],
+            now: i64::MIN,
             blocks: Vec::new(),
+            types: Vec::new(),
+            probes: Vec::new(),
             fields: Vec::new(),
             file: file.to_owned(),
             reading: reading.clone(),
@@ -202,6 +219,40 @@ fn json_len(value: &impl serde::Serialize) -> u64 {
     count.0
 }
 
+/// Takes one entity block of a snapshot: its bytes go to its type's (the last type first, as
+/// blocks of one type often follow each other), a (type, id) pair that may be new is kept, and
+/// the block itself when the timelines sample this datagram.
+#[inline]
+fn add_block(
+    types: &mut Vec<TypeCost>,
+    probes: &mut Vec<(u32, u32)>,
+    blocks: &mut Vec<BlockCost>,
+    sampled: bool,
+    b: BlockCost,
+) {
+    let found = match types.last_mut().filter(|t| t.type_code == b.type_code) {
+        Some(t) => Some(t),
+        None => types.iter_mut().find(|t| t.type_code == b.type_code),
+    };
+    match found {
+        Some(t) => {
+            t.updates += 1;
+            t.bytes += b.bytes;
+        }
+        None => types.push(TypeCost {
+            type_code: b.type_code,
+            updates: 1,
+            bytes: b.bytes,
+        }),
+    }
+    if b.probe {
+        probes.push((b.type_code, b.id));
+    }
+    if sampled {
+        blocks.push(b);
+    }
+}
+
 /// A number at `object.outer.inner` of an rtnp entity (`transform.x`, `position.y`).
 fn json_position(entity: &Json, inner: &str) -> Option<f64> {
     ["transform", "position"]
@@ -218,6 +269,7 @@ impl Profiler {
         a: &Analysis,
         payload: u64,
     ) -> (u64, u64, u64) {
+        let mut bits = self.costs.total();
         let c = &self.costs;
         let resolved = a.entities().last();
         let kind = match (e.dialect, e.message) {
@@ -231,18 +283,39 @@ impl Profiler {
             }
             _ => None,
         };
-        for (i, b) in c.blocks.iter().enumerate() {
+        // One block per entity the walk read (a block it could not finish costs nothing here:
+        // its bytes are undecoded).
+        let count = e.entities.len().max(c.blocks.len());
+        for i in 0..count {
+            let b = c.blocks.get(i).copied().unwrap_or_default();
             let end = c.blocks.get(i + 1).map_or(b.end, |next| next.at);
             let known = resolved.get(i);
             let type_id = known
                 .and_then(|r| r.type_id)
                 .or_else(|| e.entities.get(i).and_then(|r| r.type_id));
             let type_code = kind.unwrap_or_else(|| type_id.map_or(UNKNOWN_TYPE, u32::from));
-            self.blocks.push(BlockCost {
-                id: b.id,
+            let block = BlockCost {
+                id: e.entities.get(i).map_or(b.id, |r| r.id),
                 type_code,
                 bytes: u64::from(end.saturating_sub(b.at)),
                 probe: kind.is_some() || known.is_none_or(|r| r.changed),
+            };
+            add_block(
+                &mut self.types,
+                &mut self.probes,
+                &mut self.blocks,
+                self.costs.positions,
+                block,
+            );
+        }
+        while bits != 0 {
+            let bit = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            let (bytes, present) = c.bit_cost(bit);
+            self.fields.push(FieldCost {
+                key: FieldKey::Bit(bit as u8),
+                bytes: bytes.into(),
+                present: present.into(),
             });
         }
         for slot in &c.touched {
@@ -300,12 +373,19 @@ impl Profiler {
                 .or_else(|| entity.get("id"))
                 .and_then(Json::as_u64)
                 .unwrap_or(0);
-            self.blocks.push(BlockCost {
+            let block = BlockCost {
                 id: id as u32,
                 type_code: UNKNOWN_TYPE,
                 bytes: whole,
                 probe: true,
-            });
+            };
+            add_block(
+                &mut self.types,
+                &mut self.probes,
+                &mut self.blocks,
+                self.costs.positions,
+                block,
+            );
         }
         (payload.saturating_sub(in_entities), framing, 0)
     }
@@ -316,11 +396,16 @@ impl Sink for Profiler {
     fn fields(&mut self) -> &mut FieldCosts {
         &mut self.costs
     }
-    fn begin(&mut self, _: &Conversations, _: u32) {
+    fn begin(&mut self, _: &Conversations, conversation: u32) {
         self.costs.reset();
+        let due = (conversation as usize)
+            .checked_sub(1)
+            .and_then(|i| self.next_sample.get(i));
+        self.costs.positions = due.is_some_and(|at| self.now >= *at);
     }
     fn datagram(&mut self, _: &DatagramEvent<'_>) {}
     fn analysed(&mut self, e: &DatagramEvent<'_>, a: &Analysis) {
+        self.now = self.now.max(e.ts_nanos);
         let (bucket, fold) = self.grid.place(e.ts_nanos, e.frame);
         if fold > 1 {
             self.fold(fold);
@@ -332,6 +417,8 @@ impl Sink for Profiler {
             _ => payload,
         };
         self.blocks.clear();
+        self.types.clear();
+        self.probes.clear();
         self.fields.clear();
         let snapshot = lifecycle(e.dialect, e.name) == Some(EntityEvent::Update);
         let parts = match (snapshot, e.decoded) {
@@ -349,8 +436,11 @@ impl Sink for Profiler {
             conversations,
             others,
             blocks,
+            types,
+            probes,
             fields,
             costs,
+            next_sample,
             ..
         } = self;
         let snapshot = parts.map(|(head, framing, undecoded)| SnapshotCost {
@@ -362,7 +452,8 @@ impl Sink for Profiler {
             } else {
                 1.0
             },
-            blocks,
+            types,
+            probes,
             fields,
         });
         let sample = Sample {
@@ -383,7 +474,7 @@ impl Sink for Profiler {
             snapshot,
             chunk: e.dialect == Dialect::Rtype && e.code == Some(desc::SNAPSHOT_CHUNK),
         };
-        total.add(&sample);
+        total.add_series(&sample);
         let account = account(conversations, others, e.conversation);
         account.add(&sample);
         if let Some(t) = &mut account.timelines {
@@ -394,12 +485,24 @@ impl Sink for Profiler {
             let entities = json
                 .and_then(|j| j.get("entities"))
                 .and_then(Json::as_array);
-            for (i, b) in blocks.iter().enumerate() {
-                let (x, y) = match entities.and_then(|list| list.get(i)) {
-                    Some(entity) => (json_position(entity, "x"), json_position(entity, "y")),
-                    None => costs.blocks.get(i).map_or((None, None), |c| (c.x, c.y)),
-                };
-                t.update(b.id, b.type_code, e.ts_nanos, x, y);
+            let position = |i: usize| match entities.and_then(|list| list.get(i)) {
+                Some(entity) => (json_position(entity, "x"), json_position(entity, "y")),
+                None => costs.blocks.get(i).map_or((None, None), |c| (c.x, c.y)),
+            };
+            // A sample when one is due and the datagram brought positions (a datagram whose
+            // fields were read ahead has none: the next one will).
+            let due = (e.conversation as usize)
+                .checked_sub(1)
+                .and_then(|i| next_sample.get_mut(i))
+                .filter(|at| e.ts_nanos >= **at);
+            if let Some(next) = due {
+                if (0..blocks.len()).any(|i| position(i) != (None, None)) {
+                    *next = e.ts_nanos.saturating_add(SAMPLE_EVERY_NANOS);
+                    for (i, b) in blocks.iter().enumerate() {
+                        let (x, y) = position(i);
+                        t.update(b.id, b.type_code, e.ts_nanos, x, y);
+                    }
+                }
             }
             for r in e.entities {
                 match r.event {
@@ -411,13 +514,10 @@ impl Sink for Profiler {
         }
     }
     fn reassembled(&mut self, r: &ReassembledEvent<'_>) {
-        let account = account(&mut self.conversations, &mut self.others, r.conversation);
-        for a in [account, &mut self.total] {
-            let c = &mut a.chunking;
-            c.sets += 1;
-            c.chunks_in_sets += u64::from(r.chunks);
-            c.most_chunks = c.most_chunks.max(u64::from(r.chunks));
-        }
+        let c = &mut account(&mut self.conversations, &mut self.others, r.conversation).chunking;
+        c.sets += 1;
+        c.chunks_in_sets += u64::from(r.chunks);
+        c.most_chunks = c.most_chunks.max(u64::from(r.chunks));
     }
     fn loose(&mut self, f: &LooseFinding) {
         let bucket = self.grid.bucket_of_frame(f.frame);
@@ -426,6 +526,22 @@ impl Sink for Profiler {
             .loose(f.finding.rule, bucket);
     }
     fn end(&mut self, end: &RunEnd<'_>) {
+        // The capture's figures are its conversations' together; its series were kept as
+        // the datagrams came.
+        let mut whole = Account::new(false);
+        for a in self.conversations.iter().flatten() {
+            whole.merge(a);
+        }
+        whole.merge(&self.others);
+        whole.first = self.total.first;
+        whole.last = self.total.last;
+        whole.series = self.total.series.take();
+        for row in &mut self.total.messages {
+            if let Some(series) = row.series.take() {
+                whole.adopt_series(row, series);
+            }
+        }
+        self.total = whole;
         self.json = Some(json::document(self, end));
     }
 }

@@ -17,6 +17,8 @@ pub struct Grid {
     /// The first frame of each bucket up to the newest (an empty bucket gets the next one's), so
     /// a finding known only by its frame finds its bucket.
     first_frames: Vec<u64>,
+    /// The capture time the newest bucket starts at (most datagrams fall in it: no division).
+    newest_start: i64,
 }
 
 impl Grid {
@@ -27,6 +29,7 @@ impl Grid {
             interval_nanos: interval,
             start: None,
             first_frames: Vec::new(),
+            newest_start: i64::MAX,
         }
     }
 
@@ -43,6 +46,9 @@ impl Grid {
     /// The bucket of a datagram at `ts_nanos`, and by how much every series must fold first (1:
     /// not at all). A time before the first datagram counts in bucket 0.
     pub fn place(&mut self, ts_nanos: i64, frame: u64) -> (usize, usize) {
+        if (ts_nanos.wrapping_sub(self.newest_start) as u64) < self.interval_nanos as u64 {
+            return (self.first_frames.len() - 1, 1);
+        }
         let start = *self.start.get_or_insert(ts_nanos);
         let offset = (i128::from(ts_nanos) - i128::from(start)).max(0);
         let mut fold = 1usize;
@@ -58,6 +64,10 @@ impl Grid {
         let bucket = bucket as usize;
         while self.first_frames.len() <= bucket {
             self.first_frames.push(frame);
+        }
+        if bucket + 1 == self.first_frames.len() {
+            let from = i128::from(start) + bucket as i128 * i128::from(self.interval_nanos);
+            self.newest_start = i64::try_from(from).unwrap_or(i64::MAX);
         }
         (bucket, fold)
     }

@@ -9,6 +9,8 @@
 /// Slots per window, and a slot's length.
 pub const SLOTS: usize = 100;
 pub const SLOT_NANOS: i64 = 10_000_000;
+/// Slots kept: the window's, rounded up to a power of two so that a slot's place is a mask.
+const RING: usize = 128;
 
 #[derive(Clone, Copy, Debug, Default)]
 struct Slot {
@@ -31,9 +33,17 @@ pub struct Extreme {
 /// A stream's 1 s windows.
 #[derive(Clone, Debug)]
 pub struct Window {
-    slots: Box<[Slot; SLOTS]>,
+    slots: Box<[Slot; RING]>,
+    /// The capture time the newest slot starts at (so most events find their slot without a
+    /// division).
+    head_start: i64,
+    /// Whether the quietest window is wanted (it costs a judgement per slot).
+    quiet: bool,
     /// The slot number (capture time / 10 ms) of the newest slot; `None` before the first event.
     head: Option<i64>,
+    /// The oldest slot of the current window that holds an event (kept as slots leave, so a
+    /// new peak knows its first frame without searching the window).
+    oldest: i64,
     first: i64,
     sum: u64,
     /// The last frame before the current window.
@@ -45,8 +55,11 @@ pub struct Window {
 impl Default for Window {
     fn default() -> Self {
         Window {
-            slots: Box::new([Slot::default(); SLOTS]),
+            slots: Box::new([Slot::default(); RING]),
+            head_start: 0,
+            quiet: false,
             head: None,
+            oldest: 0,
             first: 0,
             sum: 0,
             before: 0,
@@ -57,25 +70,29 @@ impl Default for Window {
 }
 
 fn index(slot: i64) -> usize {
-    slot.rem_euclid(SLOTS as i64) as usize
+    (slot as usize) & (RING - 1)
 }
 
 impl Window {
+    /// A window that also finds the quietest second.
+    pub fn with_quietest() -> Window {
+        Window {
+            quiet: true,
+            ..Window::default()
+        }
+    }
+
     /// Adds `amount` at `ts_nanos` (frame `frame`); a time before the newest slot counts in it.
     pub fn add(&mut self, ts_nanos: i64, frame: u64, amount: u64) {
-        let slot = ts_nanos.div_euclid(SLOT_NANOS);
         let head = match self.head {
-            None => {
-                self.head = Some(slot);
-                self.first = slot;
-                slot
+            Some(head) if (ts_nanos.wrapping_sub(self.head_start) as u64) < SLOT_NANOS as u64 => {
+                head
             }
-            Some(head) if slot > head => {
-                self.advance(head, slot, frame);
-                slot
-            }
-            Some(head) => head,
+            _ => self.place(ts_nanos, frame),
         };
+        if self.sum == 0 {
+            self.oldest = head;
+        }
         let s = &mut self.slots[index(head)];
         if s.first == 0 {
             s.first = frame;
@@ -84,16 +101,30 @@ impl Window {
         s.amount += amount;
         self.sum += amount;
         if self.sum > self.peak.amount {
-            let first = (0..SLOTS as i64)
-                .rev()
-                .map(|back| self.slots[index(head - back)].first)
-                .find(|f| *f != 0)
-                .unwrap_or(frame);
             self.peak = Extreme {
                 amount: self.sum,
-                first_frame: first,
+                first_frame: self.slots[index(self.oldest)].first,
                 last_frame: frame,
             };
+        }
+    }
+
+    /// The newest slot once an event at `ts_nanos` is in, moving the window when it is later.
+    fn place(&mut self, ts_nanos: i64, frame: u64) -> i64 {
+        let slot = ts_nanos.div_euclid(SLOT_NANOS);
+        match self.head {
+            None => {
+                self.head = Some(slot);
+                self.head_start = slot.saturating_mul(SLOT_NANOS);
+                self.first = slot;
+                slot
+            }
+            Some(head) if slot > head => {
+                self.advance(head, slot, frame);
+                self.head_start = slot.saturating_mul(SLOT_NANOS);
+                slot
+            }
+            Some(head) => head,
         }
     }
 
@@ -104,21 +135,38 @@ impl Window {
         let steps = (to - head).min(SLOTS as i64 + 1);
         for step in 0..steps {
             let completed = head + step;
-            if completed - self.first >= SLOTS as i64 - 1 {
+            if self.quiet && completed - self.first >= SLOTS as i64 - 1 {
                 self.judge_min(frame);
             }
-            let leaving = &mut self.slots[index(completed + 1)];
+            let leaving = &mut self.slots[index(completed + 1 - SLOTS as i64)];
             if leaving.last != 0 {
                 self.before = leaving.last;
             }
             self.sum -= leaving.amount;
             *leaving = Slot::default();
         }
-        if to - head > steps {
+        if self.quiet && to - head > steps {
             // The windows wholly inside the silence hold nothing.
             self.judge_min(frame);
         }
         self.head = Some(to);
+        // The oldest slot with an event, now that the window starts later.
+        let start = to - (SLOTS as i64 - 1);
+        if self.sum == 0 {
+            self.oldest = to;
+        } else {
+            self.oldest = self.oldest.max(start);
+            while self.slots[index(self.oldest)].first == 0 && self.oldest < to {
+                self.oldest += 1;
+            }
+        }
+    }
+
+    /// Keeps `other`'s peak when it is the busier (windows of two streams do not add up).
+    pub fn merge_peak(&mut self, other: &Window) {
+        if other.peak.amount > self.peak.amount {
+            self.peak = other.peak;
+        }
     }
 
     fn judge_min(&mut self, after: u64) {
@@ -134,7 +182,7 @@ impl Window {
     /// The quietest window, once the stream spans at least one whole window (the window ending
     /// with its last event counts too).
     pub fn quietest(&self) -> Option<Extreme> {
-        let head = self.head?;
+        let head = self.head.filter(|_| self.quiet)?;
         let mut min = self.min;
         if head - self.first >= SLOTS as i64 - 1 && min.is_none_or(|m| self.sum < m.amount) {
             min = Some(Extreme {
@@ -177,7 +225,7 @@ mod tests {
 
     #[test]
     fn quietest_second_and_silences() {
-        let mut w = Window::default();
+        let mut w = Window::with_quietest();
         // One event every 16 ms for 2 s, then a silence of 700 ms, then 1 s more.
         let mut frame = 0;
         let mut t = 0;
@@ -201,7 +249,7 @@ mod tests {
             "{q:?}"
         );
         // A silence longer than a window: a window with nothing, between the events around it.
-        let mut w = Window::default();
+        let mut w = Window::with_quietest();
         w.add(0, 1, 1);
         w.add(500 * MS, 2, 1);
         w.add(5_000 * MS, 3, 1);
@@ -215,12 +263,12 @@ mod tests {
             })
         );
         // Shorter than a window: no whole window to judge.
-        let mut w = Window::default();
+        let mut w = Window::with_quietest();
         w.add(0, 1, 1);
         w.add(900 * MS, 2, 1);
         assert_eq!(w.quietest(), None);
         // Timestamps at the ends of i64 neither loop nor overflow.
-        let mut w = Window::default();
+        let mut w = Window::with_quietest();
         w.add(i64::MIN, 1, 1);
         w.add(i64::MAX, 2, 1);
         assert_eq!(w.quietest().map(|q| q.amount), Some(0));

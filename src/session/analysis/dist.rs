@@ -95,6 +95,32 @@ impl Durations {
         self.max = self.max.max(micros);
     }
 
+    /// Adds another distribution's samples (of another conversation, for a capture's totals):
+    /// as if they had been added here, within the histogram's precision.
+    pub fn merge(&mut self, other: &Durations) {
+        let Some(theirs) = &other.histogram else {
+            for v in &other.exact[..other.count as usize] {
+                self.add(*v);
+            }
+            return;
+        };
+        let exact = &self.exact[..(self.count as usize).min(EXACT)];
+        let mine = self.histogram.get_or_insert_with(|| {
+            let mut h = Box::new([0u32; BUCKETS]);
+            for v in exact {
+                h[bucket(*v)] += 1;
+            }
+            h
+        });
+        for (a, b) in mine.iter_mut().zip(theirs.iter()) {
+            *a = a.saturating_add(*b);
+        }
+        self.count += other.count;
+        self.sum = self.sum.saturating_add(other.sum);
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+    }
+
     pub fn count(&self) -> u64 {
         self.count
     }
@@ -286,6 +312,35 @@ mod tests {
             (d.min(), d.max(), d.quantile(0.01)),
             (Some(3), Some(1000), Some(3))
         );
+    }
+
+    #[test]
+    fn merged_distributions_are_the_samples_together() {
+        let (mut a, mut b, mut both) = (
+            Durations::default(),
+            Durations::default(),
+            Durations::default(),
+        );
+        for i in 0..100u32 {
+            a.add(i * 7);
+            both.add(i * 7);
+        }
+        for i in 0..30u32 {
+            b.add(5_000 + i);
+            both.add(5_000 + i);
+        }
+        let mut ab = a.clone();
+        ab.merge(&b);
+        let mut ba = b.clone();
+        ba.merge(&a);
+        for d in [&ab, &ba] {
+            assert_eq!(
+                (d.count(), d.sum(), d.min(), d.max()),
+                (130, both.sum(), Some(0), Some(5_029))
+            );
+            assert_eq!(d.histogram(3), both.histogram(3));
+            assert_eq!(d.quantile(0.9), both.quantile(0.9));
+        }
     }
 
     #[test]

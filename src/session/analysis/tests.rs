@@ -273,6 +273,7 @@ fn snapshot_rate_is_judged_from_twenty_ticks() {
         analysis: Analysis::new(Config {
             snapshot_hz: 20.0,
             snapshot_tolerance: 0.1,
+            ..Config::default()
         }),
         ..Script::new()
     };
