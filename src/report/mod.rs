@@ -2,6 +2,7 @@
 
 pub mod catalog;
 pub mod check;
+pub mod diff;
 pub mod export;
 pub mod fields;
 pub mod filter;

@@ -14,7 +14,7 @@
 pub mod account;
 pub mod budget;
 mod costs;
-mod json;
+pub mod json;
 pub mod series;
 mod text;
 pub mod window;
