@@ -93,9 +93,14 @@ pub fn run(args: ProfileArgs, term: Term) -> Result<ExitCode, String> {
         // One line: the document is data for tools (diff, the report, jq), and its series
         // would take a line per number pretty-printed.
         Format::Json => serde_json::to_string(&json).unwrap_or_default() + "\n",
-        Format::Text => text::render(&json, term),
+        Format::Text => text(&json, term),
     };
     write_stdout(out.as_bytes())
+}
+
+/// The profile document as text (what `profile` prints without `--format json`).
+pub fn text(json: &Json, term: Term) -> String {
+    text::render(json, term)
 }
 
 /// Profiles one capture into its JSON document.

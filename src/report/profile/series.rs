@@ -46,8 +46,10 @@ impl Grid {
     /// The bucket of a datagram at `ts_nanos`, and by how much every series must fold first (1:
     /// not at all). A time before the first datagram counts in bucket 0.
     pub fn place(&mut self, ts_nanos: i64, frame: u64) -> (usize, usize) {
-        if (ts_nanos.wrapping_sub(self.newest_start) as u64) < self.interval_nanos as u64 {
-            return (self.first_frames.len() - 1, 1);
+        if let Some(newest) = self.first_frames.len().checked_sub(1) {
+            if (ts_nanos.wrapping_sub(self.newest_start) as u64) < self.interval_nanos as u64 {
+                return (newest, 1);
+            }
         }
         let start = *self.start.get_or_insert(ts_nanos);
         let offset = (i128::from(ts_nanos) - i128::from(start)).max(0);
