@@ -95,6 +95,12 @@ enum Command {
     /// Judge captures for CI: exit 0 clean, 1 when a finding reaches --fail-on, 2 on errors.
     #[command(after_help = FILTER_EXAMPLES)]
     Check(report::check::CheckArgs),
+    /// Where the bytes go: bandwidth by message type, snapshot bytes by entity type and field,
+    /// entity update rates, time buckets, distributions, chunking.
+    Profile(report::profile::ProfileArgs),
+    /// Compare two captures (or saved `profile --format json` documents): message mix, bytes,
+    /// rates, percentiles, findings; --fail-above PERCENT makes it a CI gate.
+    Diff(report::diff::DiffArgs),
     /// Print the protocol reference (every message and field) generated from the description.
     Protocol,
     /// List every display-filter field (like tshark -G fields): name, type, label.
@@ -147,6 +153,8 @@ const SUBCOMMANDS: &[&str] = &[
     "summary",
     "stats",
     "check",
+    "profile",
+    "diff",
     "packets",
     "export",
     "violations",
@@ -248,6 +256,8 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
         }
         Command::Stats(args) => report::stats::run(args, term),
         Command::Check(args) => report::check::run(args, term),
+        Command::Profile(args) => report::profile::run(args, term),
+        Command::Diff(args) => report::diff::run(args, term),
         Command::Protocol => write_stdout(report::protocol_doc::markdown().as_bytes()),
         Command::Violations { format } => {
             let text = match format {

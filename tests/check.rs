@@ -12,15 +12,20 @@ const C17: &str = "tests/fixtures/reference-17byte-1client.pcap";
 const C15: &str = "tests/fixtures/reference-15byte-levelevents.pcap";
 const P17: &str = "samples/profiles/reference-17byte.toml";
 const P15: &str = "samples/profiles/reference-15byte.toml";
-/// What the 17-byte capture breaks, all warnings: the empty pongs, the LevelInit boss trailer,
-/// and the 351 byte-identical ENTITY_DESTROYED repeats.
-const ALLOW_17: [&str; 6] = [
+/// What the 17-byte capture breaks, warnings and an info: the empty pongs, the LevelInit boss
+/// trailer, the 351 byte-identical ENTITY_DESTROYED repeats, entity 68 updated (frame 1465)
+/// after its ENTITY_DESTROYED (frame 1461), and the entities alive at the end.
+const ALLOW_17: [&str; 10] = [
     "--allow",
     "rtype.pong.empty",
     "--allow",
     "rtype.levelinit.boss-trailer",
     "--allow",
     "session.duplicate-datagram",
+    "--allow",
+    "session.entity-after-destroy",
+    "--allow",
+    "session.entity-never-destroyed",
 ];
 
 fn path(rel: &str) -> String {
@@ -106,6 +111,8 @@ fn clean_file_with_its_allow_list_passes_even_on_info() {
             ("rtype.pong.empty", 15, "allowed"),
             ("rtype.levelinit.boss-trailer", 1, "allowed"),
             ("session.duplicate-datagram", 351, "allowed"),
+            ("session.entity-after-destroy", 1, "allowed"),
+            ("session.entity-never-destroyed", 1, "allowed"),
         ]
     );
 }
@@ -137,7 +144,8 @@ fn failing_files_exit_1() {
         [
             "rtype.pong.empty",
             "rtype.levelinit.boss-trailer",
-            "session.duplicate-datagram"
+            "session.duplicate-datagram",
+            "session.entity-after-destroy",
         ]
     );
     // One allowed rule short: still failing.
@@ -193,7 +201,7 @@ fn unreadable_files_exit_2_and_the_others_are_still_judged() {
         .as_str()
         .unwrap()
         .contains("not a capture file"));
-    assert_eq!(files[1]["findings"].as_array().unwrap().len(), 3);
+    assert_eq!(files[1]["findings"].as_array().unwrap().len(), 5);
     // Text report: every file, then the tally.
     let out = check(&[&missing, &c17, "--profile", &p17]);
     assert_eq!(code(&out), Some(2));
@@ -242,11 +250,8 @@ fn config_file_in_the_working_directory_or_given() {
         )
     };
     // Found in the working directory; its profile is relative to it.
-    std::fs::write(
-        dir.join("rtype-inspect.toml"),
-        config(", \"session.duplicate-datagram\""),
-    )
-    .unwrap();
+    let both = ", \"session.duplicate-datagram\", \"session.entity-after-destroy\"";
+    std::fs::write(dir.join("rtype-inspect.toml"), config(both)).unwrap();
     let out = check_in(&dir, &[&c17, "--format", "json"]);
     assert_eq!(
         code(&out),
@@ -262,11 +267,16 @@ fn config_file_in_the_working_directory_or_given() {
         serde_json::json!([
             "rtype.pong.empty",
             "rtype.levelinit.boss-trailer",
-            "session.duplicate-datagram"
+            "session.duplicate-datagram",
+            "session.entity-after-destroy",
         ])
     );
     // The command line adds to the allow-list and overrides fail_on.
-    std::fs::write(dir.join("rtype-inspect.toml"), config("")).unwrap();
+    std::fs::write(
+        dir.join("rtype-inspect.toml"),
+        config(", \"session.entity-after-destroy\""),
+    )
+    .unwrap();
     assert_eq!(code(&check_in(&dir, &[&c17])), Some(1));
     assert_eq!(
         code(&check_in(
@@ -282,7 +292,7 @@ fn config_file_in_the_working_directory_or_given() {
     // --config from elsewhere: the profile is still found next to the config file. Without the
     // profile the capture's snapshots would not decode and more rules would fail.
     let cfg = dir.join("ci.toml");
-    std::fs::write(&cfg, config(", \"session.duplicate-datagram\"")).unwrap();
+    std::fs::write(&cfg, config(both)).unwrap();
     let elsewhere = scratch_dir("elsewhere");
     assert_eq!(
         code(&check_in(
@@ -394,7 +404,7 @@ fn junit_report_parses_and_lists_failures() {
     assert!(case("rtype.crc.mismatch")
         .children()
         .all(|n| !n.is_element()));
-    assert_eq!(suites[0].attribute("failures"), Some("2"));
+    assert_eq!(suites[0].attribute("failures"), Some("3"));
     assert_eq!(suites[0].attribute("skipped"), Some("1"));
     // The 15-byte capture fails on its header too.
     let s15 = cases(suites[1]);

@@ -20,7 +20,7 @@ use proptest::sample::Index;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, FileFailurePersistence, RngAlgorithm, TestRng, TestRunner};
 
-use rtype_inspect::app::Term;
+use rtype_inspect::app::{ReadOpts, Reading, Term};
 use rtype_inspect::capture::defrag;
 use rtype_inspect::capture::reader::MAX_RECORD_LEN;
 use rtype_inspect::capture::CaptureReader;
@@ -31,6 +31,7 @@ use rtype_inspect::proto::Rule;
 use rtype_inspect::report::export::Export;
 use rtype_inspect::report::filter::FilterArgs;
 use rtype_inspect::report::packets::{Packets, PacketsOptions};
+use rtype_inspect::report::profile::{self, Profiler};
 use rtype_inspect::report::summary::Summary;
 use rtype_inspect::session::chunks;
 use rtype_inspect::session::event::{DatagramEvent, LooseFinding};
@@ -226,6 +227,35 @@ fn every_report(bytes: &[u8]) {
         if let Some(json) = stats.json() {
             let _ = rtype_inspect::report::stats::text("mutated", json, Term::pipe());
         }
+        let mut profiler = Profiler::new("mutated", &reading(), 100_000_000);
+        run(bytes, &mut profiler);
+        if let Some(json) = profiler.json() {
+            let _ = profile::text(json, Term::pipe());
+            let _ = profile::budget::judge(json, &every_budget());
+        }
+    }
+}
+
+/// Reading options as a command line without options has them (no config file is in the
+/// crate's directory).
+fn reading() -> Reading {
+    ReadOpts {
+        quiet: true,
+        ..ReadOpts::default()
+    }
+    .reading()
+    .expect("default reading options")
+}
+
+/// Every budget set, to judge a profile by all of them.
+fn every_budget() -> rtype_inspect::app::config::Budgets {
+    rtype_inspect::app::config::Budgets {
+        snapshot_kbps_per_client: Some(1.0),
+        datagram_bytes_max: Some(1.0),
+        entity_updates_per_s_min: Some(1000.0),
+        snapshot_hz_min: Some(1000.0),
+        rtt_p95_ms_max: Some(0.001),
+        loss_percent_max: Some(0.0),
     }
 }
 
@@ -1227,6 +1257,59 @@ fn distinct_rtnp_type_names_stay_bounded() {
         "{other}"
     );
     assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+/// The profile keeps 64 message rows per conversation: 40,000 distinct rtnp type names share one
+/// row past them, and memory stays small.
+#[test]
+fn profile_rows_stay_bounded() {
+    let frames: Vec<Vec<u8>> = (0..40_000)
+        .map(|i| {
+            ipv4(
+                &udp(format!("{{\"type\":\"t{i:08}\"}}").as_bytes(), 41_000, 4242),
+                0,
+                0,
+                false,
+            )
+        })
+        .collect();
+    let bytes = raw_pcap(&frames, 65_535);
+    let (profiler, peak) = measured(|| {
+        let mut profiler = Profiler::new("names", &reading(), 1_000_000_000);
+        assert!(run(&bytes, &mut profiler));
+        profiler
+    });
+    let j = profiler.json().unwrap();
+    let rows = j["conversations"][0]["messages"].as_array().unwrap();
+    let limit = profile::account::MAX_MESSAGE_ROWS;
+    assert_eq!(rows.len(), limit + 1, "{rows:?}");
+    let other = rows.iter().find(|m| m["name"] == "(other)").unwrap();
+    assert_eq!(other["datagrams"].as_u64().unwrap() as usize, frames.len() - limit);
+    assert!(peak < 16 << 20, "peak {peak} bytes");
+}
+
+/// A profile's memory does not grow with the capture's length: per-entity records are retired,
+/// time buckets fold, rows and timelines are capped. Two generated captures, one four times the
+/// other, at 100 ms buckets (the longer one folds them twice).
+#[test]
+fn profile_memory_stays_flat_in_the_captures_length() {
+    let dir = std::env::temp_dir().join(format!("rtype-profile-memory-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut peaks = Vec::new();
+    for datagrams in [60_000u64, 240_000] {
+        let file = dir.join(format!("{datagrams}.pcap"));
+        let out = io::BufWriter::new(std::fs::File::create(&file).unwrap());
+        rtype_inspect::samplegen::generate_large(out, datagrams, 4).unwrap();
+        let mut reading = reading();
+        reading.analysis.entity_figures = true;
+        let (json, peak) = measured(|| profile::profile_file(&file, &reading, 100_000_000).unwrap());
+        assert_eq!(json["total"]["datagrams"].as_u64(), Some(datagrams));
+        eprintln!("{datagrams} datagrams: peak {peak} bytes, {} buckets", json["series"]["buckets"]);
+        peaks.push(peak);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(peaks[1] < peaks[0] + (2 << 20), "{peaks:?}");
+    assert!(peaks[1] < 48 << 20, "{peaks:?}");
 }
 
 /// The config and profile files are read with a bound: `/dev/zero` (whose metadata says 0 bytes)

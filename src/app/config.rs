@@ -7,6 +7,10 @@
 //! snapshot_tolerance = 20             # percent
 //! fail_on = "warning"                 # check: error (default), warning or info
 //! allow = ["rtype.pong.empty"]        # check: rule IDs whose findings never fail
+//!
+//! [budgets]                           # check: limits per conversation (see [`Budgets`])
+//! snapshot_kbps_per_client = 256
+//! datagram_bytes_max = 1200
 //! ```
 //!
 //! Unknown keys, unknown rule IDs and values out of range are errors naming the file and the key.
@@ -33,6 +37,69 @@ struct ConfigFile {
     profile: Option<String>,
     snapshot_hz: Option<f64>,
     snapshot_tolerance: Option<f64>,
+    #[serde(default)]
+    budgets: Budgets,
+}
+
+/// The `[budgets]` table: limits `check` holds each conversation to, from its profile. Each is
+/// judged on its own; a rate is judged over every 1 s window too.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Budgets {
+    /// Snapshot bandwidth to one client (UDP payload), kbit/s, in any 1 s window.
+    pub snapshot_kbps_per_client: Option<f64>,
+    /// The largest UDP payload of a datagram, bytes.
+    pub datagram_bytes_max: Option<f64>,
+    /// The fewest updates per second of an entity alive 1 s or more.
+    pub entity_updates_per_s_min: Option<f64>,
+    /// The fewest snapshot ticks in any 1 s window of the snapshot stream.
+    pub snapshot_hz_min: Option<f64>,
+    /// The 95th-percentile round-trip time, ms.
+    pub rtt_p95_ms_max: Option<f64>,
+    /// The estimated loss of client messages or of snapshot ticks, percent.
+    pub loss_percent_max: Option<f64>,
+}
+
+impl Budgets {
+    /// Whether no budget is set.
+    pub fn is_empty(&self) -> bool {
+        *self == Budgets::default()
+    }
+
+    /// Every budget, by its key.
+    pub fn entries(&self) -> [(&'static str, Option<f64>); 6] {
+        [
+            ("snapshot_kbps_per_client", self.snapshot_kbps_per_client),
+            ("datagram_bytes_max", self.datagram_bytes_max),
+            ("entity_updates_per_s_min", self.entity_updates_per_s_min),
+            ("snapshot_hz_min", self.snapshot_hz_min),
+            ("rtt_p95_ms_max", self.rtt_p95_ms_max),
+            ("loss_percent_max", self.loss_percent_max),
+        ]
+    }
+
+    /// Budgets are positive numbers (a loss a percentage from 0 to 100).
+    fn check(&self) -> Result<(), String> {
+        for (key, value) in self.entries() {
+            let Some(v) = value else { continue };
+            let percent = key == "loss_percent_max";
+            let ok = v.is_finite()
+                && if percent {
+                    (0.0..=100.0).contains(&v)
+                } else {
+                    v > 0.0
+                };
+            if !ok {
+                let what = if percent {
+                    "a percentage from 0 to 100"
+                } else {
+                    "a positive number"
+                };
+                return Err(format!("budgets.{key} must be {what}, not {v}"));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// What the configuration file says, checked. Empty when there is no file.
@@ -47,6 +114,7 @@ pub struct Config {
     pub snapshot_hz: Option<f64>,
     /// Percent.
     pub snapshot_tolerance: Option<f64>,
+    pub budgets: Budgets,
 }
 
 impl Config {
@@ -115,6 +183,7 @@ impl Config {
         if let Some(pct) = file.snapshot_tolerance {
             check_snapshot_tolerance(pct, "snapshot_tolerance")?;
         }
+        file.budgets.check()?;
         let profile = file.profile.map(|p| {
             let bundled = crate::proto::profile::Profile::bundled(&p).is_some();
             let dir = path.parent().unwrap_or(Path::new(""));
@@ -131,6 +200,7 @@ impl Config {
             profile,
             snapshot_hz: file.snapshot_hz,
             snapshot_tolerance: file.snapshot_tolerance,
+            budgets: file.budgets,
         })
     }
 }
@@ -185,6 +255,34 @@ mod tests {
         assert_eq!(
             (c.snapshot_hz, c.snapshot_tolerance),
             (Some(30.0), Some(10.0))
+        );
+    }
+
+    #[test]
+    fn reads_budgets() {
+        let c = parse(
+            "[budgets]\nsnapshot_kbps_per_client = 256\ndatagram_bytes_max = 1200\n\
+             entity_updates_per_s_min = 20\nsnapshot_hz_min = 55\nrtt_p95_ms_max = 50\n\
+             loss_percent_max = 1\n",
+        )
+        .unwrap();
+        let b = c.budgets;
+        assert_eq!(
+            b.entries().map(|(_, v)| v),
+            [256.0, 1200.0, 20.0, 55.0, 50.0, 1.0].map(Some)
+        );
+        assert!(!b.is_empty() && parse("").unwrap().budgets.is_empty());
+        let e = parse("[budgets]\nsnapshot_kbps = 5\n").unwrap_err();
+        assert!(e.contains("snapshot_kbps") && e.contains("line 2"), "{e}");
+        let e = parse("[budgets]\nloss_percent_max = 120\n").unwrap_err();
+        assert!(
+            e.starts_with("budgets.loss_percent_max must be a percentage from 0 to 100"),
+            "{e}"
+        );
+        let e = parse("[budgets]\nrtt_p95_ms_max = -1\n").unwrap_err();
+        assert!(
+            e.starts_with("budgets.rtt_p95_ms_max must be a positive number"),
+            "{e}"
         );
     }
 

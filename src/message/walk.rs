@@ -49,6 +49,8 @@ struct Walker<'a, 'c, V> {
     previous: Option<f64>,
     /// Which mask bits' fields the walk can step over unread. Made at the first masked block.
     plan: Option<MaskPlan>,
+    /// Where the repeated item being walked starts.
+    item: usize,
 }
 
 impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
@@ -76,6 +78,7 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
             entity: 0,
             previous: None,
             plan: None,
+            item: 0,
         }
     }
 
@@ -300,16 +303,19 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
                 w.plain_items(item, n)?
             };
             for index in done..n {
+                w.item = w.pos;
                 w.group(item, Open::Item { index }, |w| w.nodes(item.nodes))?;
             }
             Ok(())
         })
     }
 
-    /// Walks the items of a repeat made of fixed-width numbers that are not checked and that the
-    /// visitor does not want (a snapshot's entity id and update mask), then perhaps the masked
-    /// fields, without going node by node: most of a summary's time is spent in these items.
-    /// Only the entity id and the update mask are read, each at its place in the item, so every
+    /// Walks the items of a repeat made of fixed-width numbers that are not checked (a
+    /// snapshot's entity id and update mask), then perhaps the masked fields, without going node
+    /// by node: most of a summary's time is spent in these items. Only the entity id and the
+    /// update mask are read, each at its place in the item, and handed to the visitor when it
+    /// wants them (the pipeline follows entity ids for their lifecycle); other numbers of the item
+    /// are stepped over, so a visitor that wants one of them gets the node-by-node walk. Every
     /// branch here takes the same way for every item. Returns how many items it walked; the
     /// node-by-node walk takes over from the first one that is cut short (to report it) or when
     /// the items are not of this kind.
@@ -318,7 +324,7 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
             [nodes @ .., Node::Masked] => (nodes, true),
             nodes => (nodes, false),
         };
-        // (offset in the item, width) of the numbers [`Walker::note`] keeps.
+        // (offset in the item, width, field, wanted) of the numbers [`Walker::note`] keeps.
         let (mut id, mut mask_at) = (None, None);
         let mut width = 0;
         for node in nodes {
@@ -328,13 +334,11 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
             let (0, Some(w), Check::None) = (field.array, field.ty.width(), field.check) else {
                 return Ok(0);
             };
-            if self.visitor.wants(field) {
-                return Ok(0);
-            }
+            let wanted = self.visitor.wants(field);
             match field.role {
-                Role::None => {}
-                Role::EntityId => id = Some((width, w)),
-                Role::UpdateMask => mask_at = Some((width, w)),
+                Role::None if !wanted => {}
+                Role::EntityId => id = Some((width, w, field, wanted)),
+                Role::UpdateMask => mask_at = Some((width, w, field, wanted)),
                 _ => return Ok(0),
             }
             width += w;
@@ -342,13 +346,28 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
         // Kept here rather than re-read from `self` in every item.
         let plan = self.mask_plan();
         for index in 0..n {
-            let Some(bytes) = self.buf.get(self.pos..self.pos + width) else {
+            let item_at = self.pos;
+            self.item = item_at;
+            let Some(bytes) = self.buf.get(item_at..item_at + width) else {
                 return Ok(index);
             };
-            if let Some((at, w)) = id {
-                self.entity = self.raw(&bytes[at..at + w]) as u32;
+            if let Some((at, w, field, wanted)) = id {
+                let raw = self.raw(&bytes[at..at + w]);
+                self.entity = raw as u32;
+                if wanted {
+                    self.visitor
+                        .field(field, item_at + at, w, number(field, raw));
+                }
             }
-            let mask = mask_at.map_or(0, |(at, w)| self.raw(&bytes[at..at + w]) as u16);
+            let mut mask = 0;
+            if let Some((at, w, field, wanted)) = mask_at {
+                let raw = self.raw(&bytes[at..at + w]);
+                mask = raw as u16;
+                if wanted {
+                    self.visitor
+                        .field(field, item_at + at, w, number(field, raw));
+                }
+            }
             self.mask = mask;
             self.pos += width;
             if masked {
@@ -392,6 +411,9 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
         // then known at once, and only the numbers the visitor wants are read.
         let width = plan.width(mask);
         if mask & plan.other == 0 && self.left() >= width {
+            if V::WANTS_MASKS {
+                self.visitor.masked(self.item, mask, self.pos, width);
+            }
             let mut wanted = mask & plan.wanted;
             while wanted != 0 {
                 let bit = wanted.trailing_zeros() as usize;
@@ -665,6 +687,42 @@ mod tests {
         fn undecoded(&mut self, _: usize, _: &[u8]) {}
     }
 
+    /// A visitor that wants the entity framing only, as the pipeline's lifecycle tap.
+    #[derive(Default)]
+    struct Framing(Vec<(&'static str, usize, usize)>);
+
+    impl Visitor for Framing {
+        const WANTS_FIELDS: bool = false;
+        fn wants(&self, field: &'static Field) -> bool {
+            matches!(field.role, Role::EntityId | Role::UpdateMask)
+        }
+        fn field(&mut self, f: &'static Field, at: usize, len: usize, _: Value<'_>) {
+            self.0.push((f.name, at, len));
+        }
+        fn open(&mut self, _: &'static Group, _: Open, _: usize) {}
+        fn close(&mut self, _: Open) {}
+        fn undecoded(&mut self, _: usize, _: &[u8]) {}
+    }
+
+    /// A visitor that takes masked blocks whole.
+    #[derive(Default)]
+    struct Blocks(Vec<(usize, u16, usize, usize)>);
+
+    impl Visitor for Blocks {
+        const WANTS_FIELDS: bool = false;
+        const WANTS_MASKS: bool = true;
+        fn wants(&self, _: &'static Field) -> bool {
+            false
+        }
+        fn masked(&mut self, item: usize, mask: u16, at: usize, len: usize) {
+            self.0.push((item, mask, at, len));
+        }
+        fn field(&mut self, _: &'static Field, _: usize, _: usize, _: Value<'_>) {}
+        fn open(&mut self, _: &'static Group, _: Open, _: usize) {}
+        fn close(&mut self, _: Open) {}
+        fn undecoded(&mut self, _: usize, _: &[u8]) {}
+    }
+
     fn decode<V: Visitor>(payload: &[u8], visitor: &mut V) -> (Facts, Vec<Finding>) {
         let snapshot = desc::message(desc::SNAPSHOT).unwrap();
         let mut findings = Vec::new();
@@ -706,6 +764,12 @@ mod tests {
                 "cut at {len}"
             );
             assert_eq!(skipped, decode(cut, &mut Types::default()), "cut at {len}");
+            // The framing is visited where it is, whichever walk reads it.
+            let (mut framing, mut every) = (Framing::default(), Everything::default());
+            assert_eq!(skipped, decode(cut, &mut framing), "cut at {len}");
+            decode(cut, &mut every);
+            every.0.retain(|f| matches!(f.0, "id" | "update_mask"));
+            assert_eq!(framing.0, every.0, "cut at {len}");
         }
         // Fields are visited at their offsets, whichever way the walk reads them.
         let mut every = Everything::default();
@@ -730,6 +794,16 @@ mod tests {
         );
         assert_eq!(every.0[3], ("entity_type", 8, 1));
         assert_eq!(every.0[10], ("lives", 28, 1));
+        // Blocks read in one go are handed over whole; the one with a reserved bit is not.
+        let mut blocks = Blocks::default();
+        assert_eq!(
+            decode(&payload, &mut blocks),
+            decode(&payload, &mut NoFields)
+        );
+        assert_eq!(
+            blocks.0,
+            [(2, 0x027F, 8, 21), (29, 0x001E, 35, 16), (51, 0, 57, 0)]
+        );
         let mut types = Types::default();
         decode(&payload, &mut types);
         assert_eq!(types.0, [(8, Value::U(0))]);

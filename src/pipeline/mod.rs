@@ -16,14 +16,17 @@ use std::ops::{ControlFlow, Range};
 use crate::capture::{self, Ahead, CaptureInfo, Defragmenter, Frame, LinkOutcome, ReadEnd};
 use crate::datagram::{rtype, Dialect};
 use crate::display_filter::{Context, DisplayFilter};
-use crate::message::{Detail, Finding, Visitor};
+use crate::message::{Detail, Finding, Value, Visitor};
 use crate::proto::profile::Profile;
 use crate::proto::rtype as desc;
-use crate::proto::schema::Group;
+use crate::proto::schema::{Field, Group, Role};
 use crate::proto::Rule;
 use crate::session::analysis::{self, Analysis};
 use crate::session::chunks::{ChunkSets, Closed};
-use crate::session::event::{DatagramEvent, FrameCounts, LooseFinding, ReassembledEvent};
+use crate::session::entities::lifecycle;
+use crate::session::event::{
+    DatagramEvent, EntityEvent, EntityRef, FrameCounts, LooseFinding, ReassembledEvent,
+};
 use crate::session::Conversations;
 
 /// The group the header's fields are reported in.
@@ -33,6 +36,30 @@ pub static HEADER_GROUP: Group = Group {
     label: "Header",
     nodes: desc::HEADER,
 };
+
+/// Whether a field names an entity: its id, or its type.
+fn names_entity(field: &Field) -> bool {
+    matches!(field.role, Role::EntityId | Role::EntityType)
+}
+
+/// Notes a field that names an entity: an id starts an [`EntityRef`] (located at `at` in the
+/// datagram), the entity type that follows gives it its type.
+fn note_entity(entities: &mut Vec<EntityRef>, field: &Field, at: usize, value: Value<'_>) {
+    match field.role {
+        Role::EntityId => entities.push(EntityRef {
+            id: value.as_u64().map_or(0, |v| v as u32),
+            event: EntityEvent::Update,
+            type_id: None,
+            at: at as u32,
+        }),
+        Role::EntityType => {
+            if let Some(last) = entities.last_mut() {
+                last.type_id = value.as_u64().map(|t| t as u16);
+            }
+        }
+        _ => {}
+    }
+}
 
 /// The end of a run.
 #[derive(Debug)]
@@ -67,6 +94,9 @@ pub trait Sink {
     /// A datagram the display filter did not pass (its fields were visited all the same): the
     /// sink may note its time, so that times stay relative to the same first datagram.
     fn skipped(&mut self, _event: &DatagramEvent<'_>) {}
+    /// Called after the session analysis saw the datagram, with what it made of it
+    /// ([`Analysis::last`], the entities' [`Analysis::entities`]).
+    fn analysed(&mut self, _event: &DatagramEvent<'_>, _analysis: &Analysis) {}
     /// A reassembled snapshot, whose fields were just visited.
     fn reassembled(&mut self, _event: &ReassembledEvent<'_>) {}
     fn loose(&mut self, finding: &LooseFinding);
@@ -110,6 +140,8 @@ struct State {
     findings: Vec<Finding>,
     /// The session findings of the datagram being reported.
     raised: Vec<LooseFinding>,
+    /// The entities the current datagram names.
+    entities: Vec<EntityRef>,
     closed: Vec<Closed>,
     conversations: Conversations,
     analysis: Analysis,
@@ -149,6 +181,7 @@ impl Pipeline {
                 port,
                 findings: Vec::with_capacity(64),
                 raised: Vec::new(),
+                entities: Vec::new(),
                 closed: Vec::new(),
                 conversations: Conversations::default(),
                 analysis: Analysis::default(),
@@ -194,7 +227,7 @@ impl Pipeline {
             render: sink
                 .fields()
                 .ahead()
-                .map(|fields| (fields, self.state.profile.clone(), Vec::new())),
+                .map(|fields| (fields, self.state.profile.clone(), Vec::new(), Vec::new())),
             datagrams: 0,
         };
         let read = reader.for_each_frame_threaded(ahead, |frame, unpacks: &Unpacks, index| {
@@ -324,6 +357,7 @@ fn report<'a, S: Sink>(
     for f in raised {
         sink.loose(f);
     }
+    sink.analysed(&event, analysis);
     true
 }
 
@@ -410,9 +444,9 @@ enum Unpack<'s> {
 /// thread then has only the stateful part left, and the two run side by side.
 struct UnpackAhead<F> {
     scratch: Vec<u8>,
-    /// The sink's renderer, with what it needs: the profile, and findings it discards (the
-    /// decoding thread finds them again, in order, with the conversation's state).
-    render: Option<(F, Profile, Vec<Finding>)>,
+    /// The sink's renderer, with what it needs: the profile, and findings and entities it
+    /// discards (the decoding thread finds them again, in order, with the conversation's state).
+    render: Option<(F, Profile, Vec<Finding>, Vec<EntityRef>)>,
     /// rtype datagrams seen, to share the rendering between the threads.
     datagrams: u64,
 }
@@ -452,12 +486,13 @@ impl<F: RenderAhead> Ahead for UnpackAhead<F> {
                 unpacks.payloads.extend_from_slice(payload);
                 self.datagrams += 1;
                 let rendered = match &mut self.render {
-                    Some((fields, profile, findings))
+                    Some((fields, profile, findings, entities))
                         if self.datagrams % RENDER_SHARE.1 < RENDER_SHARE.0 =>
                     {
                         findings.clear();
                         rtype::check(udp.payload, unpacked, findings).map(|d| {
-                            rtype_arm::render(&d, &self.scratch, profile, fields, findings);
+                            let discarded = (&mut *findings, &mut *entities);
+                            rtype_arm::render(&d, &self.scratch, profile, fields, discarded);
                             let start = unpacks.rendered.len();
                             fields.drain_rendered(&mut unpacks.rendered);
                             start..unpacks.rendered.len()
@@ -615,12 +650,22 @@ impl State {
         };
         self.counts.datagrams += 1;
         self.findings.clear();
+        self.entities.clear();
         match dialect {
             Dialect::Rtype => self.rtype(&udp, unpack, sink),
             Dialect::Rt => self.rt(&udp, sink),
             Dialect::Rtnp => self.rtnp(&udp, sink),
         }
         self.flush_closed(sink);
+    }
+
+    /// Keeps the entities the walk collected when the message spawns, updates or destroys them,
+    /// as [`lifecycle`] says; other messages that name entities change nothing.
+    fn entity_events(&mut self, dialect: Dialect, message: Option<&str>) {
+        match message.and_then(|m| lifecycle(dialect, m)) {
+            Some(event) => self.entities.iter_mut().for_each(|e| e.event = event),
+            None => self.entities.clear(),
+        }
     }
 
     fn flush_closed<S: Sink>(&mut self, sink: &mut S) {

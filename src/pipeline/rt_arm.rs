@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::SocketAddr;
 
-use super::{Sink, State, Udp, HEADER_GROUP};
+use super::{names_entity, note_entity, Sink, State, Udp, HEADER_GROUP};
 use crate::datagram::{rt, Dialect};
 use crate::display_filter::Context;
 use crate::message::{
@@ -237,6 +237,10 @@ impl State {
                     acked = sequence;
                 }
                 Some(m) if d.decodable() => {
+                    let (entities, at) = (&mut self.entities, d.payload_at);
+                    let mut named = Tap::new(fields, names_entity, |field, offset, value| {
+                        note_entity(entities, field, at + offset, value)
+                    });
                     facts = decode_message(
                         m,
                         d.payload,
@@ -244,7 +248,7 @@ impl State {
                         endian,
                         &self.profile,
                         &rt::MESSAGE_RULES,
-                        fields,
+                        &mut named,
                         &mut self.findings,
                     );
                 }
@@ -258,6 +262,7 @@ impl State {
             // Only what the header shows is judged (see `judged_when_cut`).
             self.findings.retain(|f| super::judged_when_cut(f.rule));
         }
+        self.entity_events(Dialect::Rt, message.map(|m| m.name));
         let event = DatagramEvent {
             frame,
             ts_nanos,
@@ -279,6 +284,7 @@ impl State {
             facts,
             findings: &self.findings,
             session: &[],
+            entities: &self.entities,
         };
         let context = Context {
             first_ts: self.first_ts.unwrap_or(ts_nanos),

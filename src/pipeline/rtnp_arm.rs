@@ -16,7 +16,8 @@ use crate::proto::rtnp::{
     self as desc, JsonMessage, CLIENT_TIMEOUT_NANOS, PING, PONG, SERVER_PORT,
 };
 use crate::proto::{Direction, Rule};
-use crate::session::event::{DatagramEvent, Decoded};
+use crate::session::entities::lifecycle;
+use crate::session::event::{DatagramEvent, Decoded, EntityEvent, EntityRef};
 
 /// `player_name`'s length in characters (§6.5).
 const PLAYER_NAME_CHARS: std::ops::RangeInclusive<usize> = 1..=32;
@@ -67,6 +68,37 @@ fn direction(
         dst
     });
     (direction, known)
+}
+
+/// The entities a snapshot updates (`entities[]`, by `networkId` as document 004 names it, or
+/// `id` as real servers do) and destroys (the `destroyed` list of ids real servers send), all
+/// located at the JSON text.
+fn snapshot_entities(json: &Value, at: usize, entities: &mut Vec<EntityRef>) {
+    let id = |v: &Value| v.as_u64().and_then(|i| u32::try_from(i).ok());
+    let list = |key: &str| {
+        json.get(key)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+    };
+    let mut push = |id: u32, event| {
+        entities.push(EntityRef {
+            id,
+            event,
+            type_id: None,
+            at: at as u32,
+        })
+    };
+    for e in list("entities") {
+        if let Some(i) = e.get("networkId").or_else(|| e.get("id")).and_then(id) {
+            push(i, EntityEvent::Update);
+        }
+    }
+    for d in list("destroyed") {
+        if let Some(i) = id(d) {
+            push(i, EntityEvent::Destroy);
+        }
+    }
 }
 
 /// What the text of a datagram turned out to be.
@@ -164,6 +196,13 @@ impl State {
                 .unwrap_or("UNKNOWN"),
             Content::Nothing => "UNKNOWN",
         };
+        if direction == Direction::ServerToClient
+            && lifecycle(Dialect::Rtnp, name) == Some(EntityEvent::Update)
+        {
+            if let Some(json) = json {
+                snapshot_entities(json, at, &mut self.entities);
+            }
+        }
         let epoch = json.and_then(|j| j.get("epoch")).and_then(Value::as_u64);
         if cut {
             // Only what the header shows is judged (see `judged_when_cut`).
@@ -192,6 +231,7 @@ impl State {
             facts: Facts::default(),
             findings: &self.findings,
             session: &[],
+            entities: &self.entities,
         };
         let context = Context {
             first_ts: self.first_ts.unwrap_or(ts_nanos),

@@ -1,5 +1,5 @@
 //! The rtype dialect's part of the pipeline: checks, decoding, archetypes and chunk sets.
-use super::{RenderAhead, Sink, State, Udp, Unpack, HEADER_GROUP};
+use super::{names_entity, note_entity, RenderAhead, Sink, State, Udp, Unpack, HEADER_GROUP};
 use crate::datagram::{rtype, Dialect};
 use crate::display_filter::Context;
 use crate::message::{
@@ -10,7 +10,7 @@ use crate::proto::rtype as desc;
 use crate::proto::schema::{Field, Group, Role};
 use crate::proto::{Direction, Message, Rule};
 use crate::session::chunks::{Chunk, Reassembled};
-use crate::session::event::{DatagramEvent, Decoded, ReassembledEvent};
+use crate::session::event::{DatagramEvent, Decoded, EntityRef, ReassembledEvent};
 
 impl State {
     pub(super) fn rtype<S: Sink>(&mut self, udp: &Udp<'_>, unpack: Unpack<'_>, sink: &mut S) {
@@ -84,6 +84,7 @@ impl State {
                 profile: &self.profile,
                 archetypes,
                 findings: &mut self.findings,
+                entities: &mut self.entities,
             };
             facts = match rendered {
                 // The reading thread rendered the fields: walk again only for findings and facts.
@@ -108,6 +109,7 @@ impl State {
                 self.remember_archetypes(conversation, m, p);
             }
         }
+        self.entity_events(Dialect::Rtype, message.map(|m| m.name));
         // Chunks join their set before the datagram is reported, so that chunk findings are the
         // datagram's own; the snapshot they complete is reported right after it.
         let mut reassembled = None;
@@ -149,6 +151,7 @@ impl State {
             facts,
             findings: &self.findings,
             session: &[],
+            entities: &self.entities,
         };
         let context = Context {
             first_ts: self.first_ts.unwrap_or(ts_nanos),
@@ -278,15 +281,17 @@ pub(super) fn render<V: Visitor>(
     scratch: &[u8],
     profile: &Profile,
     fields: &mut V,
-    findings: &mut Vec<Finding>,
+    (findings, entities): (&mut Vec<Finding>, &mut Vec<EntityRef>),
 ) {
     header_fields(d, profile, fields);
+    entities.clear();
     let walk = Walk {
         d,
         payload: d.payload(scratch),
         profile,
         archetypes: &[],
         findings,
+        entities,
     };
     walk.checked(fields);
 }
@@ -299,33 +304,33 @@ struct Walk<'a, 'd> {
     profile: &'a Profile,
     archetypes: &'a [(u16, String)],
     findings: &'a mut Vec<Finding>,
+    /// Where the entities the message names are collected.
+    entities: &'a mut Vec<EntityRef>,
 }
 
 impl Walk<'_, '_> {
-    /// Walks the message into `fields`; entity types are checked against the archetypes on
-    /// their way, and their findings follow the walk's.
+    /// Walks the message into `fields`; the entities it names are collected, and entity types
+    /// checked against the archetypes on their way, their findings following the walk's.
     fn checked<V: Visitor>(self, fields: &mut V) -> Facts {
         let (Some(message), Some(p)) = (self.d.message, self.payload) else {
             return Facts::default();
         };
-        let (at, archetypes) = (self.d.payload_at, self.archetypes);
+        let (at, archetypes, entities) = (self.d.payload_at, self.archetypes, self.entities);
         let mut unknown = Vec::new();
-        let mut check = Tap::new(
-            fields,
-            |f: &'static Field| f.role == Role::EntityType && !archetypes.is_empty(),
-            |_, offset, value: Value<'_>| {
-                let known = |t: u64| archetypes.iter().any(|a| u64::from(a.0) == t);
-                if let Some(t) = value.as_u64().filter(|t| !known(*t)) {
-                    let detail = Detail::Value(t);
-                    let at = (at + offset) as u32;
-                    unknown.push(Finding {
-                        rule: Rule::RtypeUnknownEntityType,
-                        at,
-                        detail,
-                    });
-                }
-            },
-        );
+        let mut check = Tap::new(fields, names_entity, |field, offset, value: Value<'_>| {
+            note_entity(entities, field, at + offset, value);
+            let known = |t: u64| archetypes.iter().any(|a| u64::from(a.0) == t);
+            let type_id = value.as_u64().filter(|_| field.role == Role::EntityType);
+            if let Some(t) = type_id.filter(|t| !archetypes.is_empty() && !known(*t)) {
+                let detail = Detail::Value(t);
+                let at = (at + offset) as u32;
+                unknown.push(Finding {
+                    rule: Rule::RtypeUnknownEntityType,
+                    at,
+                    detail,
+                });
+            }
+        });
         let facts = decode_message(
             message,
             p,

@@ -250,6 +250,28 @@ rules! {
         "the same datagram, byte for byte, sent again within 100 ms in the same direction";
     SessionConversationLimit = "session.conversation-limit", Warning, "SECURITY.md",
         "more conversations than are tracked: later ones share conversation 0 and are not analysed";
+    // Entity lifecycles (src/session/entities.rs), per conversation.
+    SessionEntityAfterDestroy = "session.entity-after-destroy", Warning, "002 §5.2, 003 ENTITY_DESTROY",
+        "a snapshot updates an entity after its ENTITY_DESTROYED, with no spawn between (once per entity and destruction; the detail is the entity id)";
+    SessionEntitySpawnedTwice = "session.entity-spawned-twice", Warning, "002 §5.2, 003 ENTITY_SPAWN",
+        "ENTITY_SPAWN for an entity id that is alive (spawned and not destroyed since); ids are unique (the detail is the entity id)";
+    SessionEntityNeverDestroyed = "session.entity-never-destroyed", Info, "002 §5.2, 003 ENTITY_DESTROY, 004 §8.4",
+        "entities spawned or updated and never destroyed by the end of the capture (one finding per conversation, at the first such entity, with the count)";
+    SessionEntityLimit = "session.entity-limit", Warning, "SECURITY.md",
+        "more entities alive or recently destroyed than are tracked: further ones get no lifecycle findings and no per-entity figures";
+    // Budgets from the configuration file's [budgets] table, judged by `check` per conversation.
+    BudgetSnapshotKbps = "budget.snapshot-kbps", Error, "rtype-inspect.toml [budgets]",
+        "snapshot bandwidth to one client (UDP payload) over some 1 s window is above snapshot_kbps_per_client";
+    BudgetDatagramBytes = "budget.datagram-bytes", Error, "rtype-inspect.toml [budgets]",
+        "a datagram's UDP payload is larger than datagram_bytes_max";
+    BudgetEntityUpdateRate = "budget.entity-update-rate", Error, "rtype-inspect.toml [budgets]",
+        "an entity alive for at least 1 s was updated less often than entity_updates_per_s_min";
+    BudgetSnapshotHz = "budget.snapshot-hz", Error, "rtype-inspect.toml [budgets]",
+        "fewer snapshot ticks than snapshot_hz_min arrived in some 1 s window of the conversation's snapshot stream";
+    BudgetRttP95 = "budget.rtt-p95", Error, "rtype-inspect.toml [budgets]",
+        "the conversation's 95th-percentile round-trip time is above rtt_p95_ms_max";
+    BudgetLossPercent = "budget.loss-percent", Error, "rtype-inspect.toml [budgets]",
+        "the estimated loss of client messages or snapshot ticks is above loss_percent_max";
 }
 
 impl Rule {

@@ -6,7 +6,9 @@
 //! implementation by allowing rules (`--allow ID`, or the config file), then tightens it.
 //!
 //! The configuration file (`rtype-inspect.toml`, see [`crate::app::config`]) gives `fail_on` and
-//! `allow` defaults; command-line options win over the file, and allow-lists add up.
+//! `allow` defaults; command-line options win over the file, and allow-lists add up. Its
+//! `[budgets]` table makes the check profile each capture too ([`super::profile`]) and judge
+//! every conversation against the budgets: a broken one is a finding of a `budget.*` rule.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -14,14 +16,19 @@ use std::process::ExitCode;
 use clap::ValueEnum;
 use serde_json::{json, Value as Json};
 
+use super::profile::budget::{self, BudgetBreak};
+use super::profile::Profiler;
 use super::summary::{RuleCounts, MAX_FRAMES};
 use super::table;
 use crate::app::config::unknown_rules;
 use crate::app::{read_capture, write_stdout, ReadOpts, Reading, Term};
+use crate::capture::CaptureInfo;
 use crate::message::NoFields;
 use crate::pipeline::{RunEnd, Sink};
 use crate::proto::{Rule, Severity};
-use crate::session::event::{DatagramEvent, LooseFinding};
+use crate::session::analysis::Analysis;
+use crate::session::event::{DatagramEvent, LooseFinding, ReassembledEvent};
+use crate::session::Conversations;
 
 /// Frames listed per rule in the text report (JSON and JUnit list up to [`MAX_FRAMES`]).
 const TEXT_FRAMES: usize = 8;
@@ -156,10 +163,49 @@ impl Sink for Judge {
     fn end(&mut self, _: &RunEnd<'_>) {}
 }
 
-/// One judged file: its findings, or why it could not be read.
+/// Counts findings per rule while another sink makes its report (the profile, for budgets).
+struct Counted<S> {
+    rules: RuleCounts,
+    inner: S,
+}
+
+impl<S: Sink> Sink for Counted<S> {
+    type Fields = S::Fields;
+    fn fields(&mut self) -> &mut S::Fields {
+        self.inner.fields()
+    }
+    fn start(&mut self, info: &CaptureInfo) {
+        self.inner.start(info);
+    }
+    fn begin(&mut self, conversations: &Conversations, conversation: u32) {
+        self.inner.begin(conversations, conversation);
+    }
+    fn datagram(&mut self, e: &DatagramEvent<'_>) {
+        for f in e.findings {
+            self.rules.add(f.rule, e.frame);
+        }
+        self.inner.datagram(e);
+    }
+    fn analysed(&mut self, e: &DatagramEvent<'_>, analysis: &Analysis) {
+        self.inner.analysed(e, analysis);
+    }
+    fn reassembled(&mut self, e: &ReassembledEvent<'_>) {
+        self.inner.reassembled(e);
+    }
+    fn loose(&mut self, f: &LooseFinding) {
+        self.rules.add(f.finding.rule, f.frame);
+        self.inner.loose(f);
+    }
+    fn end(&mut self, end: &RunEnd<'_>) {
+        self.inner.end(end);
+    }
+}
+
+/// One judged file: its findings, or why it could not be read; and the budgets it broke.
 pub struct FileResult {
     pub path: String,
     pub outcome: Result<RuleCounts, String>,
+    pub budgets: Vec<BudgetBreak>,
 }
 
 impl FileResult {
@@ -180,19 +226,30 @@ impl FileResult {
 pub fn run(args: CheckArgs, term: Term) -> Result<ExitCode, String> {
     let reading = args.read.reading()?;
     let policy = policy(&args, &reading)?;
+    let budgets = reading.config.budgets;
     let mut results = Vec::with_capacity(args.files.len());
     for file in &args.files {
-        let mut judge = Judge::default();
         let path = file.display().to_string();
-        let outcome = read_capture(file, &reading, &mut judge)
-            .map(|()| judge.rules)
-            .map_err(|e| {
-                eprintln!("rtype-inspect: {e}");
-                // The reader's messages start with the path, which the reports already show.
-                e.strip_prefix(&format!("{path}: "))
-                    .map_or(e.clone(), str::to_owned)
-            });
-        results.push(FileResult { path, outcome });
+        let (outcome, broken) = if budgets.is_empty() {
+            let mut judge = Judge::default();
+            (
+                read_capture(file, &reading, &mut judge).map(|()| judge.rules),
+                Vec::new(),
+            )
+        } else {
+            judge_budgets(file, &reading, &budgets)
+        };
+        let outcome = outcome.map_err(|e| {
+            eprintln!("rtype-inspect: {e}");
+            // The reader's messages start with the path, which the reports already show.
+            e.strip_prefix(&format!("{path}: "))
+                .map_or(e.clone(), str::to_owned)
+        });
+        results.push(FileResult {
+            path,
+            outcome,
+            budgets: broken,
+        });
     }
     let code = results
         .iter()
@@ -209,6 +266,34 @@ pub fn run(args: CheckArgs, term: Term) -> Result<ExitCode, String> {
     };
     write_stdout(out.as_bytes())?;
     Ok(ExitCode::from(code))
+}
+
+/// Reads a capture with its profile, and judges the profile against `budgets`: the findings
+/// per rule (budget breaks among them, at their worst window's first frame) and the breaks.
+fn judge_budgets(
+    file: &std::path::Path,
+    reading: &Reading,
+    budgets: &crate::app::config::Budgets,
+) -> (Result<RuleCounts, String>, Vec<BudgetBreak>) {
+    let mut reading = reading.clone();
+    reading.analysis.entity_figures = true;
+    let profiler = Profiler::new(&file.display().to_string(), &reading, 1_000_000_000);
+    let mut counted = Counted {
+        rules: RuleCounts::default(),
+        inner: profiler,
+    };
+    if let Err(e) = read_capture(file, &reading, &mut counted) {
+        return (Err(e), Vec::new());
+    }
+    let broken = counted
+        .inner
+        .json()
+        .map(|j| budget::judge(j, budgets))
+        .unwrap_or_default();
+    for b in &broken {
+        counted.rules.add(b.rule, b.first_frame);
+    }
+    (Ok(counted.rules), broken)
 }
 
 /// Merges the command line with the configuration file's `fail_on` and `allow`.
@@ -291,7 +376,7 @@ fn to_json(results: &[FileResult], policy: &Policy, code: u8) -> Json {
     let files: Vec<Json> = results
         .iter()
         .map(|r| match &r.outcome {
-            Err(e) => json!({"file": r.path, "result": "error", "error": e, "findings": []}),
+            Err(e) => json!({"file": r.path, "result": "error", "error": e, "findings": [], "budgets": []}),
             Ok(counts) => {
                 let findings: Vec<Json> = lines(counts, policy)
                     .into_iter()
@@ -304,7 +389,8 @@ fn to_json(results: &[FileResult], policy: &Policy, code: u8) -> Json {
                         })
                     })
                     .collect();
-                json!({"file": r.path, "result": result_name(r.exit_code(policy)), "error": null, "findings": findings})
+                let budgets: Vec<Json> = r.budgets.iter().map(BudgetBreak::to_json).collect();
+                json!({"file": r.path, "result": result_name(r.exit_code(policy)), "error": null, "findings": findings, "budgets": budgets})
             }
         })
         .collect();
@@ -371,6 +457,22 @@ fn text(results: &[FileResult], policy: &Policy, code: u8, term: Term) -> String
                     ]);
                 }
                 out += &format!("{t}\n");
+                if !r.budgets.is_empty() {
+                    let mut t = table::new(
+                        term,
+                        &["Budget", "Conversation", "Measured", "Frames", "What"],
+                    );
+                    for b in &r.budgets {
+                        t.add_row(vec![
+                            table::cell(b.key),
+                            table::cell(format!("#{} {}", b.conversation, b.client)),
+                            table::cell(b.comparison()),
+                            table::cell(format!("{}-{}", b.first_frame, b.last_frame)),
+                            table::cell(&b.what),
+                        ]);
+                    }
+                    out += &format!("Budgets broken\n{t}\n");
+                }
             }
         }
     }
@@ -414,13 +516,15 @@ mod tests {
         let r = FileResult {
             path: "x".into(),
             outcome: Ok(counts.clone()),
+            budgets: Vec::new(),
         };
         assert_eq!(r.exit_code(&p), 0);
         counts.add(Rule::RtypeReason, 4);
         assert_eq!(
             FileResult {
                 path: "x".into(),
-                outcome: Ok(counts.clone())
+                outcome: Ok(counts.clone()),
+                budgets: Vec::new(),
             }
             .exit_code(&p),
             0
@@ -428,7 +532,8 @@ mod tests {
         assert_eq!(
             FileResult {
                 path: "x".into(),
-                outcome: Ok(counts)
+                outcome: Ok(counts),
+                budgets: Vec::new(),
             }
             .exit_code(&policy(Severity::Info, &[])),
             1
@@ -436,7 +541,8 @@ mod tests {
         assert_eq!(
             FileResult {
                 path: "x".into(),
-                outcome: Err("gone".into())
+                outcome: Err("gone".into()),
+                budgets: Vec::new(),
             }
             .exit_code(&p),
             2

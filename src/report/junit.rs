@@ -40,6 +40,23 @@ pub fn write(results: &[FileResult], policy: &Policy) -> String {
         );
         for l in &lines {
             let info = l.rule.info();
+            // A broken budget says which conversation, what was measured, and where.
+            let budgets: String = r
+                .budgets
+                .iter()
+                .filter(|b| b.rule == l.rule)
+                .map(|b| {
+                    format!(
+                        "\nconversation #{} {}: {} at frames {}-{} ({})",
+                        b.conversation,
+                        b.client,
+                        b.comparison(),
+                        b.first_frame,
+                        b.last_frame,
+                        b.what
+                    )
+                })
+                .collect();
             let _ = write!(
                 suites,
                 "    <testcase name=\"{}\" classname=\"{path}\">",
@@ -55,7 +72,7 @@ pub fn write(results: &[FileResult], policy: &Policy) -> String {
                         l.frames_text(MAX_FRAMES)
                     );
                     let body = format!(
-                        "{} [{}]: {}\nframes: {}",
+                        "{} [{}]: {}\nframes: {}{budgets}",
                         info.id,
                         info.section,
                         info.summary,
@@ -83,7 +100,7 @@ pub fn write(results: &[FileResult], policy: &Policy) -> String {
                 }
                 Verdict::Below => {
                     let out = format!(
-                        "{found} ({}, below fail-on) at frames {}",
+                        "{found} ({}, below fail-on) at frames {}{budgets}",
                         info.severity.name(),
                         l.frames_text(MAX_FRAMES)
                     );

@@ -2,6 +2,7 @@
 
 pub mod catalog;
 pub mod check;
+pub mod diff;
 pub mod export;
 pub mod field_list;
 pub mod fields;
@@ -11,6 +12,7 @@ pub mod live;
 pub mod lua;
 pub mod packets;
 pub mod profile_hint;
+pub mod profile;
 pub mod protocol_doc;
 pub mod render;
 pub mod stats;

@@ -425,6 +425,13 @@ pub fn detail(finding: &Finding) -> String {
             R::CaptureSnaplen => format!("{v} bytes not captured"),
             R::SessionTickBackwards => format!("tick {v}"),
             R::SessionConversationLimit => format!("{v} conversations are tracked"),
+            R::SessionEntityAfterDestroy => format!("entity {v} updated after its destruction"),
+            R::SessionEntitySpawnedTwice => format!("entity {v} spawned again while alive"),
+            R::SessionEntityNeverDestroyed => match v {
+                1 => "1 entity still alive at the end".to_string(),
+                _ => format!("{v} entities still alive at the end"),
+            },
+            R::SessionEntityLimit => format!("{v} entities are followed"),
             R::RtypeChunkTotalZero => String::new(),
             _ => format!("{v}"),
         },

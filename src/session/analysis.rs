@@ -20,10 +20,11 @@ pub use recent::{RING as DUPLICATE_RING, WINDOW_NANOS as DUPLICATE_WINDOW_NANOS}
 pub use role::{Role, Step};
 pub use seq::{Arrival, Sequence};
 pub use session::{
-    Compression, LevelInit, Outcome, Session, StepSeen, Traffic, DISCONNECT_GRACE_NANOS,
+    Compression, LevelInit, Observed, Outcome, Session, StepSeen, Traffic, DISCONNECT_GRACE_NANOS,
     LEVELINIT_JUDGED_AFTER_NANOS, MIN_RATE_TICKS,
 };
 
+use crate::session::entities::Entities;
 use crate::session::event::{DatagramEvent, LooseFinding};
 
 /// Conversations analysed; datagrams of later ones are only counted.
@@ -36,6 +37,9 @@ pub struct Config {
     pub snapshot_hz: f64,
     /// How far the measured rate may be from nominal, as a fraction of it.
     pub snapshot_tolerance: f64,
+    /// Keep per-entity figures (updates, rates, gaps) beside the entities' lifecycles, for the
+    /// reports that show them.
+    pub entity_figures: bool,
 }
 
 impl Default for Config {
@@ -43,6 +47,7 @@ impl Default for Config {
         Config {
             snapshot_hz: 60.0,
             snapshot_tolerance: 0.2,
+            entity_figures: false,
         }
     }
 }
@@ -62,12 +67,17 @@ pub struct Analysis {
     /// pointers, not records.
     sessions: Vec<Option<Box<Session>>>,
     unanalysed: u64,
+    /// The entities of the analysed conversations.
+    entities: Entities,
+    /// What the last datagram did to its conversation (nothing, for one not analysed).
+    last: Observed,
 }
 
 impl Analysis {
     pub fn new(config: Config) -> Analysis {
         Analysis {
             config,
+            entities: Entities::new(config.entity_figures),
             ..Analysis::default()
         }
     }
@@ -83,21 +93,43 @@ impl Analysis {
             .filter(|i| *i < MAX_ANALYSED)
         else {
             self.unanalysed += 1;
+            self.last = Observed::default();
+            self.entities.observe(event, &[], 0, emit);
             return;
         };
         if self.sessions.len() <= index {
             self.sessions.resize_with(index + 1, || None);
         }
-        self.sessions[index]
-            .get_or_insert_with(|| Box::new(Session::new(event)))
-            .observe(event, emit);
+        let session = self.sessions[index].get_or_insert_with(|| Box::new(Session::new(event)));
+        session.observe(event, emit);
+        self.last = session.last;
+        // Entities of a datagram that fails its integrity check, or of a repeat, are not news.
+        let entities = if self.last.judged && !self.last.duplicate {
+            event.entities
+        } else {
+            &[]
+        };
+        let ticks = session.snapshot_tick_count();
+        self.entities.observe(event, entities, ticks, emit);
     }
 
-    /// Judges what can only be judged at the end (LevelInit acknowledged, snapshot rate).
+    /// Judges what can only be judged at the end (LevelInit acknowledged, snapshot rate,
+    /// entities never destroyed).
     pub fn finish<F: FnMut(LooseFinding)>(&mut self, emit: &mut F) {
         for s in self.sessions.iter().flatten() {
             s.finish(&self.config, emit);
         }
+        self.entities.finish(emit);
+    }
+
+    /// What the last datagram observed did to its conversation.
+    pub fn last(&self) -> Observed {
+        self.last
+    }
+
+    /// The entities of the analysed conversations.
+    pub fn entities(&self) -> &Entities {
+        &self.entities
     }
 
     /// The analysed conversations, by id.

@@ -37,6 +37,30 @@ pub struct DatagramEvent<'a> {
     /// The session findings this datagram raised (a duplicate, a step out of order...): the sink
     /// gets them as loose findings right after the datagram, and filters see them here.
     pub session: &'a [LooseFinding],
+    /// The entities the message spawns, updates or destroys, in payload order.
+    pub entities: &'a [EntityRef],
+}
+
+/// What a message does to an entity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EntityEvent {
+    /// ENTITY_SPAWN.
+    Spawn,
+    /// An entity block of a snapshot (or a snapshot chunk, or an rt component snapshot).
+    Update,
+    /// ENTITY_DESTROYED (rt ENTITY_DESTROY, an rtnp snapshot's `destroyed` list).
+    Destroy,
+}
+
+/// One entity a message names: its id, what the message does to it, its type when the message
+/// says, and where its id is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EntityRef {
+    pub id: u32,
+    pub event: EntityEvent,
+    pub type_id: Option<u16>,
+    /// Byte offset of the id in the UDP payload (the datagram).
+    pub at: u32,
 }
 
 /// A dialect's checked header and footer.

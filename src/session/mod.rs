@@ -1,8 +1,9 @@
 //! Sessions: which conversation a datagram belongs to, what each conversation announced
-//! (LevelInit archetypes), and the chunk sets being reassembled.
+//! (LevelInit archetypes), the chunk sets being reassembled, and the entities' lifecycles.
 
 pub mod analysis;
 pub mod chunks;
+pub mod entities;
 pub mod event;
 
 use std::collections::HashMap;

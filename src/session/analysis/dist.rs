@@ -1,4 +1,5 @@
-//! Bounded distributions of durations (snapshot gaps, round-trip times).
+//! Bounded distributions of durations (snapshot gaps, round-trip times), and of other small
+//! numbers kept the same way (the profile's datagram sizes).
 //!
 //! A capture may hold millions of snapshots, so samples cannot all be kept: the first
 //! [`EXACT`] are kept as they are (quantiles of short series are then exact), and past that every
@@ -54,15 +55,22 @@ fn bucket_middle(index: usize) -> u32 {
         return index as u32;
     }
     let shift = ((index - SUB) / SUB) as u32;
-    let lower = ((SUB + (index - SUB) % SUB) as u32) << shift;
-    lower + (1u32 << shift) / 2
+    bucket_lower(index) + (1u32 << shift) / 2
+}
+
+/// The lowest value of a bucket's range.
+fn bucket_lower(index: usize) -> u32 {
+    if index < SUB {
+        return index as u32;
+    }
+    let shift = ((index - SUB) / SUB) as u32;
+    ((SUB + (index - SUB) % SUB) as u32) << shift
 }
 
 impl Durations {
     /// Adds one duration in nanoseconds (negative ones, from timestamps going back, count as 0).
     pub fn add_nanos(&mut self, nanos: i64) {
-        let micros = u32::try_from(nanos.max(0) / 1_000).unwrap_or(u32::MAX);
-        self.add(micros);
+        self.add(micros(nanos));
     }
 
     /// Adds one duration in microseconds.
@@ -87,6 +95,32 @@ impl Durations {
         self.max = self.max.max(micros);
     }
 
+    /// Adds another distribution's samples (of another conversation, for a capture's totals):
+    /// as if they had been added here, within the histogram's precision.
+    pub fn merge(&mut self, other: &Durations) {
+        let Some(theirs) = &other.histogram else {
+            for v in &other.exact[..other.count as usize] {
+                self.add(*v);
+            }
+            return;
+        };
+        let exact = &self.exact[..(self.count as usize).min(EXACT)];
+        let mine = self.histogram.get_or_insert_with(|| {
+            let mut h = Box::new([0u32; BUCKETS]);
+            for v in exact {
+                h[bucket(*v)] += 1;
+            }
+            h
+        });
+        for (a, b) in mine.iter_mut().zip(theirs.iter()) {
+            *a = a.saturating_add(*b);
+        }
+        self.count += other.count;
+        self.sum = self.sum.saturating_add(other.sum);
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+    }
+
     pub fn count(&self) -> u64 {
         self.count
     }
@@ -103,6 +137,59 @@ impl Durations {
     /// The nearest-rank quantile `q` (0..=1) in milliseconds: the smallest sample with at least
     /// `q` of the samples at or below it. Exact up to [`EXACT`] samples, within 1.6 % after.
     pub fn quantile_ms(&self, q: f64) -> Option<f64> {
+        self.quantile(q).map(ms)
+    }
+
+    /// The smallest, the largest and the sum of the samples, in the unit they were added in.
+    pub fn min(&self) -> Option<u32> {
+        (self.count > 0).then_some(self.min)
+    }
+    pub fn max(&self) -> Option<u32> {
+        (self.count > 0).then_some(self.max)
+    }
+    pub fn sum(&self) -> u64 {
+        self.sum
+    }
+
+    /// The samples in log buckets, `2^bits` per power of two (at most 32), as `(low, high,
+    /// count)` with `low` included and `high` not, empty buckets left out; values below `2^bits`
+    /// get a bucket each. Exact: the buckets kept are finer.
+    pub fn histogram(&self, bits: u32) -> Vec<(u32, u32, u64)> {
+        let bits = bits.min(SUB_BITS);
+        let coarse = |v: u32| -> (u32, u32) {
+            if v < 1 << bits {
+                return (v, v + 1);
+            }
+            let shift = 31 - v.leading_zeros() - bits;
+            let low = (v >> shift) << shift;
+            (low, low.saturating_add(1 << shift))
+        };
+        let mut out: Vec<(u32, u32, u64)> = Vec::new();
+        let mut add = |v: u32, n: u64| {
+            let (low, high) = coarse(v);
+            match out.iter_mut().find(|b| b.0 == low) {
+                Some(b) => b.2 += n,
+                None => out.push((low, high, n)),
+            }
+        };
+        match &self.histogram {
+            None => {
+                for v in &self.exact[..self.count as usize] {
+                    add(*v, 1);
+                }
+            }
+            Some(h) => {
+                for (index, n) in h.iter().enumerate().filter(|(_, n)| **n > 0) {
+                    add(bucket_lower(index), u64::from(*n));
+                }
+            }
+        }
+        out.sort_unstable();
+        out
+    }
+
+    /// [`Durations::quantile_ms`] in the unit the samples were added in.
+    pub fn quantile(&self, q: f64) -> Option<u32> {
         if self.count == 0 {
             return None;
         }
@@ -128,8 +215,14 @@ impl Durations {
                     .clamp(self.min, self.max)
             }
         };
-        Some(ms(micros))
+        Some(micros)
     }
+}
+
+/// A duration in nanoseconds as the whole microseconds a distribution keeps (negative ones as 0,
+/// saturating at `u32::MAX`, 71 minutes).
+pub fn micros(nanos: i64) -> u32 {
+    u32::try_from(nanos.max(0) / 1_000).unwrap_or(u32::MAX)
 }
 
 fn ms(micros: u32) -> f64 {
@@ -197,6 +290,57 @@ mod tests {
         assert_eq!(d.quantile_ms(1.0), Some(33.333));
         assert!((d.quantile_ms(0.995).unwrap() - 33.333).abs() < 33.333 / 64.0);
         assert_eq!(d.count(), 10_000);
+    }
+
+    #[test]
+    fn histograms_in_log_buckets() {
+        let mut d = Durations::default();
+        for v in [3, 5, 5, 40, 45, 100] {
+            d.add(v);
+        }
+        // Two buckets per power of two: [4, 6), [32, 48), [96, 128); 3 below 4 alone.
+        let exact = d.histogram(1);
+        assert_eq!(exact, [(3, 4, 1), (4, 6, 2), (32, 48, 2), (96, 128, 1)]);
+        // The same buckets once the samples are past the exact ones.
+        for _ in 0..EXACT {
+            d.add(1000);
+        }
+        let mut h = d.histogram(1);
+        assert_eq!(h.pop(), Some((768, 1024, EXACT as u64)));
+        assert_eq!(h, exact);
+        assert_eq!(
+            (d.min(), d.max(), d.quantile(0.01)),
+            (Some(3), Some(1000), Some(3))
+        );
+    }
+
+    #[test]
+    fn merged_distributions_are_the_samples_together() {
+        let (mut a, mut b, mut both) = (
+            Durations::default(),
+            Durations::default(),
+            Durations::default(),
+        );
+        for i in 0..100u32 {
+            a.add(i * 7);
+            both.add(i * 7);
+        }
+        for i in 0..30u32 {
+            b.add(5_000 + i);
+            both.add(5_000 + i);
+        }
+        let mut ab = a.clone();
+        ab.merge(&b);
+        let mut ba = b.clone();
+        ba.merge(&a);
+        for d in [&ab, &ba] {
+            assert_eq!(
+                (d.count(), d.sum(), d.min(), d.max()),
+                (130, both.sum(), Some(0), Some(5_029))
+            );
+            assert_eq!(d.histogram(3), both.histogram(3));
+            assert_eq!(d.quantile(0.9), both.quantile(0.9));
+        }
     }
 
     #[test]

@@ -50,6 +50,24 @@ impl Compression {
     }
 }
 
+/// What one datagram did to its conversation's analysis, for reports that follow the session
+/// over time (the profile's time buckets).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Observed {
+    /// The datagram was judged: its header passed its integrity check and its message is known.
+    pub judged: bool,
+    /// A byte-identical repeat of a datagram within the duplicate window.
+    pub duplicate: bool,
+    /// The round trip its pong closed, in microseconds.
+    pub rtt_micros: Option<u32>,
+    /// It brought a new snapshot tick (or, for dialects without ticks, a snapshot).
+    pub snapshot: bool,
+    /// The time since the previous new snapshot tick, in microseconds.
+    pub snapshot_gap_micros: Option<u32>,
+    /// Sequence numbers or snapshot ticks it showed skipped (estimated losses).
+    pub lost: u64,
+}
+
 /// When a step was first seen, and how often.
 #[derive(Clone, Copy, Debug)]
 pub struct StepSeen {
@@ -192,6 +210,8 @@ pub struct Session {
     pub after_disconnect_flagged: u64,
     /// HELLOs after a DISCONNECT: the client came back from the same address.
     pub reconnects: u64,
+    /// What the last datagram did.
+    pub last: Observed,
 }
 
 fn slot(direction: Option<Direction>) -> usize {
@@ -290,14 +310,24 @@ impl Session {
             after_disconnect: 0,
             after_disconnect_flagged: 0,
             reconnects: 0,
+            last: Observed::default(),
         }
     }
 
+    /// Analyses one datagram; [`Session::last`] says what it did.
     pub(super) fn observe<F: FnMut(LooseFinding)>(
         &mut self,
         event: &DatagramEvent<'_>,
         emit: &mut F,
     ) {
+        self.last = Observed::default();
+        let before = self.client_sequence.lost + self.snapshot_ticks.lost;
+        self.judge(event, emit);
+        let after = self.client_sequence.lost + self.snapshot_ticks.lost;
+        self.last.lost = after.saturating_sub(before);
+    }
+
+    fn judge<F: FnMut(LooseFinding)>(&mut self, event: &DatagramEvent<'_>, emit: &mut F) {
         let (frame, ts) = (event.frame, event.ts_nanos);
         let conversation = self.id;
         let mut report = |rule, detail| {
@@ -320,6 +350,7 @@ impl Session {
         if dir < 2 && role::repeats_are_suspect(event.dialect) {
             if let Some(original) = self.recent[dir].push(recent::hash(event.bytes), frame, ts) {
                 t.duplicates += 1;
+                self.last.duplicate = true;
                 report(
                     Rule::SessionDuplicateDatagram,
                     Detail::Frames { first: original },
@@ -337,6 +368,7 @@ impl Session {
         if event.crc_failed() || event.message.is_none() && event.dialect == Dialect::Rtype {
             return;
         }
+        self.last.judged = true;
         let role = Role::of(event);
         // rtnp's first client message, whatever it is, opens the session (004 §7.1).
         if self.dialect == Dialect::Rtnp && self.from_start && frame == self.first_frame {
@@ -510,8 +542,9 @@ impl Session {
         match found {
             Some((i, ping)) => {
                 self.pending[i] = None;
-                self.rtt
-                    .add_nanos(event.ts_nanos.saturating_sub(ping.ts_nanos));
+                let rtt = super::dist::micros(event.ts_nanos.saturating_sub(ping.ts_nanos));
+                self.rtt.add(rtt);
+                self.last.rtt_micros = Some(rtt);
             }
             None => self.unmatched_pongs += 1,
         }
@@ -573,11 +606,14 @@ impl Session {
 
     /// Times a new snapshot's arrival, for the rate and the gaps.
     fn snapshot_arrival(&mut self, event: &DatagramEvent<'_>) {
+        self.last.snapshot = true;
         match self.first_arrival {
             None => self.first_arrival = Some((event.frame, event.ts_nanos)),
-            Some(_) => self
-                .snapshot_gaps
-                .add_nanos(event.ts_nanos.saturating_sub(self.last_arrival)),
+            Some(_) => {
+                let gap = super::dist::micros(event.ts_nanos.saturating_sub(self.last_arrival));
+                self.snapshot_gaps.add(gap);
+                self.last.snapshot_gap_micros = Some(gap);
+            }
         }
         self.last_arrival = event.ts_nanos;
     }

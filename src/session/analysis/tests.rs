@@ -58,6 +58,7 @@ impl Script {
             facts,
             findings: &[],
             session: &[],
+            entities: &[],
         };
         let findings = &mut self.findings;
         self.analysis
@@ -273,6 +274,7 @@ fn snapshot_rate_is_judged_from_twenty_ticks() {
         analysis: Analysis::new(Config {
             snapshot_hz: 20.0,
             snapshot_tolerance: 0.1,
+            ..Config::default()
         }),
         ..Script::new()
     };
@@ -361,6 +363,7 @@ fn conversations_past_the_limit_are_only_counted() {
             facts: Facts::default(),
             findings: &[],
             session: &[],
+            entities: &[],
         };
         a.observe(&event, &mut |_| {});
     }

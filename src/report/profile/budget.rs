@@ -1,0 +1,264 @@
+//! Budgets: the configuration file's `[budgets]` limits, judged per conversation from its
+//! profile (`check` runs the profile when budgets are set). A broken budget is a finding of its
+//! own rule (`budget.*`), with the conversation, the frames of its worst window (or datagram, or
+//! entity) and the value measured against the budget.
+
+use serde_json::{json, Value as Json};
+
+use crate::app::config::Budgets;
+use crate::proto::Rule;
+
+/// One budget broken by one conversation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BudgetBreak {
+    pub rule: Rule,
+    /// The budget's key in the configuration file.
+    pub key: &'static str,
+    pub conversation: u32,
+    pub client: String,
+    pub measured: f64,
+    pub budget: f64,
+    pub unit: &'static str,
+    /// The frames the worst window spans (or the worst datagram's, twice).
+    pub first_frame: u64,
+    pub last_frame: u64,
+    /// What was measured, in words (the entity, the sequence family…).
+    pub what: String,
+}
+
+impl BudgetBreak {
+    /// `312.4 kbit/s > 256 kbit/s`, as the reports say it.
+    pub fn comparison(&self) -> String {
+        let op = if self.key.ends_with("_min") { "<" } else { ">" };
+        format!(
+            "{} {} {op} {} {}",
+            short(self.measured),
+            self.unit,
+            short(self.budget),
+            self.unit
+        )
+    }
+
+    pub fn to_json(&self) -> Json {
+        json!({
+            "id": self.rule.id(), "budget_key": self.key, "conversation": self.conversation,
+            "client": self.client, "measured": self.measured, "budget": self.budget,
+            "unit": self.unit, "first_frame": self.first_frame, "last_frame": self.last_frame,
+            "what": self.what,
+        })
+    }
+}
+
+/// A number with at most 2 decimals, without trailing zeros.
+fn short(v: f64) -> String {
+    let s = format!("{v:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
+fn f(v: &Json) -> Option<f64> {
+    v.as_f64()
+}
+
+fn frame(v: &Json) -> u64 {
+    v.as_u64().unwrap_or(0)
+}
+
+/// The budgets `profile` (a profile document) breaks, conversation by conversation.
+pub fn judge(profile: &Json, budgets: &Budgets) -> Vec<BudgetBreak> {
+    let mut out = Vec::new();
+    for c in profile["conversations"].as_array().into_iter().flatten() {
+        let conversation = c["id"].as_u64().unwrap_or(0) as u32;
+        let client = c["client"].as_str().unwrap_or("").to_owned();
+        let mut broke = |rule, key, measured: f64, budget, unit, frames: (u64, u64), what| {
+            out.push(BudgetBreak {
+                rule,
+                key,
+                conversation,
+                client: client.clone(),
+                measured,
+                budget,
+                unit,
+                first_frame: frames.0,
+                last_frame: frames.1,
+                what,
+            })
+        };
+        let s = &c["snapshots"];
+        if let (Some(budget), Some(kbps)) = (
+            budgets.snapshot_kbps_per_client,
+            f(&s["peak"]["kbps"]).filter(|_| s["datagrams"].as_u64() > Some(0)),
+        ) {
+            if kbps > budget {
+                let p = &s["peak"];
+                broke(
+                    Rule::BudgetSnapshotKbps,
+                    "snapshot_kbps_per_client",
+                    kbps,
+                    budget,
+                    "kbit/s",
+                    (frame(&p["first_frame"]), frame(&p["last_frame"])),
+                    "snapshot bytes in the busiest second".into(),
+                );
+            }
+        }
+        let largest = &c["datagram_sizes"]["largest"];
+        if let (Some(budget), Some(bytes)) = (budgets.datagram_bytes_max, f(&largest["bytes"])) {
+            if bytes > budget {
+                let at = frame(&largest["frame"]);
+                broke(
+                    Rule::BudgetDatagramBytes,
+                    "datagram_bytes_max",
+                    bytes,
+                    budget,
+                    "bytes",
+                    (at, at),
+                    "the largest datagram's UDP payload".into(),
+                );
+            }
+        }
+        let slowest = &c["entities"]["slowest"];
+        if let (Some(budget), Some(rate)) = (
+            budgets.entity_updates_per_s_min,
+            f(&slowest["updates_per_s"]),
+        ) {
+            if rate < budget {
+                broke(
+                    Rule::BudgetEntityUpdateRate,
+                    "entity_updates_per_s_min",
+                    rate,
+                    budget,
+                    "updates/s",
+                    (
+                        frame(&slowest["first_frame"]),
+                        frame(&slowest["last_frame"]),
+                    ),
+                    format!("entity {}", slowest["entity"]),
+                );
+            }
+        }
+        let quiet = &s["quietest_second"];
+        if let (Some(budget), Some(ticks)) = (budgets.snapshot_hz_min, f(&quiet["ticks"])) {
+            if ticks < budget {
+                broke(
+                    Rule::BudgetSnapshotHz,
+                    "snapshot_hz_min",
+                    ticks,
+                    budget,
+                    "Hz",
+                    (frame(&quiet["before_frame"]), frame(&quiet["after_frame"])),
+                    "snapshot ticks in the quietest second (between the frames)".into(),
+                );
+            }
+        }
+        let rtt = &c["distributions"]["rtt_ms"];
+        if let (Some(budget), Some(p95)) = (budgets.rtt_p95_ms_max, f(&rtt["p95"])) {
+            if p95 > budget {
+                let at = frame(&c["rtt_max_frame"]);
+                broke(
+                    Rule::BudgetRttP95,
+                    "rtt_p95_ms_max",
+                    p95,
+                    budget,
+                    "ms",
+                    (at, at),
+                    format!("p95 of {} round trips (frame: the longest)", rtt["count"]),
+                );
+            }
+        }
+        if let Some(budget) = budgets.loss_percent_max {
+            let loss = &c["loss"];
+            let worst = [
+                ("client messages", "client"),
+                ("snapshot ticks", "snapshots"),
+            ]
+            .into_iter()
+            .filter_map(|(name, key)| Some((name, f(&loss[key]["percent"])?)))
+            .max_by(|a, b| a.1.total_cmp(&b.1));
+            if let Some((name, percent)) = worst.filter(|w| w.1 > budget) {
+                let p = &loss["peak"];
+                broke(
+                    Rule::BudgetLossPercent,
+                    "loss_percent_max",
+                    percent,
+                    budget,
+                    "%",
+                    (frame(&p["first_frame"]), frame(&p["last_frame"])),
+                    format!("{name} (frames: the second with the most losses)"),
+                );
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_budget_judged_from_its_figure() {
+        let profile = json!({"conversations": [{
+            "id": 3, "client": "10.0.0.2:41002",
+            "snapshots": {"datagrams": 10, "peak": {"kbps": 300.5, "first_frame": 4, "last_frame": 90},
+                "quietest_second": {"ticks": 40, "before_frame": 100, "after_frame": 140}},
+            "datagram_sizes": {"largest": {"bytes": 1300, "frame": 77}},
+            "entities": {"slowest": {"entity": 68, "updates_per_s": 12.5, "first_frame": 5, "last_frame": 500}},
+            "distributions": {"rtt_ms": {"p95": 80.25, "count": 20}},
+            "rtt_max_frame": 321,
+            "loss": {"client": {"percent": 0.5}, "snapshots": {"percent": 2.0},
+                "peak": {"first_frame": 200, "last_frame": 260}},
+        }]});
+        let all = Budgets {
+            snapshot_kbps_per_client: Some(256.0),
+            datagram_bytes_max: Some(1200.0),
+            entity_updates_per_s_min: Some(20.0),
+            snapshot_hz_min: Some(55.0),
+            rtt_p95_ms_max: Some(50.0),
+            loss_percent_max: Some(1.0),
+        };
+        let broken = judge(&profile, &all);
+        let seen: Vec<(Rule, String, u64, u64)> = broken
+            .iter()
+            .map(|b| (b.rule, b.comparison(), b.first_frame, b.last_frame))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                (
+                    Rule::BudgetSnapshotKbps,
+                    "300.5 kbit/s > 256 kbit/s".into(),
+                    4,
+                    90
+                ),
+                (
+                    Rule::BudgetDatagramBytes,
+                    "1300 bytes > 1200 bytes".into(),
+                    77,
+                    77
+                ),
+                (
+                    Rule::BudgetEntityUpdateRate,
+                    "12.5 updates/s < 20 updates/s".into(),
+                    5,
+                    500
+                ),
+                (Rule::BudgetSnapshotHz, "40 Hz < 55 Hz".into(), 100, 140),
+                (Rule::BudgetRttP95, "80.25 ms > 50 ms".into(), 321, 321),
+                (Rule::BudgetLossPercent, "2 % > 1 %".into(), 200, 260),
+            ]
+        );
+        assert_eq!(broken[2].what, "entity 68");
+        assert!(broken[5].what.starts_with("snapshot ticks"));
+        // Within every budget: nothing.
+        let loose = Budgets {
+            snapshot_kbps_per_client: Some(400.0),
+            datagram_bytes_max: Some(1400.0),
+            entity_updates_per_s_min: Some(10.0),
+            snapshot_hz_min: Some(30.0),
+            rtt_p95_ms_max: Some(100.0),
+            loss_percent_max: Some(5.0),
+        };
+        assert_eq!(judge(&profile, &loose), []);
+        assert_eq!(judge(&profile, &Budgets::default()), []);
+    }
+}
