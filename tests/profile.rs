@@ -176,7 +176,10 @@ fn reference_17byte_figures() {
     let (datagrams, bytes) = udp_payload_bytes(C17);
     assert_eq!((datagrams, bytes), (3202, 541_312));
     let rows = t["messages"].as_array().unwrap();
-    assert_eq!(rows.iter().map(|m| u(&m["datagrams"])).sum::<u64>(), datagrams);
+    assert_eq!(
+        rows.iter().map(|m| u(&m["datagrams"])).sum::<u64>(),
+        datagrams
+    );
     assert_eq!(rows.iter().map(|m| u(&m["udp_bytes"])).sum::<u64>(), bytes);
     // With IP and UDP headers: 28 bytes more per datagram.
     assert_eq!(u(&t["wire_bytes"]), bytes + 28 * datagrams);
@@ -199,7 +202,10 @@ fn reference_17byte_figures() {
     let snapshot = message(t, "SERVER_SNAPSHOT");
     assert_eq!(u(&snapshot["datagrams"]), 874);
     assert_eq!(u(&snapshot["compressed"]["datagrams"]), 651);
-    assert_eq!(u(&message(t, "SERVER_SNAPSHOT_CHUNK")["compressed"]["datagrams"]), 22);
+    assert_eq!(
+        u(&message(t, "SERVER_SNAPSHOT_CHUNK")["compressed"]["datagrams"]),
+        22
+    );
 
     let s = &t["snapshots"];
     assert_eq!((u(&s["datagrams"]), u(&s["ticks"])), (874 + 26, 890));
@@ -209,8 +215,14 @@ fn reference_17byte_figures() {
     let payload = u(&s["payload_bytes"]);
     assert_eq!(payload, 467_605);
     assert_eq!(fields.iter().map(|f| u(&f["bytes"])).sum::<u64>(), payload);
-    let wire: f64 = fields.iter().map(|f| f["wire_bytes"].as_f64().unwrap()).sum();
-    assert!((wire - s["wire_payload_bytes"].as_f64().unwrap()).abs() < 1e-6, "{wire}");
+    let wire: f64 = fields
+        .iter()
+        .map(|f| f["wire_bytes"].as_f64().unwrap())
+        .sum();
+    assert!(
+        (wire - s["wire_payload_bytes"].as_f64().unwrap()).abs() < 1e-6,
+        "{wire}"
+    );
     // Every entity update is the export's: 56,891 entity blocks.
     let updates = exported_entities(&path(C17), Some("reference-17byte"));
     assert_eq!(updates, 56_891);
@@ -221,8 +233,14 @@ fn reference_17byte_figures() {
     assert_eq!(u(&field(t, "(entity framing)")["bytes"]), 6 * updates);
     assert_eq!(u(&field(t, "(message header)")["bytes"]), 2 * 874 + 6 * 26);
     let pos_x = field(t, "pos_x");
-    assert_eq!((u(&pos_x["bit"]), u(&pos_x["bytes"])), (1, 2 * u(&pos_x["present"])));
-    assert_eq!(u(&field(t, "score")["bytes"]), 4 * u(&field(t, "score")["present"]));
+    assert_eq!(
+        (u(&pos_x["bit"]), u(&pos_x["bytes"])),
+        (1, 2 * u(&pos_x["present"]))
+    );
+    assert_eq!(
+        u(&field(t, "score")["bytes"]),
+        4 * u(&field(t, "score")["present"])
+    );
     assert_eq!(u(&field(t, "(undecoded)")["bytes"]), 0);
     // Entity types are the LevelInit sprites (several type ids share "bullet").
     let bullet = types.iter().find(|t| t["type_id"] == 3).unwrap();
@@ -232,13 +250,22 @@ fn reference_17byte_figures() {
     let e = &j["conversations"][0]["entities"];
     assert_eq!((u(&e["lives"]), u(&e["updates"])), (557, updates));
     assert_eq!(e["slowest"]["entity"], 68);
-    assert_eq!(j["conversations"][0]["findings"]["session.entity-after-destroy"], 1);
+    assert_eq!(
+        j["conversations"][0]["findings"]["session.entity-after-destroy"],
+        1
+    );
     // Chunking: 16 complete sets of 26 chunks.
     let c = &t["chunking"];
-    assert_eq!((u(&c["datagrams"]), u(&c["sets"]), u(&c["most_chunks"])), (26, 16, 2));
+    assert_eq!(
+        (u(&c["datagrams"]), u(&c["sets"]), u(&c["most_chunks"])),
+        (26, 16, 2)
+    );
     // Loss as stats counts it: 11 snapshot ticks of 901.
     assert_eq!(
-        (u(&t["loss"]["snapshots"]["lost"]), u(&t["loss"]["snapshots"]["received"])),
+        (
+            u(&t["loss"]["snapshots"]["lost"]),
+            u(&t["loss"]["snapshots"]["received"])
+        ),
         (11, 890)
     );
 }
@@ -247,7 +274,15 @@ fn reference_17byte_figures() {
 fn reference_15byte_rt_and_rtnp_figures_add_up() {
     for (file, p, datagrams, header, payload, updates, framing_per_entity) in [
         // 15-byte header, f32 fields; the snapshot count is its head.
-        (C15, Some("reference-15byte"), 3489, 2 * 1201, 1_070_413, 45_488, 6),
+        (
+            C15,
+            Some("reference-15byte"),
+            3489,
+            2 * 1201,
+            1_070_413,
+            45_488,
+            6,
+        ),
         // rt: a u16 count heads each component snapshot; entity ids (u32) frame the entries.
         (RT, None, 4981, 2 * 3501, 138_677, 14_372, 4),
         // rtnp: JSON; the framing is each entity object's braces and commas.
@@ -258,15 +293,27 @@ fn reference_15byte_rt_and_rtnp_figures_add_up() {
         let (n, bytes) = udp_payload_bytes(file);
         assert_eq!(n, datagrams, "{file}");
         let rows = t["messages"].as_array().unwrap();
-        assert_eq!(rows.iter().map(|m| u(&m["udp_bytes"])).sum::<u64>(), bytes, "{file}");
+        assert_eq!(
+            rows.iter().map(|m| u(&m["udp_bytes"])).sum::<u64>(),
+            bytes,
+            "{file}"
+        );
         let s = &t["snapshots"];
         let fields = s["fields"].as_array().unwrap();
         assert_eq!(u(&s["payload_bytes"]), payload, "{file}");
-        assert_eq!(fields.iter().map(|f| u(&f["bytes"])).sum::<u64>(), payload, "{file}");
+        assert_eq!(
+            fields.iter().map(|f| u(&f["bytes"])).sum::<u64>(),
+            payload,
+            "{file}"
+        );
         assert_eq!(u(&field(t, "(message header)")["bytes"]), header, "{file}");
         assert_eq!(exported_entities(&path(file), p), updates, "{file}");
         let types = s["entity_types"].as_array().unwrap();
-        assert_eq!(types.iter().map(|t| u(&t["updates"])).sum::<u64>(), updates, "{file}");
+        assert_eq!(
+            types.iter().map(|t| u(&t["updates"])).sum::<u64>(),
+            updates,
+            "{file}"
+        );
         if framing_per_entity > 0 {
             assert_eq!(
                 u(&field(t, "(entity framing)")["bytes"]),
@@ -311,10 +358,9 @@ fn text_has_sparklines_and_fits_a_pipe() {
     assert!(spark.chars().any(|c| ('▁'..='█').contains(&c)), "{spark}");
     assert!(out.lines().all(|l| !l.ends_with('…')));
     // Intervals: 100 ms buckets, and bad ones refused.
-    let j: Value = serde_json::from_str(
-        &run(&["profile", C17, "--interval", "100ms", "--format", "json"]).1,
-    )
-    .unwrap();
+    let j: Value =
+        serde_json::from_str(&run(&["profile", C17, "--interval", "100ms", "--format", "json"]).1)
+            .unwrap();
     assert_eq!(j["series"]["interval_ms"], 100.0);
     assert_eq!(u(&j["series"]["buckets"]), 151);
     for bad in ["5ms", "1h", "fast", "2"] {
@@ -448,7 +494,13 @@ fn check_budgets(dir: &Path, file: &Path, format: &str) -> (i32, String) {
     std::fs::write(dir.join("rtype-inspect.toml"), ALL_BUDGETS).unwrap();
     let (code, out, err) = run_in(
         dir,
-        &["check", file.to_str().unwrap(), "--format", format, "--quiet"],
+        &[
+            "check",
+            file.to_str().unwrap(),
+            "--format",
+            format,
+            "--quiet",
+        ],
     );
     assert!(code == 0 || code == 1, "{err}");
     (code, out)
@@ -468,9 +520,21 @@ fn a_healthy_session_is_within_every_budget() {
 #[test]
 fn each_budget_broken_by_its_session() {
     for (twist, rule, key) in [
-        (Twist::Burst, "budget.snapshot-kbps", "snapshot_kbps_per_client"),
-        (Twist::BigDatagram, "budget.datagram-bytes", "datagram_bytes_max"),
-        (Twist::SlowEntity, "budget.entity-update-rate", "entity_updates_per_s_min"),
+        (
+            Twist::Burst,
+            "budget.snapshot-kbps",
+            "snapshot_kbps_per_client",
+        ),
+        (
+            Twist::BigDatagram,
+            "budget.datagram-bytes",
+            "datagram_bytes_max",
+        ),
+        (
+            Twist::SlowEntity,
+            "budget.entity-update-rate",
+            "entity_updates_per_s_min",
+        ),
         (Twist::Stall, "budget.snapshot-hz", "snapshot_hz_min"),
         (Twist::SlowPong, "budget.rtt-p95", "rtt_p95_ms_max"),
         (Twist::Loss, "budget.loss-percent", "loss_percent_max"),
@@ -493,9 +557,19 @@ fn each_budget_broken_by_its_session() {
         let broken = f["budgets"].as_array().unwrap();
         assert_eq!(broken.len(), 1, "{twist:?}: {broken:?}");
         let b = &broken[0];
-        assert_eq!((b["id"].as_str(), b["budget_key"].as_str()), (Some(rule), Some(key)));
-        assert_eq!((b["conversation"].as_u64(), b["client"].as_str()), (Some(1), Some("10.0.0.2:41002")));
-        let (measured, first, last) = (b["measured"].as_f64().unwrap(), u(&b["first_frame"]), u(&b["last_frame"]));
+        assert_eq!(
+            (b["id"].as_str(), b["budget_key"].as_str()),
+            (Some(rule), Some(key))
+        );
+        assert_eq!(
+            (b["conversation"].as_u64(), b["client"].as_str()),
+            (Some(1), Some("10.0.0.2:41002"))
+        );
+        let (measured, first, last) = (
+            b["measured"].as_f64().unwrap(),
+            u(&b["first_frame"]),
+            u(&b["last_frame"]),
+        );
         match twist {
             // 60 snapshots of 32 entities (27 bytes each: id, mask and the player's 21 bytes)
             // in one second: the busiest second holds exactly them.
@@ -522,7 +596,10 @@ fn each_budget_broken_by_its_session() {
             }
             Twist::SlowPong => {
                 assert!((measured - 100.0).abs() < 0.1, "{measured}");
-                assert!((marks.first..=marks.last).contains(&first), "{first} {marks:?}");
+                assert!(
+                    (marks.first..=marks.last).contains(&first),
+                    "{first} {marks:?}"
+                );
             }
             // 9 of 180 snapshot ticks never sent.
             Twist::Loss => {
@@ -533,7 +610,10 @@ fn each_budget_broken_by_its_session() {
         }
         // The text names the budget, the conversation and the comparison; JUnit the failure.
         let (_, text) = check_budgets(&dir, &file, "text");
-        assert!(text.contains("Budgets broken") && text.contains(key), "{text}");
+        assert!(
+            text.contains("Budgets broken") && text.contains(key),
+            "{text}"
+        );
         assert!(text.contains("#1 10.0.0.2:41002"), "{text}");
         let (_, xml) = check_budgets(&dir, &file, "junit");
         let doc = roxmltree::Document::parse(&xml).unwrap();
@@ -544,18 +624,28 @@ fn each_budget_broken_by_its_session() {
             .unwrap_or_else(|| panic!("{twist:?}: no failure for {rule}"));
         let body = failure.text().unwrap();
         assert!(body.contains("conversation #1 10.0.0.2:41002: "), "{body}");
-        assert!(body.contains(&format!("at frames {first}-{last}")), "{body}");
+        assert!(
+            body.contains(&format!("at frames {first}-{last}")),
+            "{body}"
+        );
     }
 }
 
 #[test]
 fn budget_keys_are_checked() {
     let dir = scratch("keys");
-    std::fs::write(dir.join("rtype-inspect.toml"), "[budgets]\nsnapshot_kbps = 1\n").unwrap();
+    std::fs::write(
+        dir.join("rtype-inspect.toml"),
+        "[budgets]\nsnapshot_kbps = 1\n",
+    )
+    .unwrap();
     let (code, out, err) = run_in(&dir, &["check", &path(C17)]);
     assert_eq!(code, 2);
     assert!(out.is_empty());
-    assert!(err.contains("rtype-inspect.toml") && err.contains("snapshot_kbps"), "{err}");
+    assert!(
+        err.contains("rtype-inspect.toml") && err.contains("snapshot_kbps"),
+        "{err}"
+    );
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -566,7 +656,10 @@ fn budget_keys_are_checked() {
 fn diff_of_the_15_and_17_byte_captures() {
     let dir = scratch("diff");
     let (old, new) = (dir.join("15.json"), dir.join("17.json"));
-    for (file, p, out) in [(C15, "reference-15byte", &old), (C17, "reference-17byte", &new)] {
+    for (file, p, out) in [
+        (C15, "reference-15byte", &old),
+        (C17, "reference-17byte", &new),
+    ] {
         let (code, json, err) = run(&["profile", file, "--profile", p, "--format", "json"]);
         assert_eq!(code, 0, "{err}");
         std::fs::write(out, json).unwrap();
@@ -575,7 +668,9 @@ fn diff_of_the_15_and_17_byte_captures() {
     let (code, out, err) = run(&["diff", old, new, "--format", "json"]);
     assert_eq!(code, 0, "{err}");
     let j: Value = serde_json::from_str(&out).unwrap();
-    validator("docs/schemas/diff.schema.json").validate(&j).unwrap();
+    validator("docs/schemas/diff.schema.json")
+        .validate(&j)
+        .unwrap();
     let changes = j["changes"].as_array().unwrap();
     let by_name: BTreeMap<&str, &Value> = changes
         .iter()
@@ -583,7 +678,10 @@ fn diff_of_the_15_and_17_byte_captures() {
         .collect();
     // First the figures that appear or vanish: snapshot chunks only in the 17-byte build, level
     // events only in the 15-byte one, and the older header's finding gone.
-    let top: Vec<&str> = changes[..4].iter().map(|c| c["figure"].as_str().unwrap()).collect();
+    let top: Vec<&str> = changes[..4]
+        .iter()
+        .map(|c| c["figure"].as_str().unwrap())
+        .collect();
     assert_eq!(
         top,
         [
@@ -594,14 +692,28 @@ fn diff_of_the_15_and_17_byte_captures() {
         ]
     );
     assert_eq!(by_name["findings.rtype.header.15-byte"]["status"], "gone");
-    assert_eq!(by_name["findings.session.entity-after-destroy"]["status"], "new");
+    assert_eq!(
+        by_name["findings.session.entity-after-destroy"]["status"],
+        "new"
+    );
     // Every message two bytes bigger (the header's Orig. Size)...
     let input = by_name["mean_bytes.rtype.c2s.CLIENT_INPUT"];
-    assert_eq!((input["old"].as_f64(), input["new"].as_f64()), (Some(37.0), Some(39.0)));
+    assert_eq!(
+        (input["old"].as_f64(), input["new"].as_f64()),
+        (Some(37.0), Some(39.0))
+    );
     // ...and snapshots 43 % smaller: i16 positions, delta masks, LZ4.
     let snapshot = by_name["mean_bytes.rtype.s2c.SERVER_SNAPSHOT"];
-    assert!((snapshot["relative"].as_f64().unwrap() + 0.428).abs() < 0.001, "{snapshot}");
-    assert!(by_name["compression_ratio.rtype.s2c.SERVER_SNAPSHOT"]["new"].as_f64().unwrap() > 1.03);
+    assert!(
+        (snapshot["relative"].as_f64().unwrap() + 0.428).abs() < 0.001,
+        "{snapshot}"
+    );
+    assert!(
+        by_name["compression_ratio.rtype.s2c.SERVER_SNAPSHOT"]["new"]
+            .as_f64()
+            .unwrap()
+            > 1.03
+    );
     // Sorted by the size of the change.
     let sizes: Vec<f64> = changes
         .iter()
@@ -611,16 +723,35 @@ fn diff_of_the_15_and_17_byte_captures() {
 
     // As a CI gate: the header alone is a 10.5 % change on the smallest messages.
     let gate = |percent: &str| {
-        run(&["diff", old, new, "--only", "mean_bytes.rtype.c2s.CLIENT_", "--fail-above", percent])
+        run(&[
+            "diff",
+            old,
+            new,
+            "--only",
+            "mean_bytes.rtype.c2s.CLIENT_",
+            "--fail-above",
+            percent,
+        ])
     };
     let (code, out, _) = gate("10");
     assert_eq!(code, 1, "{out}");
     // HELLO, JOIN_REQUEST and READY: 19 → 21 bytes (+10.5 %); DISCONNECT +10.0 % is not above.
-    assert!(out.contains("FAIL: 3 figures changed by more than 10 %"), "{out}");
+    assert!(
+        out.contains("FAIL: 3 figures changed by more than 10 %"),
+        "{out}"
+    );
     let (code, out, _) = gate("11");
     assert_eq!(code, 0, "{out}");
     // A capture against itself: nothing changed.
-    let (code, out, _) = run(&["diff", C17, C17, "--profile", "reference-17byte", "--fail-above", "0"]);
+    let (code, out, _) = run(&[
+        "diff",
+        C17,
+        C17,
+        "--profile",
+        "reference-17byte",
+        "--fail-above",
+        "0",
+    ]);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("No change."), "{out}");
     // Not a profile, or a bad gate: exit 2.
@@ -648,10 +779,15 @@ fn conversations_past_the_limit_are_profiled_together() {
     drop(s);
     sink.finish().unwrap();
     let j = profile(file.to_str().unwrap(), None);
-    validator("docs/schemas/profile.schema.json").validate(&j).unwrap();
+    validator("docs/schemas/profile.schema.json")
+        .validate(&j)
+        .unwrap();
     let profiled = u(&j["limits"]["conversations_profiled"]);
     assert_eq!(profiled, 256);
-    assert_eq!(j["conversations"].as_array().unwrap().len() as u64, profiled);
+    assert_eq!(
+        j["conversations"].as_array().unwrap().len() as u64,
+        profiled
+    );
     assert_eq!(u(&j["limits"]["conversations_over"]), 300 - profiled);
     assert_eq!(u(&j["others"]["datagrams"]), 300 - profiled);
     assert_eq!(u(&j["total"]["datagrams"]), 300);
@@ -681,14 +817,24 @@ fn long_captures_fold_their_buckets() {
     drop(s);
     sink.finish().unwrap();
     let j: Value = serde_json::from_str(
-        &run(&["profile", file.to_str().unwrap(), "--interval", "100ms", "--format", "json"]).1,
+        &run(&[
+            "profile",
+            file.to_str().unwrap(),
+            "--interval",
+            "100ms",
+            "--format",
+            "json",
+        ])
+        .1,
     )
     .unwrap();
     let series = &j["series"];
     assert_eq!(series["requested_interval_ms"], 100.0);
     assert_eq!(series["interval_ms"], 3200.0);
     assert_eq!(u(&series["buckets"]), 1126);
-    let counts = j["total"]["series"]["datagrams"]["client_to_server"].as_array().unwrap();
+    let counts = j["total"]["series"]["datagrams"]["client_to_server"]
+        .as_array()
+        .unwrap();
     assert_eq!(counts.len(), 1126);
     assert_eq!((u(&counts[0]), u(&counts[1125])), (1, 1));
 }

@@ -819,6 +819,7 @@ mod tests {
                 payload: None,
                 facts: Facts::default(),
                 findings: &[],
+                session: &[],
                 entities: &refs,
             };
             let findings = &mut self.findings;
