@@ -20,7 +20,7 @@ use proptest::sample::Index;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, FileFailurePersistence, RngAlgorithm, TestRng, TestRunner};
 
-use rtype_inspect::app::Term;
+use rtype_inspect::app::{Format, Term};
 use rtype_inspect::capture::defrag;
 use rtype_inspect::capture::reader::MAX_RECORD_LEN;
 use rtype_inspect::capture::CaptureReader;
@@ -31,6 +31,7 @@ use rtype_inspect::proto::Rule;
 use rtype_inspect::report::export::Export;
 use rtype_inspect::report::filter::FilterArgs;
 use rtype_inspect::report::packets::{Packets, PacketsOptions};
+use rtype_inspect::report::stats::Stats;
 use rtype_inspect::report::summary::Summary;
 use rtype_inspect::session::chunks;
 use rtype_inspect::session::event::{DatagramEvent, LooseFinding};
@@ -221,10 +222,11 @@ fn every_report(bytes: &[u8]) {
                 filter,
             ),
         );
-        let mut stats = rtype_inspect::report::stats::Stats::default();
-        run(bytes, &mut stats);
-        if let Some(json) = stats.json() {
-            let _ = rtype_inspect::report::stats::text("mutated", json, Term::pipe());
+        for format in [Format::Text, Format::Json] {
+            run(
+                bytes,
+                &mut Stats::new(io::sink(), format, "mutated", Term::pipe()),
+            );
         }
     }
 }
@@ -1313,4 +1315,126 @@ fn largest_records_stay_bounded() {
     // The reader's buffer (16 MiB + 64 KiB), and at worst six batches of one such record each
     // (four queued, one filling, one being decoded) when the reading thread runs ahead: 114 MiB.
     assert!(peak < 128 << 20, "peak {peak} bytes");
+}
+
+// ------------------------------------------------------------------------------------------------
+// What a conversation may hold
+// ------------------------------------------------------------------------------------------------
+
+/// Raw IPv4/UDP from the server 10.0.0.1:50010 to the client 10.0.0.2:`client_port`.
+fn to_client(client_port: u16, d: &[u8]) -> Vec<u8> {
+    let mut f = ipv4(&udp(d, 50_010, client_port), 0, 0, false);
+    f[12..20].rotate_left(4);
+    f
+}
+
+/// A SERVER_LEVEL_INIT payload of `archetypes` archetypes whose sprite names are `sprite` bytes.
+fn level_init(archetypes: u8, sprite: usize) -> Vec<u8> {
+    let mut p = vec![0, 1, 0, 0, 0, 7, 2, b'b', b'g', 1, b'm', archetypes];
+    for i in 0..archetypes {
+        p.extend(u16::from(i).to_be_bytes());
+        p.push(sprite as u8);
+        p.extend(std::iter::repeat_n(b'a' + i % 26, sprite));
+        p.extend([0, 0]);
+    }
+    p
+}
+
+/// `conversations` clients, each sent one LZ4-compressed LevelInit of 255 archetypes with
+/// 250-byte sprite names (65 KB decompressed, a few hundred bytes on the wire).
+fn level_init_conversations(conversations: u16) -> Vec<u8> {
+    let payload = level_init(255, 250);
+    let packed = lz4_flex::block::compress(&payload);
+    let d = rtype(2, 0x30, 0, &packed, Some(payload.len() as u16));
+    let frames: Vec<Vec<u8>> = (0..conversations)
+        .map(|i| to_client(10_000 + i, &d))
+        .collect();
+    raw_pcap(&frames, 65_535)
+}
+
+/// `conversations` clients that each sent one CLIENT_HELLO.
+fn hello_conversations(conversations: u16) -> Vec<u8> {
+    let frames: Vec<Vec<u8>> = (0..conversations)
+        .map(|i| {
+            ipv4(
+                &udp(&rtype(1, 0x01, 0, &[], None), 10_000 + i, 50_010),
+                0,
+                0,
+                false,
+            )
+        })
+        .collect();
+    raw_pcap(&frames, 65_535)
+}
+
+/// Peak bytes live of each command's run over `bytes` (the reports rendered as the commands do).
+fn command_peaks(bytes: &[u8]) -> Vec<(&'static str, usize)> {
+    let filter = || FilterArgs::default().build().expect("the empty filter");
+    let packets = |verbose| {
+        let options = PacketsOptions {
+            verbose,
+            hex: false,
+            width: None,
+        };
+        Packets::new(io::sink(), options, filter())
+    };
+    vec![
+        (
+            "summary",
+            measured(|| {
+                let mut s = Summary::default();
+                assert!(run(bytes, &mut s));
+                s.text("x", Term::pipe()).len()
+            })
+            .1,
+        ),
+        (
+            "check",
+            measured(|| {
+                let mut j = rtype_inspect::report::check::Judge::default();
+                assert!(run(bytes, &mut j));
+            })
+            .1,
+        ),
+        (
+            "stats",
+            measured(|| {
+                let mut s = Stats::new(io::sink(), Format::Text, "x", Term::pipe());
+                assert!(run(bytes, &mut s));
+            })
+            .1,
+        ),
+        (
+            "stats --format json",
+            measured(|| {
+                let mut s = Stats::new(io::sink(), Format::Json, "x", Term::pipe());
+                assert!(run(bytes, &mut s));
+            })
+            .1,
+        ),
+        (
+            "export",
+            measured(|| assert!(run(bytes, &mut Export::new(io::sink(), false, filter())))).1,
+        ),
+        (
+            "packets",
+            measured(|| assert!(run(bytes, &mut packets(false)))).1,
+        ),
+        (
+            "packets -V",
+            measured(|| assert!(run(bytes, &mut packets(true)))).1,
+        ),
+    ]
+}
+
+#[test]
+fn measure_conversation_memory() {
+    for (name, bytes) in [
+        ("5000 LevelInit", level_init_conversations(5_000)),
+        ("4096 HELLO", hello_conversations(4_096)),
+    ] {
+        for (command, peak) in command_peaks(&bytes) {
+            eprintln!("{name}: {command}: peak {:.1} MB", peak as f64 / 1e6);
+        }
+    }
 }

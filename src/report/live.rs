@@ -448,14 +448,7 @@ impl Live<'_> {
                 }
             }
         }
-        pipeline.finish(
-            info,
-            &ReadEnd {
-                frames,
-                truncated: None,
-            },
-            sink,
-        );
+        pipeline.finish(info, &ReadEnd::complete(frames), sink);
         Ok((stop, write_error))
     }
 

@@ -4,7 +4,7 @@
 //! Memory stays flat: at most [`MAX_OPEN_SETS`] sets are open, each holds at most
 //! [`MAX_SET_BYTES`], and a set older than [`MAX_AGE_NANOS`] of capture time is closed as missing.
 
-use crate::message::{Detail, Finding};
+use crate::message::{add_finding, Detail, Finding};
 use crate::proto::Rule;
 
 /// Open sets at once; opening one more closes the oldest.
@@ -89,11 +89,7 @@ impl ChunkSets {
         closed: &mut Vec<Closed>,
     ) -> Option<Reassembled<'_>> {
         let report = |findings: &mut Vec<Finding>, rule, detail| {
-            findings.push(Finding {
-                rule,
-                at: chunk.at,
-                detail,
-            })
+            add_finding(findings, Finding::new(rule, chunk.at, detail))
         };
         if chunk.total == 0 {
             report(findings, Rule::RtypeChunkTotalZero, Detail::Value(0));
@@ -235,11 +231,7 @@ impl ChunkSets {
             closed.push(Closed {
                 frame: set.first_frame,
                 conversation: set.conversation,
-                finding: Finding {
-                    rule,
-                    at: 0,
-                    detail,
-                },
+                finding: Finding::new(rule, 0, detail),
             });
         }
         self.recycle(set);

@@ -239,11 +239,7 @@ impl Session {
             emit(LooseFinding {
                 frame,
                 conversation,
-                finding: Finding {
-                    rule,
-                    at: 0,
-                    detail,
-                },
+                finding: Finding::new(rule, 0, detail),
             })
         };
         self.last_frame = frame;
@@ -483,11 +479,7 @@ impl Session {
             emit(LooseFinding {
                 frame,
                 conversation,
-                finding: Finding {
-                    rule,
-                    at: 0,
-                    detail,
-                },
+                finding: Finding::new(rule, 0, detail),
             })
         };
         if let (Some((frame, ts)), None) = (self.level_init.first, self.level_init.acknowledged) {
