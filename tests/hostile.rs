@@ -12,7 +12,7 @@ use std::io::{self, Cursor, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
@@ -20,7 +20,7 @@ use proptest::sample::Index;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, FileFailurePersistence, RngAlgorithm, TestRng, TestRunner};
 
-use rtype_inspect::app::{Format, Term};
+use rtype_inspect::app::{Format as ReportFormat, Term};
 use rtype_inspect::capture::defrag;
 use rtype_inspect::capture::reader::MAX_RECORD_LEN;
 use rtype_inspect::capture::CaptureReader;
@@ -28,6 +28,7 @@ use rtype_inspect::message::NoFields;
 use rtype_inspect::pipeline::{Pipeline, RunEnd, Sink};
 use rtype_inspect::proto::profile::Profile;
 use rtype_inspect::proto::Rule;
+use rtype_inspect::report::check::Judge;
 use rtype_inspect::report::export::Export;
 use rtype_inspect::report::filter::FilterArgs;
 use rtype_inspect::report::packets::{Packets, PacketsOptions};
@@ -35,6 +36,7 @@ use rtype_inspect::report::stats::Stats;
 use rtype_inspect::report::summary::Summary;
 use rtype_inspect::session::chunks;
 use rtype_inspect::session::event::{DatagramEvent, LooseFinding};
+use rtype_inspect::session::MAX_CONVERSATIONS;
 
 // ------------------------------------------------------------------------------------------------
 // Counting allocator
@@ -222,7 +224,7 @@ fn every_report(bytes: &[u8]) {
                 filter,
             ),
         );
-        for format in [Format::Text, Format::Json] {
+        for format in [ReportFormat::Text, ReportFormat::Json] {
             run(
                 bytes,
                 &mut Stats::new(io::sink(), format, "mutated", Term::pipe()),
@@ -1352,23 +1354,45 @@ fn level_init_conversations(conversations: u16) -> Vec<u8> {
     raw_pcap(&frames, 65_535)
 }
 
-/// `conversations` clients that each sent one CLIENT_HELLO.
-fn hello_conversations(conversations: u16) -> Vec<u8> {
-    let frames: Vec<Vec<u8>> = (0..conversations)
-        .map(|i| {
-            ipv4(
-                &udp(&rtype(1, 0x01, 0, &[], None), 10_000 + i, 50_010),
-                0,
-                0,
-                false,
-            )
-        })
-        .collect();
+/// `conversations` clients, each with a whole session holding as much as a conversation can: a
+/// HELLO, the largest LevelInit (as [`level_init_conversations`]), and 66 pings, pongs and
+/// snapshots, so that both of its timing series (snapshot gaps, round trips) outgrow their exact
+/// samples and take their histograms.
+fn long_conversations(conversations: u16) -> Vec<u8> {
+    let payload = level_init(255, 250);
+    let packed = lz4_flex::block::compress(&payload);
+    let level_init = rtype(2, 0x30, 0, &packed, Some(payload.len() as u16));
+    let mut frames = Vec::new();
+    for i in 0..conversations {
+        let port = 10_000 + i;
+        let c2s = |d: &[u8]| ipv4(&udp(d, port, 50_010), 0, 0, false);
+        frames.push(c2s(&rtype(1, 0x01, 0, &[], None)));
+        frames.push(to_client(port, &level_init));
+        for tick in 0..66u32 {
+            frames.push(c2s(&rtype(1, 0x04, tick, &tick.to_be_bytes(), None)));
+            frames.push(to_client(
+                port,
+                &rtype(2, 0x13, tick, &tick.to_be_bytes(), None),
+            ));
+            frames.push(to_client(port, &rtype(2, 0x14, tick, &[0, 0], None)));
+        }
+    }
     raw_pcap(&frames, 65_535)
 }
 
-/// Peak bytes live of each command's run over `bytes` (the reports rendered as the commands do).
+/// Runs the pipeline over a capture shared with the caller (not copied, so that its bytes are
+/// not counted in a run's peak).
+fn run_shared<S: Sink>(bytes: &Arc<[u8]>, sink: &mut S) {
+    let read = Box::new(Cursor::new(bytes.clone()));
+    let mut reader = CaptureReader::from_read(Path::new("crafted"), read).expect("a capture");
+    Pipeline::new(Profile::document(), None)
+        .run(&mut reader, sink)
+        .expect("a capture that opened runs to its end");
+}
+
+/// Peak bytes live of each command's run over `bytes`, its report written as the command does.
 fn command_peaks(bytes: &[u8]) -> Vec<(&'static str, usize)> {
+    let bytes: Arc<[u8]> = bytes.into();
     let filter = || FilterArgs::default().build().expect("the empty filter");
     let packets = |verbose| {
         let options = PacketsOptions {
@@ -1378,63 +1402,68 @@ fn command_peaks(bytes: &[u8]) -> Vec<(&'static str, usize)> {
         };
         Packets::new(io::sink(), options, filter())
     };
+    let stats = |format| Stats::new(io::sink(), format, "x", Term::pipe());
     vec![
         (
             "summary",
             measured(|| {
                 let mut s = Summary::default();
-                assert!(run(bytes, &mut s));
-                s.text("x", Term::pipe()).len()
+                run_shared(&bytes, &mut s);
+                s.text("x", Term::pipe()).len() + s.json().to_string().len()
             })
             .1,
         ),
         (
             "check",
-            measured(|| {
-                let mut j = rtype_inspect::report::check::Judge::default();
-                assert!(run(bytes, &mut j));
-            })
-            .1,
+            measured(|| run_shared(&bytes, &mut Judge::default())).1,
         ),
         (
             "stats",
-            measured(|| {
-                let mut s = Stats::new(io::sink(), Format::Text, "x", Term::pipe());
-                assert!(run(bytes, &mut s));
-            })
-            .1,
+            measured(|| run_shared(&bytes, &mut stats(ReportFormat::Text))).1,
         ),
         (
             "stats --format json",
-            measured(|| {
-                let mut s = Stats::new(io::sink(), Format::Json, "x", Term::pipe());
-                assert!(run(bytes, &mut s));
-            })
-            .1,
+            measured(|| run_shared(&bytes, &mut stats(ReportFormat::Json))).1,
         ),
         (
             "export",
-            measured(|| assert!(run(bytes, &mut Export::new(io::sink(), false, filter())))).1,
+            measured(|| run_shared(&bytes, &mut Export::new(io::sink(), false, filter()))).1,
         ),
         (
             "packets",
-            measured(|| assert!(run(bytes, &mut packets(false)))).1,
+            measured(|| run_shared(&bytes, &mut packets(false))).1,
         ),
         (
             "packets -V",
-            measured(|| assert!(run(bytes, &mut packets(true)))).1,
+            measured(|| run_shared(&bytes, &mut packets(true))).1,
         ),
     ]
 }
 
+/// What a conversation may hold is bounded, and so is every command's memory at the cap of
+/// conversations tracked: 5,000 conversations (past the 4,096 tracked) each announcing the
+/// largest LevelInit (255 archetypes with 250-byte sprite names: 65 KB), with or without a whole
+/// session whose timing series take their histograms. Each took over 300 MB (stats 418 MB) when
+/// archetypes were kept whole and stats built its report for all conversations at once.
 #[test]
-fn measure_conversation_memory() {
+fn conversation_state_is_bounded() {
+    let one = command_peaks(&level_init_conversations(1));
     for (name, bytes) in [
-        ("5000 LevelInit", level_init_conversations(5_000)),
-        ("4096 HELLO", hello_conversations(4_096)),
+        ("LevelInit", level_init_conversations(5_000)),
+        ("LevelInit and long series", long_conversations(4_096)),
     ] {
-        for (command, peak) in command_peaks(&bytes) {
-            eprintln!("{name}: {command}: peak {:.1} MB", peak as f64 / 1e6);
+        for ((command, peak), (_, alone)) in command_peaks(&bytes).into_iter().zip(&one) {
+            let per = (peak - alone) / MAX_CONVERSATIONS;
+            eprintln!(
+                "{name}: {command}: peak {:.1} MB ({per} bytes per conversation; one: {:.1} MB)",
+                peak as f64 / 1e6,
+                *alone as f64 / 1e6,
+            );
+            assert!(peak < CONVERSATIONS_BOUND, "{name}: {command}: peak {peak}");
         }
     }
 }
+
+/// The most any command may hold for a capture of [`MAX_CONVERSATIONS`] conversations at their
+/// largest (SECURITY.md).
+const CONVERSATIONS_BOUND: usize = 64 << 20;

@@ -398,7 +398,7 @@ fn first_detail(finding: &Finding) -> String {
             ),
             R::RtypeChunkIndex => format!("chunkIndex {found} with totalChunks {expected}"),
             R::RtypeChunkTotalMismatch => {
-                format!("totalChunks {found} where the tick's first chunk said {expected}")
+                format!("totalChunks {found} where the tick's other chunks said {expected}")
             }
             R::RtDatagramSize | R::RtnpDatagramSize => {
                 format!("{found} bytes, over the {expected} allowed")
