@@ -30,6 +30,7 @@ use rtype_inspect::proto::profile::Profile;
 use rtype_inspect::proto::Rule;
 use rtype_inspect::report::check::Judge;
 use rtype_inspect::report::export::Export;
+use rtype_inspect::report::fields::MAX_FIELDS_JSON;
 use rtype_inspect::report::filter::FilterArgs;
 use rtype_inspect::report::packets::{Packets, PacketsOptions};
 use rtype_inspect::report::stats::Stats;
@@ -1467,3 +1468,196 @@ fn conversation_state_is_bounded() {
 /// The most any command may hold for a capture of [`MAX_CONVERSATIONS`] conversations at their
 /// largest (SECURITY.md).
 const CONVERSATIONS_BOUND: usize = 64 << 20;
+
+// ------------------------------------------------------------------------------------------------
+// Findings and records without bound
+// ------------------------------------------------------------------------------------------------
+
+/// The NDJSON export of `bytes` two ways: with the reading thread rendering ahead
+/// ([`Pipeline::run`]), and frame by frame on one thread; each record is checked against
+/// docs/timeline.schema.json.
+fn export_lines(bytes: &[u8]) -> Vec<String> {
+    let filter = || FilterArgs::default().build().expect("the empty filter");
+    let mut threaded = Vec::new();
+    {
+        let mut sink = Export::new(&mut threaded, false, filter());
+        assert!(run(bytes, &mut sink));
+    }
+    let mut inline = Vec::new();
+    {
+        let mut sink = Export::new(&mut inline, false, filter());
+        let read = Box::new(Cursor::new(bytes.to_vec()));
+        let mut reader = CaptureReader::from_read(Path::new("crafted"), read).unwrap();
+        let mut pipeline = Pipeline::new(Profile::document(), None);
+        sink.start(reader.info());
+        let end = reader
+            .for_each_frame(|f| pipeline.frame(f, &mut sink))
+            .unwrap();
+        pipeline.finish(&reader.info().clone(), &end, &mut sink);
+    }
+    assert!(threaded == inline, "rendering ahead changed the export");
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root().join("docs/timeline.schema.json")).unwrap())
+            .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let lines: Vec<String> = String::from_utf8(threaded)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    for line in &lines {
+        let record: serde_json::Value = serde_json::from_str(line).unwrap();
+        if let Err(e) = validator.validate(&record) {
+            panic!("{e}: {}", &line[..line.len().min(300)]);
+        }
+    }
+    lines
+}
+
+/// The export's datagram records, parsed.
+fn datagram_records(lines: &[String]) -> Vec<serde_json::Value> {
+    lines
+        .iter()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|r| r["kind"] == "datagram")
+        .collect()
+}
+
+/// A SERVER_SNAPSHOT payload of `entities` entities, all of `entity_type` (mask bit 0).
+fn snapshot_of_type(entities: u16, entity_type: u8) -> Vec<u8> {
+    let mut p = entities.to_be_bytes().to_vec();
+    for _ in 0..entities {
+        p.extend([0, 0, 0, 7, 0, 1, entity_type]);
+    }
+    p
+}
+
+/// A LevelInit announcing one archetype (type 1) named `sprite`, then `datagrams` compressed
+/// snapshots of `entities` entities of `entity_type`, to the same client.
+fn announced_then_snapshots(sprite: usize, datagrams: u32, entities: u16, entity_type: u8) -> Vec<u8> {
+    let mut frames = vec![to_client(41_000, &rtype(2, 0x30, 0, &level_init(1, sprite), None))];
+    let snapshot = snapshot_of_type(entities, entity_type);
+    let packed = lz4_flex::block::compress(&snapshot);
+    for tick in 1..=datagrams {
+        let d = rtype(2, 0x14, tick, &packed, Some(snapshot.len() as u16));
+        frames.push(to_client(41_000, &d));
+    }
+    raw_pcap(&frames, 65_535)
+}
+
+/// A datagram breaking one rule 9,000 times is one finding of it, counted 9,000 times: 200 small
+/// datagrams gave 1.8 M findings (and an export 3,500 times the capture's size) when each
+/// entity's was one.
+#[test]
+fn a_rule_broken_again_in_a_datagram_is_one_counted_finding() {
+    let bytes = announced_then_snapshots(4, 200, 9_000, 2);
+    assert!(bytes.len() < 100_000, "{}", bytes.len());
+    let (judge, peak) = measured(|| {
+        let mut judge = Judge::default();
+        assert!(run(&bytes, &mut judge));
+        judge
+    });
+    let rule = Rule::RtypeUnknownEntityType;
+    assert_eq!(judge.rules.get(rule).count, 200 * 9_000);
+    assert_eq!(judge.rules.frames(rule), (2..=21).collect::<Vec<u64>>());
+    assert!(peak < 4 << 20, "{peak}");
+    let found = measured(|| collect(&bytes)).0;
+    assert_eq!(found.frames(rule.id()), (2..=201).collect::<Vec<u64>>());
+    let filter = FilterArgs::default().build().expect("the empty filter");
+    let (written, peak) = measured(|| {
+        let mut bytes_out = 0;
+        let mut sink = Export::new(WriteCounted(io::sink(), &mut bytes_out), false, filter);
+        assert!(run(&bytes, &mut sink));
+        drop(sink);
+        bytes_out
+    });
+    assert!(written < 202 * (MAX_FIELDS_JSON + 2048), "{written}");
+    assert!(peak < 8 << 20, "{peak}");
+    {
+        let lines = export_lines(&bytes);
+        let records = datagram_records(&lines);
+        assert_eq!(records.len(), 201);
+        let v = &records[1]["violations"];
+        assert_eq!(v.as_array().unwrap().len(), 1, "{v}");
+        assert_eq!(v[0]["id"], rule.id());
+        assert_eq!(v[0]["count"], 9_000);
+        assert_eq!(v[0]["offset"], 17 + 2 + 6);
+        assert_eq!(
+            v[0]["detail"],
+            "entity type 2; ×9000 in this datagram, the first at @25"
+        );
+        let longest = lines.iter().map(String::len).max().unwrap();
+        assert!(longest < MAX_FIELDS_JSON + 2048, "{longest}");
+    }
+}
+
+/// An export record is bounded: a 9,000-entity snapshot's fields stop at 64 KiB of JSON (the rest
+/// counted in `omitted`), an LZ4 bomb's undecoded bytes at as much hex, the sprite names repeated
+/// after entity types at 16 KiB; rtnp text past the limit is cut. Rendering ahead of the decoding
+/// thread stops at the same places.
+#[test]
+fn export_records_are_bounded() {
+    // Many entities: fields left out past the limit.
+    let records = datagram_records(&export_lines(&announced_then_snapshots(4, 1, 9_000, 0)));
+    let snapshot = &records[1];
+    let omitted = &snapshot["omitted"];
+    let entities = snapshot["fields"]["entities"].as_array().unwrap();
+    assert!((1_000..9_000).contains(&entities.len()), "{}", entities.len());
+    // Fields shown: the entity count, then each entity's id, mask and type (4, 2 and 1 bytes),
+    // the last one perhaps cut.
+    let widths = [("id", 4), ("update_mask", 2), ("entity_type", 1)];
+    let (mut fields, mut offset) = (1, 2);
+    for e in entities {
+        for (key, width) in widths {
+            if e.get(key).is_some() {
+                fields += 1;
+                offset += width;
+            }
+        }
+    }
+    assert_eq!(omitted["fields"], 1 + 3 * 9_000 - fields, "{omitted}");
+    assert_eq!(omitted["offset"], offset);
+    assert_eq!(omitted["bytes"], 0);
+    assert!(omitted["sprites"].as_u64().unwrap() > 0, "{omitted}");
+    // Long sprite names after few entities: only the names past 16 KiB are left out.
+    let records = datagram_records(&export_lines(&announced_then_snapshots(250, 1, 1_000, 0)));
+    let entities = records[1]["fields"]["entities"].as_array().unwrap().clone();
+    let named = entities.iter().filter(|e| e.get("sprite").is_some()).count();
+    assert_eq!(entities.len(), 1_000);
+    assert!((50..70).contains(&named), "{named}");
+    assert_eq!(
+        records[1]["omitted"],
+        serde_json::json!({"fields": 0, "bytes": 0, "sprites": 1_000 - named})
+    );
+    // An LZ4 bomb: a snapshot whose first entity sets reserved bit 7, then 65,527 zeros,
+    // undecoded: under 300 bytes on the wire.
+    let mut bomb = vec![0, 1, 0, 0, 0, 7, 0, 0x80];
+    bomb.resize(65_535, 0);
+    let packed = lz4_flex::block::compress(&bomb);
+    let bomb = rtype(2, 0x14, 1, &packed, Some(65_535));
+    assert!(bomb.len() < 300, "{}", bomb.len());
+    let frames = vec![to_client(41_000, &rtype(2, 0x10, 0, &[], None)), to_client(41_000, &bomb)];
+    let lines = export_lines(&raw_pcap(&frames, 65_535));
+    let record = &datagram_records(&lines)[1];
+    let undecoded = &record["fields"]["entities"][0]["undecoded"];
+    let hex = undecoded["hex"].as_str().unwrap().len() as u64 / 2;
+    assert_eq!(undecoded["length"], 65_527);
+    assert!((30_000..33_000).contains(&hex), "{hex}");
+    assert_eq!(
+        record["omitted"],
+        serde_json::json!({"offset": 8 + hex, "fields": 0, "bytes": 65_527 - hex, "sprites": 0})
+    );
+    assert!(lines.iter().all(|l| l.len() < MAX_FIELDS_JSON + 2048));
+    // rtnp text that is not JSON, whose escapes would take six times its size.
+    let first = r#"{"type":"snapshot","epoch":1,"entities":[]}"#.as_bytes().to_vec();
+    let text = [b"{".to_vec(), vec![1u8; 60_000]].concat();
+    let frames = [first, text].map(|t| ipv4(&udp(&t, 4242, 41_000), 0, 0, false));
+    let lines = export_lines(&raw_pcap(&frames, 65_535));
+    let record = &datagram_records(&lines)[1];
+    let shown = record["fields"]["text"].as_str().unwrap().len() as u64;
+    assert!((10_000..11_000).contains(&shown), "{shown}");
+    assert_eq!(
+        record["omitted"],
+        serde_json::json!({"offset": shown, "fields": 0, "bytes": 60_001 - shown, "sprites": 0})
+    );
+}

@@ -1316,13 +1316,21 @@ mod tests {
         assert!(t.reason.starts_with("the block is corrupt"), "{}", t.reason);
         assert!(t.corrupt);
 
-        // EPB whose caplen points past its block.
+        // EPB whose caplen points past its block, its framing intact: skipped, and the rest read.
         let mut bad = full.clone();
         bad[fourth + 20..fourth + 24].copy_from_slice(&4000u32.to_le_bytes());
         let (_, got, end) = read_all(bad).unwrap();
-        assert_eq!(got.len(), 3);
-        let t = end.truncated.unwrap();
-        assert!(t.corrupt, "{}", t.reason);
+        assert_eq!(got.len(), all.len() - 1);
+        assert_eq!(got[3].offset, all[4].offset);
+        assert_eq!(end.truncated, None);
+        assert_eq!(
+            end.skipped,
+            [Skipped {
+                frame: 4,
+                offset: fourth as u64,
+                block: "Enhanced Packet Block"
+            }]
+        );
 
         // Block length not a multiple of 4, and absurdly large.
         for (len, reason) in [

@@ -40,8 +40,11 @@ impl Default for RuleCounts {
 }
 
 impl RuleCounts {
+    pub fn add(&mut self, rule: Rule, frame: u64) {
+        self.add_finding(&Finding::new(rule, 0, crate::message::Detail::None), frame);
+    }
     /// Counts a finding: a datagram's finding of a rule broken `count` times counts `count`.
-    pub fn add(&mut self, finding: &Finding, frame: u64) {
+    pub fn add_finding(&mut self, finding: &Finding, frame: u64) {
         let rule = finding.rule;
         let c = &mut self.counts[rule as usize];
         if c.count == 0 {
@@ -167,11 +170,11 @@ impl Sink for Summary {
         self.crc_failures += u64::from(e.crc_failed());
         self.compressed += u64::from(e.compressed());
         for f in e.findings {
-            self.rules.add(f, e.frame);
+            self.rules.add_finding(f, e.frame);
         }
     }
     fn loose(&mut self, f: &LooseFinding) {
-        self.rules.add(&f.finding, f.frame);
+        self.rules.add_finding(&f.finding, f.frame);
     }
     fn end(&mut self, end: &RunEnd<'_>) {
         self.json = Some(self.to_json(end));
