@@ -1661,3 +1661,149 @@ fn export_records_are_bounded() {
         serde_json::json!({"offset": shown, "fields": 0, "bytes": 60_001 - shown, "sprites": 0})
     );
 }
+
+// ------------------------------------------------------------------------------------------------
+// Valid pcapng that must be read
+// ------------------------------------------------------------------------------------------------
+
+/// A little-endian pcapng block of `kind` around `body` (padded to 4 bytes).
+fn ng_block(kind: u32, body: &[u8]) -> Vec<u8> {
+    let total = (12 + body.len().div_ceil(4) * 4) as u32;
+    let mut out = kind.to_le_bytes().to_vec();
+    out.extend(total.to_le_bytes());
+    out.extend_from_slice(body);
+    out.resize(8 + body.len().div_ceil(4) * 4, 0);
+    out.extend(total.to_le_bytes());
+    out
+}
+
+/// A section header whose comments (opt_comment, 60,000 bytes each at most) hold `comment` bytes.
+fn ng_section(comment: usize) -> Vec<u8> {
+    let mut body = vec![0x4d, 0x3c, 0x2b, 0x1a, 1, 0, 0, 0];
+    body.extend([0xff; 8]);
+    let mut left = comment;
+    while left > 0 {
+        let n = left.min(60_000);
+        body.extend(1u16.to_le_bytes());
+        body.extend((n as u16).to_le_bytes());
+        body.extend(std::iter::repeat_n(b'c', n));
+        body.resize(body.len().div_ceil(4) * 4, 0);
+        left -= n;
+    }
+    if comment > 0 {
+        body.extend([0, 0, 0, 0]);
+    }
+    ng_block(0x0a0d_0d0a, &body)
+}
+
+/// A raw-IP interface, then an EPB on it for each of `packets`.
+fn ng_packets(packets: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = ng_block(1, &[101, 0, 0, 0, 0, 0, 0, 0]);
+    for (i, data) in packets.iter().enumerate() {
+        let mut body = Vec::new();
+        for v in [0, 0, i as u32 * 1000, data.len() as u32, data.len() as u32] {
+            body.extend(v.to_le_bytes());
+        }
+        body.extend_from_slice(data);
+        out.extend(ng_block(6, &body));
+    }
+    out
+}
+
+/// Three rtype datagrams of one conversation.
+fn three_datagrams() -> Vec<Vec<u8>> {
+    (0..3)
+        .map(|tick| to_client(41_000, &rtype(2, 0x14, tick, &[0, 0], None)))
+        .collect()
+}
+
+/// Frames and the capture findings of `bytes`, read through the pipeline.
+fn read_findings(bytes: &[u8]) -> (u64, Vec<(u64, Rule)>) {
+    let mut summary = Summary::default();
+    let mut found = Collect::default();
+    assert!(run(bytes, &mut found));
+    assert!(run(bytes, &mut summary));
+    let frames = summary.json()["capture"]["frames"].as_u64().unwrap();
+    let capture: Vec<(u64, Rule)> = found
+        .found
+        .into_iter()
+        .filter(|(_, r)| r.id().starts_with("capture."))
+        .collect();
+    (frames, capture)
+}
+
+/// pcapng blocks of any size up to the largest record accepted (16 MiB, far above real files)
+/// are read wherever they are: a section header with 300 KB of comments at the start was "not a
+/// capture file" (240 KB worked), and tshark reads it.
+#[test]
+fn large_pcapng_blocks_are_read() {
+    let packets = ng_packets(&three_datagrams());
+    let first = [ng_section(300_000), packets.clone()].concat();
+    // A second section of 1 MB of comments, and a 2 MB custom block, between packets.
+    let custom = ng_block(0x0BAD, &[&[0u8, 0, 0, 0][..], &vec![7u8; 2 << 20]].concat());
+    let later = [ng_section(0), packets.clone(), custom, ng_section(1_000_000), packets].concat();
+    for (name, bytes, frames) in [("first", first, 3), ("later", later, 6)] {
+        let ((read, capture), peak) = measured(|| read_findings(&bytes));
+        assert_eq!((read, capture), (frames, vec![]), "{name}");
+        assert!(peak < 64 << 20, "{name}: {peak}");
+        let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("large-block-{name}.pcapng"));
+        std::fs::write(&path, &bytes).unwrap();
+        if let Ok(out) = Command::new("tshark").arg("-r").arg(&path).output() {
+            assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+            // tshark lists the custom block too: count its packets.
+            let udp = String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .filter(|l| l.contains(" UDP "))
+                .count();
+            assert_eq!(udp, frames as usize, "{name}");
+        }
+    }
+    // Past the bound: one block longer than 16 MiB.
+    let mut huge = [ng_section(0), ng_packets(&three_datagrams())].concat();
+    huge.extend(ng_block(0x0BAD, &vec![0u8; MAX_RECORD_LEN]));
+    assert_eq!(read_findings(&huge), (3, vec![(4, Rule::CaptureCorrupt)]));
+    let section = ng_section(0);
+    let mut header = section.clone();
+    header[4..8].copy_from_slice(&(MAX_RECORD_LEN as u32 + 4).to_le_bytes());
+    let err = CaptureReader::from_read(Path::new("huge.pcapng"), Box::new(Cursor::new(header)))
+        .err()
+        .expect("refused");
+    assert!(err.to_string().contains("exceeds the maximum"), "{err}");
+}
+
+/// A block whose framing is intact (its length the same at both ends) but whose contents
+/// contradict it is skipped with a finding, and the packets after it are read: a Decryption
+/// Secrets Block whose secrets are longer than the block stopped reading, and lost the rest.
+#[test]
+fn a_block_with_intact_framing_is_skipped() {
+    let datagrams = three_datagrams();
+    let mut bytes = [ng_section(0), ng_packets(&datagrams[..1])].concat();
+    let dsb_at = bytes.len() as u64;
+    // TLS key log of 4,000 bytes announced, 16 present.
+    let mut dsb = 0x544c_534bu32.to_le_bytes().to_vec();
+    dsb.extend(4_000u32.to_le_bytes());
+    dsb.extend([b'k'; 16]);
+    bytes.extend(ng_block(0x0A, &dsb));
+    let mut later = ng_packets(&datagrams[1..]);
+    // The packets after it are on the same interface: drop the second IDB.
+    later.drain(..20);
+    bytes.extend(later);
+    let (frames, capture) = read_findings(&bytes);
+    assert_eq!(frames, 3);
+    assert_eq!(capture, [(2, Rule::CaptureBlockSkipped)]);
+    let filter = FilterArgs::default().build().unwrap();
+    let mut out = Vec::new();
+    assert!(run(&bytes, &mut Export::new(&mut out, false, filter)));
+    let finding = String::from_utf8(out)
+        .unwrap()
+        .lines()
+        .find(|l| l.contains("capture.block-skipped"))
+        .unwrap()
+        .to_string();
+    assert!(
+        finding.contains(&format!(
+            "\"detail\":\"a Decryption Secrets Block at byte offset {dsb_at}\""
+        )),
+        "{finding}"
+    );
+}
