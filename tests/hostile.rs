@@ -1496,9 +1496,10 @@ fn export_lines(bytes: &[u8]) -> Vec<String> {
         pipeline.finish(&reader.info().clone(), &end, &mut sink);
     }
     assert!(threaded == inline, "rendering ahead changed the export");
-    let schema: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(root().join("docs/timeline.schema.json")).unwrap())
-            .unwrap();
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("docs/timeline.schema.json")).unwrap(),
+    )
+    .unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
     let lines: Vec<String> = String::from_utf8(threaded)
         .unwrap()
@@ -1534,8 +1535,16 @@ fn snapshot_of_type(entities: u16, entity_type: u8) -> Vec<u8> {
 
 /// A LevelInit announcing one archetype (type 1) named `sprite`, then `datagrams` compressed
 /// snapshots of `entities` entities of `entity_type`, to the same client.
-fn announced_then_snapshots(sprite: usize, datagrams: u32, entities: u16, entity_type: u8) -> Vec<u8> {
-    let mut frames = vec![to_client(41_000, &rtype(2, 0x30, 0, &level_init(1, sprite), None))];
+fn announced_then_snapshots(
+    sprite: usize,
+    datagrams: u32,
+    entities: u16,
+    entity_type: u8,
+) -> Vec<u8> {
+    let mut frames = vec![to_client(
+        41_000,
+        &rtype(2, 0x30, 0, &level_init(1, sprite), None),
+    )];
     let snapshot = snapshot_of_type(entities, entity_type);
     let packed = lz4_flex::block::compress(&snapshot);
     for tick in 1..=datagrams {
@@ -1602,7 +1611,11 @@ fn export_records_are_bounded() {
     let snapshot = &records[1];
     let omitted = &snapshot["omitted"];
     let entities = snapshot["fields"]["entities"].as_array().unwrap();
-    assert!((1_000..9_000).contains(&entities.len()), "{}", entities.len());
+    assert!(
+        (1_000..9_000).contains(&entities.len()),
+        "{}",
+        entities.len()
+    );
     // Fields shown: the entity count, then each entity's id, mask and type (4, 2 and 1 bytes),
     // the last one perhaps cut.
     let widths = [("id", 4), ("update_mask", 2), ("entity_type", 1)];
@@ -1622,7 +1635,10 @@ fn export_records_are_bounded() {
     // Long sprite names after few entities: only the names past 16 KiB are left out.
     let records = datagram_records(&export_lines(&announced_then_snapshots(250, 1, 1_000, 0)));
     let entities = records[1]["fields"]["entities"].as_array().unwrap().clone();
-    let named = entities.iter().filter(|e| e.get("sprite").is_some()).count();
+    let named = entities
+        .iter()
+        .filter(|e| e.get("sprite").is_some())
+        .count();
     assert_eq!(entities.len(), 1_000);
     assert!((50..70).contains(&named), "{named}");
     assert_eq!(
@@ -1636,7 +1652,10 @@ fn export_records_are_bounded() {
     let packed = lz4_flex::block::compress(&bomb);
     let bomb = rtype(2, 0x14, 1, &packed, Some(65_535));
     assert!(bomb.len() < 300, "{}", bomb.len());
-    let frames = vec![to_client(41_000, &rtype(2, 0x10, 0, &[], None)), to_client(41_000, &bomb)];
+    let frames = vec![
+        to_client(41_000, &rtype(2, 0x10, 0, &[], None)),
+        to_client(41_000, &bomb),
+    ];
     let lines = export_lines(&raw_pcap(&frames, 65_535));
     let record = &datagram_records(&lines)[1];
     let undecoded = &record["fields"]["entities"][0]["undecoded"];
@@ -1741,15 +1760,27 @@ fn large_pcapng_blocks_are_read() {
     let first = [ng_section(300_000), packets.clone()].concat();
     // A second section of 1 MB of comments, and a 2 MB custom block, between packets.
     let custom = ng_block(0x0BAD, &[&[0u8, 0, 0, 0][..], &vec![7u8; 2 << 20]].concat());
-    let later = [ng_section(0), packets.clone(), custom, ng_section(1_000_000), packets].concat();
+    let later = [
+        ng_section(0),
+        packets.clone(),
+        custom,
+        ng_section(1_000_000),
+        packets,
+    ]
+    .concat();
     for (name, bytes, frames) in [("first", first, 3), ("later", later, 6)] {
         let ((read, capture), peak) = measured(|| read_findings(&bytes));
         assert_eq!((read, capture), (frames, vec![]), "{name}");
         assert!(peak < 64 << 20, "{name}: {peak}");
-        let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("large-block-{name}.pcapng"));
+        let path =
+            PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("large-block-{name}.pcapng"));
         std::fs::write(&path, &bytes).unwrap();
         if let Ok(out) = Command::new("tshark").arg("-r").arg(&path).output() {
-            assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+            assert!(
+                out.status.success(),
+                "{name}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
             // tshark lists the custom block too: count its packets.
             let udp = String::from_utf8_lossy(&out.stdout)
                 .lines()
