@@ -12,7 +12,7 @@ use std::io::{self, Cursor, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
@@ -20,7 +20,7 @@ use proptest::sample::Index;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, FileFailurePersistence, RngAlgorithm, TestRng, TestRunner};
 
-use rtype_inspect::app::{ReadOpts, Reading, Term};
+use rtype_inspect::app::{Format as ReportFormat, ReadOpts, Reading, Term};
 use rtype_inspect::capture::defrag;
 use rtype_inspect::capture::reader::MAX_RECORD_LEN;
 use rtype_inspect::capture::CaptureReader;
@@ -28,13 +28,17 @@ use rtype_inspect::message::NoFields;
 use rtype_inspect::pipeline::{Pipeline, RunEnd, Sink};
 use rtype_inspect::proto::profile::Profile;
 use rtype_inspect::proto::Rule;
+use rtype_inspect::report::check::Judge;
 use rtype_inspect::report::export::Export;
+use rtype_inspect::report::fields::MAX_FIELDS_JSON;
 use rtype_inspect::report::filter::FilterArgs;
 use rtype_inspect::report::packets::{Packets, PacketsOptions};
 use rtype_inspect::report::profile::{self, Profiler};
+use rtype_inspect::report::stats::Stats;
 use rtype_inspect::report::summary::Summary;
 use rtype_inspect::session::chunks;
 use rtype_inspect::session::event::{DatagramEvent, LooseFinding};
+use rtype_inspect::session::MAX_CONVERSATIONS;
 
 // ------------------------------------------------------------------------------------------------
 // Counting allocator
@@ -222,10 +226,11 @@ fn every_report(bytes: &[u8]) {
                 filter,
             ),
         );
-        let mut stats = rtype_inspect::report::stats::Stats::default();
-        run(bytes, &mut stats);
-        if let Some(json) = stats.json() {
-            let _ = rtype_inspect::report::stats::text("mutated", json, Term::pipe());
+        for format in [ReportFormat::Text, ReportFormat::Json] {
+            run(
+                bytes,
+                &mut Stats::new(io::sink(), format, "mutated", Term::pipe()),
+            );
         }
         let mut profiler = Profiler::new("mutated", &reading(), 100_000_000);
         run(bytes, &mut profiler);
@@ -1399,4 +1404,523 @@ fn largest_records_stay_bounded() {
     // The reader's buffer (16 MiB + 64 KiB), and at worst six batches of one such record each
     // (four queued, one filling, one being decoded) when the reading thread runs ahead: 114 MiB.
     assert!(peak < 128 << 20, "peak {peak} bytes");
+}
+
+// ------------------------------------------------------------------------------------------------
+// What a conversation may hold
+// ------------------------------------------------------------------------------------------------
+
+/// Raw IPv4/UDP from the server 10.0.0.1:50010 to the client 10.0.0.2:`client_port`.
+fn to_client(client_port: u16, d: &[u8]) -> Vec<u8> {
+    let mut f = ipv4(&udp(d, 50_010, client_port), 0, 0, false);
+    f[12..20].rotate_left(4);
+    f
+}
+
+/// A SERVER_LEVEL_INIT payload of `archetypes` archetypes whose sprite names are `sprite` bytes.
+fn level_init(archetypes: u8, sprite: usize) -> Vec<u8> {
+    let mut p = vec![0, 1, 0, 0, 0, 7, 2, b'b', b'g', 1, b'm', archetypes];
+    for i in 0..archetypes {
+        p.extend(u16::from(i).to_be_bytes());
+        p.push(sprite as u8);
+        p.extend(std::iter::repeat_n(b'a' + i % 26, sprite));
+        p.extend([0, 0]);
+    }
+    p
+}
+
+/// `conversations` clients, each sent one LZ4-compressed LevelInit of 255 archetypes with
+/// 250-byte sprite names (65 KB decompressed, a few hundred bytes on the wire).
+fn level_init_conversations(conversations: u16) -> Vec<u8> {
+    let payload = level_init(255, 250);
+    let packed = lz4_flex::block::compress(&payload);
+    let d = rtype(2, 0x30, 0, &packed, Some(payload.len() as u16));
+    let frames: Vec<Vec<u8>> = (0..conversations)
+        .map(|i| to_client(10_000 + i, &d))
+        .collect();
+    raw_pcap(&frames, 65_535)
+}
+
+/// `conversations` clients, each with a whole session holding as much as a conversation can: a
+/// HELLO, the largest LevelInit (as [`level_init_conversations`]), and 66 pings, pongs and
+/// snapshots, so that both of its timing series (snapshot gaps, round trips) outgrow their exact
+/// samples and take their histograms.
+fn long_conversations(conversations: u16) -> Vec<u8> {
+    let payload = level_init(255, 250);
+    let packed = lz4_flex::block::compress(&payload);
+    let level_init = rtype(2, 0x30, 0, &packed, Some(payload.len() as u16));
+    let mut frames = Vec::new();
+    for i in 0..conversations {
+        let port = 10_000 + i;
+        let c2s = |d: &[u8]| ipv4(&udp(d, port, 50_010), 0, 0, false);
+        frames.push(c2s(&rtype(1, 0x01, 0, &[], None)));
+        frames.push(to_client(port, &level_init));
+        for tick in 0..66u32 {
+            frames.push(c2s(&rtype(1, 0x04, tick, &tick.to_be_bytes(), None)));
+            frames.push(to_client(
+                port,
+                &rtype(2, 0x13, tick, &tick.to_be_bytes(), None),
+            ));
+            frames.push(to_client(port, &rtype(2, 0x14, tick, &[0, 0], None)));
+        }
+    }
+    raw_pcap(&frames, 65_535)
+}
+
+/// Runs the pipeline over a capture shared with the caller (not copied, so that its bytes are
+/// not counted in a run's peak).
+fn run_shared<S: Sink>(bytes: &Arc<[u8]>, sink: &mut S) {
+    let read = Box::new(Cursor::new(bytes.clone()));
+    let mut reader = CaptureReader::from_read(Path::new("crafted"), read).expect("a capture");
+    Pipeline::new(Profile::document(), None)
+        .run(&mut reader, sink)
+        .expect("a capture that opened runs to its end");
+}
+
+/// Peak bytes live of each command's run over `bytes`, its report written as the command does.
+fn command_peaks(bytes: &[u8]) -> Vec<(&'static str, usize)> {
+    let bytes: Arc<[u8]> = bytes.into();
+    let filter = || FilterArgs::default().build().expect("the empty filter");
+    let packets = |verbose| {
+        let options = PacketsOptions {
+            verbose,
+            hex: false,
+            width: None,
+        };
+        Packets::new(io::sink(), options, filter())
+    };
+    let stats = |format| Stats::new(io::sink(), format, "x", Term::pipe());
+    vec![
+        (
+            "summary",
+            measured(|| {
+                let mut s = Summary::default();
+                run_shared(&bytes, &mut s);
+                s.text("x", Term::pipe()).len() + s.json().to_string().len()
+            })
+            .1,
+        ),
+        (
+            "check",
+            measured(|| run_shared(&bytes, &mut Judge::default())).1,
+        ),
+        (
+            "stats",
+            measured(|| run_shared(&bytes, &mut stats(ReportFormat::Text))).1,
+        ),
+        (
+            "stats --format json",
+            measured(|| run_shared(&bytes, &mut stats(ReportFormat::Json))).1,
+        ),
+        (
+            "export",
+            measured(|| run_shared(&bytes, &mut Export::new(io::sink(), false, filter()))).1,
+        ),
+        (
+            "packets",
+            measured(|| run_shared(&bytes, &mut packets(false))).1,
+        ),
+        (
+            "packets -V",
+            measured(|| run_shared(&bytes, &mut packets(true))).1,
+        ),
+    ]
+}
+
+/// What a conversation may hold is bounded, and so is every command's memory at the cap of
+/// conversations tracked: 5,000 conversations (past the 4,096 tracked) each announcing the
+/// largest LevelInit (255 archetypes with 250-byte sprite names: 65 KB), with or without a whole
+/// session whose timing series take their histograms. Each took over 300 MB (stats 418 MB) when
+/// archetypes were kept whole and stats built its report for all conversations at once.
+#[test]
+fn conversation_state_is_bounded() {
+    let one = command_peaks(&level_init_conversations(1));
+    for (name, bytes) in [
+        ("LevelInit", level_init_conversations(5_000)),
+        ("LevelInit and long series", long_conversations(4_096)),
+    ] {
+        for ((command, peak), (_, alone)) in command_peaks(&bytes).into_iter().zip(&one) {
+            let per = (peak - alone) / MAX_CONVERSATIONS;
+            eprintln!(
+                "{name}: {command}: peak {:.1} MB ({per} bytes per conversation; one: {:.1} MB)",
+                peak as f64 / 1e6,
+                *alone as f64 / 1e6,
+            );
+            assert!(peak < CONVERSATIONS_BOUND, "{name}: {command}: peak {peak}");
+        }
+    }
+}
+
+/// The most any command may hold for a capture of [`MAX_CONVERSATIONS`] conversations at their
+/// largest (SECURITY.md).
+const CONVERSATIONS_BOUND: usize = 64 << 20;
+
+// ------------------------------------------------------------------------------------------------
+// Findings and records without bound
+// ------------------------------------------------------------------------------------------------
+
+/// The NDJSON export of `bytes` two ways: with the reading thread rendering ahead
+/// ([`Pipeline::run`]), and frame by frame on one thread; each record is checked against
+/// docs/timeline.schema.json.
+fn export_lines(bytes: &[u8]) -> Vec<String> {
+    let filter = || FilterArgs::default().build().expect("the empty filter");
+    let mut threaded = Vec::new();
+    {
+        let mut sink = Export::new(&mut threaded, false, filter());
+        assert!(run(bytes, &mut sink));
+    }
+    let mut inline = Vec::new();
+    {
+        let mut sink = Export::new(&mut inline, false, filter());
+        let read = Box::new(Cursor::new(bytes.to_vec()));
+        let mut reader = CaptureReader::from_read(Path::new("crafted"), read).unwrap();
+        let mut pipeline = Pipeline::new(Profile::document(), None);
+        sink.start(reader.info());
+        let end = reader
+            .for_each_frame(|f| pipeline.frame(f, &mut sink))
+            .unwrap();
+        pipeline.finish(&reader.info().clone(), &end, &mut sink);
+    }
+    assert!(threaded == inline, "rendering ahead changed the export");
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("docs/timeline.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let lines: Vec<String> = String::from_utf8(threaded)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    for line in &lines {
+        let record: serde_json::Value = serde_json::from_str(line).unwrap();
+        if let Err(e) = validator.validate(&record) {
+            panic!("{e}: {}", &line[..line.len().min(300)]);
+        }
+    }
+    lines
+}
+
+/// The export's datagram records, parsed.
+fn datagram_records(lines: &[String]) -> Vec<serde_json::Value> {
+    lines
+        .iter()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|r| r["kind"] == "datagram")
+        .collect()
+}
+
+/// A SERVER_SNAPSHOT payload of `entities` entities, all of `entity_type` (mask bit 0).
+fn snapshot_of_type(entities: u16, entity_type: u8) -> Vec<u8> {
+    let mut p = entities.to_be_bytes().to_vec();
+    for _ in 0..entities {
+        p.extend([0, 0, 0, 7, 0, 1, entity_type]);
+    }
+    p
+}
+
+/// A LevelInit announcing one archetype (type 1) named `sprite`, then `datagrams` compressed
+/// snapshots of `entities` entities of `entity_type`, to the same client.
+fn announced_then_snapshots(
+    sprite: usize,
+    datagrams: u32,
+    entities: u16,
+    entity_type: u8,
+) -> Vec<u8> {
+    let mut frames = vec![to_client(
+        41_000,
+        &rtype(2, 0x30, 0, &level_init(1, sprite), None),
+    )];
+    let snapshot = snapshot_of_type(entities, entity_type);
+    let packed = lz4_flex::block::compress(&snapshot);
+    for tick in 1..=datagrams {
+        let d = rtype(2, 0x14, tick, &packed, Some(snapshot.len() as u16));
+        frames.push(to_client(41_000, &d));
+    }
+    raw_pcap(&frames, 65_535)
+}
+
+/// A datagram breaking one rule 9,000 times is one finding of it, counted 9,000 times: 200 small
+/// datagrams gave 1.8 M findings (and an export 3,500 times the capture's size) when each
+/// entity's was one.
+#[test]
+fn a_rule_broken_again_in_a_datagram_is_one_counted_finding() {
+    let bytes = announced_then_snapshots(4, 200, 9_000, 2);
+    assert!(bytes.len() < 100_000, "{}", bytes.len());
+    let (judge, peak) = measured(|| {
+        let mut judge = Judge::default();
+        assert!(run(&bytes, &mut judge));
+        judge
+    });
+    let rule = Rule::RtypeUnknownEntityType;
+    assert_eq!(judge.rules.get(rule).count, 200 * 9_000);
+    assert_eq!(judge.rules.frames(rule), (2..=21).collect::<Vec<u64>>());
+    assert!(peak < 4 << 20, "{peak}");
+    let found = measured(|| collect(&bytes)).0;
+    assert_eq!(found.frames(rule.id()), (2..=201).collect::<Vec<u64>>());
+    let filter = FilterArgs::default().build().expect("the empty filter");
+    let (written, peak) = measured(|| {
+        let mut bytes_out = 0;
+        let mut sink = Export::new(WriteCounted(io::sink(), &mut bytes_out), false, filter);
+        assert!(run(&bytes, &mut sink));
+        drop(sink);
+        bytes_out
+    });
+    assert!(written < 202 * (MAX_FIELDS_JSON + 2048), "{written}");
+    assert!(peak < 16 << 20, "{peak}");
+    {
+        let lines = export_lines(&bytes);
+        let records = datagram_records(&lines);
+        assert_eq!(records.len(), 201);
+        let v = &records[1]["violations"];
+        assert_eq!(v.as_array().unwrap().len(), 1, "{v}");
+        assert_eq!(v[0]["id"], rule.id());
+        assert_eq!(v[0]["count"], 9_000);
+        assert_eq!(v[0]["offset"], 17 + 2 + 6);
+        assert_eq!(
+            v[0]["detail"],
+            "entity type 2; ×9000 in this datagram, the first at @25"
+        );
+        let longest = lines.iter().map(String::len).max().unwrap();
+        assert!(longest < MAX_FIELDS_JSON + 2048, "{longest}");
+    }
+}
+
+/// An export record is bounded: a 9,000-entity snapshot's fields stop at 64 KiB of JSON (the rest
+/// counted in `omitted`), an LZ4 bomb's undecoded bytes at as much hex, the sprite names repeated
+/// after entity types at 16 KiB; rtnp text past the limit is cut. Rendering ahead of the decoding
+/// thread stops at the same places.
+#[test]
+fn export_records_are_bounded() {
+    // Many entities: fields left out past the limit.
+    let records = datagram_records(&export_lines(&announced_then_snapshots(4, 1, 9_000, 0)));
+    let snapshot = &records[1];
+    let omitted = &snapshot["omitted"];
+    let entities = snapshot["fields"]["entities"].as_array().unwrap();
+    assert!(
+        (1_000..9_000).contains(&entities.len()),
+        "{}",
+        entities.len()
+    );
+    // Fields shown: the entity count, then each entity's id, mask and type (4, 2 and 1 bytes),
+    // the last one perhaps cut.
+    let widths = [("id", 4), ("update_mask", 2), ("entity_type", 1)];
+    let (mut fields, mut offset) = (1, 2);
+    for e in entities {
+        for (key, width) in widths {
+            if e.get(key).is_some() {
+                fields += 1;
+                offset += width;
+            }
+        }
+    }
+    assert_eq!(omitted["fields"], 1 + 3 * 9_000 - fields, "{omitted}");
+    assert_eq!(omitted["offset"], offset);
+    assert_eq!(omitted["bytes"], 0);
+    assert!(omitted["sprites"].as_u64().unwrap() > 0, "{omitted}");
+    // Long sprite names after few entities: only the names past 16 KiB are left out.
+    let records = datagram_records(&export_lines(&announced_then_snapshots(250, 1, 1_000, 0)));
+    let entities = records[1]["fields"]["entities"].as_array().unwrap().clone();
+    let named = entities
+        .iter()
+        .filter(|e| e.get("sprite").is_some())
+        .count();
+    assert_eq!(entities.len(), 1_000);
+    assert!((50..70).contains(&named), "{named}");
+    assert_eq!(
+        records[1]["omitted"],
+        serde_json::json!({"fields": 0, "bytes": 0, "sprites": 1_000 - named})
+    );
+    // An LZ4 bomb: a snapshot whose first entity sets reserved bit 7, then 65,527 zeros,
+    // undecoded: under 300 bytes on the wire.
+    let mut bomb = vec![0, 1, 0, 0, 0, 7, 0, 0x80];
+    bomb.resize(65_535, 0);
+    let packed = lz4_flex::block::compress(&bomb);
+    let bomb = rtype(2, 0x14, 1, &packed, Some(65_535));
+    assert!(bomb.len() < 300, "{}", bomb.len());
+    let frames = vec![
+        to_client(41_000, &rtype(2, 0x10, 0, &[], None)),
+        to_client(41_000, &bomb),
+    ];
+    let lines = export_lines(&raw_pcap(&frames, 65_535));
+    let record = &datagram_records(&lines)[1];
+    let undecoded = &record["fields"]["entities"][0]["undecoded"];
+    let hex = undecoded["hex"].as_str().unwrap().len() as u64 / 2;
+    assert_eq!(undecoded["length"], 65_527);
+    assert!((30_000..33_000).contains(&hex), "{hex}");
+    assert_eq!(
+        record["omitted"],
+        serde_json::json!({"offset": 8 + hex, "fields": 0, "bytes": 65_527 - hex, "sprites": 0})
+    );
+    assert!(lines.iter().all(|l| l.len() < MAX_FIELDS_JSON + 2048));
+    // rtnp text that is not JSON, whose escapes would take six times its size.
+    let first = r#"{"type":"snapshot","epoch":1,"entities":[]}"#.as_bytes().to_vec();
+    let text = [b"{".to_vec(), vec![1u8; 60_000]].concat();
+    let frames = [first, text].map(|t| ipv4(&udp(&t, 4242, 41_000), 0, 0, false));
+    let lines = export_lines(&raw_pcap(&frames, 65_535));
+    let record = &datagram_records(&lines)[1];
+    let shown = record["fields"]["text"].as_str().unwrap().len() as u64;
+    assert!((10_000..11_000).contains(&shown), "{shown}");
+    assert_eq!(
+        record["omitted"],
+        serde_json::json!({"offset": shown, "fields": 0, "bytes": 60_001 - shown, "sprites": 0})
+    );
+}
+
+// ------------------------------------------------------------------------------------------------
+// Valid pcapng that must be read
+// ------------------------------------------------------------------------------------------------
+
+/// A little-endian pcapng block of `kind` around `body` (padded to 4 bytes).
+fn ng_block(kind: u32, body: &[u8]) -> Vec<u8> {
+    let total = (12 + body.len().div_ceil(4) * 4) as u32;
+    let mut out = kind.to_le_bytes().to_vec();
+    out.extend(total.to_le_bytes());
+    out.extend_from_slice(body);
+    out.resize(8 + body.len().div_ceil(4) * 4, 0);
+    out.extend(total.to_le_bytes());
+    out
+}
+
+/// A section header whose comments (opt_comment, 60,000 bytes each at most) hold `comment` bytes.
+fn ng_section(comment: usize) -> Vec<u8> {
+    let mut body = vec![0x4d, 0x3c, 0x2b, 0x1a, 1, 0, 0, 0];
+    body.extend([0xff; 8]);
+    let mut left = comment;
+    while left > 0 {
+        let n = left.min(60_000);
+        body.extend(1u16.to_le_bytes());
+        body.extend((n as u16).to_le_bytes());
+        body.extend(std::iter::repeat_n(b'c', n));
+        body.resize(body.len().div_ceil(4) * 4, 0);
+        left -= n;
+    }
+    if comment > 0 {
+        body.extend([0, 0, 0, 0]);
+    }
+    ng_block(0x0a0d_0d0a, &body)
+}
+
+/// A raw-IP interface, then an EPB on it for each of `packets`.
+fn ng_packets(packets: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = ng_block(1, &[101, 0, 0, 0, 0, 0, 0, 0]);
+    for (i, data) in packets.iter().enumerate() {
+        let mut body = Vec::new();
+        for v in [0, 0, i as u32 * 1000, data.len() as u32, data.len() as u32] {
+            body.extend(v.to_le_bytes());
+        }
+        body.extend_from_slice(data);
+        out.extend(ng_block(6, &body));
+    }
+    out
+}
+
+/// Three rtype datagrams of one conversation.
+fn three_datagrams() -> Vec<Vec<u8>> {
+    (0..3)
+        .map(|tick| to_client(41_000, &rtype(2, 0x14, tick, &[0, 0], None)))
+        .collect()
+}
+
+/// Frames and the capture findings of `bytes`, read through the pipeline.
+fn read_findings(bytes: &[u8]) -> (u64, Vec<(u64, Rule)>) {
+    let mut summary = Summary::default();
+    let mut found = Collect::default();
+    assert!(run(bytes, &mut found));
+    assert!(run(bytes, &mut summary));
+    let frames = summary.json()["capture"]["frames"].as_u64().unwrap();
+    let capture: Vec<(u64, Rule)> = found
+        .found
+        .into_iter()
+        .filter(|(_, r)| r.id().starts_with("capture."))
+        .collect();
+    (frames, capture)
+}
+
+/// pcapng blocks of any size up to the largest record accepted (16 MiB, far above real files)
+/// are read wherever they are: a section header with 300 KB of comments at the start was "not a
+/// capture file" (240 KB worked), and tshark reads it.
+#[test]
+fn large_pcapng_blocks_are_read() {
+    let packets = ng_packets(&three_datagrams());
+    let first = [ng_section(300_000), packets.clone()].concat();
+    // A second section of 1 MB of comments, and a 2 MB custom block, between packets.
+    let custom = ng_block(0x0BAD, &[&[0u8, 0, 0, 0][..], &vec![7u8; 2 << 20]].concat());
+    let later = [
+        ng_section(0),
+        packets.clone(),
+        custom,
+        ng_section(1_000_000),
+        packets,
+    ]
+    .concat();
+    for (name, bytes, frames) in [("first", first, 3), ("later", later, 6)] {
+        let ((read, capture), peak) = measured(|| read_findings(&bytes));
+        assert_eq!((read, capture), (frames, vec![]), "{name}");
+        assert!(peak < 64 << 20, "{name}: {peak}");
+        let path =
+            PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("large-block-{name}.pcapng"));
+        std::fs::write(&path, &bytes).unwrap();
+        if let Ok(out) = Command::new("tshark").arg("-r").arg(&path).output() {
+            assert!(
+                out.status.success(),
+                "{name}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            // tshark lists the custom block too: count its packets.
+            let udp = String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .filter(|l| l.contains(" UDP "))
+                .count();
+            assert_eq!(udp, frames as usize, "{name}");
+        }
+    }
+    // Past the bound: one block longer than 16 MiB.
+    let mut huge = [ng_section(0), ng_packets(&three_datagrams())].concat();
+    huge.extend(ng_block(0x0BAD, &vec![0u8; MAX_RECORD_LEN]));
+    assert_eq!(read_findings(&huge), (3, vec![(4, Rule::CaptureCorrupt)]));
+    let section = ng_section(0);
+    let mut header = section.clone();
+    header[4..8].copy_from_slice(&(MAX_RECORD_LEN as u32 + 4).to_le_bytes());
+    let err = CaptureReader::from_read(Path::new("huge.pcapng"), Box::new(Cursor::new(header)))
+        .err()
+        .expect("refused");
+    assert!(err.to_string().contains("exceeds the maximum"), "{err}");
+}
+
+/// A block whose framing is intact (its length the same at both ends) but whose contents
+/// contradict it is skipped with a finding, and the packets after it are read: a Decryption
+/// Secrets Block whose secrets are longer than the block stopped reading, and lost the rest.
+#[test]
+fn a_block_with_intact_framing_is_skipped() {
+    let datagrams = three_datagrams();
+    let mut bytes = [ng_section(0), ng_packets(&datagrams[..1])].concat();
+    let dsb_at = bytes.len() as u64;
+    // TLS key log of 4,000 bytes announced, 16 present.
+    let mut dsb = 0x544c_534bu32.to_le_bytes().to_vec();
+    dsb.extend(4_000u32.to_le_bytes());
+    dsb.extend([b'k'; 16]);
+    bytes.extend(ng_block(0x0A, &dsb));
+    let mut later = ng_packets(&datagrams[1..]);
+    // The packets after it are on the same interface: drop the second IDB.
+    later.drain(..20);
+    bytes.extend(later);
+    let (frames, capture) = read_findings(&bytes);
+    assert_eq!(frames, 3);
+    assert_eq!(capture, [(2, Rule::CaptureBlockSkipped)]);
+    let filter = FilterArgs::default().build().unwrap();
+    let mut out = Vec::new();
+    assert!(run(&bytes, &mut Export::new(&mut out, false, filter)));
+    let finding = String::from_utf8(out)
+        .unwrap()
+        .lines()
+        .find(|l| l.contains("capture.block-skipped"))
+        .unwrap()
+        .to_string();
+    assert!(
+        finding.contains(&format!(
+            "\"detail\":\"a Decryption Secrets Block at byte offset {dsb_at}\""
+        )),
+        "{finding}"
+    );
 }

@@ -1155,14 +1155,19 @@ fn compare(ts: Tshark, capture: &Path, profile: Option<&str>) -> Seen {
             .to_string();
         *seen.messages.entry((direction, name.clone())).or_default() += 1;
 
-        // The expert infos: the datagram's violations of the rules the dissector raises.
+        // The expert infos: the datagram's violations of the rules the dissector raises, each as
+        // many times as it was broken (the export counts a rule broken again in one violation).
         let mut want: Vec<String> = record
             .get("violations")
             .map(|v| match v {
                 J::A(list) => list
                     .iter()
-                    .filter_map(|f| f.get("id").and_then(J::str))
-                    .map(str::to_string)
+                    .filter_map(|f| {
+                        let id = f.get("id").and_then(J::str)?;
+                        let count = f.get("count").and_then(J::u64).unwrap_or(1);
+                        Some(std::iter::repeat_n(id.to_string(), count as usize))
+                    })
+                    .flatten()
                     .collect(),
                 _ => Vec::new(),
             })

@@ -334,14 +334,14 @@ fn finding_texts_read_as_sentences() {
     }
     assert!(details > 500, "{details}");
     // The issue's own example.
-    let handshake = rtype_inspect::report::render::detail(&rtype_inspect::message::Finding {
-        rule: rtype_inspect::proto::Rule::SessionHandshakeOrder,
-        at: 0,
-        detail: rtype_inspect::message::Detail::Before {
+    let handshake = rtype_inspect::report::render::detail(&rtype_inspect::message::Finding::new(
+        rtype_inspect::proto::Rule::SessionHandshakeOrder,
+        0,
+        rtype_inspect::message::Detail::Before {
             missing: "SERVER_HELLO",
             message: "CLIENT_JOIN_REQUEST",
         },
-    });
+    ));
     assert_eq!(
         handshake,
         "expected SERVER_HELLO before CLIENT_JOIN_REQUEST"

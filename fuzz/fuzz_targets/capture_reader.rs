@@ -8,13 +8,14 @@ use std::io::{self, Cursor};
 use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
+use rtype_inspect::app::{Format, Term};
 use rtype_inspect::capture::CaptureReader;
 use rtype_inspect::pipeline::{Pipeline, Sink};
 use rtype_inspect::proto::profile::Profile;
 use rtype_inspect::report::export::Export;
 use rtype_inspect::report::filter::FilterArgs;
 use rtype_inspect::report::packets::{Packets, PacketsOptions};
-use rtype_inspect::report::stats::{self, Stats};
+use rtype_inspect::report::stats::Stats;
 use rtype_inspect::report::summary::Summary;
 
 fn run<S: Sink>(data: &[u8], sink: &mut S) -> bool {
@@ -33,19 +34,18 @@ fuzz_target!(|data: &[u8]| {
     if !run(data, &mut summary) {
         return;
     }
-    let _ = summary.text("fuzz", false);
+    let _ = summary.text("fuzz", Term::pipe());
     let filter = FilterArgs::default().build().expect("the empty filter");
     let mut export = Export::new(io::sink(), false, filter.clone());
     run(data, &mut export);
     let options = PacketsOptions {
         verbose: true,
         hex: true,
+        width: Some(100),
     };
     let mut packets = Packets::new(io::sink(), options, filter);
     run(data, &mut packets);
-    let mut stats = Stats::default();
-    run(data, &mut stats);
-    if let Some(json) = stats.json() {
-        let _ = stats::text("fuzz", json);
+    for format in [Format::Text, Format::Json] {
+        run(data, &mut Stats::new(io::sink(), format, "fuzz", Term::pipe()));
     }
 });

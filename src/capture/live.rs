@@ -11,8 +11,9 @@
 //!
 //! Ethernet and loopback interfaces give Ethernet frames ([`LinkType::ETHERNET`]); every other
 //! kind gives Linux cooked frames ([`LinkType::LINUX_SLL`]), whose 16-byte header is built here.
-//! On loopback every packet passes twice (sent, then received): like libpcap, only the received
-//! copy is kept.
+//! On loopback every packet passes twice (sent, then received): only the received copy is kept,
+//! and the kernel is asked not to queue the sent ones at all (`PACKET_IGNORE_OUTGOING`, Linux
+//! 4.20): else its drop counter also counts the sent copies it drops, twice the real loss.
 
 use std::fmt;
 use std::io;
@@ -107,11 +108,16 @@ impl std::error::Error for LiveError {
 /// The kernel's counters for the socket since it was opened.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct KernelStats {
-    /// Packets the socket saw (loopback's sent copies included).
+    /// Packets the socket saw (on loopback, the sent copies too when the kernel predates 4.20).
     pub received: u64,
-    /// Packets dropped because the receive queue was full.
+    /// Packets dropped because the receive queue was full (likewise).
     pub dropped: u64,
 }
+
+/// `PACKET_IGNORE_OUTGOING` (linux/if_packet.h; not in the libc crate): the socket is not handed
+/// the packets the host sends.
+#[cfg(target_os = "linux")]
+const PACKET_IGNORE_OUTGOING: i32 = 23;
 
 /// A network interface, as [`interfaces`] lists it.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -166,7 +172,8 @@ mod linux {
     use std::time::Duration;
 
     use super::{
-        link_type_of, prefix_len, Interface, KernelStats, LinkType, LiveError, SLL_HEADER, SNAPLEN,
+        link_type_of, prefix_len, Interface, KernelStats, LinkType, LiveError,
+        PACKET_IGNORE_OUTGOING, SLL_HEADER, SNAPLEN,
     };
     use crate::capture::Frame;
 
@@ -288,6 +295,12 @@ mod linux {
             if setsockopt(raw, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, &RECEIVE_BUFFER).is_err() {
                 let _ = setsockopt(raw, libc::SOL_SOCKET, libc::SO_RCVBUF, &RECEIVE_BUFFER);
             }
+            // Loopback: the sent copy of each packet is not even queued (older kernels refuse
+            // the option; the copies are then skipped below, and counted in the drops).
+            let skip_outgoing = hatype == libc::ARPHRD_LOOPBACK;
+            if skip_outgoing {
+                let _ = setsockopt(raw, libc::SOL_PACKET, PACKET_IGNORE_OUTGOING, &1i32);
+            }
             // The kernel's receive time, in nanoseconds, with each packet.
             setsockopt(raw, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, &1i32)
                 .map_err(|e| fail("setsockopt SO_TIMESTAMPNS", e))?;
@@ -313,7 +326,7 @@ mod linux {
                 ifindex: ifindex as i32,
                 link_type,
                 cooked,
-                skip_outgoing: hatype == libc::ARPHRD_LOOPBACK,
+                skip_outgoing,
                 buf: vec![0; SLL_HEADER + SNAPLEN as usize],
                 control: [0; 16],
                 frames: 0,

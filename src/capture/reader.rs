@@ -38,6 +38,8 @@ const MAX_INTERFACES: usize = 65_536;
 /// Distinct link types listed in [`CaptureInfo`]: keeps the per-IDB lookup cheap
 /// on hostile files with millions of interfaces; real captures have a handful.
 const MAX_LINK_TYPES: usize = 64;
+/// pcapng blocks skipped (framing intact, contents broken) before the file is taken as corrupt.
+pub const MAX_SKIPPED_BLOCKS: usize = 64;
 /// Refills in a row that bring no byte before we give up on the input.
 const MAX_STALLS: u32 = 64;
 
@@ -122,12 +124,38 @@ impl fmt::Display for Truncation {
     }
 }
 
+/// A pcapng block skipped: its length at both ends agree, but its contents contradict it or the
+/// format (a Decryption Secrets Block whose secrets are longer than the block). Reading goes on
+/// after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Skipped {
+    /// The next frame: frames delivered before it + 1.
+    pub frame: u64,
+    /// Byte offset (decompressed stream) where the block starts.
+    pub offset: u64,
+    /// What the block is, e.g. "Decryption Secrets Block".
+    pub block: &'static str,
+}
+
 /// How reading ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReadEnd {
     pub frames: u64,
     /// Some when the file was cut or corrupt in the middle of a record/block.
     pub truncated: Option<Truncation>,
+    /// Blocks skipped on the way (at most [`MAX_SKIPPED_BLOCKS`]).
+    pub skipped: Vec<Skipped>,
+}
+
+impl ReadEnd {
+    /// The end of a read of `frames` frames that met nothing wrong.
+    pub fn complete(frames: u64) -> ReadEnd {
+        ReadEnd {
+            frames,
+            truncated: None,
+            skipped: Vec::new(),
+        }
+    }
 }
 
 /// Fatal errors: the input cannot be read as a capture at all.
@@ -196,6 +224,7 @@ pub struct CaptureReader {
     /// Capacity of the parser's buffer: it changes only through our `grow` calls.
     capacity: usize,
     frames: u64,
+    skipped: Vec<Skipped>,
     end: Option<ReadEnd>,
 }
 
@@ -209,6 +238,8 @@ enum Step {
     Refill,
     /// The buffer is full and the record (of this length) is bigger.
     Grow(usize),
+    /// A pcapng block of this length and type, whose framing is intact, could not be parsed.
+    Skip(usize, u32),
     End(Option<Stop>),
 }
 
@@ -253,11 +284,23 @@ impl CaptureReader {
             }
         };
         let gzip = opened.gzip;
-        let magic = &opened.magic[..opened.magic_len];
+        let head = &opened.head[..opened.head_len];
+        let magic = &head[..head.len().min(4)];
         let shown: Vec<String> = magic.iter().map(|b| format!("{b:02x}")).collect();
         let shown = shown.join(" ");
         let looks_ng = magic == [0x0a, 0x0d, 0x0d, 0x0a];
-        let created = create_reader(INITIAL_BUFFER, opened.source);
+        // The section header must fit in the buffer whole: make room for one longer than it
+        // (its comments can take hundreds of KB), up to the largest block accepted.
+        let capacity = match section_header_len(head) {
+            Some(len) if len > MAX_RECORD_LEN => {
+                return Err(not_capture(format!(
+                    "the pcapng section header block's length of {len} bytes exceeds the maximum of {MAX_RECORD_LEN}"
+                )))
+            }
+            Some(len) => INITIAL_BUFFER.max(len + 1),
+            None => INITIAL_BUFFER,
+        };
+        let created = create_reader(capacity, opened.source);
         if created.is_err() {
             // An I/O error cut the header: it is the cause, whatever the parser says.
             if let Some(source) = take_error(&io_errors) {
@@ -323,8 +366,9 @@ impl CaptureReader {
             layout,
             progress,
             io_errors,
-            capacity: INITIAL_BUFFER,
+            capacity,
             frames: 0,
+            skipped: Vec::new(),
             end: None,
         };
         // pcapng: read the interface descriptions before the first packet, so
@@ -372,10 +416,7 @@ impl CaptureReader {
             on_frame(frame);
             ControlFlow::Continue(())
         });
-        Ok(self.end.clone().unwrap_or(ReadEnd {
-            frames: self.frames,
-            truncated: None,
-        }))
+        Ok(self.read_end())
     }
 
     /// [`CaptureReader::for_each_frame`] with the reading (and gunzipping) on a second thread, so
@@ -427,10 +468,7 @@ impl CaptureReader {
                 let _ = free_tx.send(batch);
             }
         });
-        Ok(self.end.clone().unwrap_or(ReadEnd {
-            frames: self.frames,
-            truncated: None,
-        }))
+        Ok(self.read_end())
     }
 
     /// The reading loop. With `stop_before_packet`, returns (without consuming)
@@ -453,6 +491,7 @@ impl CaptureReader {
                 Err(reason) => return self.finish(offset, Some(Corrupt(reason))),
             };
             let unit = self.unit();
+            let intact = intact_block(&self.layout, self.parser.data());
             let step = match self.parser.next() {
                 Ok((size, block)) => {
                     let is_packet = matches!(
@@ -482,9 +521,12 @@ impl CaptureReader {
                 }
                 Err(PcapError::Eof) => Step::End(None),
                 Err(PcapError::Incomplete(_)) | Err(PcapError::BufferTooSmall) => match declared {
-                    Some(len) if len <= available => Step::End(Some(Corrupt(format!(
-                        "the {unit}'s contents disagree with its length {len}"
-                    )))),
+                    Some(len) if len <= available => match intact {
+                        Some(kind) => Step::Skip(len, kind),
+                        None => Step::End(Some(Corrupt(format!(
+                            "the {unit}'s contents disagree with its length {len}"
+                        )))),
+                    },
                     // Grow only once the buffer is full of this record: a cut
                     // file claiming a huge record never allocates for it.
                     _ if available < self.capacity => Step::Refill,
@@ -506,10 +548,13 @@ impl CaptureReader {
                     }
                 }
                 Err(PcapError::ReadError) => Step::End(Some(Cut("a read error".into()))),
-                Err(e) => Step::End(Some(Corrupt(format!(
-                    "the {unit} is corrupt: {}",
-                    describe(&e)
-                )))),
+                Err(e) => match (intact, declared) {
+                    (Some(kind), Some(len)) => Step::Skip(len, kind),
+                    _ => Step::End(Some(Corrupt(format!(
+                        "the {unit} is corrupt: {}",
+                        describe(&e)
+                    )))),
+                },
             };
             match step {
                 Step::Consume(size) => {
@@ -535,6 +580,33 @@ impl CaptureReader {
                     }
                     self.capacity = want;
                 }
+                Step::Skip(len, kind) => {
+                    let block = block_name(kind);
+                    if self.skipped.len() >= MAX_SKIPPED_BLOCKS {
+                        let reason = format!(
+                            "a {block} that cannot be read, after {MAX_SKIPPED_BLOCKS} such blocks"
+                        );
+                        return self.finish(offset, Some(Corrupt(reason)));
+                    }
+                    self.skipped.push(Skipped {
+                        frame: self.frames + 1,
+                        offset,
+                        block,
+                    });
+                    // Later packets name interfaces by their order: keep this one's place.
+                    if let (IDB_TYPE, Layout::Ng { interfaces, .. }) = (kind, &mut self.layout) {
+                        if interfaces.len() < MAX_INTERFACES {
+                            interfaces.push(Interface {
+                                link_type: LinkType::UNKNOWN,
+                                snaplen: 0,
+                                tsresol: 6,
+                                tsoffset: 0,
+                            });
+                        }
+                    }
+                    stalls = 0;
+                    self.parser.consume(len);
+                }
                 Step::Refill => {
                     let before = self.parser.data().len();
                     if self.parser.refill().is_err() {
@@ -551,6 +623,15 @@ impl CaptureReader {
                 Step::End(reason) => return self.finish(offset, reason),
             }
         }
+    }
+
+    /// How reading ended, or how it stands when the caller stopped it.
+    fn read_end(&self) -> ReadEnd {
+        self.end.clone().unwrap_or(ReadEnd {
+            frames: self.frames,
+            truncated: None,
+            skipped: self.skipped.clone(),
+        })
     }
 
     /// "record" for pcap, "block" for pcapng: the word the messages use.
@@ -582,6 +663,7 @@ impl CaptureReader {
         };
         self.end = Some(ReadEnd {
             frames: self.frames,
+            skipped: self.skipped.clone(),
             truncated: reason.map(|reason| {
                 let (reason, corrupt) = match reason {
                     Cut(r) => (r, false),
@@ -761,6 +843,51 @@ fn declared_len(layout: &Layout, data: &[u8]) -> Result<Option<usize>, String> {
             }
             Ok(Some(len as usize))
         }
+    }
+}
+
+const IDB_TYPE: u32 = 1;
+
+/// The length a pcapng section header block at the start of a file declares.
+fn section_header_len(head: &[u8]) -> Option<usize> {
+    if read_u32(head, 0, false)? != SHB_MAGIC {
+        return None;
+    }
+    let big_endian = match read_u32(head, 8, false)? {
+        0x1a2b_3c4d => false,
+        0x4d3c_2b1a => true,
+        _ => return None,
+    };
+    Some(read_u32(head, 4, big_endian)? as usize)
+}
+
+/// The type of the pcapng block at the start of `data` when its framing is intact: all of it is
+/// there, its length is the same at both ends, and it is not a section header (whose contents
+/// say how to read what follows). Such a block can be stepped over when its contents are broken.
+fn intact_block(layout: &Layout, data: &[u8]) -> Option<u32> {
+    let Layout::Ng { big_endian, .. } = layout else {
+        return None;
+    };
+    let kind = read_u32(data, 0, *big_endian)?;
+    let len = read_u32(data, 4, *big_endian)? as usize;
+    let trailing = read_u32(data, len.checked_sub(4)?, *big_endian)?;
+    (kind != SHB_MAGIC && len >= 12 && len % 4 == 0 && trailing as usize == len).then_some(kind)
+}
+
+/// A pcapng block type's name, for findings.
+fn block_name(kind: u32) -> &'static str {
+    match kind {
+        IDB_TYPE => "Interface Description Block",
+        2 => "Packet Block",
+        3 => "Simple Packet Block",
+        4 => "Name Resolution Block",
+        5 => "Interface Statistics Block",
+        6 => "Enhanced Packet Block",
+        9 => "systemd Journal Export Block",
+        0x0A => "Decryption Secrets Block",
+        0x8000_0001 => "Process Information Block",
+        0x0BAD | 0x4000_0BAD => "Custom Block",
+        _ => "block of an unknown type",
     }
 }
 
@@ -991,7 +1118,8 @@ mod tests {
                     end,
                     ReadEnd {
                         frames: 3,
-                        truncated: None
+                        truncated: None,
+                        skipped: Vec::new()
                     }
                 );
                 let packets = three_packets();
@@ -1071,7 +1199,8 @@ mod tests {
                 end,
                 ReadEnd {
                     frames: 6,
-                    truncated: None
+                    truncated: None,
+                    skipped: Vec::new()
                 }
             );
             let summary: Vec<(u64, i64, LinkType)> =
@@ -1187,13 +1316,21 @@ mod tests {
         assert!(t.reason.starts_with("the block is corrupt"), "{}", t.reason);
         assert!(t.corrupt);
 
-        // EPB whose caplen points past its block.
+        // EPB whose caplen points past its block, its framing intact: skipped, and the rest read.
         let mut bad = full.clone();
         bad[fourth + 20..fourth + 24].copy_from_slice(&4000u32.to_le_bytes());
         let (_, got, end) = read_all(bad).unwrap();
-        assert_eq!(got.len(), 3);
-        let t = end.truncated.unwrap();
-        assert!(t.corrupt, "{}", t.reason);
+        assert_eq!(got.len(), all.len() - 1);
+        assert_eq!(got[3].offset, all[4].offset);
+        assert_eq!(end.truncated, None);
+        assert_eq!(
+            end.skipped,
+            [Skipped {
+                frame: 4,
+                offset: fourth as u64,
+                block: "Enhanced Packet Block"
+            }]
+        );
 
         // Block length not a multiple of 4, and absurdly large.
         for (len, reason) in [
@@ -1276,7 +1413,8 @@ mod tests {
             end,
             ReadEnd {
                 frames: 3,
-                truncated: None
+                truncated: None,
+                skipped: Vec::new()
             }
         );
         assert_eq!(lens, [5, big.len(), 5]);
@@ -1349,7 +1487,8 @@ mod tests {
             end,
             ReadEnd {
                 frames: n,
-                truncated: None
+                truncated: None,
+                skipped: Vec::new()
             }
         );
         assert_eq!(count, n);
@@ -1489,7 +1628,8 @@ mod tests {
                 0,
                 ReadEnd {
                     frames: 0,
-                    truncated: None
+                    truncated: None,
+                    skipped: Vec::new()
                 }
             )
         );

@@ -88,13 +88,18 @@ impl Read for Source {
     }
 }
 
+/// Bytes [`open_source`] looks at first: a pcapng section header's type, length and byte-order
+/// magic.
+pub(crate) const HEAD: usize = 12;
+
 /// Result of [`open_source`]: the stream to parse and what the first bytes said.
 pub(crate) struct Opened {
     pub source: Source,
     pub gzip: bool,
-    /// First bytes of the (decompressed) capture, for error messages.
-    pub magic: [u8; 4],
-    pub magic_len: usize,
+    /// First bytes of the (decompressed) capture: the magic for error messages, and a pcapng
+    /// section header's length.
+    pub head: [u8; HEAD],
+    pub head_len: usize,
 }
 
 /// Why [`open_source`] failed.
@@ -139,7 +144,7 @@ pub(crate) fn open_source(
     } else {
         raw
     };
-    let (magic, magic_len, stream) = peek::<4>(stream).map_err(|e| {
+    let (head, head_len, stream) = peek::<HEAD>(stream).map_err(|e| {
         let corrupt = matches!(
             e.kind(),
             io::ErrorKind::InvalidInput | io::ErrorKind::InvalidData | io::ErrorKind::UnexpectedEof
@@ -150,7 +155,7 @@ pub(crate) fn open_source(
             OpenFailure::Io(e)
         }
     })?;
-    if magic_len == 0 {
+    if head_len == 0 {
         return Err(OpenFailure::Empty { gzip });
     }
     Ok(Opened {
@@ -161,8 +166,8 @@ pub(crate) fn open_source(
             errors,
         },
         gzip,
-        magic,
-        magic_len,
+        head,
+        head_len,
     })
 }
 
@@ -191,7 +196,7 @@ mod tests {
             .ok()
             .unwrap();
         assert!(!opened.gzip);
-        assert_eq!(&opened.magic[..opened.magic_len], &[0, 1, 2, 3]);
+        assert_eq!(&opened.head[..opened.head_len], &data[..HEAD]);
         let mut src = opened.source;
         let mut buf = [0u8; 64];
         assert_eq!(src.read(&mut buf).unwrap(), 64);

@@ -4,7 +4,7 @@
 
 use std::ops::Range;
 
-use crate::message::{Detail, Endian, Finding, MessageRules};
+use crate::message::{add_finding, Detail, Endian, Finding, MessageRules};
 use crate::proto::rt::{self as desc, HEADER, HEADER_LEN};
 use crate::proto::schema::{field_range, Message, Role};
 use crate::proto::Rule;
@@ -148,13 +148,8 @@ pub fn parse<'a>(
     order: Option<Endian>,
     findings: &mut Vec<Finding>,
 ) -> Option<Datagram<'a>> {
-    let mut report = |rule, at: usize, detail| {
-        findings.push(Finding {
-            rule,
-            at: at as u32,
-            detail,
-        })
-    };
+    let mut report =
+        |rule, at: usize, detail| add_finding(findings, Finding::new(rule, at as u32, detail));
     let magic = endian_of(bytes);
     let endian = match (magic, order) {
         (Some(m), Some(o)) if m != o => {
@@ -348,14 +343,14 @@ mod tests {
         assert!(parse(&[0x52, 0x54, 0x01, 0x00, 0x00], None, &mut findings).is_none());
         assert_eq!(
             findings,
-            vec![Finding {
-                rule: Rule::RtShort,
-                at: 0,
-                detail: Detail::Sizes {
+            vec![Finding::new(
+                Rule::RtShort,
+                0,
+                Detail::Sizes {
                     expected: 12,
                     found: 5
                 }
-            }]
+            )]
         );
         for (code, flags, expected) in [
             (0x00, 0x00, vec![Rule::RtPacketType]),
@@ -386,14 +381,14 @@ mod tests {
         .unwrap();
         assert_eq!(
             findings,
-            vec![Finding {
-                rule: Rule::RtDatagramSize,
-                at: 12,
-                detail: Detail::Sizes {
+            vec![Finding::new(
+                Rule::RtDatagramSize,
+                12,
+                Detail::Sizes {
                     expected: 1188,
                     found: 1189
                 }
-            }]
+            )]
         );
     }
 

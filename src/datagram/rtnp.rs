@@ -11,7 +11,7 @@ use std::ops::Range;
 
 use serde_json::{Map, Value};
 
-use crate::message::{Detail, Finding};
+use crate::message::{add_finding, Detail, Finding};
 use crate::proto::rtnp::{
     JsonField, JsonMessage, JsonType, MAX_DATAGRAM, MAX_DEPTH, MAX_JSON, PING, PONG,
 };
@@ -170,11 +170,7 @@ pub fn parse<'a>(bytes: &'a [u8], findings: &mut Vec<Finding>) -> Datagram<'a> {
             expected: MAX_DATAGRAM as u64,
             found: bytes.len() as u64,
         };
-        findings.push(Finding {
-            rule: Rule::RtnpDatagramSize,
-            at: 0,
-            detail,
-        });
+        add_finding(findings, Finding::new(Rule::RtnpDatagramSize, 0, detail));
     }
     if bytes.first() == Some(&b'{') || bytes == PING.as_bytes() || bytes == PONG.as_bytes() {
         return Datagram {
@@ -191,11 +187,10 @@ pub fn parse<'a>(bytes: &'a [u8], findings: &mut Vec<Finding>) -> Datagram<'a> {
                     expected: end as u64,
                     found: bytes.len() as u64,
                 };
-                findings.push(Finding {
-                    rule: Rule::RtnpEnvelope,
-                    at: end as u32,
-                    detail,
-                });
+                add_finding(
+                    findings,
+                    Finding::new(Rule::RtnpEnvelope, end as u32, detail),
+                );
             }
             Datagram {
                 framing: Framing::Envelope,
@@ -204,11 +199,10 @@ pub fn parse<'a>(bytes: &'a [u8], findings: &mut Vec<Finding>) -> Datagram<'a> {
             }
         }
         Err(e) => {
-            findings.push(Finding {
-                rule: Rule::RtnpEnvelope,
-                at: e.at as u32,
-                detail: Detail::Field(e.what),
-            });
+            add_finding(
+                findings,
+                Finding::new(Rule::RtnpEnvelope, e.at as u32, Detail::Field(e.what)),
+            );
             Datagram {
                 framing: Framing::Envelope,
                 text: None,
@@ -250,13 +244,7 @@ pub fn too_deep(text: &[u8], limit: usize) -> bool {
 /// Parses message text as JSON within the limits; `None` (with a finding) when it is not UTF-8,
 /// too large or deep, or not JSON. Raw non-ASCII characters are reported but do not stop parsing.
 pub fn parse_json(text: &[u8], at: usize, findings: &mut Vec<Finding>) -> Option<Value> {
-    let mut report = |rule, detail| {
-        findings.push(Finding {
-            rule,
-            at: at as u32,
-            detail,
-        })
-    };
+    let mut report = |rule, detail| add_finding(findings, Finding::new(rule, at as u32, detail));
     if text.len() > MAX_JSON {
         report(
             Rule::RtnpJsonLimit,
@@ -331,57 +319,68 @@ fn has_type(value: &Value, ty: JsonType) -> bool {
     }
 }
 
-/// Adds a finding about `path` unless this message already has one of that rule for it: an array
-/// of 50 entities missing a field is one problem, not 50.
-fn once(findings: &mut Vec<Finding>, rule: Rule, at: usize, path: &'static str) {
-    let detail = Detail::Field(path);
-    if !findings
-        .iter()
-        .any(|f| f.rule == rule && f.detail == detail)
-    {
-        findings.push(Finding {
-            rule,
-            at: at as u32,
-            detail,
-        });
-    }
-}
-
-fn check_fields(
-    object: &Map<String, Value>,
-    fields: &'static [JsonField],
+/// A message's judgement against its schema: its findings, and the (rule, path) pairs already
+/// reported. Each pair is one problem, one finding (an array of 50 entities missing a field is one
+/// problem, not 50), and there are only as many as the schema has paths.
+struct Judging<'a> {
+    findings: &'a mut Vec<Finding>,
     at: usize,
-    findings: &mut Vec<Finding>,
-) {
-    for field in fields {
-        match object.get(field.key()) {
-            None if field.required => once(findings, field.missing, at, field.path),
-            None => {}
-            Some(value) => check_value(value, field, at, findings),
-        }
-    }
+    seen: [(Rule, &'static str); SEEN],
+    seen_len: usize,
 }
 
-fn check_value(value: &Value, field: &'static JsonField, at: usize, findings: &mut Vec<Finding>) {
-    if !has_type(value, field.ty) {
-        return once(findings, Rule::RtnpWrongType, at, field.path);
-    }
-    if let (Some(minimum), Some(n)) = (field.minimum, value.as_f64()) {
-        if n < minimum {
-            once(findings, Rule::RtnpRange, at, field.path);
+/// (rule, path) pairs remembered per message; a schema has fewer paths (past it, the problems of
+/// a rule are counted on its first finding, as for any rule a datagram breaks again).
+const SEEN: usize = 64;
+
+impl Judging<'_> {
+    /// Adds a finding about `path` unless this message already has one of that rule for it.
+    fn once(&mut self, rule: Rule, path: &'static str) {
+        let seen = &self.seen[..self.seen_len];
+        if seen.iter().any(|s| *s == (rule, path)) {
+            return;
+        }
+        let finding = Finding::new(rule, self.at as u32, Detail::Field(path));
+        if self.seen_len < SEEN {
+            self.seen[self.seen_len] = (rule, path);
+            self.seen_len += 1;
+            self.findings.push(finding);
+        } else {
+            add_finding(self.findings, finding);
         }
     }
-    match value {
-        Value::Object(object) => check_fields(object, field.fields, at, findings),
-        Value::Array(items) if !field.fields.is_empty() => {
-            for item in items {
-                match item {
-                    Value::Object(object) => check_fields(object, field.fields, at, findings),
-                    _ => once(findings, Rule::RtnpWrongType, at, field.path),
-                }
+
+    fn fields(&mut self, object: &Map<String, Value>, fields: &'static [JsonField]) {
+        for field in fields {
+            match object.get(field.key()) {
+                None if field.required => self.once(field.missing, field.path),
+                None => {}
+                Some(value) => self.value(value, field),
             }
         }
-        _ => {}
+    }
+
+    fn value(&mut self, value: &Value, field: &'static JsonField) {
+        if !has_type(value, field.ty) {
+            return self.once(Rule::RtnpWrongType, field.path);
+        }
+        if let (Some(minimum), Some(n)) = (field.minimum, value.as_f64()) {
+            if n < minimum {
+                self.once(Rule::RtnpRange, field.path);
+            }
+        }
+        match value {
+            Value::Object(object) => self.fields(object, field.fields),
+            Value::Array(items) if !field.fields.is_empty() => {
+                for item in items {
+                    match item {
+                        Value::Object(object) => self.fields(object, field.fields),
+                        _ => self.once(Rule::RtnpWrongType, field.path),
+                    }
+                }
+            }
+            _ => {}
+        }
     }
 }
 
@@ -393,7 +392,13 @@ pub fn check_schema(
     findings: &mut Vec<Finding>,
 ) {
     if let Value::Object(object) = json {
-        check_fields(object, message.fields, at, findings);
+        let mut judging = Judging {
+            findings,
+            at,
+            seen: [(Rule::RtnpMissingField, ""); SEEN],
+            seen_len: 0,
+        };
+        judging.fields(object, message.fields);
     }
 }
 
@@ -574,11 +579,7 @@ mod tests {
         assert!(parse_json(deep.as_bytes(), 0, &mut findings).is_none());
         assert_eq!(
             findings,
-            vec![Finding {
-                rule: Rule::RtnpJsonLimit,
-                at: 0,
-                detail: Detail::Value(32)
-            }]
+            vec![Finding::new(Rule::RtnpJsonLimit, 0, Detail::Value(32))]
         );
         findings.clear();
         let ok = format!("{{\"a\":{}1{}}}", "[".repeat(31), "]".repeat(31));

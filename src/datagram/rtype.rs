@@ -2,7 +2,7 @@
 
 use std::ops::Range;
 
-use crate::message::{Detail, Endian, Finding, MessageRules};
+use crate::message::{add_finding, Detail, Endian, Finding, MessageRules};
 use crate::proto::rtype::{
     self as desc, COMPRESSED_BIT, COMPRESS_THRESHOLD, CRC_LEN, HEADER, HEADER_15,
 };
@@ -273,13 +273,8 @@ pub fn check<'a>(
     unpacked: Unpacked,
     findings: &mut Vec<Finding>,
 ) -> Option<Datagram<'a>> {
-    let mut report = |rule, at: usize, detail| {
-        findings.push(Finding {
-            rule,
-            at: at as u32,
-            detail,
-        })
-    };
+    let mut report =
+        |rule, at: usize, detail| add_finding(findings, Finding::new(rule, at as u32, detail));
     let layout = unpacked.layout;
     if bytes.len() < layout.len() + CRC_LEN {
         let detail = Detail::Sizes {

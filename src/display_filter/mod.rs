@@ -21,7 +21,7 @@ use compile::Compiled;
 use eval::{evaluate, feed, AtomState, Collector, Feed, Transform, Trie, Val};
 
 use crate::datagram::{rt, rtnp, rtype, Dialect};
-use crate::message::{decode_message, Endian, Finding, MessageRules};
+use crate::message::{decode_message_as, Endian, Finding, MessageRules};
 use crate::proto::profile::Profile;
 use crate::proto::registry::{
     same_field, snapshot_message, FieldType, Protocol, Registry, Runtime, Scope, Source,
@@ -404,6 +404,7 @@ impl DisplayFilter {
                         let trie = trie.unwrap_or(&plan.no_fields);
                         w.message(
                             m,
+                            e.facts.variant,
                             payload,
                             rtype::ENDIAN,
                             rules,
@@ -418,6 +419,7 @@ impl DisplayFilter {
                         let undecoded = &plan.reassembled_undecoded;
                         w.message(
                             snapshot_message(),
+                            None,
                             payload,
                             rtype::ENDIAN,
                             rules,
@@ -439,7 +441,9 @@ impl DisplayFilter {
                         if trie.is_some() || !plan.rt_undecoded.is_empty() {
                             let trie = trie.unwrap_or(&plan.no_fields);
                             let rules = &rt::MESSAGE_RULES;
-                            w.message(m, d.payload, endian, rules, trie, &plan.rt_undecoded);
+                            let variant = e.facts.variant;
+                            let undecoded = &plan.rt_undecoded;
+                            w.message(m, variant, d.payload, endian, rules, trie, undecoded);
                         }
                     }
                     // rt's opaque payloads (compressed, encrypted, fragmented) are undecoded whole.
@@ -471,6 +475,7 @@ impl Walking<'_> {
     fn message(
         &mut self,
         message: &'static Message,
+        variant: Option<u8>,
         payload: &[u8],
         endian: Endian,
         rules: &MessageRules,
@@ -486,8 +491,9 @@ impl Walking<'_> {
             states: self.states,
             undecoded,
         };
-        decode_message(
+        decode_message_as(
             message,
+            variant,
             payload,
             0,
             endian,

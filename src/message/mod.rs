@@ -6,7 +6,9 @@
 
 mod walk;
 
-pub use walk::{decode_message, decode_nodes, Endian, MessageRules};
+pub use walk::{
+    choose_layout, decode_message, decode_message_as, decode_nodes, Endian, Layout, MessageRules,
+};
 
 use crate::proto::schema::{Field, Group};
 use crate::proto::Rule;
@@ -130,6 +132,11 @@ pub enum Detail {
     },
     /// A byte offset in the capture file (where reading stopped).
     At(u64),
+    /// A block of the capture file that was skipped: what it is, and its byte offset.
+    Block {
+        block: &'static str,
+        offset: u64,
+    },
     /// A handshake step that should have come before this message.
     Before {
         missing: &'static str,
@@ -148,13 +155,38 @@ pub enum Detail {
     },
 }
 
-/// One broken rule, located.
+/// One broken rule, located: where it first broke in the datagram, and how many times.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Finding {
     pub rule: Rule,
-    /// Byte offset in the UDP payload (the datagram) where the problem is.
+    /// Byte offset in the UDP payload (the datagram) where the problem is (the first time).
     pub at: u32,
     pub detail: Detail,
+    /// How many times the datagram broke the rule ([`add_finding`]): 1 but for a rule broken
+    /// over and over (an unknown entity type in every entity), whose offset and detail are the
+    /// first time's.
+    pub count: u32,
+}
+
+impl Finding {
+    pub const fn new(rule: Rule, at: u32, detail: Detail) -> Finding {
+        Finding {
+            rule,
+            at,
+            detail,
+            count: 1,
+        }
+    }
+}
+
+/// Adds `finding` to a datagram's findings, or counts it on the finding of the same rule already
+/// there: a datagram breaks each rule once, with a count, so that its findings stay as few as the
+/// rules however many times a crafted payload repeats a fault.
+pub fn add_finding(findings: &mut Vec<Finding>, finding: Finding) {
+    match findings.iter_mut().find(|f| f.rule == finding.rule) {
+        Some(f) => f.count = f.count.saturating_add(finding.count),
+        None => findings.push(finding),
+    }
 }
 
 /// Facts the session layer reads from a message, collected by field role while decoding.
@@ -171,6 +203,9 @@ pub struct Facts {
     /// Offset in the payload where the entity blocks start.
     pub entities_at: Option<usize>,
     pub event_type: Option<u8>,
+    /// The variant of the message the payload was decoded as (an index into its variants), when
+    /// not the document's layout.
+    pub variant: Option<u8>,
 }
 
 /// Passes a message's structure on to `inner` while `on_field` also sees the fields `watch`

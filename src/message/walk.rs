@@ -1,8 +1,10 @@
 //! The walker: reads a payload node by node, as the protocol description lays it out.
 
-use super::{Detail, Facts, Finding, NoFields, Open, Value, Visitor};
+use super::{add_finding, Detail, Facts, Finding, NoFields, Open, Value, Visitor};
 use crate::proto::profile::{BitSlot, Profile};
-use crate::proto::schema::{Check, Display, Field, Group, Message, Node, Role, Ty};
+use crate::proto::schema::{
+    nodes_fixed_size, Check, Display, Field, Group, Message, Node, Role, Ty,
+};
 use crate::proto::Rule;
 
 /// Byte order of a dialect's numbers.
@@ -97,11 +99,10 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
 
     fn report(&mut self, rule: Rule, at: usize, detail: Detail) {
         if let Some(findings) = self.findings.as_deref_mut() {
-            findings.push(Finding {
-                rule,
-                at: (self.base + at) as u32,
-                detail,
-            });
+            add_finding(
+                findings,
+                Finding::new(rule, (self.base + at) as u32, detail),
+            );
         }
     }
 
@@ -557,37 +558,92 @@ pub fn decode_message<V: Visitor>(
     visitor: &mut V,
     findings: &mut Vec<Finding>,
 ) -> Facts {
-    if !message.variants.is_empty() {
-        let fits = |extends, nodes| {
-            let mut silent = NoFields;
-            let mut w = Walker::new(payload, base, endian, profile, rules, &mut silent, None);
-            w.layout(message, extends, nodes).is_ok() && w.pos == payload.len()
+    let layout = choose_layout(message, payload, endian, profile, rules, None);
+    let v = layout.variant;
+    decode_message_as(
+        message, v, payload, base, endian, profile, rules, visitor, findings,
+    )
+}
+
+/// The layout a payload is decoded with: the document's body (`variant` None) or one of the
+/// message's variants, and whether it fits the payload whole.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    pub variant: Option<u8>,
+    pub whole: bool,
+}
+
+/// Chooses the layout of a payload: the document's body when it fits the bytes whole, else the
+/// first variant that does. When none does (a cut or padded payload), the one its conversation
+/// has been using (`usual`, a variant's index; None for the body): a cut datagram is then reported
+/// as cut against that layout, not decoded as another one it happens to fit better.
+pub fn choose_layout(
+    message: &'static Message,
+    payload: &[u8],
+    endian: Endian,
+    profile: &Profile,
+    rules: &MessageRules,
+    usual: Option<u8>,
+) -> Layout {
+    if message.variants.is_empty() {
+        return Layout {
+            variant: None,
+            whole: true,
         };
-        if !fits(false, message.body) {
-            if let Some(variant) = message
-                .variants
-                .iter()
-                .find(|v| fits(v.extends_body, v.nodes))
-            {
-                findings.push(Finding {
-                    rule: variant.rule,
-                    at: base as u32,
-                    detail: Detail::None,
-                });
-                let mut w = Walker::new(
-                    payload,
-                    base,
-                    endian,
-                    profile,
-                    rules,
-                    visitor,
-                    Some(findings),
-                );
-                let _ = w.layout(message, variant.extends_body, variant.nodes);
-                return w.facts;
+    }
+    let fits = |extends, nodes| {
+        let mut silent = NoFields;
+        let mut w = Walker::new(payload, 0, endian, profile, rules, &mut silent, None);
+        w.layout(message, extends, nodes).is_ok() && w.pos == payload.len()
+    };
+    let variant = if fits(false, message.body) {
+        None
+    } else {
+        match message
+            .variants
+            .iter()
+            .position(|v| fits(v.extends_body, v.nodes))
+        {
+            Some(i) => Some(i as u8),
+            None => {
+                let usual = usual.filter(|i| usize::from(*i) < message.variants.len());
+                return Layout {
+                    variant: usual,
+                    whole: false,
+                };
             }
         }
+    };
+    Layout {
+        variant,
+        whole: true,
     }
+}
+
+/// Decodes a message payload in one layout: the document's body (`variant` None) or a variant,
+/// which is reported. A payload the layout does not fit whole is reported as cut, or as carrying
+/// bytes past its end, or (a fixed-size layout) as of the wrong size.
+#[allow(clippy::too_many_arguments)]
+pub fn decode_message_as<V: Visitor>(
+    message: &'static Message,
+    variant: Option<u8>,
+    payload: &[u8],
+    base: usize,
+    endian: Endian,
+    profile: &Profile,
+    rules: &MessageRules,
+    visitor: &mut V,
+    findings: &mut Vec<Finding>,
+) -> Facts {
+    let chosen = variant.and_then(|i| message.variants.get(usize::from(i)));
+    if let Some(v) = chosen {
+        add_finding(findings, Finding::new(v.rule, base as u32, Detail::None));
+    }
+    let (extends, nodes) = chosen.map_or((false, message.body), |v| (v.extends_body, v.nodes));
+    let fixed = match (extends, nodes_fixed_size(nodes)) {
+        (true, n) => nodes_fixed_size(message.body).zip(n).map(|(b, n)| b + n),
+        (false, n) => n,
+    };
     let before = findings.len();
     let mut w = Walker::new(
         payload,
@@ -598,12 +654,13 @@ pub fn decode_message<V: Visitor>(
         visitor,
         Some(findings),
     );
-    let result = w.nodes(message.body);
-    let (pos, facts) = (w.pos, w.facts);
+    let result = w.layout(message, extends, nodes);
+    let (pos, mut facts) = (w.pos, w.facts);
+    facts.variant = chosen.and(variant);
     if pos < payload.len() && result.is_ok() && V::WANTS_FIELDS {
         w.visitor.undecoded(pos, &payload[pos..]);
     }
-    match message.fixed_size() {
+    match fixed {
         Some(size) if size != payload.len() => {
             // The size finding says it all: drop the truncation it caused.
             let mut index = 0;
@@ -615,22 +672,17 @@ pub fn decode_message<V: Visitor>(
                 expected: size as u64,
                 found: payload.len() as u64,
             };
-            findings.push(Finding {
-                rule: rules.size,
-                at: base as u32,
-                detail,
-            });
+            add_finding(findings, Finding::new(rules.size, base as u32, detail));
         }
         _ if result.is_ok() && pos < payload.len() => {
             let detail = Detail::Sizes {
                 expected: pos as u64,
                 found: payload.len() as u64,
             };
-            findings.push(Finding {
-                rule: rules.trailing,
-                at: (base + pos) as u32,
-                detail,
-            });
+            add_finding(
+                findings,
+                Finding::new(rules.trailing, (base + pos) as u32, detail),
+            );
         }
         _ => {}
     }

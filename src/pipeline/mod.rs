@@ -252,16 +252,28 @@ impl Pipeline {
     /// capture when it stops): reports a cut capture, closes chunk sets and sessions, reports what
     /// they left, and calls `sink.end`. The caller called `sink.start(info)` before the frames.
     pub fn finish<S: Sink>(mut self, info: &CaptureInfo, read: &ReadEnd, sink: &mut S) {
+        for skipped in &read.skipped {
+            let detail = Detail::Block {
+                block: skipped.block,
+                offset: skipped.offset,
+            };
+            let f = LooseFinding {
+                frame: skipped.frame,
+                conversation: 0,
+                finding: Finding::new(Rule::CaptureBlockSkipped, 0, detail),
+            };
+            self.state.shown.loose(sink, &f);
+        }
         if let Some(cut) = &read.truncated {
-            let finding = Finding {
-                rule: if cut.corrupt {
+            let finding = Finding::new(
+                if cut.corrupt {
                     Rule::CaptureCorrupt
                 } else {
                     Rule::CaptureTruncated
                 },
-                at: 0,
-                detail: Detail::At(cut.offset),
-            };
+                0,
+                Detail::At(cut.offset),
+            );
             let f = LooseFinding {
                 frame: cut.frame,
                 conversation: 0,
@@ -271,11 +283,7 @@ impl Pipeline {
         }
         // Datagrams whose fragments never all arrived are lost too, like those dropped on the way.
         for _ in 0..self.state.defrag.unfinished() {
-            let finding = Finding {
-                rule: Rule::CaptureFragmentDropped,
-                at: 0,
-                detail: Detail::None,
-            };
+            let finding = Finding::new(Rule::CaptureFragmentDropped, 0, Detail::None);
             let f = LooseFinding {
                 frame: read.frames,
                 conversation: 0,
@@ -290,15 +298,20 @@ impl Pipeline {
         self.state.analysis.finish(&mut |f| shown.loose(sink, &f));
         if let Some(frame) = self.state.conversations.overflow {
             let limit = crate::session::MAX_CONVERSATIONS as u64;
-            let finding = Finding {
-                rule: Rule::SessionConversationLimit,
-                at: 0,
-                detail: Detail::Value(limit),
-            };
+            let finding = Finding::new(Rule::SessionConversationLimit, 0, Detail::Value(limit));
             let f = LooseFinding {
                 frame,
                 conversation: 0,
                 finding,
+            };
+            self.state.shown.loose(sink, &f);
+        }
+        // A check that saw nothing must not pass: an empty capture, or the wrong one.
+        if self.state.counts.datagrams == 0 {
+            let f = LooseFinding {
+                frame: read.frames,
+                conversation: 0,
+                finding: Finding::new(Rule::CaptureNoDatagrams, 0, Detail::None),
             };
             self.state.shown.loose(sink, &f);
         }
@@ -542,11 +555,7 @@ impl State {
         self.first_ts.get_or_insert(frame.ts_nanos);
         self.last_ts = Some(frame.ts_nanos);
         let loose = |shown: &mut Shown, sink: &mut S, rule, at: usize, detail| {
-            let finding = Finding {
-                rule,
-                at: at as u32,
-                detail,
-            };
+            let finding = Finding::new(rule, at as u32, detail);
             let f = LooseFinding {
                 frame: frame.number,
                 conversation: 0,

@@ -9,7 +9,8 @@ use super::{names_entity, note_entity, Sink, State, Udp, HEADER_GROUP};
 use crate::datagram::{rt, Dialect};
 use crate::display_filter::Context;
 use crate::message::{
-    decode_message, decode_nodes, Detail, Endian, Facts, Finding, Open, Tap, Value, Visitor,
+    add_finding, choose_layout, decode_message_as, decode_nodes, Detail, Endian, Facts, Finding,
+    Open, Tap, Value, Visitor,
 };
 use crate::proto::rt as desc;
 use crate::proto::schema::{Field, Role};
@@ -181,11 +182,10 @@ impl State {
         if let Some(m) =
             message.filter(|m| known && !desc::both_ways(m.code) && m.direction != direction)
         {
-            self.findings.push(Finding {
-                rule: Rule::RtDirection,
-                at: 2,
-                detail: Detail::Value(m.code.into()),
-            });
+            add_finding(
+                &mut self.findings,
+                Finding::new(Rule::RtDirection, 2, Detail::Value(m.code.into())),
+            );
         }
         // The byte order is the document's rule broken by the whole conversation: say it once.
         if self.findings.iter().any(|f| f.rule == Rule::RtByteOrder) {
@@ -201,6 +201,16 @@ impl State {
         if let Some(d) = &parsed {
             let fields = sink.fields();
             let endian = d.header.endian();
+            // A payload that fits no layout whole is read as the conversation's usual one.
+            let layout = message.filter(|_| d.decodable()).map(|m| {
+                let usual = self
+                    .conversations
+                    .get(conversation)
+                    .and_then(|c| c.usual_variant(m.code));
+                let rules = &rt::MESSAGE_RULES;
+                choose_layout(m, d.payload, endian, &self.profile, rules, usual)
+            });
+            let variant = layout.and_then(|l| l.variant);
             if S::Fields::WANTS_FIELDS {
                 fields.open(&HEADER_GROUP, Open::Case, 0);
                 decode_nodes(
@@ -224,8 +234,9 @@ impl State {
                             sequence = value.as_u64().and_then(|v| u32::try_from(v).ok());
                         },
                     );
-                    facts = decode_message(
+                    facts = decode_message_as(
                         m,
+                        variant,
                         d.payload,
                         d.payload_at,
                         endian,
@@ -241,8 +252,9 @@ impl State {
                     let mut named = Tap::new(fields, names_entity, |field, offset, value| {
                         note_entity(entities, field, at + offset, value)
                     });
-                    facts = decode_message(
+                    facts = decode_message_as(
                         m,
+                        variant,
                         d.payload,
                         d.payload_at,
                         endian,
@@ -256,6 +268,11 @@ impl State {
                     fields.undecoded(0, d.payload)
                 }
                 _ => {}
+            }
+            if let (Some(m), Some(l), Some(c)) =
+                (message, layout, self.conversations.get_mut(conversation))
+            {
+                c.fitted(m.code, l);
             }
         }
         if cut {
@@ -328,11 +345,7 @@ impl State {
                 expected: c.reliable,
                 found: c.acknowledged,
             };
-            let finding = Finding {
-                rule: Rule::RtUnacknowledged,
-                at: 0,
-                detail,
-            };
+            let finding = Finding::new(Rule::RtUnacknowledged, 0, detail);
             let f = LooseFinding {
                 frame: first,
                 conversation,

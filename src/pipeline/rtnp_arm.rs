@@ -11,7 +11,7 @@ use super::rt_arm::{lower_port_is_server, Servers};
 use super::{Sink, State, Udp};
 use crate::datagram::{rtnp, Dialect};
 use crate::display_filter::Context;
-use crate::message::{Detail, Facts, Finding};
+use crate::message::{add_finding, Detail, Facts, Finding};
 use crate::proto::rtnp::{
     self as desc, JsonMessage, CLIENT_TIMEOUT_NANOS, PING, PONG, SERVER_PORT,
 };
@@ -149,13 +149,8 @@ impl State {
                 .filter(|m| m.message.seen_rule.is_none()),
             Content::Nothing => None,
         };
-        let mut report = |rule, detail| {
-            self.findings.push(Finding {
-                rule,
-                at: at as u32,
-                detail,
-            })
-        };
+        let mut report =
+            |rule, detail| add_finding(&mut self.findings, Finding::new(rule, at as u32, detail));
         if let Some(rule) = message.and_then(|m| m.message.seen_rule) {
             report(rule, Detail::None);
         }
@@ -175,11 +170,10 @@ impl State {
         }
         let (direction, known) = direction(&mut self.rtnp.servers, src, dst, message);
         if message.is_some_and(|m| known && m.message.direction != direction) {
-            self.findings.push(Finding {
-                rule: Rule::RtnpDirection,
-                at: at as u32,
-                detail: Detail::None,
-            });
+            add_finding(
+                &mut self.findings,
+                Finding::new(Rule::RtnpDirection, at as u32, Detail::None),
+            );
         }
         let conversation = conversation.unwrap_or_else(|| {
             self.conversations
@@ -255,13 +249,8 @@ impl State {
         let c = self.rtnp.conversations.entry(conversation).or_default();
         let json = self.rtnp.json.as_ref();
         let number = |key: &str| json.and_then(|j| j.get(key)).and_then(Value::as_u64);
-        let mut report = |rule, detail| {
-            self.findings.push(Finding {
-                rule,
-                at: at as u32,
-                detail,
-            })
-        };
+        let mut report =
+            |rule, detail| add_finding(&mut self.findings, Finding::new(rule, at as u32, detail));
         let name = message.map(|m| m.message.name);
         match direction {
             Direction::ClientToServer => {

@@ -3,7 +3,8 @@ use super::{names_entity, note_entity, RenderAhead, Sink, State, Udp, Unpack, HE
 use crate::datagram::{rtype, Dialect};
 use crate::display_filter::Context;
 use crate::message::{
-    decode_message, decode_nodes, Detail, Facts, Finding, NoFields, Open, Tap, Value, Visitor,
+    add_finding, choose_layout, decode_message, decode_message_as, decode_nodes, Detail, Facts,
+    Finding, Layout, NoFields, Open, Tap, Value, Visitor,
 };
 use crate::proto::profile::Profile;
 use crate::proto::rtype as desc;
@@ -11,6 +12,7 @@ use crate::proto::schema::{Field, Group, Role};
 use crate::proto::{Direction, Message, Rule};
 use crate::session::chunks::{Chunk, Reassembled};
 use crate::session::event::{DatagramEvent, Decoded, EntityRef, ReassembledEvent};
+use crate::session::Archetypes;
 
 impl State {
     pub(super) fn rtype<S: Sink>(&mut self, udp: &Udp<'_>, unpack: Unpack<'_>, sink: &mut S) {
@@ -69,12 +71,14 @@ impl State {
             }
         }
         sink.begin(&self.conversations, conversation);
-        let archetypes = self
-            .conversations
-            .get(conversation)
-            .map_or(&[][..], |c| &c.archetypes[..]);
+        let known = self.conversations.get(conversation);
+        let archetypes = known.map_or(&NO_ARCHETYPES, |c| &c.archetypes);
+        let usual = known
+            .zip(message)
+            .and_then(|(c, m)| c.usual_variant(m.code));
         let mut facts = Facts::default();
         let mut payload = None;
+        let mut layout = None;
         if let Some(d) = &parsed {
             payload = d.payload(scratch);
             let fields = sink.fields();
@@ -86,23 +90,35 @@ impl State {
                 findings: &mut self.findings,
                 entities: &mut self.entities,
             };
+            layout = walk.layout(usual);
+            // The reading thread knew no conversation: its rendering is this one's unless the
+            // conversation's usual layout decides how a payload that fits none is read.
+            let rendered = rendered.filter(|_| layout.is_none_or(|l| l.whole || usual.is_none()));
             facts = match rendered {
                 // The reading thread rendered the fields: walk again only for findings and facts.
                 Some(rendered) => {
                     fields.take_rendered(rendered);
-                    walk.checked(&mut NoFields)
+                    walk.checked(layout, &mut NoFields)
                 }
                 None => {
                     header_fields(d, &self.profile, fields);
-                    walk.checked(fields)
+                    walk.checked(layout, fields)
                 }
             };
         }
         if cut {
             // Only what the header shows is judged (see `judged_when_cut`); the message is not
-            // remembered nor reassembled.
+            // remembered nor reassembled, nor its layout taken as the conversation's.
             self.findings.retain(|f| super::judged_when_cut(f.rule));
             facts.entities_at = None;
+        }
+        if let (Some(m), Some(l), Some(c), false) = (
+            message,
+            layout,
+            self.conversations.get_mut(conversation),
+            cut,
+        ) {
+            c.fitted(m.code, l);
         }
         if let (Some(m), Some(p), false) = (message, payload, cut) {
             if m.code == desc::LEVEL_INIT {
@@ -212,7 +228,7 @@ impl State {
         message: &'static Message,
         payload: &[u8],
     ) {
-        let mut collect = Archetypes::default();
+        let mut collect = Collect::default();
         let mut ignored = Vec::new();
         decode_message(
             message,
@@ -225,30 +241,24 @@ impl State {
             &mut ignored,
         );
         if let Some(c) = self.conversations.get_mut(conversation) {
-            c.archetypes = collect.list;
+            collect.0.shrink_to_fit();
+            c.archetypes = collect.0;
         }
     }
 }
 
+/// A conversation's archetypes before any LevelInit.
+static NO_ARCHETYPES: Archetypes = Archetypes::new();
+
 /// Collects LevelInit's archetypes (typeId, spriteId).
 #[derive(Default)]
-struct Archetypes {
-    list: Vec<(u16, String)>,
-}
+struct Collect(Archetypes);
 
-impl Visitor for Archetypes {
+impl Visitor for Collect {
     fn field(&mut self, field: &'static Field, _: usize, _: usize, value: Value<'_>) {
         match (field.role, value) {
-            (Role::ArchetypeTypeId, Value::U(id))
-                if self.list.len() < crate::session::MAX_ARCHETYPES =>
-            {
-                self.list.push((id as u16, String::new()))
-            }
-            (Role::ArchetypeSpriteId, Value::Str(s)) => {
-                if let Some(last) = self.list.last_mut() {
-                    last.1 = s.to_owned();
-                }
-            }
+            (Role::ArchetypeTypeId, Value::U(id)) => self.0.push(id as u16),
+            (Role::ArchetypeSpriteId, Value::Str(s)) => self.0.name_last(s),
             _ => {}
         }
     }
@@ -289,11 +299,12 @@ pub(super) fn render<V: Visitor>(
         d,
         payload: d.payload(scratch),
         profile,
-        archetypes: &[],
+        archetypes: &NO_ARCHETYPES,
         findings,
         entities,
     };
-    walk.checked(fields);
+    let layout = walk.layout(None);
+    walk.checked(layout, fields);
 }
 
 /// A datagram's message walk, with its conversation's LevelInit archetypes (none on the reading
@@ -302,37 +313,60 @@ struct Walk<'a, 'd> {
     d: &'a rtype::Datagram<'d>,
     payload: Option<&'a [u8]>,
     profile: &'a Profile,
-    archetypes: &'a [(u16, String)],
+    archetypes: &'a Archetypes,
     findings: &'a mut Vec<Finding>,
     /// Where the entities the message names are collected.
     entities: &'a mut Vec<EntityRef>,
 }
 
 impl Walk<'_, '_> {
-    /// Walks the message into `fields`; the entities it names are collected, and entity types
-    /// checked against the archetypes on their way, their findings following the walk's.
-    fn checked<V: Visitor>(self, fields: &mut V) -> Facts {
-        let (Some(message), Some(p)) = (self.d.message, self.payload) else {
+    /// The layout of the message, given the one its conversation has been using.
+    fn layout(&self, usual: Option<u8>) -> Option<Layout> {
+        let (message, p) = (self.d.message?, self.payload?);
+        let rules = &rtype::MESSAGE_RULES;
+        Some(choose_layout(
+            message,
+            p,
+            rtype::ENDIAN,
+            self.profile,
+            rules,
+            usual,
+        ))
+    }
+
+    /// Walks the message in `layout` into `fields`; the entities it names are collected, and
+    /// entity types checked against the archetypes on their way, their findings following the
+    /// walk's.
+    fn checked<V: Visitor>(self, layout: Option<Layout>, fields: &mut V) -> Facts {
+        let (Some(message), Some(p), Some(layout)) = (self.d.message, self.payload, layout) else {
             return Facts::default();
         };
         let (at, archetypes, entities) = (self.d.payload_at, self.archetypes, self.entities);
-        let mut unknown = Vec::new();
-        let mut check = Tap::new(fields, names_entity, |field, offset, value: Value<'_>| {
-            note_entity(entities, field, at + offset, value);
-            let known = |t: u64| archetypes.iter().any(|a| u64::from(a.0) == t);
-            let type_id = value.as_u64().filter(|_| field.role == Role::EntityType);
-            if let Some(t) = type_id.filter(|t| !archetypes.is_empty() && !known(*t)) {
-                let detail = Detail::Value(t);
-                let at = (at + offset) as u32;
-                unknown.push(Finding {
-                    rule: Rule::RtypeUnknownEntityType,
-                    at,
-                    detail,
-                });
-            }
-        });
-        let facts = decode_message(
+        // Every entity of an unknown type breaks the rule: one finding, counted.
+        let mut unknown: Option<Finding> = None;
+        let mut check = Tap::new(
+            fields,
+            names_entity,
+            |field: &'static Field, offset, value: Value<'_>| {
+                note_entity(entities, field, at + offset, value);
+                let type_id = value.as_u64().filter(|_| field.role == Role::EntityType);
+                let unknown_type =
+                    type_id.filter(|t| !archetypes.is_empty() && !archetypes.contains(*t));
+                if let Some(t) = unknown_type {
+                    match &mut unknown {
+                        Some(f) => f.count = f.count.saturating_add(1),
+                        None => {
+                            let at = (at + offset) as u32;
+                            let rule = Rule::RtypeUnknownEntityType;
+                            unknown = Some(Finding::new(rule, at, Detail::Value(t)));
+                        }
+                    }
+                }
+            },
+        );
+        let facts = decode_message_as(
             message,
+            layout.variant,
             p,
             at,
             rtype::ENDIAN,
@@ -341,7 +375,9 @@ impl Walk<'_, '_> {
             &mut check,
             self.findings,
         );
-        self.findings.append(&mut unknown);
+        if let Some(f) = unknown {
+            add_finding(self.findings, f);
+        }
         facts
     }
 }

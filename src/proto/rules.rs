@@ -72,6 +72,10 @@ rules! {
         "a datagram was cut short by the capture's snapshot length";
     CaptureFragmentDropped = "capture.fragment-dropped", Warning, "pcap",
         "IP fragments were dropped (limit reached, overlap or expiry, or still incomplete when the capture ends) before reassembly";
+    CaptureBlockSkipped = "capture.block-skipped", Warning, "pcap",
+        "a pcapng block whose contents contradict its length or the format (its length agrees at both ends) was skipped; reading went on after it";
+    CaptureNoDatagrams = "capture.no-datagrams", Error, "pcap",
+        "the capture holds no datagram of any dialect (empty, an unsupported link type, other traffic, the wrong port): nothing was judged, so a check of it cannot pass";
     // rtype datagram.
     RtypeShortDatagram = "rtype.datagram.short", Error, "002 §4",
         "datagram shorter than the 17-byte header plus the 4-byte CRC";

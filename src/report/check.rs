@@ -154,11 +154,11 @@ impl Sink for Judge {
     }
     fn datagram(&mut self, e: &DatagramEvent<'_>) {
         for f in e.findings {
-            self.rules.add(f.rule, e.frame);
+            self.rules.add_finding(f, e.frame);
         }
     }
     fn loose(&mut self, f: &LooseFinding) {
-        self.rules.add(f.finding.rule, f.frame);
+        self.rules.add_finding(&f.finding, f.frame);
     }
     fn end(&mut self, _: &RunEnd<'_>) {}
 }

@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
-use super::fields::JsonFields;
+use super::fields::{JsonFields, Omitted, MAX_FIELDS_JSON};
 use super::filter::Filter;
 use super::render::{self, json_str};
 use super::summary::Summary;
@@ -121,6 +121,9 @@ fn violations(line: &mut String, findings: &[Finding]) {
             f.at
         );
         json_str(line, &render::detail(f));
+        if f.count > 1 {
+            let _ = write!(line, ",\"count\":{}", f.count);
+        }
         line.push('}');
     }
     line.push(']');
@@ -214,17 +217,24 @@ impl<W: Write> Sink for Export<W> {
                 json,
             }) => {
                 let _ = write!(line, ",\"header\":{{\"framing\":\"{}\"}}", framing.name());
-                match (json, text) {
-                    (Some(json), _) => {
-                        line.push_str(",\"fields\":");
-                        line.push_str(&json.to_string());
-                    }
-                    (None, Some(text)) => {
+                // The JSON whole, or the text as far as the record's limit goes.
+                let start = line.len();
+                if let Some(json) = json {
+                    line.push_str(",\"fields\":");
+                    let _ = write!(line, "{json}");
+                }
+                if json.is_none() || line.len() - start > MAX_FIELDS_JSON {
+                    line.truncate(start);
+                    if let Some(text) = text {
                         line.push_str(",\"fields\":{\"text\":");
-                        json_str(line, text);
+                        let shown = render::json_str_within(line, text, MAX_FIELDS_JSON);
                         line.push('}');
+                        let mut omitted = Omitted::default();
+                        if shown < text.len() {
+                            omitted.add(shown, 0, (text.len() - shown) as u64);
+                        }
+                        omitted.push_json(line);
                     }
-                    (None, None) => {}
                 }
             }
             None => {}

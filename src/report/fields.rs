@@ -9,13 +9,13 @@ use crate::datagram::Dialect;
 use crate::message::{Open, Value, Visitor};
 use crate::pipeline::{RenderAhead, HEADER_GROUP};
 use crate::proto::schema::{Display, Field, Group, Role};
-use crate::session::Conversations;
+use crate::session::{Archetypes, Conversations};
 
 /// LevelInit sprites of the conversation being decoded, copied when they change.
 #[derive(Default)]
 pub struct Sprites {
     key: (u32, usize),
-    list: Vec<(u16, String)>,
+    list: Archetypes,
 }
 
 impl Sprites {
@@ -36,15 +36,59 @@ impl Sprites {
         self.of_type(value.as_u64()?)
     }
     fn of_type(&self, t: u64) -> Option<&str> {
-        self.list
-            .iter()
-            .find(|a| u64::from(a.0) == t)
-            .map(|a| a.1.as_str())
+        self.list.sprite(t)
+    }
+}
+
+/// Bytes of JSON one record's fields may take, sprite names aside: far above real records (the
+/// largest datagram record of the real captures is 11 KB), and a bound on what a crafted payload
+/// renders to (a 288-byte datagram inflating to 64 KiB of zeros gave 131 KB). Past it, fields are
+/// left out and counted in the record's `omitted` member ([`Omitted`]).
+pub const MAX_FIELDS_JSON: usize = 64 * 1024;
+/// Bytes of sprite names one record may repeat after its entity types; past it they are left out
+/// (and counted).
+pub const MAX_SPRITES_JSON: usize = 16 * 1024;
+
+/// What a record left out to stay within [`MAX_FIELDS_JSON`] and [`MAX_SPRITES_JSON`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Omitted {
+    /// Offset (in the payload, or in the text) of the first field or byte left out.
+    pub offset: Option<u64>,
+    /// Field values left out.
+    pub fields: u64,
+    /// Bytes (undecoded, or of text) not shown.
+    pub bytes: u64,
+    /// Sprite names left out after their entity types.
+    pub sprites: u64,
+}
+
+impl Omitted {
+    pub fn add(&mut self, at: usize, fields: u64, bytes: u64) {
+        self.offset.get_or_insert(at as u64);
+        self.fields += fields;
+        self.bytes += bytes;
+    }
+
+    /// Appends the record member `,"omitted":{…}` when anything was left out.
+    pub fn push_json(&self, out: &mut String) {
+        if *self == Omitted::default() {
+            return;
+        }
+        out.push_str(",\"omitted\":{");
+        if let Some(offset) = self.offset {
+            let _ = write!(out, "\"offset\":{offset},");
+        }
+        let _ = write!(
+            out,
+            "\"fields\":{},\"bytes\":{},\"sprites\":{}}}",
+            self.fields, self.bytes, self.sprites
+        );
     }
 }
 
 /// Writes a message's fields as JSON members: `,"header":{…},"fields":{…}`, to follow the
-/// members of an object the caller has opened.
+/// members of an object the caller has opened; then `,"omitted":{…}` when the fields went past
+/// [`MAX_FIELDS_JSON`].
 pub struct JsonFields {
     pub out: String,
     /// For each open level: whether it is a list, and whether it has members yet.
@@ -54,6 +98,12 @@ pub struct JsonFields {
     /// In a copy rendering on the reading thread ([`RenderAhead`]), which knows no conversation:
     /// where a sprite would follow, and the entity type it would be of.
     sprite_points: Option<Vec<(u32, u64)>>,
+    /// Bytes of `out` that are sprite names (not counted in [`MAX_FIELDS_JSON`], so that a
+    /// rendering ahead, which has none, stops where this one does).
+    sprite_bytes: usize,
+    /// Groups opened past the limit, whose closing must be skipped too.
+    skipped: usize,
+    omitted: Omitted,
 }
 
 impl Default for JsonFields {
@@ -64,13 +114,19 @@ impl Default for JsonFields {
             dialect: Dialect::Rtype,
             sprites: Sprites::default(),
             sprite_points: None,
+            sprite_bytes: 0,
+            skipped: 0,
+            omitted: Omitted::default(),
         }
     }
 }
 
-/// A rendering crosses threads as the number of sprite points (4 bytes), the points (offset,
-/// 4 bytes, and entity type, 8 bytes, little-endian), then the JSON.
+/// A rendering crosses threads as the number of sprite points (4 bytes), what was omitted (the
+/// offset + 1, or 0, then fields and bytes: 8 bytes each; sprites are only omitted once the
+/// rendering is taken), the points (offset, 4 bytes, and entity
+/// type, 8 bytes, little-endian), then the JSON.
 const POINT: usize = 12;
+const HEAD: usize = 4 + 3 * 8;
 
 impl RenderAhead for JsonFields {
     fn ahead(&self) -> Option<Self> {
@@ -82,9 +138,13 @@ impl RenderAhead for JsonFields {
     }
 
     fn drain_rendered(&mut self, out: &mut Vec<u8>) {
-        self.finish();
+        self.close_levels();
         let points = self.sprite_points.get_or_insert_with(Vec::new);
         out.extend_from_slice(&(points.len() as u32).to_le_bytes());
+        let o = self.omitted;
+        for v in [o.offset.map_or(0, |at| at + 1), o.fields, o.bytes] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
         for (at, t) in points.drain(..) {
             out.extend_from_slice(&at.to_le_bytes());
             out.extend_from_slice(&t.to_le_bytes());
@@ -95,12 +155,21 @@ impl RenderAhead for JsonFields {
 
     fn take_rendered(&mut self, rendered: &[u8]) {
         self.clear();
-        let count = rendered
+        let (head, rest) = rendered.split_at_checked(HEAD).unwrap_or_default();
+        let word = |i: usize| {
+            head.get(4 + 8 * i..12 + 8 * i)
+                .map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or_default()))
+        };
+        let count = head
             .first_chunk::<4>()
             .map_or(0, |n| u32::from_le_bytes(*n) as usize);
-        let (points, json) = rendered[4.min(rendered.len())..]
-            .split_at_checked(count * POINT)
-            .unwrap_or_default();
+        self.omitted = Omitted {
+            offset: word(0).checked_sub(1),
+            fields: word(1),
+            bytes: word(2),
+            sprites: 0,
+        };
+        let (points, json) = rest.split_at_checked(count * POINT).unwrap_or_default();
         // Made by `drain_rendered` from a `String`: always UTF-8, and a point is always at a
         // character boundary (after a number).
         let json = std::str::from_utf8(json).unwrap_or_default();
@@ -114,9 +183,7 @@ impl RenderAhead for JsonFields {
             };
             self.out.push_str(before);
             from = at;
-            if let Some(sprite) = self.sprites.of_type(t) {
-                push_sprite(&mut self.out, sprite);
-            }
+            self.sprite_after(t);
         }
         self.out.push_str(json.get(from..).unwrap_or_default());
     }
@@ -134,14 +201,44 @@ impl JsonFields {
     pub fn clear(&mut self) {
         self.out.clear();
         self.stack.clear();
+        self.sprite_bytes = 0;
+        self.skipped = 0;
+        self.omitted = Omitted::default();
     }
 
-    /// Closes what is open; the buffer then holds complete members.
+    /// Closes what is open, and says what was omitted; the buffer then holds complete members.
     pub fn finish(&mut self) -> &str {
+        self.close_levels();
+        self.omitted.push_json(&mut self.out);
+        self.omitted = Omitted::default();
+        &self.out
+    }
+
+    fn close_levels(&mut self) {
         while let Some((list, _)) = self.stack.pop() {
             self.out.push(if list { ']' } else { '}' });
         }
-        &self.out
+    }
+
+    /// Whether the fields reached [`MAX_FIELDS_JSON`] (or a group opened past it is open).
+    fn full(&self) -> bool {
+        self.skipped > 0 || self.out.len() - self.sprite_bytes >= MAX_FIELDS_JSON
+    }
+
+    /// The sprite of entity type `t` after its field, within [`MAX_SPRITES_JSON`].
+    fn sprite_after(&mut self, t: u64) {
+        let Some(sprite) = self.sprites.of_type(t) else {
+            return;
+        };
+        let before = self.out.len();
+        push_sprite(&mut self.out, sprite);
+        let added = self.out.len() - before;
+        if self.sprite_bytes + added > MAX_SPRITES_JSON {
+            self.out.truncate(before);
+            self.omitted.sprites += 1;
+        } else {
+            self.sprite_bytes += added;
+        }
     }
 
     /// Opens `"fields":{` before the first member outside the header.
@@ -172,7 +269,11 @@ impl JsonFields {
 }
 
 impl Visitor for JsonFields {
-    fn field(&mut self, field: &'static Field, _at: usize, _len: usize, value: Value<'_>) {
+    fn field(&mut self, field: &'static Field, at: usize, _len: usize, value: Value<'_>) {
+        if self.full() {
+            self.omitted.add(at, 1, 0);
+            return;
+        }
         self.ensure_fields();
         self.key(field.name);
         render::json_value(&mut self.out, field, value);
@@ -189,21 +290,22 @@ impl Visitor for JsonFields {
             self.out.push_str("_name\":");
             render::json_str(&mut self.out, name);
         }
-        match &mut self.sprite_points {
-            Some(points) if field.role == Role::EntityType => {
-                if let Some(t) = value.as_u64() {
-                    points.push((self.out.len() as u32, t));
-                }
-            }
-            _ => {
-                if let Some(sprite) = self.sprites.of(field, value) {
-                    push_sprite(&mut self.out, sprite);
-                }
-            }
+        if field.role != Role::EntityType {
+            return;
+        }
+        match (&mut self.sprite_points, n) {
+            (Some(points), Some(t)) => points.push((self.out.len() as u32, t)),
+            (None, Some(t)) => self.sprite_after(t),
+            (_, None) => {}
         }
     }
 
-    fn open(&mut self, group: &'static Group, how: Open, _at: usize) {
+    fn open(&mut self, group: &'static Group, how: Open, at: usize) {
+        if self.full() {
+            self.skipped += 1;
+            self.omitted.add(at, 0, 0);
+            return;
+        }
         if std::ptr::eq(group, &HEADER_GROUP) {
             self.key("header");
             self.out.push('{');
@@ -231,12 +333,18 @@ impl Visitor for JsonFields {
     }
 
     fn close(&mut self, _how: Open) {
-        if let Some((list, _)) = self.stack.pop() {
+        if self.skipped > 0 {
+            self.skipped -= 1;
+        } else if let Some((list, _)) = self.stack.pop() {
             self.out.push(if list { ']' } else { '}' });
         }
     }
 
     fn undecoded(&mut self, at: usize, bytes: &[u8]) {
+        if self.full() {
+            self.omitted.add(at, 0, bytes.len() as u64);
+            return;
+        }
         self.ensure_fields();
         self.key("undecoded");
         let _ = write!(
@@ -244,8 +352,15 @@ impl Visitor for JsonFields {
             "{{\"offset\":{at},\"length\":{},\"hex\":\"",
             bytes.len()
         );
-        render::hex(&mut self.out, bytes);
+        // Two characters a byte: as many as the limit leaves room for.
+        let room = MAX_FIELDS_JSON.saturating_sub(self.out.len() - self.sprite_bytes) / 2;
+        let shown = bytes.len().min(room);
+        render::hex(&mut self.out, &bytes[..shown]);
         self.out.push_str("\"}");
+        if shown < bytes.len() {
+            self.omitted
+                .add(at + shown, 0, (bytes.len() - shown) as u64);
+        }
     }
 }
 

@@ -7,16 +7,25 @@
 //! captured on.
 //!
 //! The capture loop allocates nothing per packet: one receive buffer (the capture layer's), one
-//! output buffer drained to stdout whenever the kernel's queue is empty, and the pipeline's own
-//! reused buffers.
+//! output buffer handed to the writing thread whenever the kernel's queue is empty, and the
+//! pipeline's own reused buffers.
+//!
+//! stdout is written on a thread of its own ([`Writer`]), so that a stdout that blocks (a pipe
+//! nobody reads yet, a paused terminal) does not stop the capture: packets go on being read while
+//! up to [`MAX_BACKLOG`] bytes of output wait; past that the loop stops reading them, and the
+//! kernel's drop counter says how many were lost. `--duration` ends the capture on time whatever
+//! stdout does: the packets queued in the socket when it ends are read if they arrived in time
+//! (and counted as lost if the output could not take them).
 
 use std::cell::RefCell;
 use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::export::Export;
 use super::filter::FilterArgs;
@@ -183,6 +192,13 @@ impl Status {
     }
 }
 
+/// The status line, shared with the writing thread, which clears it around what it prints.
+type SharedStatus = Arc<Mutex<Status>>;
+
+fn lock_status(shared: &SharedStatus) -> std::sync::MutexGuard<'_, Status> {
+    shared.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Why the capture stopped.
 enum Stop {
     Running,
@@ -191,22 +207,108 @@ enum Stop {
     OutputClosed,
 }
 
-/// Drains the pending report output to stdout.
-fn drain(pending: &Pending, status: &mut Status) -> io::Result<()> {
-    let mut buf = pending.0.borrow_mut();
-    if buf.is_empty() {
-        return Ok(());
+/// Output waiting for stdout past which the capture stops reading packets (the kernel then drops
+/// them, and counts them).
+const MAX_BACKLOG: usize = 64 << 20;
+
+/// Writes to stdout on a thread of its own (see the module doc): buffers go over a channel, the
+/// bytes not yet written are counted, and the first write error is kept.
+struct Writer {
+    tx: Option<mpsc::Sender<Vec<u8>>>,
+    /// Emptied buffers coming back, for reuse.
+    spare: mpsc::Receiver<Vec<u8>>,
+    backlog: Arc<AtomicUsize>,
+    error: Arc<Mutex<Option<io::Error>>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Writer {
+    fn start(status: SharedStatus) -> Writer {
+        let (tx, rx) = mpsc::channel::<Vec<u8>>();
+        let (back, spare) = mpsc::channel();
+        let backlog = Arc::new(AtomicUsize::new(0));
+        let error = Arc::new(Mutex::new(None));
+        let (queued, failed) = (backlog.clone(), error.clone());
+        let thread = std::thread::spawn(move || {
+            for mut buf in rx.iter() {
+                let write = |buf: &[u8]| {
+                    let mut out = io::stdout().lock();
+                    out.write_all(buf).and_then(|_| out.flush())
+                };
+                // The status line is held only while stdout shares its terminal: a blocked pipe
+                // must not hold the capture loop, which redraws the status every second.
+                let shared = lock_status(&status).shared;
+                let result = if shared {
+                    let mut status = lock_status(&status);
+                    status.clear();
+                    let result = write(&buf);
+                    status.show();
+                    result
+                } else {
+                    write(&buf)
+                };
+                queued.fetch_sub(buf.len(), Ordering::Relaxed);
+                if let Err(e) = result {
+                    *failed.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+                    // Nothing more can be written: what still comes is only counted off.
+                    for buf in rx.iter() {
+                        queued.fetch_sub(buf.len(), Ordering::Relaxed);
+                    }
+                    return;
+                }
+                buf.clear();
+                let _ = back.send(buf);
+            }
+        });
+        Writer {
+            tx: Some(tx),
+            spare,
+            backlog,
+            error,
+            thread: Some(thread),
+        }
     }
-    if status.shared {
-        status.clear();
+
+    /// Bytes handed over and not written yet.
+    fn backlog(&self) -> usize {
+        self.backlog.load(Ordering::Relaxed)
     }
-    let mut out = io::stdout().lock();
-    let result = out.write_all(&buf).and_then(|_| out.flush());
-    buf.clear();
-    if status.shared {
-        status.show();
+
+    /// Hands the pending output over, without waiting for it to be written.
+    fn send(&mut self, pending: &Pending) {
+        let mut buf = pending.0.borrow_mut();
+        if buf.is_empty() {
+            return;
+        }
+        let next = self.spare.try_recv().unwrap_or_default();
+        let full = std::mem::replace(&mut *buf, next);
+        self.backlog.fetch_add(full.len(), Ordering::Relaxed);
+        if let Some(tx) = &self.tx {
+            if let Err(mpsc::SendError(full)) = tx.send(full) {
+                self.backlog.fetch_sub(full.len(), Ordering::Relaxed);
+            }
+        }
     }
-    result
+
+    /// Why the capture must stop when writing failed: stdout was closed (`| head`), or
+    /// another error (kept for the end).
+    fn failed(&self) -> Option<Stop> {
+        let error = self.error.lock().unwrap_or_else(|e| e.into_inner());
+        error.as_ref().map(|e| match e.kind() {
+            io::ErrorKind::BrokenPipe => Stop::OutputClosed,
+            _ => Stop::Done,
+        })
+    }
+
+    /// Waits until everything handed over is written; the write error, if any.
+    fn finish(mut self) -> Option<io::Error> {
+        drop(self.tx.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+        let mut error = self.error.lock().unwrap_or_else(|e| e.into_inner());
+        error.take()
+    }
 }
 
 fn kernel_drops(stats: Option<live::KernelStats>) -> String {
@@ -241,12 +343,13 @@ pub fn run(args: LiveArgs, term: Term) -> Result<ExitCode, String> {
     let pending = Pending::default();
     let stderr_tty = io::stderr().is_terminal();
     let stdout_tty = io::stdout().is_terminal();
-    let mut status = Status {
+    let status: SharedStatus = Arc::new(Mutex::new(Status {
         on: stderr_tty && !args.read.quiet,
         shared: stderr_tty && stdout_tty,
         shown: false,
         text: String::new(),
-    };
+    }));
+    let mut writer = Writer::start(status.clone());
     catch_signals();
     let mut until = String::from("Ctrl-C");
     if let Some(n) = args.count {
@@ -268,8 +371,10 @@ pub fn run(args: LiveArgs, term: Term) -> Result<ExitCode, String> {
         capture: &mut capture,
         pcap: pcap.as_mut().map(|(_, w)| w),
         pending: &pending,
-        status: &mut status,
+        writer: &mut writer,
+        status: &status,
         limits,
+        unread: 0,
     };
     let (stop, summary, write_error) = match args.format {
         Format::Text => {
@@ -298,17 +403,23 @@ pub fn run(args: LiveArgs, term: Term) -> Result<ExitCode, String> {
             (stop, None, write_error)
         }
     };
+    let unread = live.unread;
+    // The counters as the capture ends: the socket stays open while stdout catches up, and what
+    // the kernel drops meanwhile was never part of the capture.
+    let (frames, kernel) = (capture.frames() - unread, capture.stats());
+    drop(capture);
     default_signals();
-    status.clear();
-    let mut output = drain(&pending, &mut status);
-    if let (Format::Text, Some(summary), Ok(())) = (args.format, &summary, &output) {
+    lock_status(&status).clear();
+    if let (Format::Text, Some(summary), Stop::Done) = (args.format, &summary, &stop) {
         let text = format!(
             "\n{}",
             summary.text(&format!("{} (live)", args.interface), term)
         );
-        let mut out = io::stdout().lock();
-        output = out.write_all(text.as_bytes()).and_then(|_| out.flush());
+        pending.0.borrow_mut().extend_from_slice(text.as_bytes());
     }
+    writer.send(&pending);
+    // Everything is written before the last line: stdout may still be blocked, and is waited for.
+    let output = writer.finish();
     let finished = pcap.map(|(path, w)| {
         let done = w
             .finish()
@@ -317,11 +428,14 @@ pub fn run(args: LiveArgs, term: Term) -> Result<ExitCode, String> {
         (path, done)
     });
     let mut last = format!(
-        "{}: {} frames captured, {} dropped by the kernel",
+        "{}: {frames} frames captured, {} dropped by the kernel",
         args.interface,
-        capture.frames(),
-        kernel_drops(capture.stats())
+        kernel_drops(kernel)
     );
+    if unread > 0 {
+        last +=
+            &format!(", {unread} arrived in time but not decoded (the output could not keep up)");
+    }
     if let Some((path, _)) = &finished {
         last += &format!(", written to {}", path.display());
     }
@@ -334,7 +448,9 @@ pub fn run(args: LiveArgs, term: Term) -> Result<ExitCode, String> {
     }
     match (stop, output) {
         (Stop::OutputClosed, _) => Ok(ExitCode::SUCCESS),
-        (_, Err(e)) if e.kind() != io::ErrorKind::BrokenPipe => Err(format!("writing output: {e}")),
+        (_, Some(e)) if e.kind() != io::ErrorKind::BrokenPipe => {
+            Err(format!("writing output: {e}"))
+        }
         _ => Ok(ExitCode::SUCCESS),
     }
 }
@@ -349,24 +465,44 @@ struct Live<'a> {
     capture: &'a mut LiveCapture,
     pcap: Option<&'a mut PcapWriter<OutputFile>>,
     pending: &'a Pending,
-    status: &'a mut Status,
+    writer: &'a mut Writer,
+    status: &'a SharedStatus,
     limits: Limits,
+    /// Frames that arrived before the deadline but were read only to be discarded, the output
+    /// being too far behind when the capture ended.
+    unread: u64,
 }
 
-/// Drains the report output; a closed stdout stops the capture quietly.
-fn drain_now(pending: &Pending, status: &mut Status, stop: &mut Stop) -> Result<(), String> {
-    match drain(pending, status) {
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
-            *stop = Stop::OutputClosed;
-            Ok(())
-        }
-        Err(e) => Err(format!("writing output: {e}")),
-        Ok(()) => Ok(()),
-    }
-}
-
-/// The report output waiting past this many bytes is written even while packets keep coming.
+/// The report output waiting past this many bytes is handed to the writer even while packets
+/// keep coming.
 const DRAIN_AT: usize = 1 << 16;
+
+/// One captured frame: to the `-w` file and through the pipeline.
+fn take<S: Sink>(
+    pcap: Option<&mut PcapWriter<OutputFile>>,
+    pending: &Pending,
+    writer: &mut Writer,
+    frame: &crate::capture::Frame<'_>,
+    pipeline: &mut Pipeline,
+    sink: &mut Tee<S>,
+) -> Result<(), String> {
+    if let Some(w) = pcap {
+        w.write_frame(frame)
+            .map_err(|e| format!("writing the capture file: {e}"))?;
+    }
+    pipeline.frame(frame, sink);
+    if pending.0.borrow().len() >= DRAIN_AT {
+        writer.send(pending);
+    }
+    Ok(())
+}
+
+/// Now, in nanoseconds since the Unix epoch: the clock the kernel stamps packets with.
+fn wall_nanos() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
 
 impl Live<'_> {
     /// Captures until a limit, a signal or a closed stdout; then finishes the pipeline (the
@@ -381,12 +517,22 @@ impl Live<'_> {
         sink.start(info);
         let started = Instant::now();
         let deadline = self.limits.duration.map(|d| started + d);
+        // The same deadline on the kernel's clock, to tell the packets still queued when it comes
+        // that arrived in time.
+        let deadline_nanos = self
+            .limits
+            .duration
+            .map(|d| wall_nanos().saturating_add(i64::try_from(d.as_nanos()).unwrap_or(i64::MAX)));
         let mut next_tick = started + Duration::from_secs(1);
         let mut frames = 0u64;
         let mut write_error = None;
         let mut stop = Stop::Running;
-        drain_now(self.pending, self.status, &mut stop)?;
+        self.writer.send(self.pending);
         while matches!(stop, Stop::Running) {
+            if let Some(failed) = self.writer.failed() {
+                stop = failed;
+                break;
+            }
             if STOP.load(Ordering::Relaxed)
                 || self.limits.count.is_some_and(|n| sink.datagrams >= n)
             {
@@ -396,6 +542,13 @@ impl Live<'_> {
             let now = Instant::now();
             if deadline.is_some_and(|d| now >= d) {
                 stop = Stop::Done;
+                // What arrived in time and waits in the socket's queue is part of the capture.
+                if let Some(last) = deadline_nanos {
+                    match self.queued_until(last, &mut pipeline, sink, &mut frames) {
+                        Ok(()) => {}
+                        Err(e) => write_error = Some(e),
+                    }
+                }
                 break;
             }
             if now >= next_tick {
@@ -408,30 +561,32 @@ impl Live<'_> {
                     next_tick += Duration::from_secs(1);
                 }
             }
+            let mut wait = next_tick
+                .saturating_duration_since(now)
+                .min(Duration::from_millis(250));
+            if let Some(d) = deadline {
+                wait = wait.min(d.saturating_duration_since(now));
+            }
+            // stdout is far behind: leave the packets to the kernel (which counts those it drops)
+            // until it catches up, keeping the deadline.
+            if self.writer.backlog() >= MAX_BACKLOG {
+                std::thread::sleep(wait.min(Duration::from_millis(10)));
+                continue;
+            }
             match self.capture.next_frame() {
                 Ok(Some(frame)) => {
-                    if let Some(w) = self.pcap.as_deref_mut() {
-                        if let Err(e) = w.write_frame(&frame) {
-                            write_error = Some(format!("writing the capture file: {e}"));
-                            stop = Stop::Done;
-                            break;
-                        }
-                    }
+                    let (pcap, pending) = (self.pcap.as_deref_mut(), self.pending);
+                    let taken = take(pcap, pending, self.writer, &frame, &mut pipeline, sink);
                     frames += 1;
-                    pipeline.frame(&frame, sink);
-                    if self.pending.0.borrow().len() >= DRAIN_AT {
-                        drain_now(self.pending, self.status, &mut stop)?;
+                    if let Err(e) = taken {
+                        write_error = Some(e);
+                        stop = Stop::Done;
+                        break;
                     }
                 }
                 Ok(None) => {
                     // The queue is empty: show what came, then wait for more (or the next tick).
-                    drain_now(self.pending, self.status, &mut stop)?;
-                    let mut wait = next_tick
-                        .saturating_duration_since(now)
-                        .min(Duration::from_millis(250));
-                    if let Some(d) = deadline {
-                        wait = wait.min(d.saturating_duration_since(now));
-                    }
+                    self.writer.send(self.pending);
                     self.capture.wait(wait).map_err(|e| {
                         format!("live capture on {}: poll: {e}", self.capture.interface())
                     })?;
@@ -448,15 +603,40 @@ impl Live<'_> {
                 }
             }
         }
-        pipeline.finish(
-            info,
-            &ReadEnd {
-                frames,
-                truncated: None,
-            },
-            sink,
-        );
+        pipeline.finish(info, &ReadEnd::complete(frames), sink);
         Ok((stop, write_error))
+    }
+
+    /// At the deadline: the frames still queued that the kernel stamped up to `last` (it stamps
+    /// them as they arrive), as long as the output can take them; past it they are counted as
+    /// not decoded. Stops at the first later frame, at `--count`, or when the queue is empty.
+    fn queued_until<S: Sink>(
+        &mut self,
+        last: i64,
+        pipeline: &mut Pipeline,
+        sink: &mut Tee<S>,
+        frames: &mut u64,
+    ) -> Result<(), String> {
+        loop {
+            if self.limits.count.is_some_and(|n| sink.datagrams >= n) {
+                return Ok(());
+            }
+            let behind = self.writer.backlog() >= MAX_BACKLOG;
+            match self.capture.next_frame() {
+                Ok(Some(frame)) if frame.ts_nanos <= last => {
+                    if behind {
+                        self.unread += 1;
+                    } else {
+                        let (pcap, pending) = (self.pcap.as_deref_mut(), self.pending);
+                        *frames += 1;
+                        take(pcap, pending, self.writer, &frame, pipeline, sink)?;
+                    }
+                }
+                // A packet after the capture's end: not captured.
+                Ok(Some(_)) => return Ok(()),
+                Ok(None) | Err(_) => return Ok(()),
+            }
+        }
     }
 
     /// Every second: the status line, and the `-w` file flushed, so that a write error (a full
@@ -466,16 +646,20 @@ impl Live<'_> {
             w.flush()
                 .map_err(|e| format!("writing the capture file: {e}"))?;
         }
-        if self.status.on {
+        // A terminal that does not take output (paused) holds the status: skip this redraw.
+        let Ok(mut status) = self.status.try_lock() else {
+            return Ok(());
+        };
+        if status.on {
             let drops = kernel_drops(self.capture.stats());
-            self.status.text = format!(
+            status.text = format!(
                 "{}: {} frames, {} datagrams, {} violations, {drops} kernel drops",
                 self.capture.interface(),
                 self.capture.frames(),
                 sink.datagrams,
                 sink.violations
             );
-            self.status.show();
+            status.show();
         }
         Ok(())
     }

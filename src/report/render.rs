@@ -34,6 +34,32 @@ pub fn json_str(out: &mut String, s: &str) {
     out.push('"');
 }
 
+/// [`json_str`] of the longest start of `s` whose escaped form takes at most `max` bytes (the
+/// quotes aside); returns that start's length in bytes.
+pub fn json_str_within(out: &mut String, s: &str, max: usize) -> usize {
+    let start = out.len();
+    json_str(out, s);
+    if out.len() - start <= max + 2 {
+        return s.len();
+    }
+    out.truncate(start);
+    let (mut used, mut end) = (0, 0);
+    for (i, c) in s.char_indices() {
+        let width = match c {
+            '"' | '\\' | '\n' | '\r' | '\t' => 2,
+            c if u32::from(c) < 0x20 => 6,
+            c => c.len_utf8(),
+        };
+        if used + width > max {
+            break;
+        }
+        used += width;
+        end = i + c.len_utf8();
+    }
+    json_str(out, &s[..end]);
+    end
+}
+
 /// Appends `"name":`, an object key from the protocol description or a profile. Their names
 /// are [a-z0-9_] (profiles are validated on load), so the escape scan of [`json_str`] is skipped.
 pub fn json_key(out: &mut String, name: &str) {
@@ -332,11 +358,25 @@ pub fn settings_line(report: &serde_json::Value) -> Option<String> {
 /// before JOIN_REQUEST", "Payload Len says 9 bytes, the datagram holds 4"): the rule says what
 /// each number means. Empty when the rule says it all.
 pub fn detail(finding: &Finding) -> String {
+    let first = first_detail(finding);
+    match (finding.count, first.is_empty()) {
+        (0 | 1, _) => first,
+        (n, true) => format!("×{n} in this datagram, the first at @{}", finding.at),
+        (n, false) => format!(
+            "{first}; ×{n} in this datagram, the first at @{}",
+            finding.at
+        ),
+    }
+}
+
+/// The detail of a finding's first time.
+fn first_detail(finding: &Finding) -> String {
     use Rule as R;
     let rule = finding.rule;
     match finding.detail {
         Detail::None => String::new(),
         Detail::At(offset) => format!("at byte offset {offset} of the file"),
+        Detail::Block { block, offset } => format!("a {block} at byte offset {offset}"),
         Detail::Before { missing, message } => format!("expected {missing} before {message}"),
         Detail::Stopped { stream, before_ms } => format!(
             "{stream} stopped {}.{:03} s before the conversation did",
@@ -368,7 +408,7 @@ pub fn detail(finding: &Finding) -> String {
             ),
             R::RtypeChunkIndex => format!("chunkIndex {found} with totalChunks {expected}"),
             R::RtypeChunkTotalMismatch => {
-                format!("totalChunks {found} where the tick's first chunk said {expected}")
+                format!("totalChunks {found} where the tick's other chunks said {expected}")
             }
             R::RtDatagramSize | R::RtnpDatagramSize => {
                 format!("{found} bytes, over the {expected} allowed")

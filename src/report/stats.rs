@@ -2,17 +2,22 @@
 //! snapshot rate and jitter, round trips, sequence loss, LevelInit delivery, compression — as
 //! text tables that fit 100 columns, or as JSON holding the same data.
 //!
-//! The JSON is built first and the text is rendered from it, so the two cannot disagree.
+//! Each conversation's JSON is built, then its text rendered from it, so the two cannot disagree.
+//! The report is written one conversation at a time as the run ends: memory holds one
+//! conversation's JSON, not all of them (4,096 conversations once took 136 MB).
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{json, Value as Json};
 
 use super::table;
-use crate::app::{read_capture, write_stdout, Format, ReadOpts, Term};
+use crate::app::{read_capture, written, Format, ReadOpts, Term};
 use crate::datagram::Dialect;
 use crate::message::NoFields;
 use crate::pipeline::{RunEnd, Sink};
@@ -37,33 +42,65 @@ pub struct StatsArgs {
 /// Runs `rtype-inspect stats`.
 pub fn run(args: StatsArgs, term: Term) -> Result<ExitCode, String> {
     let reading = args.read.reading()?;
-    let mut stats = Stats::default();
+    let out = io::BufWriter::new(io::stdout().lock());
+    let path = args.file.display().to_string();
+    let mut stats = Stats::new(out, args.format, &path, term);
     if reading.filter.is_some() {
         stats.filtered = Some(Analysis::new(reading.analysis));
     }
     read_capture(&args.file, &reading, &mut stats)?;
-    let json = stats.json.take().unwrap_or(Json::Null);
-    let text = match args.format {
-        Format::Json => serde_json::to_string_pretty(&json).unwrap_or_default() + "\n",
-        _ => text(&args.file.display().to_string(), &json, term),
-    };
-    write_stdout(text.as_bytes())
+    written(stats.finish().err())
 }
 
-/// Collects the session findings per conversation while the pipeline runs; the rest is read
-/// from the analysis at the end.
-#[derive(Default)]
-pub struct Stats {
+/// Collects the session findings per conversation while the pipeline runs, then writes the report
+/// from the analysis at the end, to `out`.
+pub struct Stats<W: Write> {
     /// Session findings per (conversation, rule): at most conversations × 7 entries.
     findings: BTreeMap<(u32, Rule), u64>,
-    json: Option<Json>,
     no_fields: NoFields,
     /// With a display filter: the analysis of the datagrams it passed (the pipeline's sees them
     /// all, to judge sessions whole).
     pub filtered: Option<Analysis>,
+    out: W,
+    format: Format,
+    path: String,
+    term: Term,
+    error: Option<io::Error>,
 }
 
-impl Sink for Stats {
+impl<W: Write> Stats<W> {
+    /// A report on the capture named `path`, to be written to `out` in `format`.
+    pub fn new(out: W, format: Format, path: &str, term: Term) -> Self {
+        Stats {
+            findings: BTreeMap::new(),
+            no_fields: NoFields,
+            filtered: None,
+            out,
+            format,
+            path: path.to_string(),
+            term,
+            error: None,
+        }
+    }
+
+    /// The output after the run, or the write error that stopped it.
+    pub fn finish(self) -> Result<W, io::Error> {
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(self.out),
+        }
+    }
+}
+
+/// The session findings of one conversation, by rule ID.
+fn findings_of(findings: &BTreeMap<(u32, Rule), u64>, id: u32) -> serde_json::Map<String, Json> {
+    findings
+        .range((id, Rule::ALL[0])..=(id, Rule::ALL[Rule::ALL.len() - 1]))
+        .map(|((_, rule), n)| (rule.id().to_string(), json!(n)))
+        .collect()
+}
+
+impl<W: Write> Sink for Stats<W> {
     type Fields = NoFields;
     fn fields(&mut self) -> &mut NoFields {
         &mut self.no_fields
@@ -87,31 +124,84 @@ impl Sink for Stats {
         }
         let analysis = self.filtered.as_ref().unwrap_or(end.analysis);
         let config = *analysis.config();
-        let conversations: Vec<Json> = analysis
-            .sessions()
-            .map(|s| {
-                let findings: serde_json::Map<String, Json> = self
-                    .findings
-                    .range((s.id, Rule::ALL[0])..=(s.id, Rule::ALL[Rule::ALL.len() - 1]))
-                    .map(|((_, rule), n)| (rule.id().to_string(), json!(n)))
-                    .collect();
-                session_json(s, end.conversations.get(s.id), &config, findings)
-            })
-            .collect();
-        self.json = Some(json!({
+        // Everything but the conversations, which are written one at a time in its place.
+        let head = json!({
             "config_file": end.config.map(|p| p.display().to_string()),
             "profile": end.profile,
             "config": {"snapshot_hz": config.snapshot_hz, "snapshot_tolerance": config.snapshot_tolerance},
-            "conversations": conversations,
+            "conversations": Json::Null,
             "unanalysed_datagrams": analysis.unanalysed_datagrams(),
-        }));
+        });
+        let (findings, out) = (&self.findings, &mut self.out);
+        let conversations = analysis.sessions().map(|s| {
+            session_json(
+                s,
+                end.conversations.get(s.id),
+                &config,
+                findings_of(findings, s.id),
+            )
+        });
+        let result = match self.format {
+            Format::Json => {
+                let report = Report {
+                    head: &head,
+                    conversations: RefCell::new(Some(conversations)),
+                };
+                serde_json::to_writer_pretty(&mut *out, &report)
+                    .map_err(io::Error::from)
+                    .and_then(|()| out.write_all(b"\n"))
+            }
+            Format::Text => {
+                let count = analysis.sessions().count();
+                let mut result = out.write_all(text_head(&self.path, &head, count).as_bytes());
+                for c in conversations.take(TEXT_CONVERSATIONS) {
+                    let mut text = String::new();
+                    conversation_text(&mut text, &c, self.term);
+                    result = result.and_then(|()| out.write_all(text.as_bytes()));
+                }
+                if count > TEXT_CONVERSATIONS {
+                    let more = format!(
+                        "\n… {} more conversations (see --format json)\n",
+                        count - TEXT_CONVERSATIONS
+                    );
+                    result = result.and_then(|()| out.write_all(more.as_bytes()));
+                }
+                result
+            }
+        };
+        self.error = result.and_then(|()| out.flush()).err();
     }
 }
 
-impl Stats {
-    /// The report as JSON (after the run).
-    pub fn json(&self) -> Option<&Json> {
-        self.json.as_ref()
+/// The report's JSON document: `head`'s members in their order, with the conversations built
+/// and written one at a time where `head` has a placeholder.
+struct Report<'a, I> {
+    head: &'a Json,
+    conversations: RefCell<Option<I>>,
+}
+
+impl<I: Iterator<Item = Json>> Serialize for Report<'_, I> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let members = self.head.as_object().into_iter().flatten();
+        let mut map = serializer.serialize_map(None)?;
+        for (key, value) in members {
+            if key == "conversations" {
+                let list = Conversations(&self.conversations);
+                map.serialize_entry(key, &list)?;
+            } else {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        map.end()
+    }
+}
+
+/// The conversations, serialized as they are built.
+struct Conversations<'a, I>(&'a RefCell<Option<I>>);
+
+impl<I: Iterator<Item = Json>> Serialize for Conversations<'_, I> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.borrow_mut().take().into_iter().flatten())
     }
 }
 
@@ -224,16 +314,15 @@ fn session_json(
     })
 }
 
-/// The report as text tables.
-pub fn text(path: &str, j: &Json, term: Term) -> String {
+/// The text report's first lines: what was analysed, and how it was judged.
+fn text_head(path: &str, j: &Json, conversations: usize) -> String {
     let mut out = String::new();
-    let convs = j["conversations"].as_array().map_or(&[][..], |v| &v[..]);
     let cfg = &j["config"];
     let _ = writeln!(
         out,
         "{path}\n{} conversation{} analysed; snapshot rate judged against {} Hz ± {}%",
-        convs.len(),
-        if convs.len() == 1 { "" } else { "s" },
+        conversations,
+        if conversations == 1 { "" } else { "s" },
         num(&cfg["snapshot_hz"], 1),
         num(
             &json!(cfg["snapshot_tolerance"].as_f64().unwrap_or(0.0) * 100.0),
@@ -248,16 +337,6 @@ pub fn text(path: &str, j: &Json, term: Term) -> String {
             out,
             "{} datagrams of further conversations were not analysed",
             j["unanalysed_datagrams"]
-        );
-    }
-    for c in convs.iter().take(TEXT_CONVERSATIONS) {
-        conversation_text(&mut out, c, term);
-    }
-    if convs.len() > TEXT_CONVERSATIONS {
-        let _ = writeln!(
-            out,
-            "\n… {} more conversations (see --format json)",
-            convs.len() - TEXT_CONVERSATIONS
         );
     }
     out

@@ -8,7 +8,7 @@ use serde_json::{json, Value as Json};
 use super::table;
 use crate::app::Term;
 use crate::datagram::Dialect;
-use crate::message::NoFields;
+use crate::message::{Finding, NoFields};
 use crate::pipeline::{RunEnd, Sink};
 use crate::proto::{Direction, Rule, Severity};
 use crate::session::event::{DatagramEvent, FrameCounts, LooseFinding};
@@ -41,11 +41,16 @@ impl Default for RuleCounts {
 
 impl RuleCounts {
     pub fn add(&mut self, rule: Rule, frame: u64) {
+        self.add_finding(&Finding::new(rule, 0, crate::message::Detail::None), frame);
+    }
+    /// Counts a finding: a datagram's finding of a rule broken `count` times counts `count`.
+    pub fn add_finding(&mut self, finding: &Finding, frame: u64) {
+        let rule = finding.rule;
         let c = &mut self.counts[rule as usize];
         if c.count == 0 {
             c.first_frame = frame;
         }
-        c.count += 1;
+        c.count += u64::from(finding.count);
         let frames = &mut self.frames[rule as usize];
         if frames.len() < MAX_FRAMES && frames.last() != Some(&frame) {
             frames.push(frame);
@@ -165,11 +170,11 @@ impl Sink for Summary {
         self.crc_failures += u64::from(e.crc_failed());
         self.compressed += u64::from(e.compressed());
         for f in e.findings {
-            self.rules.add(f.rule, e.frame);
+            self.rules.add_finding(f, e.frame);
         }
     }
     fn loose(&mut self, f: &LooseFinding) {
-        self.rules.add(f.finding.rule, f.frame);
+        self.rules.add_finding(&f.finding, f.frame);
     }
     fn end(&mut self, end: &RunEnd<'_>) {
         self.json = Some(self.to_json(end));

@@ -3,8 +3,15 @@
 //!
 //! Memory stays flat: at most [`MAX_OPEN_SETS`] sets are open, each holds at most
 //! [`MAX_SET_BYTES`], and a set older than [`MAX_AGE_NANOS`] of capture time is closed as missing.
+//! The last [`RECENT_DONE`] completed sets are remembered, so that a chunk of a set that already
+//! completed is reported as a duplicate instead of opening a set that can never complete.
+//!
+//! A chunk whose totalChunks disagrees with its set's is reported at the chunk that broke the
+//! rule: the one the other chunks of the set outvote, or whose total the set's chunks do not
+//! complete. When the set's first chunk is the odd one, that is only known from a later chunk,
+//! and it is reported then, as a finding of the first chunk's frame ([`Closed`]).
 
-use crate::message::{Detail, Finding};
+use crate::message::{add_finding, Detail, Finding};
 use crate::proto::Rule;
 
 /// Open sets at once; opening one more closes the oldest.
@@ -15,6 +22,9 @@ pub const MAX_SET_BYTES: usize = 1 << 20;
 pub const MAX_CHUNKS: u16 = 1024;
 /// Capture time after which an incomplete set is given up (2 s: 120 ticks at 60 Hz).
 pub const MAX_AGE_NANOS: i64 = 2_000_000_000;
+/// Completed sets remembered (for [`MAX_AGE_NANOS`] of capture time at most), to tell their
+/// chunks sent again.
+pub const RECENT_DONE: usize = 256;
 
 /// A chunk as the decoder read it.
 #[derive(Clone, Copy, Debug)]
@@ -32,7 +42,8 @@ pub struct Chunk<'a> {
     pub at: u32,
 }
 
-/// A set found incomplete or broken when it was closed, to report at its first frame.
+/// A finding about a chunk whose datagram was already reported: a set found incomplete or broken
+/// when it was closed (at its first frame), or a chunk whose totalChunks later chunks outvoted.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Closed {
     pub frame: u64,
@@ -56,6 +67,13 @@ struct ChunkSet {
     total: u16,
     first_frame: u64,
     first_ts: i64,
+    /// Where the first chunk's header is in its datagram.
+    first_at: u32,
+    /// Chunks that said `total` (the first among them).
+    agreed: u16,
+    /// A chunk that disagreed with the first when nothing could tell which of the two is wrong:
+    /// the next chunk does.
+    disputed: Option<Vote>,
     /// (chunk index, entity count, range in `data`) in arrival order.
     parts: Vec<(u16, u16, std::ops::Range<usize>)>,
     data: Vec<u8>,
@@ -63,10 +81,46 @@ struct ChunkSet {
     discarded: bool,
 }
 
+/// A chunk's totalChunks, and where it was said.
+#[derive(Clone, Copy, Debug)]
+struct Vote {
+    frame: u64,
+    at: u32,
+    total: u16,
+}
+
 impl ChunkSet {
     fn has(&self, index: u16) -> bool {
         self.parts.iter().any(|p| p.0 == index)
     }
+
+    /// Whether the set's chunks (distinct indexes), with one of `index`, are all `total` chunks.
+    fn completed_by(&self, index: u16, total: u16) -> bool {
+        let indexes = self.parts.len() + usize::from(!self.has(index));
+        index < total && self.parts.iter().all(|p| p.0 < total) && indexes == usize::from(total)
+    }
+
+    /// The finding that `vote` broke the set's totalChunks.
+    fn mismatch(&self, vote: Vote) -> Closed {
+        let detail = Detail::Sizes {
+            expected: self.total.into(),
+            found: vote.total.into(),
+        };
+        Closed {
+            frame: vote.frame,
+            conversation: self.conversation,
+            finding: Finding::new(Rule::RtypeChunkTotalMismatch, vote.at, detail),
+        }
+    }
+}
+
+/// A set that completed: its chunks sent again are duplicates.
+#[derive(Clone, Copy, Debug)]
+struct Done {
+    conversation: u32,
+    tick: u32,
+    total: u16,
+    ts_nanos: i64,
 }
 
 /// The open chunk sets of a capture.
@@ -75,6 +129,9 @@ pub struct ChunkSets {
     open: Vec<ChunkSet>,
     /// Closed sets kept for their buffers, so steady traffic allocates nothing.
     spare: Vec<ChunkSet>,
+    /// The last completed sets, oldest first once full ([`RECENT_DONE`]): a ring.
+    done: Vec<Done>,
+    next_done: usize,
     out: Vec<u8>,
     pub completed: u64,
 }
@@ -89,11 +146,7 @@ impl ChunkSets {
         closed: &mut Vec<Closed>,
     ) -> Option<Reassembled<'_>> {
         let report = |findings: &mut Vec<Finding>, rule, detail| {
-            findings.push(Finding {
-                rule,
-                at: chunk.at,
-                detail,
-            })
+            add_finding(findings, Finding::new(rule, chunk.at, detail))
         };
         if chunk.total == 0 {
             report(findings, Rule::RtypeChunkTotalZero, Detail::Value(0));
@@ -118,6 +171,24 @@ impl ChunkSets {
         let i = match position {
             Some(i) => i,
             None => {
+                if let Some(done) = self.done.iter().find(|d| {
+                    d.conversation == chunk.conversation
+                        && d.tick == chunk.tick
+                        && chunk.ts_nanos.saturating_sub(d.ts_nanos) <= MAX_AGE_NANOS
+                }) {
+                    // A chunk of a set that completed: sent again, or with another total.
+                    if done.total == chunk.total {
+                        let detail = Detail::Value(chunk.index.into());
+                        report(findings, Rule::RtypeChunkDuplicate, detail);
+                    } else {
+                        let detail = Detail::Sizes {
+                            expected: done.total.into(),
+                            found: chunk.total.into(),
+                        };
+                        report(findings, Rule::RtypeChunkTotalMismatch, detail);
+                    }
+                    return None;
+                }
                 if chunk.total > MAX_CHUNKS {
                     report(
                         findings,
@@ -135,22 +206,61 @@ impl ChunkSets {
                 set.total = chunk.total;
                 set.first_frame = chunk.frame;
                 set.first_ts = chunk.ts_nanos;
+                set.first_at = chunk.at;
+                set.agreed = 0;
                 self.open.push(set);
                 self.open.len() - 1
             }
         };
         let set = &mut self.open[i];
         if set.total != chunk.total {
-            report(
-                findings,
-                Rule::RtypeChunkTotalMismatch,
-                Detail::Sizes {
-                    expected: set.total.into(),
-                    found: chunk.total.into(),
-                },
-            );
+            // The set SHOULD be discarded; which chunk broke the rule is for its chunks to say.
             set.discarded = true;
+            let vote = Vote {
+                frame: chunk.frame,
+                at: chunk.at,
+                total: chunk.total,
+            };
+            let first = Vote {
+                frame: set.first_frame,
+                at: set.first_at,
+                total: set.total,
+            };
+            let this_one = Detail::Sizes {
+                expected: set.total.into(),
+                found: chunk.total.into(),
+            };
+            match set.disputed.take() {
+                // It sides with the chunk that disputed the first: the first was the odd one.
+                Some(other) if other.total == chunk.total => {
+                    set.total = chunk.total;
+                    set.agreed = 2;
+                    closed.push(set.mismatch(first));
+                }
+                // It disagrees with both: it is the odd one, and the dispute goes on.
+                Some(other) => {
+                    set.disputed = Some(other);
+                    report(findings, Rule::RtypeChunkTotalMismatch, this_one);
+                }
+                // Outvoted, or the set's chunks are all there by the set's total: this one.
+                None if set.agreed >= 2 || set.completed_by(chunk.index, set.total) => {
+                    report(findings, Rule::RtypeChunkTotalMismatch, this_one);
+                }
+                // The set's chunks are all there by this one's total: the first was the odd one.
+                None if set.completed_by(chunk.index, chunk.total) => {
+                    set.total = chunk.total;
+                    set.agreed = 1;
+                    closed.push(set.mismatch(first));
+                }
+                // One against one: the next chunk decides.
+                None => set.disputed = Some(vote),
+            }
             return None;
+        }
+        set.agreed = set.agreed.saturating_add(1);
+        // It sides with the first chunk: the one that disputed it was the odd one.
+        if let Some(other) = set.disputed.take() {
+            closed.push(set.mismatch(other));
         }
         if set.has(chunk.index) {
             report(
@@ -196,6 +306,18 @@ impl ChunkSets {
             self.out.extend_from_slice(&set.data[range.clone()]);
         }
         let (tick, chunks, first_frame) = (set.tick, set.total, set.first_frame);
+        let done = Done {
+            conversation: set.conversation,
+            tick,
+            total: chunks,
+            ts_nanos: chunk.ts_nanos,
+        };
+        if self.done.len() < RECENT_DONE {
+            self.done.push(done);
+        } else {
+            self.done[self.next_done] = done;
+        }
+        self.next_done = (self.next_done + 1) % RECENT_DONE;
         self.recycle(set);
         self.completed += 1;
         Some(Reassembled {
@@ -226,6 +348,10 @@ impl ChunkSets {
 
     fn close(&mut self, i: usize, rule: Rule, closed: &mut Vec<Closed>) {
         let set = self.open.remove(i);
+        // A dispute no chunk settled: the later chunk disagreed with the set.
+        if let Some(vote) = set.disputed {
+            closed.push(set.mismatch(vote));
+        }
         if !set.discarded || rule == Rule::RtypeChunkLimit {
             let detail = Detail::Chunks {
                 tick: set.tick,
@@ -235,11 +361,7 @@ impl ChunkSets {
             closed.push(Closed {
                 frame: set.first_frame,
                 conversation: set.conversation,
-                finding: Finding {
-                    rule,
-                    at: 0,
-                    detail,
-                },
+                finding: Finding::new(rule, 0, detail),
             });
         }
         self.recycle(set);
@@ -249,6 +371,7 @@ impl ChunkSets {
         set.parts.clear();
         set.data.clear();
         set.discarded = false;
+        set.disputed = None;
         if self.spare.len() < MAX_OPEN_SETS {
             self.spare.push(set);
         }

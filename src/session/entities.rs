@@ -485,11 +485,7 @@ impl Entities {
                 emit(LooseFinding {
                     frame: event.frame,
                     conversation: event.conversation,
-                    finding: Finding {
-                        rule,
-                        at: r.at,
-                        detail: Detail::Value(r.id.into()),
-                    },
+                    finding: Finding::new(rule, r.at, Detail::Value(r.id.into())),
                 })
             });
             if figures {
@@ -523,11 +519,11 @@ impl Entities {
                 emit(LooseFinding {
                     frame: first,
                     conversation: index as u32 + 1,
-                    finding: Finding {
-                        rule: Rule::SessionEntityNeverDestroyed,
-                        at: 0,
-                        detail: Detail::Value(count),
-                    },
+                    finding: Finding::new(
+                        Rule::SessionEntityNeverDestroyed,
+                        0,
+                        Detail::Value(count),
+                    ),
                 });
             }
         }
@@ -535,11 +531,11 @@ impl Entities {
             emit(LooseFinding {
                 frame,
                 conversation: 0,
-                finding: Finding {
-                    rule: Rule::SessionEntityLimit,
-                    at: 0,
-                    detail: Detail::Value(MAX_ENTITIES as u64),
-                },
+                finding: Finding::new(
+                    Rule::SessionEntityLimit,
+                    0,
+                    Detail::Value(MAX_ENTITIES as u64),
+                ),
             });
         }
     }

@@ -10,13 +10,19 @@ use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 
 use crate::datagram::Dialect;
+use crate::message::Layout;
 use crate::proto::Direction;
 
 /// At most this many conversations are tracked (as many as the analysis keeps, bounding memory to
 /// a few tens of MB); datagrams of further ones share conversation 0, reported once.
 pub const MAX_CONVERSATIONS: usize = crate::session::analysis::MAX_ANALYSED;
-/// At most this many archetypes are remembered per conversation.
-pub const MAX_ARCHETYPES: usize = 1024;
+/// Archetypes remembered per conversation: all that LevelInit can carry (its count is a u8).
+pub const MAX_ARCHETYPES: usize = 255;
+/// Bytes of sprite names remembered per conversation (LevelInit can carry 255 × 255): enough for
+/// every archetype of real levels (17 names of about 10 bytes), small enough that a crafted
+/// capture of 4,096 conversations with the longest names holds 12 MB of them, not 270 MB. Names
+/// past it are not remembered: their entity types are still known, only not shown with a sprite.
+pub const MAX_SPRITE_BYTES: usize = 2048;
 /// Up to this many conversations, a datagram's is found by comparing addresses with each, which
 /// is quicker than hashing them.
 const FEW_CONVERSATIONS: usize = 8;
@@ -32,17 +38,129 @@ pub struct Conversation {
     pub server: SocketAddr,
     pub first_frame: u64,
     /// LevelInit's archetypes: typeId → spriteId.
-    pub archetypes: Vec<(u16, String)>,
+    pub archetypes: Archetypes,
     /// The older 15-byte header was already reported for this conversation.
     pub old_header_reported: bool,
+    /// Message codes whose last datagram fitted one of the message's variants whole, with the
+    /// variant (others fitted the document's layout, or none was seen): what a cut datagram is
+    /// judged against.
+    usual_variants: Vec<(u8, u8)>,
 }
 
 impl Conversation {
-    pub fn sprite(&self, type_id: u16) -> Option<&str> {
-        self.archetypes
+    /// The layout this conversation's datagrams of message `code` have been using: a variant's
+    /// index, or None for the document's.
+    pub fn usual_variant(&self, code: u8) -> Option<u8> {
+        self.usual_variants
             .iter()
-            .find(|a| a.0 == type_id)
-            .map(|a| a.1.as_str())
+            .find(|u| u.0 == code)
+            .map(|u| u.1)
+    }
+
+    /// Remembers the layout a datagram of message `code` fitted whole.
+    pub fn fitted(&mut self, code: u8, layout: Layout) {
+        if !layout.whole {
+            return;
+        }
+        let at = self.usual_variants.iter().position(|u| u.0 == code);
+        match (at, layout.variant) {
+            (Some(i), Some(v)) => self.usual_variants[i].1 = v,
+            (Some(i), None) => {
+                self.usual_variants.swap_remove(i);
+            }
+            (None, Some(v)) => self.usual_variants.push((code, v)),
+            (None, None) => {}
+        }
+    }
+}
+
+/// LevelInit's archetypes, compact and bounded: the type ids, and their sprite names end to end
+/// in one string (at most [`MAX_ARCHETYPES`] and [`MAX_SPRITE_BYTES`]).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Archetypes {
+    /// Each archetype's type id and where its sprite name ends in `names` ([`UNNAMED`] set when
+    /// its name was not remembered).
+    types: Vec<(u16, u16)>,
+    names: String,
+}
+
+/// The bit of an archetype's name end that says its name did not fit.
+const UNNAMED: u16 = 0x8000;
+const _: () = assert!(MAX_SPRITE_BYTES < UNNAMED as usize);
+
+impl Clone for Archetypes {
+    fn clone(&self) -> Self {
+        let mut copy = Archetypes::new();
+        copy.clone_from(self);
+        copy
+    }
+    /// Reuses the buffers: the reports copy a conversation's archetypes when they change.
+    fn clone_from(&mut self, source: &Self) {
+        self.types.clone_from(&source.types);
+        self.names.clone_from(&source.names);
+    }
+}
+
+impl Archetypes {
+    pub const fn new() -> Archetypes {
+        Archetypes {
+            types: Vec::new(),
+            names: String::new(),
+        }
+    }
+    /// Adds an archetype, with an empty sprite name until [`Archetypes::name_last`] (past
+    /// [`MAX_ARCHETYPES`], nothing).
+    pub fn push(&mut self, type_id: u16) {
+        if self.types.len() < MAX_ARCHETYPES {
+            self.types.push((type_id, self.names.len() as u16));
+        }
+    }
+    /// Names the last archetype's sprite; a name that does not fit in [`MAX_SPRITE_BYTES`] is
+    /// not remembered.
+    pub fn name_last(&mut self, sprite: &str) {
+        let Some(last) = self.types.last_mut() else {
+            return;
+        };
+        if last.1 != self.names.len() as u16 {
+            return;
+        }
+        if self.names.len() + sprite.len() <= MAX_SPRITE_BYTES {
+            self.names.push_str(sprite);
+            last.1 = self.names.len() as u16;
+        } else {
+            last.1 |= UNNAMED;
+        }
+    }
+    pub fn clear(&mut self) {
+        self.types.clear();
+        self.names.clear();
+    }
+    /// Gives back what collecting them reserved beyond what they hold.
+    pub fn shrink_to_fit(&mut self) {
+        self.types.shrink_to_fit();
+        self.names.shrink_to_fit();
+    }
+    pub fn is_empty(&self) -> bool {
+        self.types.is_empty()
+    }
+    pub fn len(&self) -> usize {
+        self.types.len()
+    }
+    /// Whether LevelInit announced this entity type.
+    pub fn contains(&self, type_id: u64) -> bool {
+        self.types.iter().any(|a| u64::from(a.0) == type_id)
+    }
+    /// The sprite name of the first archetype of this type, when one was remembered.
+    pub fn sprite(&self, type_id: u64) -> Option<&str> {
+        let i = self.types.iter().position(|a| u64::from(a.0) == type_id)?;
+        let end = self.types[i].1;
+        if end & UNNAMED != 0 {
+            return None;
+        }
+        let start = self.types[..i]
+            .last()
+            .map_or(0, |p| usize::from(p.1 & !UNNAMED));
+        self.names.get(start..usize::from(end))
     }
 }
 
@@ -104,8 +222,9 @@ impl Conversations {
             client,
             server,
             first_frame: frame,
-            archetypes: Vec::new(),
+            archetypes: Archetypes::default(),
             old_header_reported: false,
+            usual_variants: Vec::new(),
         });
         id
     }

@@ -478,7 +478,8 @@ impl Account {
             series.duplicates.add(b, 1);
         }
         if !s.findings.is_empty() {
-            series.findings.add(b, s.findings.len() as u64);
+            let count = s.findings.iter().map(|f| u64::from(f.count)).sum();
+            series.findings.add(b, count);
         }
     }
 
@@ -509,7 +510,7 @@ impl Account {
         self.over_safe += u64::from(s.udp > SAFE_PAYLOAD);
         self.over_mtu += u64::from(s.wire > MTU);
         for f in s.findings {
-            self.findings[f.rule as usize] += 1;
+            self.findings[f.rule as usize] += u64::from(f.count);
         }
         let o = s.observed;
         if let Some(gap) = o.snapshot_gap_micros {

@@ -283,7 +283,7 @@ fn type_name(cx: &Context<'_>, code: u32, id: Option<u32>) -> (String, Option<u3
             None,
         ),
         type_id => {
-            let sprite = |c: &Conversation| c.sprite(type_id as u16).map(str::to_owned);
+            let sprite = |c: &Conversation| c.archetypes.sprite(type_id.into()).map(str::to_owned);
             let sprite = match id {
                 Some(id) => cx.end.conversations.get(id).and_then(sprite),
                 None => cx.end.conversations.all().iter().find_map(sprite),

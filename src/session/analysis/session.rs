@@ -334,11 +334,7 @@ impl Session {
             emit(LooseFinding {
                 frame,
                 conversation,
-                finding: Finding {
-                    rule,
-                    at: 0,
-                    detail,
-                },
+                finding: Finding::new(rule, 0, detail),
             })
         };
         self.last_frame = frame;
@@ -624,11 +620,7 @@ impl Session {
             emit(LooseFinding {
                 frame,
                 conversation,
-                finding: Finding {
-                    rule,
-                    at: 0,
-                    detail,
-                },
+                finding: Finding::new(rule, 0, detail),
             })
         };
         if let (Some((frame, ts)), None) = (self.level_init.first, self.level_init.acknowledged) {
