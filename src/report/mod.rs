@@ -10,6 +10,7 @@ pub mod junit;
 pub mod live;
 pub mod lua;
 pub mod packets;
+pub mod parquet;
 pub mod profile_hint;
 pub mod protocol_doc;
 pub mod render;
