@@ -130,6 +130,12 @@ enum Command {
     Check(report::check::CheckArgs),
     /// Print the protocol reference (every message and field) generated from the description.
     Protocol,
+    /// List the Parquet export's tables and columns (Markdown: docs/parquet.md's generated part).
+    Tables {
+        /// Snapshot profile whose mask-bit fields are entity columns (a bundled name or a TOML file).
+        #[arg(long, value_name = "NAME|FILE")]
+        profile: Option<PathBuf>,
+    },
     /// List every display-filter field (like tshark -G fields): name, type, label.
     Fields {
         #[arg(long, value_enum, default_value = "text")]
@@ -184,6 +190,7 @@ const SUBCOMMANDS: &[&str] = &[
     "export",
     "violations",
     "fields",
+    "tables",
     "protocol",
     "dissector",
     "generate",
@@ -348,6 +355,14 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
                 _ => report::field_list::text(&registry, values),
             };
             write_stdout(text.as_bytes())
+        }
+        Command::Tables { profile } => {
+            let profile = match profile {
+                Some(p) => Profile::resolve(&p)?,
+                None => Profile::document(),
+            };
+            let dataset = report::parquet::tables::Dataset::new(&profile);
+            write_stdout(dataset.markdown().as_bytes())
         }
         Command::Interfaces { format } => report::live::interfaces(format, term),
         Command::Generate { all, large, output } => match (all, large, output) {

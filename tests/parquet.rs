@@ -629,3 +629,212 @@ fn parquet_matches_the_ndjson_export_field_by_field() {
         Some("reference-15byte"),
     );
 }
+
+/// Every file below `dir`, relative, sorted.
+fn files_below(dir: &Path) -> Vec<String> {
+    fn walk(dir: &Path, base: &Path, out: &mut Vec<String>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p, base, out);
+            } else {
+                out.push(p.strip_prefix(base).unwrap().to_str().unwrap().to_string());
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, dir, &mut out);
+    out.sort();
+    out
+}
+
+#[test]
+fn many_captures_on_any_number_of_threads_give_the_same_files() {
+    let one = scratch("threads-1");
+    let two = scratch("threads-2");
+    for (dir, threads) in [(&one, "1"), (&two, "2")] {
+        let out = dir.to_str().unwrap();
+        let (code, _, err) = run(&[
+            "export",
+            "samples",
+            "tests/fixtures",
+            "--format",
+            "parquet",
+            "-o",
+            out,
+            "--threads",
+            threads,
+        ]);
+        assert_eq!(code, 0, "{err}");
+    }
+    let files = files_below(&one);
+    assert_eq!(files, files_below(&two));
+    // 15 tables × every capture, nothing else (no temporary file left).
+    assert_eq!(files.len(), 15 * captures().len(), "{files:?}");
+    assert!(files.iter().all(|f| f.ends_with("/part-0.parquet")));
+    assert!(files.contains(&"datagrams/capture=clean-session.pcap.gz/part-0.parquet".into()));
+    for f in &files {
+        assert_eq!(
+            std::fs::read(one.join(f)).unwrap(),
+            std::fs::read(two.join(f)).unwrap(),
+            "{f}"
+        );
+    }
+    // Exporting a capture again replaces its partitions and leaves the others.
+    let out = one.to_str().unwrap();
+    let (code, _, err) = run(&[
+        "export",
+        "samples/violations-crc.pcap",
+        "--format",
+        "parquet",
+        "-o",
+        out,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(files_below(&one), files);
+    let _ = std::fs::remove_dir_all(&one);
+    let _ = std::fs::remove_dir_all(&two);
+}
+
+#[test]
+fn a_capture_that_cannot_be_read_is_reported_and_the_others_written() {
+    let dir = scratch("failing");
+    let inputs = scratch("failing-inputs");
+    std::fs::create_dir_all(&inputs).unwrap();
+    std::fs::write(inputs.join("broken.pcap"), b"not a capture at all").unwrap();
+    std::fs::copy("samples/violations-crc.pcap", inputs.join("good.pcap")).unwrap();
+    let out = dir.to_str().unwrap();
+    let (code, _, err) = run(&[
+        "export",
+        inputs.to_str().unwrap(),
+        "--format",
+        "parquet",
+        "-o",
+        out,
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("broken.pcap") && err.contains("not a capture file"),
+        "{err}"
+    );
+    let files = files_below(&dir);
+    assert_eq!(files.len(), 15, "{files:?}");
+    assert!(files.iter().all(|f| f.contains("/capture=good.pcap/")));
+    // Arguments that make no dataset.
+    let (code, _, err) = run(&[
+        "export",
+        "samples/clean-session.pcap",
+        "--format",
+        "parquet",
+    ]);
+    assert_eq!(
+        (code, err.trim()),
+        (
+            2,
+            "rtype-inspect: export --format parquet writes a directory: give it with -o DIR"
+        )
+    );
+    let (code, _, err) = run(&[
+        "export",
+        "samples/clean-session.pcap",
+        "samples/old-header.pcap",
+    ]);
+    assert_eq!(
+        (code, err.trim()),
+        (
+            2,
+            "rtype-inspect: export --format ndjson reads one capture; --format parquet reads many"
+        )
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&inputs);
+}
+
+/// A capture big enough for two row groups of `datagrams`.
+fn large_capture() -> PathBuf {
+    let path =
+        std::env::temp_dir().join(format!("rtype-parquet-large-{}.pcap", std::process::id()));
+    let (code, _, err) = run(&[
+        "generate",
+        "--large",
+        "130000",
+        "--output",
+        path.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    path
+}
+
+#[test]
+fn row_groups_are_flushed_and_an_interrupted_export_leaves_no_complete_looking_file() {
+    let capture = large_capture();
+    let dir = scratch("large");
+    let out = dir.to_str().unwrap();
+    let (code, _, err) = run(&[
+        "export",
+        capture.to_str().unwrap(),
+        "--format",
+        "parquet",
+        "-o",
+        out,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let name = capture.file_name().unwrap().to_str().unwrap();
+    let file = dir
+        .join("datagrams")
+        .join(format!("capture={name}"))
+        .join("part-0.parquet");
+    let reader = SerializedFileReader::new(std::fs::File::open(&file).unwrap()).unwrap();
+    let groups: Vec<i64> = reader
+        .metadata()
+        .row_groups()
+        .iter()
+        .map(|g| g.num_rows())
+        .collect();
+    // Flushed at 122,880 rows or 16 MB of values, whichever comes first.
+    assert!(groups.len() > 1 && groups.iter().all(|g| *g <= 122_880), "{groups:?}");
+    assert_eq!(groups.iter().sum::<i64>(), 130_000);
+
+    // Killed at any moment, a run leaves only hidden temporary files beside complete ones.
+    let killed = scratch("killed");
+    for delay in [50, 200, 400] {
+        let _ = std::fs::remove_dir_all(&killed);
+        let mut child = Command::new(BIN)
+            .args([
+                "export",
+                capture.to_str().unwrap(),
+                "--format",
+                "parquet",
+                "-o",
+            ])
+            .arg(&killed)
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay));
+        let _ = child.kill();
+        let _ = child.wait();
+        if !killed.exists() {
+            continue;
+        }
+        let files = files_below(&killed);
+        let complete: Vec<&String> = files.iter().filter(|f| f.ends_with(".parquet")).collect();
+        for f in &files {
+            let base = Path::new(f).file_name().unwrap().to_str().unwrap();
+            assert!(
+                base == "part-0.parquet" || (base.starts_with('.') && base.ends_with(".tmp")),
+                "{f}"
+            );
+        }
+        for f in &complete {
+            SerializedFileReader::new(std::fs::File::open(killed.join(f)).unwrap())
+                .unwrap_or_else(|e| panic!("{f} looks complete but is not: {e}"));
+        }
+        // The captures table's file is put in place last: with it, every table is there.
+        if complete.iter().any(|f| f.starts_with("captures/")) {
+            assert_eq!(complete.len(), 15, "{files:?}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&killed);
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(&capture);
+}

@@ -216,7 +216,11 @@ impl Dataset {
                         .push_str(&format!(", `{}`", field.name));
                     c
                 }
-                None => table.add(name.clone(), kind, format!("`{}`", field.name)),
+                None => table.add(
+                    name.clone(),
+                    kind,
+                    format!("{}: `{}`", field.label, field.name),
+                ),
             };
             let named = field.ty.is_integer() && !matches!(field.values, Values::None);
             let name_column = named.then(|| {
