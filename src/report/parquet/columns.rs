@@ -7,7 +7,7 @@
 //! nulls are written from the rows when the group is flushed.
 
 use bytes::Bytes;
-use parquet::basic::{LogicalType, Repetition, TimeUnit, Type as Physical};
+use parquet::basic::{Encoding, LogicalType, Repetition, TimeUnit, Type as Physical};
 use parquet::column::writer::ColumnWriter;
 use parquet::data_type::ByteArray;
 use parquet::errors::Result;
@@ -72,6 +72,18 @@ impl Kind {
             Kind::Str => "VARCHAR",
             Kind::Bytes => "BLOB",
             Kind::Timestamp => "TIMESTAMP WITH TIME ZONE",
+        }
+    }
+
+    /// How the column's pages are encoded, when not as dictionary and plain values (then its
+    /// dictionary is off): deltas for 64-bit integers and times, which mostly grow (frames,
+    /// timestamps: a byte or less a row instead of eight), and floats split by byte, which zstd
+    /// compresses far better than whole ones (positions, speeds).
+    pub fn encoding(self) -> Option<Encoding> {
+        match self {
+            Kind::I64 | Kind::Timestamp => Some(Encoding::DELTA_BINARY_PACKED),
+            Kind::F32 | Kind::F64 => Some(Encoding::BYTE_STREAM_SPLIT),
+            _ => None,
         }
     }
 

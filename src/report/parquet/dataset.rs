@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use sha2::{Digest, Sha256};
 
 use super::tables::Dataset;
-use super::writer::{properties, TableWriter};
+use super::writer::TableWriter;
 use super::{FileFacts, Parquet};
 use crate::app::inputs::{self, Input};
 use crate::app::{read_capture, Reading};
@@ -91,12 +91,11 @@ pub fn export_one(
 ) -> Result<(), String> {
     let facts = file_facts(&input.path)?;
     let partition = format!("{PARTITION}={}", partition_name(&input.relative));
-    let properties = properties();
     let mut tables = Vec::with_capacity(dataset.tables.len());
     for table in &dataset.tables {
         let dir = out.join(&table.name).join(&partition);
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        tables.push(TableWriter::create(&dir.join(FILE), table, &properties)?);
+        tables.push(TableWriter::create(&dir.join(FILE), table)?);
     }
     let mut sink = Parquet::new(dataset, tables, filter, facts);
     read_capture(&input.path, reading, &mut sink)?;

@@ -46,6 +46,8 @@ pub struct Parquet {
     scratch: Scratch,
     fields: Recorder,
     sprites: Sprites,
+    /// An address as text (reused).
+    ip: String,
     filter: Filter,
     facts: FileFacts,
     info: Option<CaptureInfo>,
@@ -78,6 +80,7 @@ impl Parquet {
             scratch: Scratch::default(),
             fields: Recorder::default(),
             sprites: Sprites::default(),
+            ip: String::new(),
             filter,
             facts,
             info: None,
@@ -149,17 +152,18 @@ impl Parquet {
     fn datagram_row(&mut self, e: &DatagramEvent<'_>, rel: f64) -> u32 {
         let t = &mut self.tables[DATAGRAMS];
         let row = t.new_row();
-        let mut ip = String::new();
+        let ip = &mut self.ip;
+        ip.clear();
         t.col(0).set_int(row, e.frame as i64);
         t.col(1).set_int(row, micros(e.ts_nanos));
         t.col(2).set_int(row, e.ts_nanos);
         t.col(3).set_float(row, rel);
-        render::push_ip(&mut ip, e.src.ip());
-        t.col(4).set_str(row, &ip);
+        render::push_ip(ip, e.src.ip());
+        t.col(4).set_str(row, ip);
         t.col(5).set_int(row, e.src.port().into());
         ip.clear();
-        render::push_ip(&mut ip, e.dst.ip());
-        t.col(6).set_str(row, &ip);
+        render::push_ip(ip, e.dst.ip());
+        t.col(6).set_str(row, ip);
         t.col(7).set_int(row, e.dst.port().into());
         t.col(8).set_int(row, e.conversation.into());
         t.col(9).set_str(row, e.dialect.name());
@@ -181,8 +185,12 @@ impl Parquet {
             Some(Decoded::Rtype(d)) => {
                 t.col(16).set_int(row, d.header.layout().len() as i64);
                 t.col(17).set_bool(row, d.header.compressed());
-                t.col(18).set_int(row, d.crc_stored.into());
-                t.col(19).set_int(row, d.crc_computed.into());
+                // Both CRCs only when they differ: a matching one says nothing more (and costs
+                // eight incompressible bytes a row).
+                if !d.crc_ok() {
+                    t.col(18).set_int(row, d.crc_stored.into());
+                    t.col(19).set_int(row, d.crc_computed.into());
+                }
                 t.col(20).set_bool(row, d.crc_ok());
             }
             Some(Decoded::Rt(_)) => t.col(17).set_bool(row, e.compressed()),

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::file::writer::SerializedFileWriter;
-use parquet::schema::types::Type;
+use parquet::schema::types::{ColumnPath, Type};
 
 use super::columns::{ColumnBuilder, Scratch};
 use super::tables::Table;
@@ -22,16 +22,23 @@ pub const GROUP_BYTES: usize = 16 << 20;
 /// zstd's level: 3, its own default.
 const ZSTD_LEVEL: i32 = 3;
 
-/// The writer properties of every file: zstd, statistics per column chunk.
-pub fn properties() -> Arc<WriterProperties> {
+/// The writer properties of a table's file: zstd, statistics per column chunk, each column's
+/// encoding by its type ([`super::columns::Kind::encoding`]).
+pub fn properties(table: &Table) -> Arc<WriterProperties> {
     let level = ZstdLevel::try_new(ZSTD_LEVEL).unwrap_or_default();
-    Arc::new(
-        WriterProperties::builder()
-            .set_compression(Compression::ZSTD(level))
-            .set_statistics_enabled(EnabledStatistics::Chunk)
-            .set_created_by(format!("rtype-inspect {}", env!("CARGO_PKG_VERSION")))
-            .build(),
-    )
+    let mut builder = WriterProperties::builder()
+        .set_compression(Compression::ZSTD(level))
+        .set_statistics_enabled(EnabledStatistics::Chunk)
+        .set_created_by(format!("rtype-inspect {}", env!("CARGO_PKG_VERSION")));
+    for c in &table.columns {
+        if let Some(encoding) = c.kind.encoding() {
+            let path = ColumnPath::from(c.name.as_str());
+            builder = builder
+                .set_column_dictionary_enabled(path.clone(), false)
+                .set_column_encoding(path, encoding);
+        }
+    }
+    Arc::new(builder.build())
 }
 
 /// A table's file being written.
@@ -53,11 +60,7 @@ fn error(path: &Path, e: impl std::fmt::Display) -> String {
 
 impl TableWriter {
     /// Creates the table's temporary file for `target`.
-    pub fn create(
-        target: &Path,
-        table: &Table,
-        properties: &Arc<WriterProperties>,
-    ) -> Result<TableWriter, String> {
+    pub fn create(target: &Path, table: &Table) -> Result<TableWriter, String> {
         let fields = table
             .columns
             .iter()
@@ -69,7 +72,7 @@ impl TableWriter {
             .build()
             .map_err(|e| error(target, e))?;
         let out = OutputFile::create(target, &[])?;
-        let file = SerializedFileWriter::new(out, Arc::new(schema), properties.clone())
+        let file = SerializedFileWriter::new(out, Arc::new(schema), properties(table))
             .map_err(|e| error(target, e))?;
         Ok(TableWriter {
             builders: table
