@@ -31,6 +31,30 @@ pub struct Cli {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    Ndjson,
+    Parquet,
+}
+
+/// `export`'s help: the Parquet dataset, then the display-filter examples.
+const EXPORT_HELP: &str = concat!(
+    "Parquet (docs/parquet.md): rtype-inspect export captures/ --format parquet -o dataset/
+  writes dataset/<table>/capture=<NAME>/part-0.parquet for every capture found, NAME being its
+  path below the directory argument (Hive's partitions: DuckDB, Spark, Trino, ClickHouse and
+  pandas read dataset/<table> as one table with a `capture` column).
+
+",
+    "Display filters (-Y), as in Wireshark, on the dissector's field names (rtype-inspect fields):
+  -Y 'rtype.snapshot.entity.entity_type == 3'             snapshots holding entities of type 3
+  -Y 'rtype.snapshot.entity_count > 50 || rtype.reassembled.entity_count > 50'
+                                                          the big snapshots (chunked ones too)
+  -Y 'ip.src == 10.0.0.2 && rtype.input.input_flags.fire == 1'
+                                                          one client's inputs with fire pressed
+  -Y '_ws.expert.severity == error'                       everything with an error
+  -Y 'rtype.msg_type in {SERVER_SNAPSHOT, SERVER_SNAPSHOT_CHUNK} && frame.time_relative > 10'"
+);
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum CatalogFormat {
     Text,
     Json,
@@ -74,16 +98,25 @@ enum Command {
         #[command(flatten)]
         read: ReadOpts,
     },
-    /// Export the JSON timeline (NDJSON by default).
-    #[command(after_help = FILTER_EXAMPLES)]
+    /// Export the JSON timeline (NDJSON by default), or a Parquet dataset of many captures.
+    #[command(after_help = EXPORT_HELP)]
     Export {
-        file: PathBuf,
-        /// Output file, - for standard output.
+        /// Captures; with --format parquet, any number of files and directories (searched
+        /// recursively for .pcap, .pcapng, .cap and .gz files).
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// Output file, - for standard output; with --format parquet, the dataset's directory.
         #[arg(short, long, default_value = "-")]
         output: PathBuf,
+        /// ndjson: the JSON timeline of one capture; parquet: tables of many (docs/parquet.md).
+        #[arg(long, value_enum, default_value = "ndjson")]
+        format: ExportFormat,
         /// One JSON array instead of one record per line.
         #[arg(long)]
         json_array: bool,
+        /// Captures exported at once with --format parquet [default: the machine's cores].
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+        threads: Option<u16>,
         #[command(flatten)]
         filter: report::filter::FilterArgs,
         #[command(flatten)]
@@ -103,6 +136,12 @@ enum Command {
     Diff(report::diff::DiffArgs),
     /// Print the protocol reference (every message and field) generated from the description.
     Protocol,
+    /// List the Parquet export's tables and columns (Markdown: docs/parquet.md's generated part).
+    Tables {
+        /// Snapshot profile whose mask-bit fields are entity columns (a bundled name or a TOML file).
+        #[arg(long, value_name = "NAME|FILE")]
+        profile: Option<PathBuf>,
+    },
     /// List every display-filter field (like tshark -G fields): name, type, label.
     Fields {
         #[arg(long, value_enum, default_value = "text")]
@@ -159,6 +198,7 @@ const SUBCOMMANDS: &[&str] = &[
     "export",
     "violations",
     "fields",
+    "tables",
     "protocol",
     "dissector",
     "generate",
@@ -226,25 +266,49 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
             written(packets.error)
         }
         Command::Export {
-            file,
+            files,
             output,
+            format,
             json_array,
+            threads,
             filter,
             read,
         } => {
             let (reading, filter) = (read.reading()?, filter.build()?);
+            if format == ExportFormat::Parquet {
+                if output.as_os_str() == "-" {
+                    return Err(
+                        "export --format parquet writes a directory: give it with -o DIR".into(),
+                    );
+                }
+                let inputs = crate::app::inputs::capture_files(&files)?;
+                if inputs.is_empty() {
+                    return Err(
+                        "no capture found (.pcap, .pcapng, .cap or .gz) in the arguments".into(),
+                    );
+                }
+                let threads = threads.map_or_else(crate::app::inputs::default_threads, usize::from);
+                return report::parquet::dataset::export(
+                    &inputs, &output, &reading, &filter, threads,
+                );
+            }
+            let [file] = &files[..] else {
+                return Err(
+                    "export --format ndjson reads one capture; --format parquet reads many".into(),
+                );
+            };
             if output.as_os_str() == "-" {
                 let out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
                 let mut export = report::export::Export::new(out, json_array, filter);
-                read_capture(&file, &reading, &mut export)?;
+                read_capture(file, &reading, &mut export)?;
                 if let Some(e) = export.unmatched.take() {
                     return Err(e);
                 }
                 return written(export.finish().err());
             }
-            let out = OutputFile::create(&output, &[&file])?;
+            let out = OutputFile::create(&output, &[file])?;
             let mut export = report::export::Export::new(out, json_array, filter);
-            read_capture(&file, &reading, &mut export)?;
+            read_capture(file, &reading, &mut export)?;
             if let Some(e) = export.unmatched.take() {
                 return Err(e);
             }
@@ -301,6 +365,14 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
                 _ => report::field_list::text(&registry, values),
             };
             write_stdout(text.as_bytes())
+        }
+        Command::Tables { profile } => {
+            let profile = match profile {
+                Some(p) => Profile::resolve(&p)?,
+                None => Profile::document(),
+            };
+            let dataset = report::parquet::tables::Dataset::new(&profile);
+            write_stdout(dataset.markdown().as_bytes())
         }
         Command::Interfaces { format } => report::live::interfaces(format, term),
         Command::Generate { all, large, output } => match (all, large, output) {

@@ -55,3 +55,28 @@ fn violations_json_lists_every_rule_once() {
             && ids.contains(&"session.snapshot-rate")
     );
 }
+
+#[test]
+fn parquet_doc_lists_the_tables_and_the_example_queries() {
+    let doc = std::fs::read_to_string("docs/parquet.md").unwrap();
+    let (_, rest) = doc
+        .split_once("<!-- tables:begin -->\n")
+        .expect("docs/parquet.md has the tables markers");
+    let (tables, _) = rest.split_once("<!-- tables:end -->").unwrap();
+    assert!(
+        tables == output(&["tables"]),
+        "docs/parquet.md's tables are stale: paste `rtype-inspect tables` between its markers"
+    );
+    // Each query shown is examples/duckdb.sql's, word for word (the tests run that file).
+    let sql = std::fs::read_to_string("examples/duckdb.sql").unwrap();
+    let queries: Vec<&str> = sql.split("-- query: ").skip(1).map(str::trim).collect();
+    let shown: Vec<&str> = doc
+        .split("```sql\n-- query: ")
+        .skip(1)
+        .map(|b| b.split_once("```").unwrap().0.trim())
+        .collect();
+    assert_eq!(
+        shown, queries,
+        "docs/parquet.md's queries differ from examples/duckdb.sql"
+    );
+}

@@ -3,6 +3,7 @@
 //! whole or not at all. Reports use this layer; only `cli` parses arguments.
 
 pub mod config;
+pub mod inputs;
 pub mod output;
 pub mod read;
 pub mod term;

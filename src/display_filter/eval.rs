@@ -4,13 +4,12 @@
 //! walk that asks only for the fields some atom reads — and the expression is then evaluated
 //! over the atoms' results.
 
-use std::cell::Cell;
 use std::net::IpAddr;
 
 use super::compile::{Atom, Cmp, Const, Node, Test};
 use crate::message::{Open, Value, Visitor};
-use crate::proto::registry::same_field;
 use crate::proto::schema::{Field, Group};
+use crate::proto::trie::{FieldTrie, ROOT};
 
 /// A value of one occurrence, borrowed where it is text.
 #[derive(Clone, Copy, Debug)]
@@ -184,80 +183,8 @@ pub(super) struct Feed {
 }
 
 /// The fields of one scope (a header, a message, the reassembled snapshot) the atoms read, by
-/// the repeats and switch cases they sit in.
-#[derive(Clone, Debug)]
-pub(super) struct Trie {
-    nodes: Vec<TrieNode>,
-    /// Recent answers of [`Trie::feeds`] by (declaration address, node): a walk meets the same
-    /// few declarations again and again, and comparing them by content costs more than the walk.
-    /// Declarations are compared by content because a `const` table may have several copies.
-    recent: [Cell<(usize, usize, u32)>; RECENT],
-}
-
-const RECENT: usize = 64;
-/// In [`Trie::recent`]: the declaration feeds no atom there.
-const NONE: u32 = u32::MAX;
-
-#[derive(Clone, Debug, Default)]
-struct TrieNode {
-    /// Groups by filter segment.
-    children: Vec<(&'static str, usize)>,
-    /// Field declarations and the atoms they feed.
-    fields: Vec<(&'static Field, Vec<Feed>)>,
-}
-
-/// The walk is outside every group the atoms read.
-const DEAD: usize = usize::MAX;
-
-impl Trie {
-    pub fn new() -> Trie {
-        Trie {
-            nodes: vec![TrieNode::default()],
-            recent: std::array::from_fn(|_| Cell::new((0, DEAD, NONE))),
-        }
-    }
-
-    pub fn insert(&mut self, path: &[&'static str], decl: &'static Field, feed: Feed) {
-        let mut at = 0;
-        for segment in path {
-            at = match self.nodes[at].children.iter().find(|c| c.0 == *segment) {
-                Some(&(_, child)) => child,
-                None => {
-                    self.nodes.push(TrieNode::default());
-                    let child = self.nodes.len() - 1;
-                    self.nodes[at].children.push((segment, child));
-                    child
-                }
-            };
-        }
-        let fields = &mut self.nodes[at].fields;
-        match fields.iter_mut().find(|(d, _)| std::ptr::eq(*d, decl)) {
-            Some((_, feeds)) => feeds.push(feed),
-            None => fields.push((decl, vec![feed])),
-        }
-    }
-
-    fn feeds(&self, at: usize, field: &Field) -> Option<&[Feed]> {
-        let node = self.nodes.get(at)?;
-        let address = field as *const Field as usize;
-        let slot = &self.recent[(address >> 3 ^ at.wrapping_mul(31)) % RECENT];
-        let (seen, seen_at, found) = slot.get();
-        let found = if seen == address && seen_at == at {
-            found
-        } else {
-            let found = node
-                .fields
-                .iter()
-                .position(|(d, _)| d.name == field.name && same_field(d, field))
-                .map_or(NONE, |i| i as u32);
-            slot.set((address, at, found));
-            found
-        };
-        node.fields
-            .get(found as usize)
-            .map(|(_, feeds)| feeds.as_slice())
-    }
-}
+/// the repeats and switch cases they sit in, with the atoms each feeds.
+pub(super) type Trie = FieldTrie<Vec<Feed>>;
 
 /// The visitor of a filter's walk: follows the groups down the trie and feeds the atoms.
 pub(super) struct Collector<'a> {
@@ -272,17 +199,17 @@ pub(super) struct Collector<'a> {
 
 impl Collector<'_> {
     fn at(&self) -> usize {
-        self.stack.last().copied().unwrap_or(0)
+        self.stack.last().copied().unwrap_or(ROOT)
     }
 }
 
 impl Visitor for Collector<'_> {
     fn wants(&self, field: &'static Field) -> bool {
-        self.trie.feeds(self.at(), field).is_some()
+        self.trie.get(self.at(), field).is_some()
     }
 
     fn field(&mut self, field: &'static Field, _at: usize, _len: usize, value: Value<'_>) {
-        if let Some(feeds) = self.trie.feeds(self.at(), field) {
+        if let Some(feeds) = self.trie.get(self.at(), field) {
             let v = Val::of(value);
             for f in feeds {
                 feed(
@@ -299,12 +226,7 @@ impl Visitor for Collector<'_> {
         let next = match how {
             // A repeat's items are under its list's segment, as the dissector names them.
             Open::Item { .. } => at,
-            Open::List { .. } | Open::Case => self
-                .trie
-                .nodes
-                .get(at)
-                .and_then(|n| n.children.iter().find(|c| c.0 == group.filter))
-                .map_or(DEAD, |c| c.1),
+            Open::List { .. } | Open::Case => self.trie.child(at, group.filter),
         };
         self.stack.push(next);
     }

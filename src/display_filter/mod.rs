@@ -179,7 +179,7 @@ impl Plan {
             rtype_undecoded: Vec::new(),
             rt_undecoded: Vec::new(),
             reassembled_undecoded: Vec::new(),
-            no_fields: Trie::new(),
+            no_fields: Trie::default(),
         };
         for (a, atom) in compiled.atoms.iter().enumerate() {
             let field = registry.field(atom.field);
@@ -237,12 +237,12 @@ impl Plan {
             }
             let trie = match *scope {
                 Scope::Header(_) => unreachable!("read in place"),
-                Scope::Reassembled => plan.reassembled.get_or_insert_with(Trie::new),
+                Scope::Reassembled => plan.reassembled.get_or_insert_with(Trie::default),
                 Scope::Message(p, code) => {
                     match plan.messages.iter().position(|m| m.0 == p && m.1 == code) {
                         Some(i) => &mut plan.messages[i].2,
                         None => {
-                            plan.messages.push((p, code, Trie::new()));
+                            plan.messages.push((p, code, Trie::default()));
                             &mut plan.messages.last_mut().expect("just pushed").2
                         }
                     }
@@ -250,7 +250,7 @@ impl Plan {
             };
             for decl in decls {
                 let transform = with_divisor(decl);
-                trie.insert(path, decl, Feed { atom: a, transform });
+                trie.entry(path, decl).push(Feed { atom: a, transform });
             }
         }
         plan

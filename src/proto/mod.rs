@@ -8,6 +8,7 @@ pub mod rtnp;
 pub mod rtype;
 pub mod rules;
 pub mod schema;
+pub mod trie;
 
 pub use rules::{Rule, RuleInfo, Severity, CATALOG};
 pub use schema::{Direction, Display, Field, Group, Message, Named, Node, Role, Ty};

@@ -16,7 +16,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::profile::{BitSlot, Profile, MASK_BITS};
 use super::rules::{Rule, CATALOG};
-use super::schema::{Check, Display, Field, Message, Named, Node, Role, Ty};
+use super::schema::{Check, Display, Field, Group, Message, Named, Node, Role, Ty};
 use super::{rt, rtype};
 
 /// The three protocols (dialects) of the dissector, by their filter names.
@@ -143,6 +143,18 @@ impl Values {
         }
     }
 
+    /// The name of `value`, if it has one.
+    pub fn name_of(self, value: u32) -> Option<&'static str> {
+        match self {
+            Values::None => None,
+            Values::Named(list) => list.iter().find(|n| n.value == value).map(|n| n.name),
+            Values::MessageTypes => u8::try_from(value)
+                .ok()
+                .and_then(rtype::message)
+                .map(|m| m.name),
+        }
+    }
+
     /// Every (value, name), for listings.
     pub fn list(self) -> Vec<(u32, &'static str)> {
         match self {
@@ -262,6 +274,93 @@ pub struct FilterField {
     pub values: Values,
     pub source: Source,
     pub provider: Provider,
+    /// Where a described field's values go in the Parquet dataset (`None` for the rest: a flag
+    /// bit or a raw integer is a view of a column, the runtime's fields are the tables' own).
+    pub column: Option<Column>,
+}
+
+/// A described field's place in the Parquet dataset: a table and a column, named from the
+/// field's filter name as the JSON's keys are from the description.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Column {
+    /// The table of its rows: its scope's ([`scope_table`]) or, under a repeat, the innermost
+    /// repeat's items' ([`items_table`]).
+    pub table: String,
+    /// The filter name after the row's prefix (the protocol, the message for a scope's own row,
+    /// the repeat for its items), dots as underscores; a header field's starts with `header_`,
+    /// as the JSON has it under `header`.
+    pub name: String,
+    /// How many segments of the field's path lead to the repeat whose items are the rows (0: the
+    /// scope's own row).
+    pub row_depth: usize,
+}
+
+/// Messages whose fields have a table of their own rather than their protocol's: LevelEvent's
+/// switch of event types reads best as rows of events.
+const OWN_TABLES: &[(Scope, &str)] = &[(
+    Scope::Message(Protocol::Rtype, rtype::LEVEL_EVENT),
+    "level_events",
+)];
+
+/// The table of a scope's own rows: one per datagram (its protocol's, or its message's own), or
+/// per reassembled snapshot.
+pub fn scope_table(scope: Scope) -> &'static str {
+    if let Some((_, table)) = OWN_TABLES.iter().find(|(s, _)| *s == scope) {
+        return table;
+    }
+    match scope {
+        Scope::Header(Protocol::Rtype) | Scope::Message(Protocol::Rtype, _) => "datagrams",
+        Scope::Header(Protocol::Rt) | Scope::Message(Protocol::Rt, _) => "rt_messages",
+        Scope::Header(Protocol::Rtnp) | Scope::Message(Protocol::Rtnp, _) => "rtnp_messages",
+        Scope::Reassembled => "reassembled",
+    }
+}
+
+/// The table of a repeat's items: the items' JSON name (`entities`, `archetypes`), after the
+/// protocol's or the reassembled snapshot's prefix.
+pub fn items_table(scope: Scope, item: &Group) -> String {
+    let prefix = match scope {
+        Scope::Reassembled => "reassembled_",
+        Scope::Header(Protocol::Rt) | Scope::Message(Protocol::Rt, _) => "rt_",
+        Scope::Header(Protocol::Rtnp) | Scope::Message(Protocol::Rtnp, _) => "rtnp_",
+        Scope::Header(Protocol::Rtype) | Scope::Message(Protocol::Rtype, _) => "",
+    };
+    format!("{prefix}{}", item.name)
+}
+
+/// The rows a field is declared in, while the builder walks the description.
+#[derive(Clone, Debug)]
+struct Row {
+    table: String,
+    /// The filter names' prefix that the column names drop, with its dot.
+    prefix: String,
+    /// Put before the column name (`header_`).
+    column_prefix: &'static str,
+    depth: usize,
+}
+
+impl Row {
+    fn of_scope(scope: Scope, prefix: &str) -> Row {
+        Row {
+            table: scope_table(scope).into(),
+            prefix: format!("{prefix}."),
+            column_prefix: if matches!(scope, Scope::Header(_)) {
+                "header_"
+            } else {
+                ""
+            },
+            depth: 0,
+        }
+    }
+
+    fn column(&self, name: &str) -> Column {
+        let rest = name.strip_prefix(&self.prefix).unwrap_or(name);
+        Column {
+            table: self.table.clone(),
+            name: format!("{}{}", self.column_prefix, rest.replace('.', "_")),
+            row_depth: self.depth,
+        }
+    }
 }
 
 /// Every filter field, by name.
@@ -592,6 +691,7 @@ impl Registry {
         let mut b = Builder::new(profile);
         for p in Protocol::ALL {
             b.push(FilterField {
+                column: None,
                 name: p.name().into(),
                 label: match p {
                     Protocol::Rtype => "R-Type UDP Protocol",
@@ -612,6 +712,7 @@ impl Registry {
         b.described();
         for rule in Rule::ALL {
             b.push(FilterField {
+                column: None,
                 name: rule.id().into(),
                 label: rule.info().summary.into(),
                 ty: FieldType::None,
@@ -651,6 +752,7 @@ impl Registry {
                 ),
             ] {
                 b.push(FilterField {
+                    column: None,
                     name: format!("{name}.{suffix}"),
                     label: label.into(),
                     ty,
@@ -704,6 +806,7 @@ impl Registry {
 
 fn runtime_field(f: &RuntimeField, provider: Provider) -> FilterField {
     FilterField {
+        column: None,
         name: f.name.into(),
         label: f.label.into(),
         ty: f.ty,
@@ -743,6 +846,8 @@ struct Builder<'p> {
     signatures: HashMap<String, String>,
     /// Described fields another of the same name and another integer type may share.
     shareable: HashMap<String, &'static Field>,
+    /// The rows the fields being declared go to.
+    row: Row,
 }
 
 impl<'p> Builder<'p> {
@@ -761,6 +866,7 @@ impl<'p> Builder<'p> {
             used,
             signatures: HashMap::new(),
             shareable: HashMap::new(),
+            row: Row::of_scope(Scope::Reassembled, ""),
         }
     }
 
@@ -788,6 +894,7 @@ impl<'p> Builder<'p> {
         self.messages(Protocol::Rtype, rtype::MESSAGES);
         let snapshot = snapshot_message();
         let mut path = Vec::new();
+        self.row = Row::of_scope(Scope::Reassembled, "rtype.reassembled");
         self.nodes(
             snapshot.body,
             "rtype.reassembled",
@@ -798,6 +905,7 @@ impl<'p> Builder<'p> {
     }
 
     fn header(&mut self, nodes: &'static [Node], protocol: Protocol) {
+        self.row = Row::of_scope(Scope::Header(protocol), protocol.name());
         for node in nodes {
             if let Node::Field(f) = node {
                 let abbrev = format!("{}.{}", protocol.name(), f.name);
@@ -810,6 +918,10 @@ impl<'p> Builder<'p> {
         for m in messages {
             let prefix = format!("{}.{}", protocol.name(), m.short);
             let scope = Scope::Message(protocol, m.code);
+            // A message's own table drops the message from its columns' names; its protocol's
+            // table keeps it (`input_pos_x`).
+            let own = OWN_TABLES.iter().any(|(s, _)| *s == scope);
+            self.row = Row::of_scope(scope, if own { &prefix } else { protocol.name() });
             let mut path = Vec::new();
             self.nodes(m.body, &prefix, scope, &mut path);
             for v in m.variants {
@@ -836,12 +948,18 @@ impl<'p> Builder<'p> {
                 Node::Repeat { count, item } => {
                     self.declare(format!("{prefix}.{}", count.name), count, "", scope, path);
                     path.push(item.filter);
-                    self.nodes(
-                        item.nodes,
-                        &format!("{prefix}.{}", item.filter),
-                        scope,
-                        path,
+                    let items = format!("{prefix}.{}", item.filter);
+                    let outer = std::mem::replace(
+                        &mut self.row,
+                        Row {
+                            table: items_table(scope, item),
+                            prefix: format!("{items}."),
+                            column_prefix: "",
+                            depth: path.len(),
+                        },
                     );
+                    self.nodes(item.nodes, &items, scope, path);
+                    self.row = outer;
                     path.pop();
                 }
                 Node::Switch { tag, cases, .. } => {
@@ -925,6 +1043,7 @@ impl<'p> Builder<'p> {
             _ => Values::None,
         };
         let id = self.push(FilterField {
+            column: Some(self.row.column(&name)),
             name: name.clone(),
             label: f.label.into(),
             ty,
@@ -940,6 +1059,7 @@ impl<'p> Builder<'p> {
         if scaled {
             let raw = self.unique(format!("{name}.raw"));
             self.push(FilterField {
+                column: None,
                 name: raw,
                 label: format!("{} (raw)", f.label),
                 ty: integer_type(f.ty),
@@ -970,6 +1090,7 @@ impl<'p> Builder<'p> {
                     integer_type(f.ty)
                 };
                 self.push(FilterField {
+                    column: None,
                     name: bit_name,
                     label: flag.name.into(),
                     ty,

@@ -21,6 +21,7 @@ pub const COMPRESS_THRESHOLD: usize = 64;
 pub const SNAPSHOT: u8 = 0x14;
 pub const SNAPSHOT_CHUNK: u8 = 0x21;
 pub const LEVEL_INIT: u8 = 0x30;
+pub const LEVEL_EVENT: u8 = 0x32;
 /// Packet type values of the header.
 pub const PACKET_CLIENT: u8 = 0x01;
 pub const PACKET_SERVER: u8 = 0x02;

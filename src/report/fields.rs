@@ -35,7 +35,8 @@ impl Sprites {
         }
         self.of_type(value.as_u64()?)
     }
-    fn of_type(&self, t: u64) -> Option<&str> {
+    /// The sprite of entity type `t` in the conversation.
+    pub fn of_type(&self, t: u64) -> Option<&str> {
         self.list.sprite(t)
     }
 }

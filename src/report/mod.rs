@@ -11,6 +11,7 @@ pub mod junit;
 pub mod live;
 pub mod lua;
 pub mod packets;
+pub mod parquet;
 pub mod profile;
 pub mod profile_hint;
 pub mod protocol_doc;

@@ -1,0 +1,241 @@
+//! A datagram's fields on their way to the tables: the sink's visitor notes the walk as it goes
+//! (groups, fields, undecoded bytes, text copied once into a buffer reused across datagrams),
+//! and once the datagram's event says which message it was, the notes are placed in rows by
+//! that message's route. The walk is the pipeline's; nothing walks the message again.
+
+use std::ops::Range;
+
+use super::tables::{Route, Routes, Target};
+use super::writer::TableWriter;
+use crate::message::{Open, Value, Visitor};
+use crate::pipeline::{RenderAhead, HEADER_GROUP};
+use crate::proto::registry::Scope;
+use crate::proto::schema::{Field, Group};
+use crate::proto::trie::{DEAD, ROOT};
+use crate::report::fields::Sprites;
+
+/// A value as noted: text and bytes are ranges of [`Recorder::text`].
+#[derive(Clone, Copy, Debug)]
+enum Noted {
+    U(u64),
+    I(i64),
+    F(f64),
+    Str(u32, u32),
+    Bytes(u32, u32),
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Step {
+    Open(&'static Group, Open),
+    Close,
+    Field(&'static Field, Noted),
+    Undecoded(u32, u32, u32),
+}
+
+/// The sink's fields visitor: one datagram's walk, noted.
+#[derive(Debug, Default)]
+pub struct Recorder {
+    steps: Vec<Step>,
+    text: Vec<u8>,
+    /// Open groups while placing (reused).
+    stack: Vec<Open3>,
+}
+
+/// An open group while placing: its trie node, and the table and row its fields go to.
+#[derive(Clone, Copy, Debug)]
+struct Open3 {
+    node: usize,
+    table: usize,
+    row: u32,
+}
+
+impl Recorder {
+    /// Starts a new datagram.
+    pub fn clear(&mut self) {
+        self.steps.clear();
+        self.text.clear();
+    }
+
+    fn note(&mut self, bytes: &[u8]) -> (u32, u32) {
+        let start = self.text.len() as u32;
+        self.text.extend_from_slice(bytes);
+        (start, self.text.len() as u32)
+    }
+
+    fn value(&self, noted: Noted) -> Value<'_> {
+        let text = |r: Range<u32>| &self.text[r.start as usize..r.end as usize];
+        match noted {
+            Noted::U(n) => Value::U(n),
+            Noted::I(n) => Value::I(n),
+            Noted::F(f) => Value::F(f),
+            // Noted from a `&str`.
+            Noted::Str(a, b) => Value::Str(std::str::from_utf8(text(a..b)).unwrap_or_default()),
+            Noted::Bytes(a, b) => Value::Bytes(text(a..b)),
+        }
+    }
+}
+
+impl Visitor for Recorder {
+    fn field(&mut self, field: &'static Field, _at: usize, _len: usize, value: Value<'_>) {
+        let noted = match value {
+            Value::U(n) => Noted::U(n),
+            Value::I(n) => Noted::I(n),
+            Value::F(f) => Noted::F(f),
+            Value::Str(s) => {
+                let (a, b) = self.note(s.as_bytes());
+                Noted::Str(a, b)
+            }
+            Value::Bytes(bytes) => {
+                let (a, b) = self.note(bytes);
+                Noted::Bytes(a, b)
+            }
+        };
+        self.steps.push(Step::Field(field, noted));
+    }
+
+    fn open(&mut self, group: &'static Group, how: Open, _at: usize) {
+        self.steps.push(Step::Open(group, how));
+    }
+
+    fn close(&mut self, _how: Open) {
+        self.steps.push(Step::Close);
+    }
+
+    fn undecoded(&mut self, at: usize, bytes: &[u8]) {
+        let (a, b) = self.note(bytes);
+        self.steps.push(Step::Undecoded(at as u32, a, b));
+    }
+}
+
+impl RenderAhead for Recorder {}
+
+/// Where the rows of a datagram's walk are: what its items' key columns say.
+pub struct Place<'a> {
+    pub frame: i64,
+    pub time_us: i64,
+    pub conversation: u32,
+    /// The message carrying the items.
+    pub message: &'a str,
+}
+
+/// A scope of the walk and the row its own fields go to.
+#[derive(Clone, Copy)]
+pub struct ScopeRow {
+    /// `None` for a message the description does not have (only undecoded bytes can follow).
+    pub scope: Option<Scope>,
+    pub table: usize,
+    pub row: u32,
+}
+
+impl Recorder {
+    /// Places the noted walk in rows: the header's fields in `header`'s row, the message's in
+    /// `body`'s, each repeated item in a new row of its table.
+    pub fn place(
+        &mut self,
+        routes: &Routes,
+        header: Option<ScopeRow>,
+        body: ScopeRow,
+        place: &Place<'_>,
+        tables: &mut [TableWriter],
+        sprites: &Sprites,
+    ) {
+        let body_route = body.scope.and_then(|s| routes.get(s));
+        let mut route = body_route;
+        let mut stack = std::mem::take(&mut self.stack);
+        stack.clear();
+        stack.push(Open3 {
+            node: ROOT,
+            table: body.table,
+            row: body.row,
+        });
+        let mut in_header = false;
+        for i in 0..self.steps.len() {
+            let top = *stack.last().unwrap_or(&Open3 {
+                node: DEAD,
+                table: body.table,
+                row: body.row,
+            });
+            match self.steps[i] {
+                Step::Open(group, _) if std::ptr::eq(group, &HEADER_GROUP) => {
+                    let (table, row) = header.map_or((body.table, body.row), |h| (h.table, h.row));
+                    route = header.and_then(|h| h.scope).and_then(|s| routes.get(s));
+                    in_header = true;
+                    stack.push(Open3 {
+                        node: ROOT,
+                        table,
+                        row,
+                    });
+                }
+                Step::Open(group, Open::List { .. } | Open::Case) => stack.push(Open3 {
+                    node: route.map_or(DEAD, |r| r.trie.child(top.node, group.filter)),
+                    ..top
+                }),
+                Step::Open(_, Open::Item { index }) => {
+                    let items = route.and_then(|r: &Route| r.items_table(top.node));
+                    stack.push(match items {
+                        Some(table) => {
+                            let t = &mut tables[table];
+                            let row = t.new_row();
+                            t.col(0).set_int(row, place.frame);
+                            t.col(1).set_int(row, place.time_us);
+                            t.col(2).set_int(row, place.conversation.into());
+                            t.col(3).set_str(row, place.message);
+                            t.col(4).set_int(row, index.into());
+                            Open3 {
+                                node: top.node,
+                                table,
+                                row,
+                            }
+                        }
+                        None => Open3 { node: DEAD, ..top },
+                    });
+                }
+                Step::Close => {
+                    stack.pop();
+                    if in_header && stack.len() == 1 {
+                        in_header = false;
+                        route = body_route;
+                    }
+                }
+                Step::Field(field, noted) => {
+                    if let Some(target) = route.and_then(|r| r.trie.get(top.node, field)) {
+                        self.set(*target, top.row, noted, tables, sprites);
+                    }
+                }
+                Step::Undecoded(at, a, b) => {
+                    let t = &mut tables[top.table];
+                    if let Some(c) = t.spec_undecoded() {
+                        t.col(c - 1).set_int(top.row, at.into());
+                        t.col(c)
+                            .set_bytes(top.row, &self.text[a as usize..b as usize]);
+                    }
+                }
+            }
+        }
+        self.stack = stack;
+    }
+
+    fn set(
+        &self,
+        target: Target,
+        row: u32,
+        noted: Noted,
+        tables: &mut [TableWriter],
+        sprites: &Sprites,
+    ) {
+        let table = &mut tables[target.table as usize];
+        let value = self.value(noted);
+        table.col(target.column as usize).set_value(row, value);
+        let n = value.as_u64();
+        if let (Some((column, values)), Some(n)) = (target.name, n) {
+            if let Some(name) = u32::try_from(n).ok().and_then(|n| values.name_of(n)) {
+                table.col(column as usize).set_str(row, name);
+            }
+        }
+        if let (Some(column), Some(n)) = (target.sprite, n) {
+            if let Some(sprite) = sprites.of_type(n) {
+                table.col(column as usize).set_str(row, sprite);
+            }
+        }
+    }
+}

@@ -1,0 +1,325 @@
+//! The Parquet dataset in the engines users put it in: DuckDB (Python's `duckdb`) runs
+//! examples/duckdb.sql over every sample and real capture, and its results are checked against
+//! the summary, `stats` and the NDJSON export; the Spark example (`pyspark` on `local[2]`, the
+//! binary run by its executors) over a few captures gives DuckDB's results. `.ci/run` installs
+//! both; a test whose engine cannot be imported says so and is skipped.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_rtype-inspect");
+
+fn json_of(args: &[&str]) -> Value {
+    let out = Command::new(BIN).args(args).output().unwrap();
+    assert!(out.status.success(), "{args:?}");
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("rtype-engines-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+/// Whether python3 can import `module`; says why not otherwise.
+fn python_has(module: &str, test: &str) -> bool {
+    let ok = Command::new("python3")
+        .args(["-c", &format!("import {module}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!(
+            "SKIPPED {test}: python3 cannot import `{module}` (`.ci/run` installs it: pip install {module})"
+        );
+    }
+    ok
+}
+
+/// examples/duckdb.sql's results over `dataset`.
+fn duckdb(dataset: &Path) -> BTreeMap<String, Vec<Value>> {
+    let out = Command::new("python3")
+        .args(["tests/engines/duckdb_queries.py"])
+        .arg(dataset)
+        .arg("examples/duckdb.sql")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn export(dataset: &Path, args: &[&str]) {
+    let out = Command::new(BIN)
+        .args(["export", "--format", "parquet", "--threads", "2", "-o"])
+        .arg(dataset)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn num(v: &Value) -> f64 {
+    match v {
+        Value::Number(n) => n.as_f64().unwrap(),
+        Value::String(s) => s.parse().unwrap(),
+        other => panic!("not a number: {other}"),
+    }
+}
+
+fn capture_files() -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = ["samples", "tests/fixtures"]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(d).unwrap())
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let n = p.to_str().unwrap();
+            n.ends_with(".pcap") || n.ends_with(".pcapng") || n.ends_with(".pcap.gz")
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn duckdb_answers_the_documented_queries_as_the_summary_and_stats_do() {
+    if !python_has("duckdb", "duckdb_answers_the_documented_queries") {
+        return;
+    }
+    let dataset = scratch("duckdb");
+    export(&dataset, &["samples", "tests/fixtures"]);
+    let results = duckdb(&dataset);
+    let rows = |q: &str, capture: &str| -> Vec<Value> {
+        results[q]
+            .iter()
+            .filter(|r| r["capture"] == capture)
+            .cloned()
+            .collect()
+    };
+    let mut duplicates: Vec<(u64, String)> = Vec::new();
+    for file in capture_files() {
+        let path = file.to_str().unwrap();
+        let name = file.file_name().unwrap().to_str().unwrap();
+        let summary = json_of(&[path, "--format", "json"]);
+        let stats = json_of(&["stats", path, "--format", "json"]);
+        let ndjson = Command::new(BIN).args(["export", path]).output().unwrap();
+        let records: Vec<Value> = String::from_utf8(ndjson.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+
+        // Bytes per message type: the summary's counts; the bytes of the export's datagrams.
+        let mut counts: BTreeMap<(String, String), u64> = BTreeMap::new();
+        for m in summary["messages"].as_array().unwrap() {
+            let key = (
+                m["dialect"].as_str().unwrap().into(),
+                m["name"].as_str().unwrap().into(),
+            );
+            *counts.entry(key).or_default() += m["count"].as_u64().unwrap();
+        }
+        let mut bytes: BTreeMap<(String, String), u64> = BTreeMap::new();
+        let mut entities: BTreeMap<Option<u64>, u64> = BTreeMap::new();
+        for r in records.iter().filter(|r| r["kind"] == "datagram") {
+            let key = (
+                r["dialect"].as_str().unwrap().into(),
+                r["name"].as_str().unwrap().into(),
+            );
+            *bytes.entry(key).or_default() += r["length"].as_u64().unwrap();
+            if r["dialect"] == "rtype" {
+                for e in r["fields"]["entities"].as_array().into_iter().flatten() {
+                    *entities.entry(e["entity_type"].as_u64()).or_default() += 1;
+                }
+            }
+        }
+        let got: BTreeMap<(String, String), (u64, u64)> = rows("bytes_per_message_type", name)
+            .iter()
+            .map(|r| {
+                let key = (
+                    r["dialect"].as_str().unwrap().into(),
+                    r["name"].as_str().unwrap().into(),
+                );
+                (key, (num(&r["datagrams"]) as u64, num(&r["bytes"]) as u64))
+            })
+            .collect();
+        let want: BTreeMap<(String, String), (u64, u64)> = counts
+            .iter()
+            .map(|(k, c)| (k.clone(), (*c, bytes[k])))
+            .collect();
+        assert_eq!(got, want, "{name}: bytes per message type");
+
+        // Entity updates per type per second: the export's entity blocks over the duration.
+        let duration = summary["capture"]["duration_s"].as_f64().unwrap();
+        let got: BTreeMap<Option<u64>, (u64, f64)> =
+            rows("entity_updates_per_type_per_second", name)
+                .iter()
+                .map(|r| {
+                    (
+                        r["entity_type"].as_u64(),
+                        (num(&r["updates"]) as u64, num(&r["per_second"])),
+                    )
+                })
+                .collect();
+        let want: BTreeMap<Option<u64>, (u64, f64)> = if duration > 0.0 {
+            entities
+                .iter()
+                .map(|(t, n)| (*t, (*n, (*n as f64 / duration * 1000.0).round() / 1000.0)))
+                .collect()
+        } else {
+            BTreeMap::new()
+        };
+        assert_eq!(got, want, "{name}: entity updates per type");
+
+        let count = summary["violations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["id"] == "session.duplicate-datagram")
+            .map_or(0, |v| v["count"].as_u64().unwrap());
+        if count > 0 {
+            duplicates.push((count, name.to_string()));
+        }
+
+        // RTT per client: stats' pairs, median and max for every client with round trips.
+        let got: BTreeMap<String, (u64, f64, f64, f64)> = rows("rtt_per_client", name)
+            .iter()
+            .map(|r| {
+                let v = (
+                    num(&r["pairs"]) as u64,
+                    num(&r["median_ms"]),
+                    num(&r["p95_ms"]),
+                    num(&r["max_ms"]),
+                );
+                (r["client"].as_str().unwrap().to_string(), v)
+            })
+            .collect();
+        let mut want = BTreeMap::new();
+        for c in stats["conversations"].as_array().unwrap() {
+            let rtt = &c["rtt_ms"];
+            if rtt["pairs"].as_u64().unwrap_or(0) > 0 {
+                want.insert(
+                    c["client"].as_str().unwrap().to_string(),
+                    (
+                        rtt["pairs"].as_u64().unwrap(),
+                        rtt["median"].as_f64().unwrap(),
+                        rtt["max"].as_f64().unwrap(),
+                    ),
+                );
+            }
+        }
+        let got_stats: BTreeMap<String, (u64, f64, f64)> = got
+            .iter()
+            .map(|(k, v)| (k.clone(), (v.0, v.1, v.3)))
+            .collect();
+        assert_eq!(got_stats, want, "{name}: RTT per client");
+        for (client, (_, median, p95, max)) in &got {
+            assert!(median <= p95 && p95 <= max, "{name} {client}: p95 {p95}");
+        }
+    }
+    // The captures with the most findings of the rule: the summaries' counts, most first.
+    duplicates.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    duplicates.truncate(10);
+    let got: Vec<(u64, String)> = results["most_findings_of_a_rule"]
+        .iter()
+        .map(|r| {
+            (
+                num(&r["findings"]) as u64,
+                r["capture"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got, duplicates,
+        "captures with the most duplicate datagrams"
+    );
+    assert!(!got.is_empty());
+    let _ = std::fs::remove_dir_all(&dataset);
+}
+
+#[test]
+fn the_spark_example_gives_duckdb_s_results() {
+    if !python_has("pyspark", "the_spark_example_gives_duckdb_s_results")
+        || !python_has("duckdb", "the_spark_example_gives_duckdb_s_results")
+    {
+        return;
+    }
+    if !Command::new("java")
+        .arg("-version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        eprintln!("SKIPPED the_spark_example_gives_duckdb_s_results: no java (`.ci/run` installs Debian's OpenJDK)");
+        return;
+    }
+    let dataset = scratch("spark");
+    let results = scratch("spark-results.json");
+    let out = Command::new("python3")
+        .arg("examples/spark/rtype_job.py")
+        .arg("--dataset")
+        .arg(&dataset)
+        .arg("--binary")
+        .arg(BIN)
+        .arg("--results")
+        .arg(&results)
+        .args([
+            "samples/clean-session.pcap",
+            "samples/violations-chunks.pcap",
+            "tests/fixtures/reference-17byte-1client.pcap",
+            "tests/fixtures/rtnp-solo.pcap",
+            "tests/fixtures/rt-two-players.pcap",
+        ])
+        .env("PYSPARK_SUBMIT_ARGS", "--master local[2] pyspark-shell")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let spark: BTreeMap<String, Vec<Value>> =
+        serde_json::from_str(&std::fs::read_to_string(&results).unwrap()).unwrap();
+    let duck = duckdb(&dataset);
+    assert_eq!(
+        spark.keys().collect::<Vec<_>>(),
+        duck.keys().collect::<Vec<_>>()
+    );
+    for (query, rows) in &duck {
+        let normal = |rows: &[Value]| -> Vec<BTreeMap<String, String>> {
+            rows.iter()
+                .map(|r| {
+                    r.as_object()
+                        .unwrap()
+                        .iter()
+                        .map(|(k, v)| {
+                            let v = match v {
+                                Value::Number(_) => format!("{}", num(v)),
+                                Value::String(s) if s.parse::<f64>().is_ok() => {
+                                    format!("{}", num(v))
+                                }
+                                other => other.to_string(),
+                            };
+                            (k.clone(), v)
+                        })
+                        .collect()
+                })
+                .collect()
+        };
+        assert_eq!(
+            normal(&spark[query]),
+            normal(rows),
+            "{query}: Spark and DuckDB differ"
+        );
+        assert!(!rows.is_empty(), "{query}: no rows");
+    }
+    let _ = std::fs::remove_dir_all(&dataset);
+    let _ = std::fs::remove_file(&results);
+}
