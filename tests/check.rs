@@ -507,3 +507,44 @@ fn every_reading_command_reads_the_configuration_and_names_it() {
         );
     }
 }
+
+/// `check DIR` judges the captures under it (in name order, subdirectories too), on several
+/// threads, and reports exactly what one thread reports.
+#[test]
+fn a_directory_is_judged_on_several_threads_as_on_one() {
+    let dir = scratch_dir("directory");
+    std::fs::create_dir_all(dir.join("night")).unwrap();
+    for (from, to) in [
+        (C17, "b-17.pcap"),
+        (C15, "a-15.pcap"),
+        ("tests/fixtures/rt-two-players.pcap", "night/rt.pcap"),
+        ("samples/clean-session.pcap", "c-clean.pcap"),
+    ] {
+        std::fs::copy(path(from), dir.join(to)).unwrap();
+    }
+    std::fs::write(dir.join("notes.txt"), "not a capture").unwrap();
+    let run = |threads: &str| {
+        let out = check_in(&dir, &[".", "--threads", threads, "--format", "json"]);
+        (code(&out), json(&out))
+    };
+    let (code1, one) = run("1");
+    let (code4, four) = run("4");
+    assert_eq!(one, four);
+    assert_eq!(code1, code4);
+    let files: Vec<&str> = one["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["file"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        files,
+        [
+            "./a-15.pcap",
+            "./b-17.pcap",
+            "./c-clean.pcap",
+            "./night/rt.pcap"
+        ]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

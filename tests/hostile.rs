@@ -92,6 +92,14 @@ static ALLOCATOR: Counting = Counting;
 /// Pipelines run one at a time in this binary, so that a peak is one run's.
 static SERIAL: Mutex<()> = Mutex::new(());
 
+/// The tests of this binary run one at a time: the allocator counts every thread, and another
+/// test building a large capture while a peak is measured would count in it (a 35 MB peak was
+/// once measured at 208 MB under load).
+fn one_test_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static TESTS: Mutex<()> = Mutex::new(());
+    TESTS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Peak live bytes any pipeline run over a mutated sample may reach. The reader's buffer
 /// (256 KiB, 16 MiB + 64 KiB at most), the decompression scratch (64 KiB), chunk sets (64 × 1 MiB)
 /// and fragments (4 MiB) are the big items; the samples are far from filling them, so the bound
@@ -190,6 +198,7 @@ fn export_both_ways(path: &Path) -> (Vec<u8>, Vec<u8>) {
 
 #[test]
 fn unpacking_ahead_changes_nothing() {
+    let _alone = one_test_at_a_time();
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let mut compared = 0;
     for dir in ["samples", "tests/fixtures"] {
@@ -731,6 +740,7 @@ proptest! {
 
 #[test]
 fn the_clean_session_has_no_crc_finding() {
+    let _alone = one_test_at_a_time();
     let clean = corpus()
         .iter()
         .find(|c| c.name == "clean-session.pcap")
@@ -830,6 +840,7 @@ fn server_datagram(d: &[u8]) -> Vec<u8> {
 
 #[test]
 fn a_record_over_the_maximum_is_a_corrupt_capture_finding() {
+    let _alone = one_test_at_a_time();
     let good = server_datagram(&rtype(2, 0x10, 0, &[], None));
     let mut bytes = raw_pcap(&[good.clone(), good], 0);
     // The second record claims one byte more than the largest record accepted.
@@ -845,6 +856,7 @@ fn a_record_over_the_maximum_is_a_corrupt_capture_finding() {
 
 #[test]
 fn fragment_limits_are_findings() {
+    let _alone = one_test_at_a_time();
     // More datagrams in reassembly than the limit: each one evicted is reported at the frame
     // that evicted it, and those still incomplete at the end at the last frame.
     let extra = 5;
@@ -878,6 +890,7 @@ fn fragment_limits_are_findings() {
 
 #[test]
 fn chunk_limits_are_findings() {
+    let _alone = one_test_at_a_time();
     let d = |tick: u32, payload: Vec<u8>| server_datagram(&rtype(2, 0x21, tick, &payload, None));
     // More open sets than the limit: the oldest is closed as rtype.chunk.limit.
     let frames: Vec<Vec<u8>> = (0..chunks::MAX_OPEN_SETS as u32 + 3)
@@ -907,6 +920,7 @@ fn chunk_limits_are_findings() {
 
 #[test]
 fn decompression_is_bounded_by_the_header() {
+    let _alone = one_test_at_a_time();
     // 70,000 bytes packed into a few hundred: past 65535 the decompressor stops with a finding.
     let packed = lz4_flex::block::compress(&vec![0u8; 70_000]);
     let bomb = server_datagram(&rtype(2, 0x14, 1, &packed, Some(65_535)));
@@ -921,6 +935,7 @@ fn decompression_is_bounded_by_the_header() {
 
 #[test]
 fn payloads_decompressed_ahead_stay_bounded() {
+    let _alone = one_test_at_a_time();
     // Small datagrams that each inflate to 65,000 bytes: the reading thread decompresses them
     // ahead of decoding, and the batches they travel in must not grow with what they inflate to.
     let packed = lz4_flex::block::compress(&vec![0u8; 65_000]);
@@ -934,6 +949,7 @@ fn payloads_decompressed_ahead_stay_bounded() {
 
 #[test]
 fn fields_rendered_ahead_stay_bounded() {
+    let _alone = one_test_at_a_time();
     // Small datagrams that each inflate to a snapshot of 300 entities whose positions and speeds
     // are the smallest f32 (6,602 bytes), 75 KB of JSON each, as every such float is written out
     // in full: export renders most of them on the reading thread, and the batches they travel in
@@ -979,6 +995,7 @@ impl<W: Write> Write for WriteCounted<'_, W> {
 
 #[test]
 fn json_limits_are_findings() {
+    let _alone = one_test_at_a_time();
     let deep = format!(
         "{{\"type\":\"snapshot\",\"x\":{}{}}}",
         "[".repeat(40),
@@ -1004,6 +1021,7 @@ fn json_limits_are_findings() {
 /// whatever the time allowed. Skipped when tshark is not installed.
 #[test]
 fn tshark_shows_no_lua_error_on_mutated_captures() {
+    let _alone = one_test_at_a_time();
     if !Command::new("tshark")
         .arg("--version")
         .output()
@@ -1160,6 +1178,7 @@ fn pcapng(offsets: &[i64], packets: &[(u32, u64, Vec<u8>)]) -> Vec<u8> {
 /// panicked in debug builds and wrapped to nonsense in release ones).
 #[test]
 fn extreme_timestamps_saturate() {
+    let _alone = one_test_at_a_time();
     const MIN: u32 = 0; // interface with if_tsoffset -2^40 s: every time is i64::MIN
     const MAX: u32 = 1; // interface with if_tsoffset +2^40 s: every time is i64::MAX
                         // The rtype and the rtnp client each have their own port (one socket, one conversation).
@@ -1230,6 +1249,7 @@ fn extreme_timestamps_saturate() {
 /// message table (and the time to search it) bounded.
 #[test]
 fn distinct_rtnp_type_names_stay_bounded() {
+    let _alone = one_test_at_a_time();
     // A first datagram of a type the document defines recognises the conversation.
     let first = r#"{"type":"player_input","client_id":1}"#.to_string();
     let frames: Vec<Vec<u8>> = std::iter::once(first)
@@ -1271,6 +1291,7 @@ fn distinct_rtnp_type_names_stay_bounded() {
 /// row past them, and memory stays small.
 #[test]
 fn profile_rows_stay_bounded() {
+    let _alone = one_test_at_a_time();
     // A first datagram of a type the document defines recognises the conversation.
     let first = r#"{"type":"player_input","client_id":1}"#.to_string();
     let frames: Vec<Vec<u8>> = std::iter::once(first)
@@ -1300,6 +1321,7 @@ fn profile_rows_stay_bounded() {
 /// other, at 100 ms buckets (the longer one folds them twice).
 #[test]
 fn profile_memory_stays_flat_in_the_captures_length() {
+    let _alone = one_test_at_a_time();
     let dir = std::env::temp_dir().join(format!("rtype-profile-memory-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let mut peaks = Vec::new();
@@ -1328,6 +1350,7 @@ fn profile_memory_stays_flat_in_the_captures_length() {
 #[cfg(unix)]
 #[test]
 fn config_and_profile_reads_are_bounded() {
+    let _alone = one_test_at_a_time();
     let sample = root().join("samples/clean-session.pcap");
     for args in [
         ["check", "--config", "/dev/zero"],
@@ -1349,6 +1372,7 @@ fn config_and_profile_reads_are_bounded() {
 /// it is read: it is never in memory whole).
 #[test]
 fn largest_records_stay_bounded() {
+    let _alone = one_test_at_a_time();
     struct Records {
         header: Vec<u8>,
         at: u64,
@@ -1537,6 +1561,7 @@ fn command_peaks(bytes: &[u8]) -> Vec<(&'static str, usize)> {
 /// archetypes were kept whole and stats built its report for all conversations at once.
 #[test]
 fn conversation_state_is_bounded() {
+    let _alone = one_test_at_a_time();
     let one = command_peaks(&level_init_conversations(1));
     for (name, bytes) in [
         ("LevelInit", level_init_conversations(5_000)),
@@ -1648,6 +1673,7 @@ fn announced_then_snapshots(
 /// entity's was one.
 #[test]
 fn a_rule_broken_again_in_a_datagram_is_one_counted_finding() {
+    let _alone = one_test_at_a_time();
     let bytes = announced_then_snapshots(4, 200, 9_000, 2);
     assert!(bytes.len() < 100_000, "{}", bytes.len());
     let (judge, peak) = measured(|| {
@@ -1697,6 +1723,7 @@ fn a_rule_broken_again_in_a_datagram_is_one_counted_finding() {
 /// thread stops at the same places.
 #[test]
 fn export_records_are_bounded() {
+    let _alone = one_test_at_a_time();
     // Many entities: fields left out past the limit.
     let records = datagram_records(&export_lines(&announced_then_snapshots(4, 1, 9_000, 0)));
     let snapshot = &records[1];
@@ -1847,6 +1874,7 @@ fn read_findings(bytes: &[u8]) -> (u64, Vec<(u64, Rule)>) {
 /// capture file" (240 KB worked), and tshark reads it.
 #[test]
 fn large_pcapng_blocks_are_read() {
+    let _alone = one_test_at_a_time();
     let packets = ng_packets(&three_datagrams());
     let first = [ng_section(300_000), packets.clone()].concat();
     // A second section of 1 MB of comments, and a 2 MB custom block, between packets.
@@ -1898,6 +1926,7 @@ fn large_pcapng_blocks_are_read() {
 /// Secrets Block whose secrets are longer than the block stopped reading, and lost the rest.
 #[test]
 fn a_block_with_intact_framing_is_skipped() {
+    let _alone = one_test_at_a_time();
     let datagrams = three_datagrams();
     let mut bytes = [ng_section(0), ng_packets(&datagrams[..1])].concat();
     let dsb_at = bytes.len() as u64;

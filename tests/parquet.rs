@@ -463,6 +463,7 @@ fn compare(capture: &str, profile: Option<&str>) {
                         v["offset"].clone(),
                         v["detail"].clone(),
                         Value::Bool(true),
+                        v.get("count").cloned().unwrap_or(Value::from(1)),
                     ]);
                 }
             }
@@ -501,6 +502,7 @@ fn compare(capture: &str, profile: Option<&str>) {
                 r["offset"].clone(),
                 r["detail"].clone(),
                 Value::Bool(false),
+                r.get("count").cloned().unwrap_or(Value::from(1)),
             ]),
             "conversation" => {
                 let rows = load("conversations");
@@ -560,7 +562,8 @@ fn compare(capture: &str, profile: Option<&str>) {
                 let mut per_rule: BTreeMap<String, u64> = BTreeMap::new();
                 for f in &table_findings {
                     let V::Str(id) = &f["id"] else { panic!() };
-                    *per_rule.entry(id.clone()).or_default() += 1;
+                    let V::Int(count) = f["count"] else { panic!() };
+                    *per_rule.entry(id.clone()).or_default() += count as u64;
                 }
                 let summary_rules: BTreeMap<String, u64> = summary["violations"]
                     .as_array()
@@ -587,7 +590,7 @@ fn compare(capture: &str, profile: Option<&str>) {
             "{what}: {t} rows"
         );
     }
-    // Findings as multisets of (frame, conversation, id, severity, offset, detail, own).
+    // Findings as multisets of (frame, conversation, id, severity, offset, detail, own, count).
     let mut got: Vec<String> = load("findings")
         .iter()
         .map(|f| {
@@ -605,6 +608,7 @@ fn compare(capture: &str, profile: Option<&str>) {
                 "offset",
                 "detail",
                 "of_datagram",
+                "count",
             ]
             .map(s);
             serde_json::to_string(&row).unwrap()

@@ -22,12 +22,13 @@ pub struct Input {
 
 /// The captures `args` name: each file argument as it is (whatever its name), and the files
 /// under each directory argument whose names end with a [`CAPTURE_EXTENSIONS`] one, in name
-/// order. Each file once, in the order of the arguments.
+/// order. Each file once, in the order of the arguments. A directory that cannot be read is an
+/// error; a file argument is taken as it is, even when missing (its reader reports it).
 pub fn capture_files(args: &[PathBuf]) -> Result<Vec<Input>, String> {
     let mut inputs: Vec<Input> = Vec::new();
     for arg in args {
-        let meta = std::fs::metadata(arg).map_err(|e| format!("{}: {e}", arg.display()))?;
-        if meta.is_dir() {
+        // A file that cannot be opened is kept: reading it says why, beside the others' reports.
+        if arg.is_dir() {
             walk(arg, Path::new(""), 0, &mut inputs)?;
         } else {
             let name = arg.file_name().map_or_else(|| arg.clone(), PathBuf::from);
@@ -127,7 +128,10 @@ mod tests {
             .chain([PathBuf::from("notes.txt")])
             .collect();
         assert_eq!(relative, expected);
-        assert!(capture_files(&[d.join("missing")]).is_err());
+        // A missing file is kept for its reader to report; an unreadable directory is an error.
+        let missing = capture_files(&[d.join("missing")]).unwrap();
+        assert_eq!(missing[0].path, d.join("missing"));
+        assert!(walk(&d.join("missing"), Path::new(""), 0, &mut Vec::new()).is_err());
     }
 
     #[test]

@@ -21,6 +21,7 @@ use super::profile::Profiler;
 use super::summary::{RuleCounts, MAX_FRAMES};
 use super::table;
 use crate::app::config::unknown_rules;
+use crate::app::inputs::{capture_files, default_threads, parallel};
 use crate::app::{read_capture, write_stdout, ReadOpts, Reading, Term};
 use crate::capture::CaptureInfo;
 use crate::message::NoFields;
@@ -64,9 +65,12 @@ pub enum CheckFormat {
 /// Arguments of `rtype-inspect check`.
 #[derive(clap::Args)]
 pub struct CheckArgs {
-    /// Captures to judge, each on its own.
+    /// Captures to judge, each on its own (a directory: the captures under it).
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
+    /// Captures judged at once [default: the machine's cores]; reports stay in argument order.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    threads: Option<u16>,
     /// Lowest severity that fails the check [default: error, or the config file's fail_on].
     #[arg(long, value_enum)]
     fail_on: Option<FailOn>,
@@ -182,7 +186,7 @@ impl<S: Sink> Sink for Counted<S> {
     }
     fn datagram(&mut self, e: &DatagramEvent<'_>) {
         for f in e.findings {
-            self.rules.add(f.rule, e.frame);
+            self.rules.add_finding(f, e.frame);
         }
         self.inner.datagram(e);
     }
@@ -193,7 +197,7 @@ impl<S: Sink> Sink for Counted<S> {
         self.inner.reassembled(e);
     }
     fn loose(&mut self, f: &LooseFinding) {
-        self.rules.add(f.finding.rule, f.frame);
+        self.rules.add_finding(&f.finding, f.frame);
         self.inner.loose(f);
     }
     fn end(&mut self, end: &RunEnd<'_>) {
@@ -227,8 +231,17 @@ pub fn run(args: CheckArgs, term: Term) -> Result<ExitCode, String> {
     let reading = args.read.reading()?;
     let policy = policy(&args, &reading)?;
     let budgets = reading.config.budgets;
-    let mut results = Vec::with_capacity(args.files.len());
-    for file in &args.files {
+    let inputs = capture_files(&args.files)?;
+    let threads = args.threads.map_or_else(default_threads, usize::from);
+    // Files are judged side by side; what each says (its error too) comes in argument order.
+    // Several captures at once: one progress bar each would fight over the terminal. Each gets
+    // a copy of the settings (the display filter keeps caches).
+    let mut reading = reading;
+    reading.quiet |= inputs.len() > 1;
+    let settings = std::sync::Mutex::new(reading);
+    let results = parallel(&inputs, threads, |input| {
+        let reading = settings.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let file = &input.path;
         let path = file.display().to_string();
         let (outcome, broken) = if budgets.is_empty() {
             let mut judge = Judge::default();
@@ -239,17 +252,20 @@ pub fn run(args: CheckArgs, term: Term) -> Result<ExitCode, String> {
         } else {
             judge_budgets(file, &reading, &budgets)
         };
-        let outcome = outcome.map_err(|e| {
-            eprintln!("rtype-inspect: {e}");
-            // The reader's messages start with the path, which the reports already show.
-            e.strip_prefix(&format!("{path}: "))
-                .map_or(e.clone(), str::to_owned)
-        });
-        results.push(FileResult {
+        FileResult {
+            outcome: outcome.map_err(|e| {
+                // The reader's messages start with the path, which the reports already show.
+                e.strip_prefix(&format!("{path}: "))
+                    .map_or(e.clone(), str::to_owned)
+            }),
             path,
-            outcome,
             budgets: broken,
-        });
+        }
+    });
+    for r in &results {
+        if let Err(e) = &r.outcome {
+            eprintln!("rtype-inspect: {}: {e}", r.path);
+        }
     }
     let code = results
         .iter()
