@@ -6,31 +6,9 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_rtype-inspect");
-
-fn run(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(BIN).args(args).output().expect("binary runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into(),
-        String::from_utf8_lossy(&out.stderr).into(),
-    )
-}
-
-fn captures() -> Vec<String> {
-    let mut files: Vec<String> = ["samples", "tests/fixtures"]
-        .iter()
-        .flat_map(|d| std::fs::read_dir(d).unwrap())
-        .map(|e| e.unwrap().path())
-        .filter(|p| {
-            let n = p.to_str().unwrap();
-            n.ends_with(".pcap") || n.ends_with(".pcapng") || n.ends_with(".pcap.gz")
-        })
-        .map(|p| p.to_str().unwrap().to_string())
-        .collect();
-    files.sort();
-    files
-}
+#[path = "support/bin.rs"]
+mod bin;
+use bin::{captures, run, BIN};
 
 #[test]
 fn every_export_validates_against_the_schema() {

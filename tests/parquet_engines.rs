@@ -10,7 +10,9 @@ use std::process::Command;
 
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_rtype-inspect");
+#[path = "support/bin.rs"]
+mod bin;
+use bin::BIN;
 
 fn json_of(args: &[&str]) -> Value {
     let out = Command::new(BIN).args(args).output().unwrap();
@@ -77,17 +79,7 @@ fn num(v: &Value) -> f64 {
 }
 
 fn capture_files() -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = ["samples", "tests/fixtures"]
-        .iter()
-        .flat_map(|d| std::fs::read_dir(d).unwrap())
-        .map(|e| e.unwrap().path())
-        .filter(|p| {
-            let n = p.to_str().unwrap();
-            n.ends_with(".pcap") || n.ends_with(".pcapng") || n.ends_with(".pcap.gz")
-        })
-        .collect();
-    files.sort();
-    files
+    bin::captures().into_iter().map(PathBuf::from).collect()
 }
 
 #[test]
