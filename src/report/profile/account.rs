@@ -762,27 +762,44 @@ impl Account {
     }
 }
 
+/// The row of `rows` for `key`, made by `new` when missing; past `max` rows, keys without one
+/// share the row of `other`.
+fn bounded_row<R, K: PartialEq + Copy>(
+    rows: &mut Vec<R>,
+    max: usize,
+    key: K,
+    other: K,
+    key_of: impl Fn(&R) -> K,
+    new: impl FnOnce(K) -> R,
+) -> usize {
+    if let Some(i) = rows.iter().position(|r| key_of(r) == key) {
+        return i;
+    }
+    let key = if rows.len() >= max { other } else { key };
+    if let Some(i) = rows.iter().position(|r| key_of(r) == key) {
+        return i;
+    }
+    rows.push(new(key));
+    rows.len() - 1
+}
+
 impl Snapshots {
     fn type_row(&mut self, code: u32) -> usize {
-        if let Some(i) = self.types.iter().position(|r| r.code == code) {
-            return i;
-        }
-        let code = if self.types.len() >= MAX_TYPE_ROWS {
-            OTHER_TYPE
-        } else {
-            code
-        };
-        if let Some(i) = self.types.iter().position(|r| r.code == code) {
-            return i;
-        }
-        self.types.push(TypeRow {
+        let new = |code| TypeRow {
             code,
             entities: 0,
             updates: 0,
             bytes: 0,
             wire_bytes: 0.0,
-        });
-        self.types.len() - 1
+        };
+        bounded_row(
+            &mut self.types,
+            MAX_TYPE_ROWS,
+            code,
+            OTHER_TYPE,
+            |r| r.code,
+            new,
+        )
     }
 
     fn field_row(&mut self, key: FieldKey) -> usize {
@@ -802,21 +819,15 @@ impl Snapshots {
         if let Some(i) = found {
             return i;
         }
-        let key = if self.fields.len() >= MAX_FIELD_ROWS {
-            FieldKey::Other
-        } else {
-            key
-        };
-        if let Some(i) = self.fields.iter().position(|r| r.key == key) {
-            return i;
-        }
-        self.fields.push(FieldRow {
+        let new = |key| FieldRow {
             key,
             present: 0,
             bytes: 0,
             wire_bytes: 0.0,
-        });
-        let index = self.fields.len() - 1;
+        };
+        let other = FieldKey::Other;
+        let index = bounded_row(&mut self.fields, MAX_FIELD_ROWS, key, other, |r| r.key, new);
+        let key = self.fields[index].key;
         if let FieldKey::Bit(bit) = key {
             if let Some(b) = self.by_bit.get_mut(usize::from(bit)) {
                 *b = index as u32 + 1;
