@@ -134,6 +134,9 @@ enum Command {
     /// Compare two captures (or saved `profile --format json` documents): message mix, bytes,
     /// rates, percentiles, findings; --fail-above PERCENT makes it a CI gate.
     Diff(report::diff::DiffArgs),
+    /// One self-contained HTML page of graphs (a tab per capture): IO graphs, snapshot gaps,
+    /// round trips, bandwidth by entity type and field, budgets.
+    Report(report::html::ReportArgs),
     /// Print the protocol reference (every message and field) generated from the description.
     Protocol,
     /// List the Parquet export's tables and columns (Markdown: docs/parquet.md's generated part).
@@ -194,6 +197,7 @@ const SUBCOMMANDS: &[&str] = &[
     "check",
     "profile",
     "diff",
+    "report",
     "packets",
     "export",
     "violations",
@@ -322,6 +326,7 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
         Command::Check(args) => report::check::run(args, term),
         Command::Profile(args) => report::profile::run(args, term),
         Command::Diff(args) => report::diff::run(args, term),
+        Command::Report(args) => report::html::run(args),
         Command::Protocol => write_stdout(report::protocol_doc::markdown().as_bytes()),
         Command::Violations { format } => {
             let text = match format {

@@ -7,6 +7,7 @@ pub mod export;
 pub mod field_list;
 pub mod fields;
 pub mod filter;
+pub mod html;
 pub mod junit;
 pub mod live;
 pub mod lua;

@@ -93,6 +93,12 @@ impl<W: Write> Packets<W> {
         }
     }
 
+    /// The writer, for a caller that takes each datagram's line as it is written (the HTML
+    /// report keeps a bounded number per time bucket).
+    pub fn output(&mut self) -> &mut W {
+        &mut self.out
+    }
+
     fn emit(&mut self) {
         if self.error.is_none() {
             if let Err(e) = self.out.write_all(self.line.as_bytes()) {

@@ -1,0 +1,284 @@
+//! `rtype-inspect report FILE... -o report.html`: one self-contained HTML page of graphs (no
+//! network, no CDN, system fonts), a tab per capture, drawn in the browser from each capture's
+//! profile document ([`super::profile`], embedded verbatim) by the vendored uPlot
+//! (`assets/uplot/`, MIT) and `report.js`.
+//!
+//! Besides the profile, the page embeds what the profile does not keep: per conversation and
+//! time bucket, its first and last frame and the packet-list lines of its first datagrams
+//! ([`LINES_PER_BUCKET`], [`MAX_LINES`] in all), so that a click on a bucket lists its frames;
+//! the first frames of each rule's findings ([`FRAMES_PER_RULE`]); the budgets of the
+//! configuration file and the breaks [`budget::judge`] finds. Everything is bounded: the page
+//! grows with the profile's buckets, not with the capture.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use serde_json::{json, Map, Value as Json};
+
+use super::packets::{MaybeTree, Packets, PacketsOptions};
+use super::profile::{self, budget, MAX_DETAILED};
+use crate::app::{OutputFile, ReadOpts, Reading};
+use crate::pipeline::{RunEnd, Sink};
+use crate::session::analysis::Analysis;
+use crate::session::event::{DatagramEvent, LooseFinding, ReassembledEvent};
+use crate::session::Conversations;
+
+/// Packet-list lines kept per conversation and time bucket.
+pub const LINES_PER_BUCKET: usize = 8;
+/// Packet-list lines kept per capture, all buckets together.
+pub const MAX_LINES: usize = 20_000;
+/// Frames listed per rule in the findings table.
+pub const FRAMES_PER_RULE: usize = 16;
+
+const UPLOT_JS: &str = include_str!("../../../assets/uplot/uPlot.iife.min.js");
+const UPLOT_CSS: &str = include_str!("../../../assets/uplot/uPlot.min.css");
+const PAGE_JS: &str = include_str!("report.js");
+const PAGE_CSS: &str = include_str!("report.css");
+
+/// Arguments of `rtype-inspect report`.
+#[derive(clap::Args)]
+pub struct ReportArgs {
+    /// Captures: one tab each.
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<PathBuf>,
+    /// The HTML file to write.
+    #[arg(short, long, value_name = "FILE")]
+    output: PathBuf,
+    /// Width of the time buckets, e.g. 100ms or 1s (10 ms to 1 h), as for `profile`.
+    #[arg(long, default_value = "1s", value_parser = profile::parse_interval)]
+    interval: i64,
+    #[command(flatten)]
+    read: ReadOpts,
+}
+
+/// Runs `rtype-inspect report`.
+pub fn run(args: ReportArgs) -> Result<ExitCode, String> {
+    let reading = args.read.reading()?;
+    let inputs: Vec<&Path> = args.files.iter().map(PathBuf::as_path).collect();
+    let mut out = OutputFile::create(&args.output, &inputs)?;
+    let mut files = Vec::with_capacity(args.files.len());
+    for file in &args.files {
+        files.push(file_data(file, &reading, args.interval)?);
+    }
+    let data = json!({
+        "schema": "report/1",
+        "tool": {"name": "rtype-inspect", "version": env!("CARGO_PKG_VERSION")},
+        "files": files,
+    });
+    let title = args
+        .files
+        .iter()
+        .map(|f| f.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    page(&mut out, &title, &data).map_err(|e| format!("{}: {e}", args.output.display()))?;
+    out.commit()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One capture's part of the page: its profile, frames by bucket and rule, budgets.
+fn file_data(file: &Path, reading: &Reading, interval: i64) -> Result<Json, String> {
+    let profile = profile::profile_file(file, reading, interval)?;
+    let interval_nanos = (profile["series"]["interval_ms"].as_f64().unwrap_or(1000.0) * 1e6)
+        .round()
+        .max(1.0) as i64;
+    let buckets = profile["series"]["buckets"].as_u64().unwrap_or(0) as usize;
+    let mut frames = FrameLines::new(interval_nanos, buckets);
+    crate::app::read_capture(file, reading, &mut frames)?;
+    let budgets = &reading.config.budgets;
+    let set: Map<String, Json> = budgets
+        .entries()
+        .into_iter()
+        .filter_map(|(key, value)| Some((key.to_owned(), json!(value?))))
+        .collect();
+    let breaks: Vec<Json> = budget::judge(&profile, budgets)
+        .iter()
+        .map(|b| {
+            let mut j = b.to_json();
+            j["comparison"] = json!(b.comparison());
+            j
+        })
+        .collect();
+    Ok(json!({
+        "file": file.display().to_string(),
+        "snapshot_hz": reading.analysis.snapshot_hz,
+        "snapshot_tolerance": reading.analysis.snapshot_tolerance,
+        "budgets": set,
+        "breaks": breaks,
+        "buckets": frames.buckets_json(),
+        "finding_frames": frames.rules_json(),
+        "lines_per_bucket": LINES_PER_BUCKET,
+        "profile": profile,
+    }))
+}
+
+/// Writes the page: the styles, the data as JSON in a `<script type="application/json">`
+/// (every `<` escaped, so no `</script>` in a file name ends it), uPlot and the page's script.
+fn page(out: &mut impl Write, title: &str, data: &Json) -> std::io::Result<()> {
+    let data = serde_json::to_string(data).unwrap_or_default();
+    let data = data.replace('<', "\\u003c");
+    let title = escape_html(title);
+    write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:\">\n\
+<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+<title>rtype-inspect report: {title}</title>\n<style>\n{UPLOT_CSS}\n</style>\n<style>\n{PAGE_CSS}</style>\n</head>\n<body>\n\
+<header><h1>rtype-inspect report</h1><nav id=\"tabs\"></nav></header>\n<main id=\"app\"></main>\n\
+<div id=\"report-status\" hidden></div>\n\
+<script type=\"application/json\" id=\"report-data\">{data}</script>\n\
+<script>\n{UPLOT_JS}\n</script>\n<script>\n{PAGE_JS}</script>\n</body>\n</html>\n"
+    )
+}
+
+fn escape_html(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// One conversation's time bucket: its frames, and the first datagrams' packet-list lines.
+#[derive(Clone, Default)]
+struct Bucket {
+    first: u64,
+    last: u64,
+    datagrams: u64,
+    lines: Vec<String>,
+}
+
+/// A sink that runs the packet list and keeps, per conversation and time bucket of the
+/// profile's grid, the bucket's frames and its first lines; and each rule's first frames.
+struct FrameLines {
+    packets: Packets<Vec<u8>>,
+    interval_nanos: i64,
+    buckets: usize,
+    start: Option<i64>,
+    /// Indexed by conversation id − 1, for the conversations the profile gives series.
+    conversations: Vec<Vec<Bucket>>,
+    lines: usize,
+    rules: BTreeMap<&'static str, Vec<u64>>,
+}
+
+impl FrameLines {
+    fn new(interval_nanos: i64, buckets: usize) -> FrameLines {
+        let options = PacketsOptions {
+            verbose: false,
+            hex: false,
+            width: None,
+        };
+        FrameLines {
+            packets: Packets::new(Vec::new(), options, Default::default()),
+            interval_nanos,
+            buckets,
+            start: None,
+            conversations: Vec::new(),
+            lines: 0,
+            rules: BTreeMap::new(),
+        }
+    }
+
+    fn note_rule(&mut self, id: &'static str, frame: u64) {
+        let frames = self.rules.entry(id).or_default();
+        if frames.len() < FRAMES_PER_RULE && frames.last() != Some(&frame) {
+            frames.push(frame);
+        }
+    }
+
+    /// Per conversation with series: `{"id", "first", "last", "datagrams", "lines"}`, each an
+    /// array by bucket (`first` and `last` null for an empty bucket).
+    fn buckets_json(&self) -> Json {
+        let conversations: Vec<Json> = self
+            .conversations
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| !b.is_empty())
+            .map(|(i, buckets)| {
+                let frame = |f: u64, b: &Bucket| if b.datagrams > 0 { json!(f) } else { Json::Null };
+                json!({
+                    "id": i + 1,
+                    "first": buckets.iter().map(|b| frame(b.first, b)).collect::<Vec<_>>(),
+                    "last": buckets.iter().map(|b| frame(b.last, b)).collect::<Vec<_>>(),
+                    "datagrams": buckets.iter().map(|b| b.datagrams).collect::<Vec<_>>(),
+                    "lines": buckets.iter().map(|b| &b.lines).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        json!(conversations)
+    }
+
+    fn rules_json(&self) -> Json {
+        json!(self.rules)
+    }
+}
+
+impl Sink for FrameLines {
+    type Fields = MaybeTree;
+
+    fn fields(&mut self) -> &mut MaybeTree {
+        self.packets.fields()
+    }
+
+    fn skipped(&mut self, e: &DatagramEvent<'_>) {
+        self.packets.skipped(e);
+    }
+
+    fn datagram(&mut self, e: &DatagramEvent<'_>) {
+        self.packets.output().clear();
+        self.packets.datagram(e);
+        for f in e.findings {
+            self.note_rule(f.rule.id(), e.frame);
+        }
+        for f in e.session {
+            self.note_rule(f.finding.rule.id(), f.frame);
+        }
+        let start = *self.start.get_or_insert(e.ts_nanos);
+        let index = (e.conversation as usize).wrapping_sub(1);
+        if index >= MAX_DETAILED || self.buckets == 0 {
+            return;
+        }
+        let bucket = (e.ts_nanos.saturating_sub(start).max(0) / self.interval_nanos) as usize;
+        let bucket = bucket.min(self.buckets - 1);
+        if self.conversations.len() <= index {
+            self.conversations.resize_with(index + 1, Vec::new);
+        }
+        let buckets = &mut self.conversations[index];
+        if buckets.is_empty() {
+            buckets.resize_with(self.buckets, Bucket::default);
+        }
+        let b = &mut buckets[bucket];
+        if b.datagrams == 0 {
+            b.first = e.frame;
+        }
+        b.last = e.frame;
+        b.datagrams += 1;
+        if b.lines.len() < LINES_PER_BUCKET && self.lines < MAX_LINES {
+            let text = String::from_utf8_lossy(self.packets.output());
+            b.lines.push(text.trim_end().to_owned());
+            self.lines += 1;
+        }
+    }
+
+    fn loose(&mut self, f: &LooseFinding) {
+        self.note_rule(f.finding.rule.id(), f.frame);
+    }
+
+    fn reassembled(&mut self, _: &ReassembledEvent<'_>) {}
+
+    fn analysed(&mut self, _: &DatagramEvent<'_>, _: &Analysis) {}
+
+    fn begin(&mut self, conversations: &Conversations, conversation: u32) {
+        self.packets.begin(conversations, conversation);
+    }
+
+    fn end(&mut self, _: &RunEnd<'_>) {}
+}

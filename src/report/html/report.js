@@ -1,0 +1,365 @@
+// rtype-inspect report: draws the embedded profile documents with uPlot. Every chart drawn is
+// listed in #report-status (data-charts: "name:points;…"), and any script error in
+// data-errors, so that a headless browser's DOM dump tells whether the page worked.
+"use strict";
+(function () {
+  const status = document.getElementById("report-status");
+  const errors = [];
+  const charts = [];
+  window.onerror = function (message, source, line) {
+    errors.push(message + " (line " + line + ")");
+    status.setAttribute("data-errors", errors.join(" | "));
+  };
+  window.addEventListener("unhandledrejection", (e) => window.onerror(String(e.reason), "", 0));
+  // The page's Content-Security-Policy refuses every fetch: an attempt is an error too.
+  document.addEventListener("securitypolicyviolation", (e) => window.onerror("blocked " + e.blockedURI + " (" + e.violatedDirective + ")", "", 0));
+
+  const data = JSON.parse(document.getElementById("report-data").textContent);
+  const app = document.getElementById("app");
+  const tabs = document.getElementById("tabs");
+  const width = Math.max(480, Math.min(1180, (window.innerWidth || 1280) - 80));
+  const palette = ["#4f8ad8", "#e8833a", "#3aa676", "#c94f7c", "#8a6fd1", "#b5a22c", "#2fa3b5", "#d6564b",
+    "#6b7b8c", "#9bc34a", "#e0a03a", "#5a5fc7"];
+
+  function el(tag, attrs, ...children) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (k === "class") e.className = v; else e.setAttribute(k, v);
+    }
+    for (const c of children) e.append(c instanceof Node ? c : String(c));
+    return e;
+  }
+  const num = (v, d) => (v === null || v === undefined ? "–" : Number(v).toFixed(d === undefined ? 0 : d));
+  function record(name, points) {
+    charts.push(name + ":" + points);
+    status.setAttribute("data-charts", charts.join(";"));
+  }
+  function table(head, rows) {
+    const t = el("table", {}, el("tr", {}, ...head.map((h) => el("th", {}, h))));
+    for (const r of rows) t.append(el("tr", {}, ...r.map((c) => (c instanceof Node && c.tagName === "TD" ? c : el("td", {}, c)))));
+    return t;
+  }
+  const td = (v, cls) => el("td", { class: cls || "n" }, v);
+
+  // A horizontal budget line on a chart, red over the buckets where `broken(i)`.
+  function budgetPlugin(scale, value, broken, label) {
+    return {
+      hooks: {
+        draw: (u) => {
+          const ctx = u.ctx, y = u.valToPos(value, scale, true);
+          if (!(y >= u.bbox.top && y <= u.bbox.top + u.bbox.height)) return;
+          ctx.save();
+          ctx.lineWidth = 2 * devicePixelRatio;
+          ctx.setLineDash([6 * devicePixelRatio, 4 * devicePixelRatio]);
+          const xs = u.data[0];
+          for (let i = 0; i < xs.length; i++) {
+            const x0 = u.valToPos(xs[i], "x", true);
+            const x1 = i + 1 < xs.length ? u.valToPos(xs[i + 1], "x", true) : u.bbox.left + u.bbox.width;
+            ctx.strokeStyle = broken(i) ? "#d11" : "#2a2";
+            ctx.beginPath(); ctx.moveTo(x0, y); ctx.lineTo(x1, y); ctx.stroke();
+          }
+          ctx.setLineDash([]);
+          ctx.fillStyle = "#333";
+          ctx.font = 11 * devicePixelRatio + "px system-ui, sans-serif";
+          ctx.fillText(label, u.bbox.left + 4, y - 4 * devicePixelRatio);
+          ctx.restore();
+        },
+      },
+    };
+  }
+
+  function plot(name, target, opts, series) {
+    const u = new uPlot(Object.assign({ width: width, height: 260 }, opts), series, target);
+    const points = series.slice(1).reduce((n, s) => n + s.filter((v) => v !== null && v !== undefined).length, 0);
+    record(name, points);
+    return u;
+  }
+
+  // Bars drawn by uPlot from [from, to, count] histogram buckets.
+  // Log buckets are drawn one bar each, at their index, labelled by their lower bound.
+  function histogram(name, target, title, unit, buckets) {
+    const xs = buckets.map((_, i) => i), ys = buckets.map((b) => b.count ?? b.entities);
+    if (!xs.length) { target.append(el("p", { class: "note" }, title + ": no samples")); return; }
+    const bound = (i) => (buckets[i] ? Number(buckets[i].from.toPrecision(3)) : "");
+    plot(name, target, {
+      title: title, width: Math.min(560, width), height: 200,
+      scales: { x: { time: false, range: [-0.5, xs.length - 0.5] } },
+      axes: [{ label: unit + " (from)", values: (u, splits) => splits.map((i) => (Number.isInteger(i) ? bound(i) : "")) }, {}],
+      series: [{ label: unit, value: (u, i) => (buckets[i] ? bound(i) + "–" + buckets[i].to : "–") },
+        { label: "count", fill: "#4f8ad866", stroke: "#4f8ad8", points: { show: false }, paths: uPlot.paths.bars({ size: [0.8, 60] }) }],
+    }, [xs, ys]);
+  }
+
+  // Sorted CSS bars (labels can be long, uPlot's axes would cut them).
+  function bars(name, target, title, rows, format) {
+    const box = el("div", { class: "bars" }, el("h4", {}, title));
+    const max = Math.max(0, ...rows.map((r) => r[1]));
+    for (const [label, value, extra] of rows) {
+      const pct = max > 0 ? (100 * value) / max : 0;
+      box.append(el("div", { class: "bar", title: label + ": " + format(value) + (extra ? " " + extra : "") },
+        el("span", { class: "label" }, label),
+        el("span", { class: "track" }, el("div", { class: "fill", style: "width:" + pct.toFixed(1) + "%" })),
+        el("span", { class: "value" }, format(value))));
+    }
+    if (!rows.length) box.append(el("p", { class: "note" }, "none"));
+    target.append(box);
+    record(name, rows.length);
+  }
+
+  function frameList(file, conv, bucket, seconds, target) {
+    const b = (file.buckets || []).find((x) => x.id === conv.id);
+    target.textContent = "";
+    const from = (bucket * seconds).toFixed(3), to = ((bucket + 1) * seconds).toFixed(3);
+    if (!b || b.datagrams[bucket] === 0) {
+      target.append(el("div", {}, "Bucket " + bucket + " (" + from + "–" + to + " s): no datagram of conversation " + conv.id));
+      return;
+    }
+    const lines = b.lines[bucket];
+    target.setAttribute("data-bucket", bucket);
+    target.setAttribute("data-lines", lines.length);
+    target.append(
+      el("div", {}, "Bucket " + bucket + " (" + from + "–" + to + " s): frames " + b.first[bucket] + "–" + b.last[bucket] +
+        ", " + b.datagrams[bucket] + " datagrams of conversation " + conv.id +
+        (lines.length < b.datagrams[bucket] ? "; the first " + lines.length + " shown, all with " : "; also with ")),
+      el("code", {}, "rtype-inspect packets " + file.file + " --conversation " + conv.id + " --frames " + b.first[bucket] + "-" + b.last[bucket]),
+      el("pre", {}, lines.join("\n")));
+  }
+
+  function ioGraph(file, conv, target, seconds, xs) {
+    const s = conv.series, p = file.profile;
+    const kbps = (bytes) => (bytes * 8) / 1000 / seconds;
+    const rows = s.bytes.slice().sort((a, b) => b.values.reduce((x, y) => x + y, 0) - a.values.reduce((x, y) => x + y, 0));
+    // Stacked: each series holds the sum of itself and those below it; hover shows its own value.
+    const stacked = [], raw = [];
+    let below = xs.map(() => 0);
+    for (const r of rows) {
+      const own = r.values.map(kbps);
+      below = below.map((v, i) => v + own[i]);
+      stacked.push(below.slice()); raw.push(own);
+    }
+    const series = [{ label: "s" }];
+    const arrays = [xs];
+    // Draw the top of the stack first so that each lower band paints over it.
+    for (let k = rows.length - 1; k >= 0; k--) {
+      const c = palette[k % palette.length];
+      series.push({ label: rows[k].name + " " + (rows[k].direction === "client_to_server" ? "→" : "←"),
+        stroke: c, fill: c + "99", width: 1, points: { show: false }, value: ((rk) => (u, v, si, i) => (i === null || i === undefined ? "–" : raw[rk][i].toFixed(2) + " kbit/s"))(k) });
+      arrays.push(stacked[k]);
+    }
+    const dg = xs.map((_, i) => (s.datagrams.client_to_server[i] + s.datagrams.server_to_client[i]) / seconds);
+    series.push({ label: "datagrams/s", scale: "dg", stroke: "#111", width: 1.5, dash: [4, 3] });
+    arrays.push(dg);
+    const marks = [["findings", s.findings, 0.96, "#d11"], ["losses", s.losses, 0.9, "#e8833a"], ["duplicates", s.duplicates, 0.84, "#8a6fd1"]];
+    for (const [label, counts, y, color] of marks) {
+      series.push({ label: label, scale: "ev", stroke: color, paths: () => null, points: { show: true, size: 8, fill: color },
+        value: ((c) => (u, v, si, i) => (i === null || i === undefined ? "–" : String(c[i])))(counts) });
+      arrays.push(counts.map((n) => (n > 0 ? y : null)));
+    }
+    const plugins = [];
+    const budget = file.budgets.snapshot_kbps_per_client;
+    if (budget !== undefined) {
+      const snap = s.bytes.filter((r) => /snapshot|state/i.test(r.name) && r.direction !== "client_to_server");
+      const snapKbps = xs.map((_, i) => kbps(snap.reduce((n, r) => n + r.values[i], 0)));
+      plugins.push(budgetPlugin("y", budget, (i) => snapKbps[i] > budget, "budget: snapshots ≤ " + budget + " kbit/s"));
+    }
+    const frames = el("div", { class: "frames", "data-conversation": conv.id }, "Click a bucket to list its frames.");
+    const u = plot("io-" + file.index + "-" + conv.id, target, {
+      title: "IO graph: kbit/s per message type (stacked), datagrams/s; findings, losses, duplicates marked",
+      scales: { x: { time: false }, ev: { range: [0, 1] } },
+      axes: [{ label: "s" }, { label: "kbit/s" }, { scale: "dg", side: 1, label: "datagrams/s", grid: { show: false } }],
+      series: series, plugins: plugins,
+    }, arrays);
+    u.over.addEventListener("click", () => {
+      const i = u.cursor.idx;
+      if (i !== null && i !== undefined) frameList(file, conv, i, seconds, frames);
+    });
+    u.rtypeFrames = frames;
+    target.append(frames);
+    return u;
+  }
+
+  function timeLine(name, target, title, unit, xs, ys, extra, plugins) {
+    const series = [{ label: "s" }, { label: title, stroke: "#4f8ad8", width: 1.5, spanGaps: false }];
+    const arrays = [xs, ys];
+    for (const [label, values, color] of extra || []) {
+      series.push({ label: label, stroke: color, width: 1, dash: [2, 3] });
+      arrays.push(values);
+    }
+    plot(name, target, {
+      title: title, scales: { x: { time: false } }, axes: [{ label: "s" }, { label: unit }],
+      series: series, plugins: plugins || [],
+    }, arrays);
+  }
+
+  function conversation(file, conv, target) {
+    const p = file.profile, seconds = p.series.interval_ms / 1000;
+    const box = el("div", { class: "conv" });
+    box.append(el("h3", {}, "Conversation " + conv.id + ": " + (conv.dialect || "?") + " " + (conv.client || "?") + " → " + (conv.server || "?")));
+    box.append(el("p", { class: "note" }, conv.datagrams + " datagrams, " + conv.udp_bytes + " UDP payload bytes over " +
+      num(conv.duration_s, 3) + " s; snapshots " + num(conv.snapshots.hz, 2) + " Hz, " + num(conv.snapshots.kbps, 2) +
+      " kbit/s (peak " + num(conv.snapshots.peak.kbps, 2) + "); RTT p95 " + num(conv.distributions.rtt_ms.p95, 2) + " ms"));
+    target.append(box);
+    const s = conv.series;
+    if (s) {
+      const xs = s.snapshots.map((_, i) => i * seconds);
+      ioGraph(file, conv, box, seconds, xs);
+      const nominal = 1000 / file.snapshot_hz, tol = nominal * file.snapshot_tolerance;
+      const gapPlugins = [];
+      const hzMin = file.budgets.snapshot_hz_min;
+      if (hzMin !== undefined) {
+        const limit = 1000 / hzMin;
+        gapPlugins.push(budgetPlugin("y", limit, (i) => s.snapshot_gap_ms_mean[i] !== null && s.snapshot_gap_ms_mean[i] > limit,
+          "budget: ≥ " + hzMin + " Hz (gap ≤ " + limit.toFixed(1) + " ms)"));
+      }
+      const row1 = el("div", { class: "row" });
+      box.append(row1);
+      timeLine("gap-" + file.index + "-" + conv.id, row1, "snapshot gap (mean per bucket)", "ms", xs, s.snapshot_gap_ms_mean,
+        [[file.snapshot_hz + " Hz", xs.map(() => nominal), "#3aa676"], ["jitter band +", xs.map(() => nominal + tol), "#9bc34a"],
+         ["jitter band −", xs.map(() => nominal - tol), "#9bc34a"]], gapPlugins);
+      histogram("gap-hist-" + file.index + "-" + conv.id, row1, "snapshot gaps", "ms", conv.distributions.snapshot_gap_ms.buckets);
+      const rttPlugins = [];
+      const rttMax = file.budgets.rtt_p95_ms_max;
+      if (rttMax !== undefined) {
+        rttPlugins.push(budgetPlugin("y", rttMax, (i) => s.rtt_ms_mean[i] !== null && s.rtt_ms_mean[i] > rttMax, "budget: RTT p95 ≤ " + rttMax + " ms"));
+      }
+      const row2 = el("div", { class: "row" });
+      box.append(row2);
+      timeLine("rtt-" + file.index + "-" + conv.id, row2, "RTT (mean per bucket)", "ms", xs, s.rtt_ms_mean, [], rttPlugins);
+      histogram("rtt-hist-" + file.index + "-" + conv.id, row2, "round trips", "ms", conv.distributions.rtt_ms.buckets);
+    } else {
+      box.append(el("p", { class: "note" }, "No time series: only the first conversations get them (see the profile's limits)."));
+    }
+    const row3 = el("div", { class: "row" });
+    box.append(row3);
+    const types = conv.snapshots.entity_types.slice().sort((a, b) => b.bytes - a.bytes);
+    bars("types-" + file.index + "-" + conv.id, row3, "snapshot bytes by entity type", types.map((t) => [t.type, t.bytes, t.entities + " entities, " + num(t.updates_per_s, 1) + " updates/s"]), (v) => v + " B");
+    const fields = conv.snapshots.fields.slice().sort((a, b) => b.bytes - a.bytes);
+    bars("fields-" + file.index + "-" + conv.id, row3, "snapshot bytes by field", fields.map((f) => [f.field, f.bytes, "(" + f.kind + ")"]), (v) => v + " B");
+    const row4 = el("div", { class: "row" });
+    box.append(row4);
+    const ratios = conv.messages.filter((m) => m.compression_ratio !== null).sort((a, b) => b.compression_ratio - a.compression_ratio);
+    bars("compression-" + file.index + "-" + conv.id, row4, "compression ratio per message type (decompressed / wire payload)",
+      ratios.map((m) => [m.name + (m.direction === "client_to_server" ? " →" : " ←"), m.compression_ratio]), (v) => v.toFixed(3) + "×");
+    const ch = conv.chunking;
+    row4.append(el("div", {}, el("h4", {}, "chunking"), table(["figure", "value"], [
+      ["chunk datagrams", td(ch.datagrams)], ["chunk bytes", td(ch.udp_bytes)], ["largest chunk", td(ch.largest)],
+      ["sets", td(ch.sets)], ["sets/s", td(num(ch.sets_per_s, 2))], ["chunks per set", td(num(ch.chunks_per_set, 2))],
+      ["most chunks", td(ch.most_chunks)]])));
+    timelines(file, conv, box);
+  }
+
+  // The entity timelines: a chosen entity's positions over time, spawns and destroys marked.
+  function timelines(file, conv, box) {
+    const list = conv.timelines || [];
+    if (!list.length) return;
+    const pick = el("select", {});
+    list.forEach((t, i) => pick.append(el("option", { value: i }, "entity " + t.id + " (" + t.type + ", " + t.sampled_updates + " samples)")));
+    const holder = el("div", {});
+    box.append(el("h4", {}, "entity timeline "), pick, holder);
+    const draw = () => {
+      holder.textContent = "";
+      const t = list[Number(pick.value)];
+      const xs = t.samples.map((s) => s[0]);
+      const events = [];
+      for (const at of t.spawns_s) events.push([at, "spawn", "#3aa676"]);
+      for (const at of t.destroys_s) events.push([at, "destroy", "#d11"]);
+      const marks = { hooks: { draw: (u) => {
+        const ctx = u.ctx;
+        for (const [at, label, color] of events) {
+          const x = u.valToPos(at, "x", true);
+          ctx.fillStyle = color; ctx.fillRect(x - 1, u.bbox.top, 2 * devicePixelRatio, u.bbox.height);
+          ctx.fillText(label, x + 3, u.bbox.top + 12 * devicePixelRatio);
+        }
+      } } };
+      plot("timeline-" + file.index + "-" + conv.id, holder, {
+        title: "entity " + t.id + ": position (every " + t.stride + "th sampled update)",
+        scales: { x: { time: false } }, axes: [{ label: "s" }, { label: "position" }],
+        series: [{ label: "s" }, { label: "x", stroke: "#4f8ad8", points: { show: true, size: 3 } }, { label: "y", stroke: "#e8833a", points: { show: true, size: 3 } }],
+        plugins: [marks],
+      }, [xs, t.samples.map((s) => s[1]), t.samples.map((s) => s[2])]);
+    };
+    pick.addEventListener("change", draw);
+    draw();
+  }
+
+  function findingsTable(file) {
+    const p = file.profile;
+    const rows = p.findings.map((f) => {
+      const frames = file.finding_frames[f.id] || [];
+      return [el("td", { class: "sev-" + f.severity }, f.severity), el("td", {}, f.id), td(f.count),
+        el("td", {}, frames.join(", ") + (f.count > frames.length ? " …" : ""))];
+    });
+    for (const b of file.breaks) {
+      rows.push([el("td", { class: "sev-error" }, "budget"), el("td", {}, b.id), td(1),
+        el("td", {}, b.first_frame === b.last_frame ? String(b.first_frame) : b.first_frame + "–" + b.last_frame)]);
+    }
+    return rows.length ? table(["severity", "rule", "count", "frames (the first ones)"], rows) : el("p", {}, "No finding.");
+  }
+
+  function budgetsTable(file) {
+    const keys = Object.keys(file.budgets);
+    if (!keys.length) return el("p", { class: "note" }, "No [budgets] in the configuration file (rtype-inspect.toml).");
+    return table(["budget", "limit", "result"], keys.map((k) => {
+      const broken = file.breaks.filter((b) => b.budget_key === k);
+      return [k, td(file.budgets[k]), broken.length
+        ? el("td", { class: "broken" }, broken.map((b) => "conversation " + b.conversation + ": " + b.comparison + " (frames " + b.first_frame + "–" + b.last_frame + ")").join("; "))
+        : el("td", { class: "ok" }, "kept")];
+    }));
+  }
+
+  function fileSection(file, index) {
+    file.index = index;
+    const p = file.profile, c = p.capture;
+    const section = el("section", { class: "file", "data-file": file.file });
+    section.append(el("h2", {}, file.file));
+    section.append(el("p", {}, c.frames + " frames, " + c.datagrams + " protocol datagrams, " + c.other_udp + " other UDP over " +
+      num(c.duration_s, 3) + " s" + (c.truncated ? " (truncated)" : "") + "; snapshot profile " + p.snapshot_profile +
+      "; buckets of " + p.series.interval_ms + " ms" + (c.first_time ? "; from " + c.first_time : "")));
+    section.append(el("h3", {}, "Conversations"), table(["#", "dialect", "client", "server", "datagrams", "UDP bytes", "duration s", "findings"],
+      p.conversations.map((v) => [td(v.id), v.dialect || "?", v.client || "?", v.server || "?", td(v.datagrams), td(v.udp_bytes), td(num(v.duration_s, 3)),
+        td(Object.values(v.findings).reduce((a, b) => a + b, 0))])));
+    section.append(el("h3", {}, "Findings"), findingsTable(file));
+    section.append(el("h3", {}, "Budgets"), budgetsTable(file));
+    app.append(section);
+    for (const conv of p.conversations) conversation(file, conv, section);
+    return section;
+  }
+
+  const sections = data.files.map(fileSection);
+  const buttons = sections.map((section, i) => {
+    const b = el("button", { type: "button" }, data.files[i].file.split("/").pop());
+    b.addEventListener("click", () => show(i));
+    tabs.append(b);
+    return b;
+  });
+  function show(i) {
+    sections.forEach((s, k) => (s.hidden = k !== i));
+    buttons.forEach((b, k) => b.classList.toggle("active", k === i));
+  }
+  show(0);
+
+  // #selftest-click: clicks the busiest bucket of the first IO graph as a user would (a
+  // mousemove to place the cursor, then a click) and records the frame list shown.
+  if (location.hash === "#selftest-click") {
+    const over = document.querySelector(".conv .u-over");
+    const conv = data.files[0].profile.conversations.find((c) => c.series);
+    if (over && conv) {
+      const s = conv.series;
+      const counts = s.snapshots.map((_, i) => s.datagrams.client_to_server[i] + s.datagrams.server_to_client[i]);
+      const best = counts.indexOf(Math.max(...counts));
+      const rect = over.getBoundingClientRect();
+      const seconds = data.files[0].profile.series.interval_ms / 1000;
+      const chart = over.closest(".uplot");
+      const plotWidth = rect.width;
+      const xMax = (counts.length - 1) * seconds;
+      const x = rect.left + (counts.length > 1 ? (best * seconds * plotWidth) / xMax : plotWidth / 2);
+      const y = rect.top + rect.height / 2;
+      over.dispatchEvent(new MouseEvent("mousemove", { clientX: Math.min(x, rect.right - 1), clientY: y, bubbles: true }));
+      over.dispatchEvent(new MouseEvent("click", { clientX: Math.min(x, rect.right - 1), clientY: y, bubbles: true }));
+      const list = chart.parentNode.querySelector(".frames");
+      status.setAttribute("data-click-bucket", best);
+      status.setAttribute("data-click", list ? list.getAttribute("data-bucket") + ":" + list.getAttribute("data-lines") : "none");
+    }
+  }
+  status.setAttribute("data-done", "1");
+})();

@@ -1,0 +1,410 @@
+//! `report FILE... -o report.html` end to end on the real captures: the page is one file that
+//! asks the network for nothing, its data is the `profile --format json` document of each file
+//! (and the frames by bucket agree with the profile's series), and headless Chromium draws every
+//! graph without a script error, lists a clicked bucket's frames, and takes the screenshot the
+//! README shows (`RTYPE_BLESS=1` rewrites docs/report.png; otherwise it goes to target/).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_rtype-inspect");
+const C17: &str = "tests/fixtures/reference-17byte-1client.pcap";
+const RT: &str = "tests/fixtures/rt-two-players.pcap";
+const RTNP: &str = "tests/fixtures/rtnp-solo.pcap";
+const CHROMIUM: &str = "/usr/bin/chromium";
+
+fn run(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(BIN)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(args)
+        .output()
+        .expect("binary runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+/// A fresh directory per test.
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("report-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Writes the report of `files` (with `extra` arguments) and returns the page.
+fn report(out: &Path, files: &[&str], extra: &[&str]) -> String {
+    let out_arg = out.display().to_string();
+    let mut args = vec!["report", "--quiet", "-o", &out_arg];
+    args.extend(files);
+    args.extend(extra);
+    let (code, stdout, err) = run(&args);
+    assert_eq!((code, stdout.as_str()), (0, ""), "{err}");
+    std::fs::read_to_string(out).unwrap()
+}
+
+fn profile(file: &str, extra: &[&str]) -> Value {
+    let mut args = vec!["profile", file, "--format", "json", "--quiet"];
+    args.extend(extra);
+    let (code, out, err) = run(&args);
+    assert_eq!(code, 0, "{err}");
+    serde_json::from_str(&out).unwrap()
+}
+
+/// The JSON embedded in the page.
+fn embedded(page: &str) -> Value {
+    let open = r#"<script type="application/json" id="report-data">"#;
+    let start = page.find(open).expect("data script") + open.len();
+    let len = page[start..].find("</script>").unwrap();
+    serde_json::from_str(&page[start..start + len]).unwrap()
+}
+
+/// Nothing in the page can reach the network: no external reference in an attribute or a
+/// stylesheet, no fetching API in the scripts, and a Content-Security-Policy that refuses
+/// every fetch should something slip through.
+fn assert_self_contained(page: &str) {
+    let lower = page.to_lowercase();
+    for bad in [
+        "src=\"http",
+        "src='http",
+        "href=\"http",
+        "href='http",
+        "src=\"//",
+        "href=\"//",
+        "url(http",
+        "url(\"http",
+        "url('http",
+        "url(//",
+        "@import",
+        "<link",
+        "<iframe",
+        "xmlhttprequest",
+        "fetch(",
+        "websocket",
+        "sendbeacon",
+        "@font-face",
+    ] {
+        assert!(!lower.contains(bad), "the page holds {bad:?}");
+    }
+    // The one address in the page is uPlot's banner comment, naming its home.
+    let addresses: Vec<&str> = page
+        .match_indices("http")
+        .filter(|(i, _)| page[*i..].starts_with("https://") || page[*i..].starts_with("http://"))
+        .map(|(i, _)| &page[i..(i + 40).min(page.len())])
+        .collect();
+    assert_eq!(
+        addresses,
+        ["https://github.com/leeoniya/uPlot (v1.6."],
+        "addresses in the page"
+    );
+    assert!(page.contains(
+        "content=\"default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:\""
+    ));
+    assert_eq!(page.matches("<script").count(), 3, "data, uPlot, the page");
+}
+
+/// The frames kept by bucket agree with the profile's series: the same grid, the same counts.
+fn assert_buckets_match(file: &Value) {
+    let profile = &file["profile"];
+    let buckets = profile["series"]["buckets"].as_u64().unwrap() as usize;
+    let with_series: Vec<&Value> = profile["conversations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| !c["series"].is_null())
+        .collect();
+    let kept = file["buckets"].as_array().unwrap();
+    assert_eq!(kept.len(), with_series.len());
+    for (conv, kept) in with_series.iter().zip(kept) {
+        assert_eq!(kept["id"], conv["id"]);
+        let s = &conv["series"]["datagrams"];
+        let mut total = 0;
+        for i in 0..buckets {
+            let want = s["client_to_server"][i].as_u64().unwrap()
+                + s["server_to_client"][i].as_u64().unwrap();
+            let got = kept["datagrams"][i].as_u64().unwrap();
+            assert_eq!(got, want, "conversation {} bucket {i}", conv["id"]);
+            total += got;
+            let lines = kept["lines"][i].as_array().unwrap();
+            assert_eq!(lines.len() as u64, got.min(8));
+            if got > 0 {
+                let first = kept["first"][i].as_u64().unwrap();
+                let last = kept["last"][i].as_u64().unwrap();
+                assert!(first <= last);
+                let line = lines[0].as_str().unwrap();
+                assert_eq!(
+                    line.split_whitespace().next(),
+                    Some(first.to_string().as_str()),
+                    "{line}"
+                );
+                assert!(line.contains(&format!("#{}", conv["id"])), "{line}");
+            } else {
+                assert!(kept["first"][i].is_null());
+            }
+        }
+        assert_eq!(total, conv["datagrams"].as_u64().unwrap());
+    }
+}
+
+#[test]
+fn report_is_self_contained_and_embeds_the_profile() {
+    let dir = scratch("embeds");
+    let out = dir.join("report.html");
+    let page = report(&out, &[C17], &["--profile", "reference-17byte"]);
+    assert_self_contained(&page);
+    let data = embedded(&page);
+    assert_eq!(data["schema"], "report/1");
+    let file = &data["files"][0];
+    assert_eq!(file["file"], C17);
+    assert_eq!(
+        file["profile"],
+        profile(C17, &["--profile", "reference-17byte"])
+    );
+    assert_buckets_match(file);
+    // The capture has findings: each lists its first frames.
+    let findings = file["profile"]["findings"].as_array().unwrap();
+    for f in findings {
+        let frames = file["finding_frames"][f["id"].as_str().unwrap()]
+            .as_array()
+            .unwrap_or_else(|| panic!("frames of {}", f["id"]));
+        assert!(!frames.is_empty() && frames.len() <= 16);
+    }
+    // Bounded by the buckets, not the capture: 15 s of capture.
+    let size = page.len();
+    assert!((60_000..400_000).contains(&size), "{size} bytes");
+    assert!(!dir.join(".report.html.tmp").exists());
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "no temporary file left");
+}
+
+#[test]
+fn several_files_make_one_page_with_a_tab_each() {
+    let dir = scratch("tabs");
+    let out = dir.join("report.html");
+    let page = report(&out, &[RT, RTNP], &[]);
+    assert_self_contained(&page);
+    let data = embedded(&page);
+    let files = data["files"].as_array().unwrap();
+    assert_eq!(files.len(), 2);
+    for (file, name) in files.iter().zip([RT, RTNP]) {
+        assert_eq!(file["file"], name);
+        assert_eq!(file["profile"], profile(name, &[]));
+        assert_buckets_match(file);
+    }
+}
+
+#[test]
+fn a_file_name_cannot_end_the_data_script() {
+    let dir = scratch("escape");
+    let odd = dir.join("x</");
+    std::fs::create_dir_all(&odd).unwrap();
+    let capture = odd.join("script><b>.pcap");
+    std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join(RTNP), &capture).unwrap();
+    let name = capture.display().to_string();
+    let page = report(&dir.join("r.html"), &[&name], &[]);
+    assert!(!page.contains("x</script><b>"));
+    assert!(page.contains("x&lt;/script&gt;&lt;b&gt;.pcap"), "title escaped");
+    assert_eq!(embedded(&page)["files"][0]["file"], name);
+}
+
+#[test]
+fn budgets_are_drawn_and_judged() {
+    let dir = scratch("budgets");
+    let config = dir.join("rtype-inspect.toml");
+    std::fs::write(
+        &config,
+        "[budgets]\nsnapshot_kbps_per_client = 1\nrtt_p95_ms_max = 1000\n",
+    )
+    .unwrap();
+    let cfg = config.display().to_string();
+    let page = report(&dir.join("r.html"), &[C17], &["--config", &cfg]);
+    let file = &embedded(&page)["files"][0];
+    assert_eq!(
+        file["budgets"],
+        serde_json::json!({"snapshot_kbps_per_client": 1.0, "rtt_p95_ms_max": 1000.0})
+    );
+    let breaks = file["breaks"].as_array().unwrap();
+    assert_eq!(breaks.len(), 1, "{breaks:?}");
+    assert_eq!(breaks[0]["budget_key"], "snapshot_kbps_per_client");
+    assert_eq!(breaks[0]["id"], "budget.snapshot-kbps");
+    let (_, check, _) = run(&["check", C17, "--config", &cfg, "--format", "json"]);
+    let check: Value = serde_json::from_str(&check).unwrap();
+    let judged = &check["files"][0]["budgets"][0];
+    for key in ["measured", "first_frame", "last_frame", "budget"] {
+        assert_eq!(breaks[0][key], judged[key], "{key}");
+    }
+}
+
+#[test]
+fn refuses_to_write_over_an_input() {
+    let dir = scratch("refuse");
+    let copy = dir.join("c.pcap");
+    std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join(RTNP), &copy).unwrap();
+    let before = std::fs::read(&copy).unwrap();
+    let c = copy.display().to_string();
+    let (code, _, err) = run(&["report", &c, "-o", &c]);
+    assert_eq!(code, 2);
+    assert!(err.contains("refusing to write the output over an input"), "{err}");
+    assert_eq!(std::fs::read(&copy).unwrap(), before);
+    // A capture that cannot be read leaves no page and no temporary file.
+    let (code, _, err) = run(&["report", "/nonexistent.pcap", "-o", &format!("{}/r.html", dir.display())]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+}
+
+/// Runs headless Chromium on `url`: the DOM after the scripts ran, and Chromium's stderr.
+fn chromium(dir: &Path, args: &[&str]) -> Option<(String, String)> {
+    if !Path::new(CHROMIUM).exists() {
+        if std::env::var_os("RTYPE_REQUIRE_CHROMIUM").is_some() {
+            panic!("{CHROMIUM} is missing");
+        }
+        eprintln!("SKIPPED: {CHROMIUM} is not installed (.ci/run installs it)");
+        return None;
+    }
+    let profile = dir.join("chromium-profile");
+    let out = Command::new("timeout")
+        .arg("120")
+        .arg(CHROMIUM)
+        .args([
+            "--headless=new",
+            "--disable-gpu",
+            "--no-sandbox",
+            "--no-first-run",
+            "--disable-extensions",
+            "--disable-background-networking",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--virtual-time-budget=5000",
+            "--window-size=1280,2400",
+            &format!("--user-data-dir={}", profile.display()),
+        ])
+        .args(args)
+        .output()
+        .expect("chromium runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    Some((
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    ))
+}
+
+/// An attribute of the status element in the dumped DOM.
+fn status(dom: &str, name: &str) -> Option<String> {
+    let start = dom.find("id=\"report-status\"")?;
+    let tag = &dom[dom[..start].rfind('<')?..start + dom[start..].find('>')?];
+    let key = format!("{name}=\"");
+    let at = tag.find(&key)? + key.len();
+    Some(tag[at..at + tag[at..].find('"')?].to_owned())
+}
+
+/// Points drawn per chart, from the page's `data-charts`.
+fn charts(dom: &str) -> Vec<(String, u64)> {
+    status(dom, "data-charts")
+        .unwrap_or_default()
+        .split(';')
+        .filter(|c| !c.is_empty())
+        .map(|c| {
+            let (name, n) = c.rsplit_once(':').unwrap();
+            (name.to_owned(), n.parse().unwrap())
+        })
+        .collect()
+}
+
+fn no_errors(dom: &str, stderr: &str) {
+    assert_eq!(status(dom, "data-errors"), None, "script errors");
+    assert_eq!(status(dom, "data-done").as_deref(), Some("1"), "the script ran to its end");
+    for line in stderr.lines() {
+        assert!(
+            !(line.contains("CONSOLE") && (line.contains("Uncaught") || line.contains("Refused"))),
+            "{line}"
+        );
+    }
+}
+
+/// The IO graph's points: every message type's and the datagram rate's value in every bucket,
+/// and a mark in every bucket with findings, losses or duplicates.
+fn io_points(conv: &Value) -> u64 {
+    let s = &conv["series"];
+    let buckets = s["snapshots"].as_array().unwrap().len() as u64;
+    let marks: u64 = ["findings", "losses", "duplicates"]
+        .iter()
+        .map(|k| s[k].as_array().unwrap().iter().filter(|n| n.as_u64() > Some(0)).count() as u64)
+        .sum();
+    (s["bytes"].as_array().unwrap().len() as u64 + 1) * buckets + marks
+}
+
+#[test]
+fn chromium_draws_every_graph_and_lists_a_clicked_buckets_frames() {
+    let dir = scratch("chromium");
+    let out = dir.join("report.html");
+    let page = report(&out, &[C17, RT], &["--profile", "reference-17byte"]);
+    let data = embedded(&page);
+    let url = format!("file://{}", out.display());
+    let Some((dom, stderr)) = chromium(&dir, &["--dump-dom", &url]) else {
+        return;
+    };
+    no_errors(&dom, &stderr);
+    let drawn = charts(&dom);
+    for (index, file) in data["files"].as_array().unwrap().iter().enumerate() {
+        for conv in file["profile"]["conversations"].as_array().unwrap() {
+            let id = conv["id"].as_u64().unwrap();
+            let count = |name: &str| {
+                let name = format!("{name}-{index}-{id}");
+                drawn
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .unwrap_or_else(|| panic!("{name} not drawn: {drawn:?}"))
+                    .1
+            };
+            assert_eq!(count("io"), io_points(conv), "file {index} conversation {id}");
+            let gaps = conv["series"]["snapshot_gap_ms_mean"].as_array().unwrap();
+            let with_gap = gaps.iter().filter(|g| !g.is_null()).count() as u64;
+            // The gap line, the nominal rate and the jitter band (3 lines over every bucket).
+            assert_eq!(count("gap"), with_gap + 3 * gaps.len() as u64);
+            assert!(with_gap > 0);
+            let rtt = conv["series"]["rtt_ms_mean"].as_array().unwrap();
+            assert_eq!(count("rtt"), rtt.iter().filter(|g| !g.is_null()).count() as u64);
+            let types = conv["snapshots"]["entity_types"].as_array().unwrap().len() as u64;
+            assert_eq!(count("types"), types);
+            assert!(types > 0);
+            let fields = conv["snapshots"]["fields"].as_array().unwrap().len() as u64;
+            assert_eq!(count("fields"), fields);
+            let histogram = conv["distributions"]["snapshot_gap_ms"]["buckets"]
+                .as_array()
+                .unwrap()
+                .len() as u64;
+            assert_eq!(count("gap-hist"), histogram);
+        }
+    }
+    // The click: the busiest bucket of the first conversation lists its first lines.
+    let click_url = format!("{url}#selftest-click");
+    let (dom, stderr) = chromium(&dir, &["--dump-dom", &click_url]).unwrap();
+    no_errors(&dom, &stderr);
+    let bucket: usize = status(&dom, "data-click-bucket").unwrap().parse().unwrap();
+    let kept = &data["files"][0]["buckets"][0];
+    let lines = kept["lines"][bucket].as_array().unwrap();
+    assert!(!lines.is_empty());
+    assert_eq!(
+        status(&dom, "data-click"),
+        Some(format!("{bucket}:{}", lines.len()))
+    );
+    let first_line = lines[0].as_str().unwrap().replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+    assert!(dom.contains(&first_line), "the frame list shows {first_line}");
+    // The screenshot the README shows: the first capture's report.
+    let bless = std::env::var_os("RTYPE_BLESS").is_some();
+    let png = if bless {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/report.png")
+    } else {
+        dir.join("report.png")
+    };
+    let single = dir.join("single.html");
+    report(&single, &[C17], &["--profile", "reference-17byte"]);
+    let shot = format!("--screenshot={}", png.display());
+    let single_url = format!("file://{}", single.display());
+    chromium(&dir, &[&shot, "--hide-scrollbars", &single_url]).unwrap();
+    let bytes = std::fs::read(&png).unwrap();
+    assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n") && bytes.len() > 50_000, "{} bytes", bytes.len());
+}
