@@ -17,6 +17,7 @@ use std::process::ExitCode;
 
 use serde_json::{json, Map, Value as Json};
 
+use super::filter::Filter;
 use super::packets::{MaybeTree, Packets, PacketsOptions};
 use super::profile::{self, budget, MAX_DETAILED};
 use crate::app::{OutputFile, ReadOpts, Reading};
@@ -85,7 +86,9 @@ fn file_data(file: &Path, reading: &Reading, interval: i64) -> Result<Json, Stri
         .round()
         .max(1.0) as i64;
     let buckets = profile["series"]["buckets"].as_u64().unwrap_or(0) as usize;
-    let mut frames = FrameLines::new(interval_nanos, buckets);
+    // No filter: every datagram listed (a default `Filter` would pass none).
+    let every = super::filter::FilterArgs::default().build()?;
+    let mut frames = FrameLines::new(interval_nanos, buckets, every);
     crate::app::read_capture(file, reading, &mut frames)?;
     let budgets = &reading.config.budgets;
     let set: Map<String, Json> = budgets
@@ -170,14 +173,14 @@ struct FrameLines {
 }
 
 impl FrameLines {
-    fn new(interval_nanos: i64, buckets: usize) -> FrameLines {
+    fn new(interval_nanos: i64, buckets: usize, every: Filter) -> FrameLines {
         let options = PacketsOptions {
             verbose: false,
             hex: false,
             width: None,
         };
         FrameLines {
-            packets: Packets::new(Vec::new(), options, Default::default()),
+            packets: Packets::new(Vec::new(), options, every),
             interval_nanos,
             buckets,
             start: None,

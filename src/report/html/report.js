@@ -6,6 +6,7 @@
   const status = document.getElementById("report-status");
   const errors = [];
   const charts = [];
+  const ioCharts = [];
   window.onerror = function (message, source, line) {
     errors.push(message + " (line " + line + ")");
     status.setAttribute("data-errors", errors.join(" | "));
@@ -174,6 +175,7 @@
       if (i !== null && i !== undefined) frameList(file, conv, i, seconds, frames);
     });
     u.rtypeFrames = frames;
+    ioCharts.push([u, conv]);
     target.append(frames);
     return u;
   }
@@ -338,28 +340,25 @@
   }
   show(0);
 
-  // #selftest-click: clicks the busiest bucket of the first IO graph as a user would (a
-  // mousemove to place the cursor, then a click) and records the frame list shown.
-  if (location.hash === "#selftest-click") {
-    const over = document.querySelector(".conv .u-over");
-    const conv = data.files[0].profile.conversations.find((c) => c.series);
-    if (over && conv) {
-      const s = conv.series;
-      const counts = s.snapshots.map((_, i) => s.datagrams.client_to_server[i] + s.datagrams.server_to_client[i]);
-      const best = counts.indexOf(Math.max(...counts));
-      const rect = over.getBoundingClientRect();
-      const seconds = data.files[0].profile.series.interval_ms / 1000;
-      const chart = over.closest(".uplot");
-      const plotWidth = rect.width;
-      const xMax = (counts.length - 1) * seconds;
-      const x = rect.left + (counts.length > 1 ? (best * seconds * plotWidth) / xMax : plotWidth / 2);
-      const y = rect.top + rect.height / 2;
-      over.dispatchEvent(new MouseEvent("mousemove", { clientX: Math.min(x, rect.right - 1), clientY: y, bubbles: true }));
-      over.dispatchEvent(new MouseEvent("click", { clientX: Math.min(x, rect.right - 1), clientY: y, bubbles: true }));
-      const list = chart.parentNode.querySelector(".frames");
-      status.setAttribute("data-click-bucket", best);
-      status.setAttribute("data-click", list ? list.getAttribute("data-bucket") + ":" + list.getAttribute("data-lines") : "none");
-    }
+  // #selftest-click: on the first IO graph, places the cursor on the busiest bucket (as a
+  // mouse move would) and clicks; records the bucket and the frame list shown.
+  // uPlot sets its scales in a microtask after it is made: wait for them.
+  setTimeout(selfTest, 0);
+  function selfTest() {
+  if (location.hash === "#selftest-click" && ioCharts.length) {
+    const [u, conv] = ioCharts[0];
+    const s = conv.series;
+    const counts = s.datagrams.client_to_server.map((n, i) => n + s.datagrams.server_to_client[i]);
+    const best = counts.indexOf(Math.max(...counts));
+    // A user's click: move, press and release at one spot (uPlot takes a press and release
+    // apart for a drag-zoom and swallows its click), then the click.
+    const rect = u.over.getBoundingClientRect();
+    const at = { clientX: rect.left + u.valToPos(u.data[0][best], "x"), clientY: rect.top + rect.height / 2, bubbles: true, button: 0 };
+    for (const type of ["mousemove", "mousedown", "mouseup", "click"]) u.over.dispatchEvent(new MouseEvent(type, at));
+    const list = u.rtypeFrames;
+    status.setAttribute("data-click-bucket", best);
+    status.setAttribute("data-click", list.getAttribute("data-bucket") + ":" + list.getAttribute("data-lines"));
   }
   status.setAttribute("data-done", "1");
+  }
 })();
