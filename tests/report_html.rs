@@ -400,8 +400,20 @@ fn chromium_draws_every_graph_and_lists_a_clicked_buckets_frames() {
     } else {
         dir.join("report.png")
     };
+    // With budgets, to show their lines: green where kept, red where broken.
     let single = dir.join("single.html");
-    report(&single, &[C17], &["--profile", "reference-17byte"]);
+    let config = dir.join("budgets.toml");
+    std::fs::write(
+        &config,
+        "[budgets]\nsnapshot_kbps_per_client = 300\nrtt_p95_ms_max = 12\n",
+    )
+    .unwrap();
+    let cfg = config.display().to_string();
+    report(
+        &single,
+        &[C17],
+        &["--profile", "reference-17byte", "--config", &cfg],
+    );
     let shot = format!("--screenshot={}", png.display());
     let single_url = format!("file://{}", single.display());
     chromium(&dir, &[&shot, "--hide-scrollbars", &single_url]).unwrap();

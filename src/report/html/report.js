@@ -61,6 +61,8 @@
           }
           ctx.setLineDash([]);
           ctx.fillStyle = "#333";
+          ctx.textAlign = "left";
+          ctx.textBaseline = "bottom";
           ctx.font = 11 * devicePixelRatio + "px system-ui, sans-serif";
           ctx.fillText(label, u.bbox.left + 4, y - 4 * devicePixelRatio);
           ctx.restore();
@@ -84,7 +86,7 @@
     const bound = (i) => (buckets[i] ? Number(buckets[i].from.toPrecision(3)) : "");
     plot(name, target, {
       title: title, width: Math.min(560, width), height: 200,
-      scales: { x: { time: false, range: [-0.5, xs.length - 0.5] } },
+      scales: { x: { time: false, range: [-0.5, xs.length - 0.5] }, y: { range: (u, min, max) => [0, Math.max(1, max * 1.1)] } },
       axes: [{ label: unit + " (from)", values: (u, splits) => splits.map((i) => (Number.isInteger(i) ? bound(i) : "")) }, {}],
       series: [{ label: unit, value: (u, i) => (buckets[i] ? bound(i) + "–" + buckets[i].to : "–") },
         { label: "count", fill: "#4f8ad866", stroke: "#4f8ad8", points: { show: false }, paths: uPlot.paths.bars({ size: [0.8, 60] }) }],
@@ -267,11 +269,16 @@
       for (const at of t.destroys_s) events.push([at, "destroy", "#d11"]);
       const marks = { hooks: { draw: (u) => {
         const ctx = u.ctx;
+        ctx.save();
+        ctx.textAlign = "left";
+        ctx.textBaseline = "top";
+        ctx.font = 11 * devicePixelRatio + "px system-ui, sans-serif";
         for (const [at, label, color] of events) {
           const x = u.valToPos(at, "x", true);
           ctx.fillStyle = color; ctx.fillRect(x - 1, u.bbox.top, 2 * devicePixelRatio, u.bbox.height);
-          ctx.fillText(label, x + 3, u.bbox.top + 12 * devicePixelRatio);
+          ctx.fillText(label, x + 3, u.bbox.top + 2);
         }
+        ctx.restore();
       } } };
       plot("timeline-" + file.index + "-" + conv.id, holder, {
         title: "entity " + t.id + ": position (every " + t.stride + "th sampled update)",
