@@ -177,7 +177,11 @@ fn report_is_self_contained_and_embeds_the_profile() {
     let size = page.len();
     assert!((60_000..400_000).contains(&size), "{size} bytes");
     assert!(!dir.join(".report.html.tmp").exists());
-    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "no temporary file left");
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        1,
+        "no temporary file left"
+    );
 }
 
 #[test]
@@ -206,7 +210,10 @@ fn a_file_name_cannot_end_the_data_script() {
     let name = capture.display().to_string();
     let page = report(&dir.join("r.html"), &[&name], &[]);
     assert!(!page.contains("x</script><b>"));
-    assert!(page.contains("x&lt;/script&gt;&lt;b&gt;.pcap"), "title escaped");
+    assert!(
+        page.contains("x&lt;/script&gt;&lt;b&gt;.pcap"),
+        "title escaped"
+    );
     assert_eq!(embedded(&page)["files"][0]["file"], name);
 }
 
@@ -247,10 +254,18 @@ fn refuses_to_write_over_an_input() {
     let c = copy.display().to_string();
     let (code, _, err) = run(&["report", &c, "-o", &c]);
     assert_eq!(code, 2);
-    assert!(err.contains("refusing to write the output over an input"), "{err}");
+    assert!(
+        err.contains("refusing to write the output over an input"),
+        "{err}"
+    );
     assert_eq!(std::fs::read(&copy).unwrap(), before);
     // A capture that cannot be read leaves no page and no temporary file.
-    let (code, _, err) = run(&["report", "/nonexistent.pcap", "-o", &format!("{}/r.html", dir.display())]);
+    let (code, _, err) = run(&[
+        "report",
+        "/nonexistent.pcap",
+        "-o",
+        &format!("{}/r.html", dir.display()),
+    ]);
     assert_eq!(code, 2, "{err}");
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
 }
@@ -284,7 +299,11 @@ fn chromium(dir: &Path, args: &[&str]) -> Option<(String, String)> {
         .args(args)
         .output()
         .expect("chromium runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     Some((
         String::from_utf8_lossy(&out.stdout).into(),
         String::from_utf8_lossy(&out.stderr).into(),
@@ -315,7 +334,11 @@ fn charts(dom: &str) -> Vec<(String, u64)> {
 
 fn no_errors(dom: &str, stderr: &str) {
     assert_eq!(status(dom, "data-errors"), None, "script errors");
-    assert_eq!(status(dom, "data-done").as_deref(), Some("1"), "the script ran to its end");
+    assert_eq!(
+        status(dom, "data-done").as_deref(),
+        Some("1"),
+        "the script ran to its end"
+    );
     for line in stderr.lines() {
         assert!(
             !(line.contains("CONSOLE") && (line.contains("Uncaught") || line.contains("Refused"))),
@@ -331,7 +354,13 @@ fn io_points(conv: &Value) -> u64 {
     let buckets = s["snapshots"].as_array().unwrap().len() as u64;
     let marks: u64 = ["findings", "losses", "duplicates"]
         .iter()
-        .map(|k| s[k].as_array().unwrap().iter().filter(|n| n.as_u64() > Some(0)).count() as u64)
+        .map(|k| {
+            s[k].as_array()
+                .unwrap()
+                .iter()
+                .filter(|n| n.as_u64() > Some(0))
+                .count() as u64
+        })
         .sum();
     (s["bytes"].as_array().unwrap().len() as u64 + 1) * buckets + marks
 }
@@ -359,14 +388,21 @@ fn chromium_draws_every_graph_and_lists_a_clicked_buckets_frames() {
                     .unwrap_or_else(|| panic!("{name} not drawn: {drawn:?}"))
                     .1
             };
-            assert_eq!(count("io"), io_points(conv), "file {index} conversation {id}");
+            assert_eq!(
+                count("io"),
+                io_points(conv),
+                "file {index} conversation {id}"
+            );
             let gaps = conv["series"]["snapshot_gap_ms_mean"].as_array().unwrap();
             let with_gap = gaps.iter().filter(|g| !g.is_null()).count() as u64;
             // The gap line, the nominal rate and the jitter band (3 lines over every bucket).
             assert_eq!(count("gap"), with_gap + 3 * gaps.len() as u64);
             assert!(with_gap > 0);
             let rtt = conv["series"]["rtt_ms_mean"].as_array().unwrap();
-            assert_eq!(count("rtt"), rtt.iter().filter(|g| !g.is_null()).count() as u64);
+            assert_eq!(
+                count("rtt"),
+                rtt.iter().filter(|g| !g.is_null()).count() as u64
+            );
             let types = conv["snapshots"]["entity_types"].as_array().unwrap().len() as u64;
             assert_eq!(count("types"), types);
             assert!(types > 0);
@@ -391,8 +427,16 @@ fn chromium_draws_every_graph_and_lists_a_clicked_buckets_frames() {
         status(&dom, "data-click"),
         Some(format!("{bucket}:{}", lines.len()))
     );
-    let first_line = lines[0].as_str().unwrap().replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
-    assert!(dom.contains(&first_line), "the frame list shows {first_line}");
+    let first_line = lines[0]
+        .as_str()
+        .unwrap()
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;");
+    assert!(
+        dom.contains(&first_line),
+        "the frame list shows {first_line}"
+    );
     // The screenshot the README shows: the first capture's report.
     let bless = std::env::var_os("RTYPE_BLESS").is_some();
     let png = if bless {
@@ -418,5 +462,9 @@ fn chromium_draws_every_graph_and_lists_a_clicked_buckets_frames() {
     let single_url = format!("file://{}", single.display());
     chromium(&dir, &[&shot, "--hide-scrollbars", &single_url]).unwrap();
     let bytes = std::fs::read(&png).unwrap();
-    assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n") && bytes.len() > 50_000, "{} bytes", bytes.len());
+    assert!(
+        bytes.starts_with(b"\x89PNG\r\n\x1a\n") && bytes.len() > 50_000,
+        "{} bytes",
+        bytes.len()
+    );
 }

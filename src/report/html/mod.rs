@@ -206,7 +206,13 @@ impl FrameLines {
             .enumerate()
             .filter(|(_, b)| !b.is_empty())
             .map(|(i, buckets)| {
-                let frame = |f: u64, b: &Bucket| if b.datagrams > 0 { json!(f) } else { Json::Null };
+                let frame = |f: u64, b: &Bucket| {
+                    if b.datagrams > 0 {
+                        json!(f)
+                    } else {
+                        Json::Null
+                    }
+                };
                 json!({
                     "id": i + 1,
                     "first": buckets.iter().map(|b| frame(b.first, b)).collect::<Vec<_>>(),
