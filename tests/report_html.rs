@@ -9,24 +9,14 @@ use std::process::Command;
 
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_rtype-inspect");
+#[path = "support/bin.rs"]
+mod bin;
+use bin::run;
+
 const C17: &str = "tests/fixtures/reference-17byte-1client.pcap";
 const RT: &str = "tests/fixtures/rt-two-players.pcap";
 const RTNP: &str = "tests/fixtures/rtnp-solo.pcap";
 const CHROMIUM: &str = "/usr/bin/chromium";
-
-fn run(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(BIN)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(args)
-        .output()
-        .expect("binary runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into(),
-        String::from_utf8_lossy(&out.stderr).into(),
-    )
-}
 
 /// A fresh directory per test.
 fn scratch(name: &str) -> PathBuf {
