@@ -458,3 +458,36 @@ fn chromium_draws_every_graph_and_lists_a_clicked_buckets_frames() {
         bytes.len()
     );
 }
+
+/// The packet-list lines a page keeps are bounded (SECURITY.md): at most
+/// `LINES_PER_BUCKET` per bucket, `MAX_LINES` per capture, the latest buckets then keeping none.
+/// 400,000 datagrams of four clients (716 one-second buckets each) would keep 22,912.
+#[test]
+fn the_lines_a_page_keeps_are_bounded() {
+    let dir = scratch("bounded");
+    let capture = dir.join("large.pcap");
+    let file = std::fs::File::create(&capture).unwrap();
+    rtype_inspect::samplegen::generate_large(std::io::BufWriter::new(file), 400_000, 4).unwrap();
+    let page = report(&dir.join("large.html"), &[capture.to_str().unwrap()], &[]);
+    let data = embedded(&page);
+    let kept = data["files"][0]["buckets"].as_array().unwrap();
+    let per_bucket: Vec<usize> = kept
+        .iter()
+        .flat_map(|c| {
+            c["lines"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|l| l.as_array().unwrap().len())
+        })
+        .collect();
+    assert!(per_bucket.len() > 4 * 700, "{}", per_bucket.len());
+    assert!(per_bucket
+        .iter()
+        .all(|n| *n <= rtype_inspect::report::html::LINES_PER_BUCKET));
+    assert_eq!(
+        per_bucket.iter().sum::<usize>(),
+        rtype_inspect::report::html::MAX_LINES
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
