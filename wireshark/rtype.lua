@@ -3713,23 +3713,18 @@ local CONVS, CONV_COUNT, CONV_OF, CONV_LIST
 -- Statistics: datagrams by dialect, direction and message, findings by rule.
 local STATS
 
--- The dialect of the frames of conversation 0 (past the limit), by frame; the frame whose claim
--- was last decided (its number and ports) and the dialect claimed; the dialect being dissected.
-local OVERFLOW_DIALECT, CLAIMED_KEY, CLAIMED, DISSECTING
+-- Claims (one table: Lua allows 200 locals in the file's main function): `overflow`, the dialect
+-- of the frames of conversation 0 (past the limit) by frame; the datagram whose claim was last
+-- decided on its first pass (`frame`, `sport`, `dport`), the `dialect` claimed and the
+-- conversation `conv` it belongs to (nil: a new one); the dialect being dissected (`dissecting`).
+local CLAIM
 
 local function shared_reset()
     CONVS, CONV_COUNT, CONV_OF, CONV_LIST = {}, 0, {}, {}
     STATS = { messages = {}, rules = {}, datagrams = 0 }
-    OVERFLOW_DIALECT, CLAIMED_KEY, CLAIMED = {}, nil, nil
+    CLAIM = { overflow = {} }
 end
 shared_reset()
-
---- The conversation a datagram from the packet's source to its destination belongs to, either
---- way round (src/session/mod.rs `Conversations::find`), or nil.
-local function conversation_known(pinfo)
-    local src, dst = tostring(pinfo.src), tostring(pinfo.dst)
-    return CONVS[src .. "|" .. pinfo.src_port .. "|" .. dst] or CONVS[dst .. "|" .. pinfo.dst_port .. "|" .. src]
-end
 
 --- The dialect the UDP payload in `tvb` is claimed as, or nil, as src/pipeline/mod.rs decides:
 --- every datagram of a recognised conversation is its dialect (one whose magic or framing broke
@@ -3741,17 +3736,21 @@ local function claim(tvb, pinfo)
     local conv = CONV_OF[frame]
     if conv == nil and pinfo.visited then return nil end
     if conv ~= nil then
-        if conv == 0 then return OVERFLOW_DIALECT[frame] end
+        if conv == 0 then return CLAIM.overflow[frame] end
         return CONV_LIST[conv].dialect
     end
-    -- First pass: the heuristic dissectors and the port ask in turn; decide once.
-    local key = frame .. "|" .. pinfo.src_port .. "|" .. pinfo.dst_port
-    if CLAIMED_KEY ~= key then
-        CLAIMED_KEY = key
-        conv = conversation_known(pinfo)
-        CLAIMED = conv and CONV_LIST[conv].dialect or recognise(tvb)
+    -- First pass: the heuristic dissectors and the port ask in turn; decide once. The
+    -- conversation, either way round (src/session/mod.rs `Conversations::find`).
+    local sport, dport = pinfo.src_port, pinfo.dst_port
+    local c = CLAIM
+    if c.frame ~= frame or c.sport ~= sport or c.dport ~= dport then
+        c.frame, c.sport, c.dport = frame, sport, dport
+        local src, dst = tostring(pinfo.src), tostring(pinfo.dst)
+        conv = CONVS[src .. "|" .. sport .. "|" .. dst] or CONVS[dst .. "|" .. dport .. "|" .. src]
+        c.conv = conv
+        c.dialect = conv and CONV_LIST[conv].dialect or recognise(tvb)
     end
-    return CLAIMED
+    return c.dialect
 end
 
 --- The conversation number of the frame: on its first pass, the conversation its addresses
@@ -3764,10 +3763,11 @@ local function conversation_of(pinfo, c2s)
     local frame = pinfo.number
     local n = CONV_OF[frame]
     if n then return n, false end
-    local src, dst, sport, dport = tostring(pinfo.src), tostring(pinfo.dst), pinfo.src_port, pinfo.dst_port
-    local as_client, as_server = src .. "|" .. sport .. "|" .. dst, dst .. "|" .. dport .. "|" .. src
-    n = CONVS[as_client] or CONVS[as_server]
+    -- The claim found it (every first pass claims before it dissects).
+    n = CLAIM.conv
     if n == nil then
+        local src, dst, sport, dport = tostring(pinfo.src), tostring(pinfo.dst), pinfo.src_port, pinfo.dst_port
+        local as_client, as_server = src .. "|" .. sport .. "|" .. dst, dst .. "|" .. dport .. "|" .. src
         if CONV_COUNT < C.MAX_CONVERSATIONS then
             CONV_COUNT = CONV_COUNT + 1
             n = CONV_COUNT
@@ -3780,10 +3780,10 @@ local function conversation_of(pinfo, c2s)
                 client, server = dst .. ":" .. dport, src .. ":" .. sport
             end
             CONV_LIST[n] = { client = client, server = server, first = frame, datagrams = 0, bytes = 0,
-                             dialect = DISSECTING }
+                             dialect = CLAIM.dissecting }
         else
             n = 0
-            OVERFLOW_DIALECT[frame] = DISSECTING
+            CLAIM.overflow[frame] = CLAIM.dissecting
         end
     end
     CONV_OF[frame] = n
@@ -3844,7 +3844,7 @@ end
 --- malformed expert info (`rules.malformed`) instead of Wireshark's.
 local function dissect_as(dialect, proto, column, rules, datagram, tvb, pinfo, tree)
     if claim(tvb, pinfo) ~= dialect then return 0 end
-    DISSECTING = dialect
+    CLAIM.dissecting = dialect
     pinfo.cols.protocol:set(column)
     local mode = tree_mode(tree)
     local root = mode > 0 and tree:add(proto, tvb()) or tree
@@ -4382,7 +4382,7 @@ local function rt_datagram(tvb, pinfo, tree, root, mode)
     -- The byte order: the magic's, unless the conversation's first datagram set another (a magic
     -- in the other order, or broken, is read in the conversation's and reported; src/datagram/rt.rs
     -- `parse`). A cut datagram is read so too, and not judged on it.
-    local known = CONV_OF[frame] or conversation_known(pinfo)
+    local known = CONV_OF[frame] or CLAIM.conv
     local order = known and RT_LE_CONV[known]
     local magic = n >= 2 and b[1] * 256 + b[2] or nil
     local le

@@ -67,7 +67,7 @@ local function rt_datagram(tvb, pinfo, tree, root, mode)
     -- The byte order: the magic's, unless the conversation's first datagram set another (a magic
     -- in the other order, or broken, is read in the conversation's and reported; src/datagram/rt.rs
     -- `parse`). A cut datagram is read so too, and not judged on it.
-    local known = CONV_OF[frame] or conversation_known(pinfo)
+    local known = CONV_OF[frame] or CLAIM.conv
     local order = known and RT_LE_CONV[known]
     local magic = n >= 2 and b[1] * 256 + b[2] or nil
     local le
