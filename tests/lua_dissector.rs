@@ -18,6 +18,8 @@ use rtype_inspect::report::lua::{dissector_rules, generate};
 
 #[path = "support/datagrams.rs"]
 mod datagrams;
+#[path = "support/faults.rs"]
+mod faults;
 use datagrams::{
     chunk, client, compressed, dgram, server, snapshot_body, str8, with_crc, write_pcap, MAGIC,
 };
@@ -1923,10 +1925,9 @@ fn rule_datagrams() -> Vec<(&'static str, Vec<u8>)> {
 #[test]
 fn tshark_raises_every_datagram_rule() {
     let datagrams = rule_datagrams();
-    let mut packets: Vec<_> = datagrams
-        .iter()
-        .map(|(_, d)| (40000, 40001, d.clone()))
-        .collect();
+    // Their conversation is recognised first (a short datagram proves nothing by itself).
+    let mut packets = openers();
+    packets.extend(datagrams.iter().map(|(_, d)| (40000, 40001, d.clone())));
     // A chunk set completed over two datagrams, out of order.
     packets.push((
         40000,
@@ -2084,6 +2085,13 @@ fn tshark_survives_garbage() {
     let path = scratch("garbage.pcap");
     write_pcap(&path, &packets);
 
+    // What rtype-inspect judges: every datagram with the magic but the first, which proves
+    // nothing by itself and starts no conversation.
+    let judged = export(&path, None)
+        .iter()
+        .filter(|r| r.get("kind").and_then(J::str) == Some("datagram"))
+        .count();
+    assert_eq!(judged, packets.len() - 2);
     for ts in tsharks("tshark_survives_garbage") {
         let out = tshark(ts, &path, &["-V"]);
         let dissected = out
@@ -2092,8 +2100,8 @@ fn tshark_survives_garbage() {
             .count();
         assert_eq!(
             dissected,
-            packets.len() - 1,
-            "{}: every datagram with the magic is dissected",
+            judged,
+            "{}: the datagrams rtype-inspect judges are dissected",
             ts.name()
         );
         assert!(out.contains("[rtype.compress.lz4]"));
@@ -2105,7 +2113,7 @@ fn tshark_survives_garbage() {
         let lines = tshark(ts, &path, &[]);
         assert_eq!(
             lines.lines().filter(|l| l.contains(" RTYPE ")).count(),
-            packets.len() - 1
+            judged
         );
     }
 }
@@ -2252,6 +2260,103 @@ fn tshark_agrees_with_export_on_rules_and_garbage() {
         let seen = compare(ts, &garbage, None);
         assert!(seen.datagrams > 1700, "{}", seen.datagrams);
         compare(ts, &garbage, Some("reference-17byte"));
+    }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Recognised by evidence, then the whole conversation judged (issue 14)
+// ------------------------------------------------------------------------------------------------
+
+#[test]
+fn tshark_claims_what_export_judges_among_desktop_traffic() {
+    // A real session among DNS, mDNS, SSDP, QUIC, a JSON broadcast, text starting "RT", zeros like
+    // a segment table and a lone magic: `compare` holds the frames tshark claims equal to the
+    // export's datagrams (both ways) with the same expert infos, and -z expert counts them.
+    let capture = sample("mixed-desktop.pcap");
+    let judged = export(&capture, None)
+        .iter()
+        .filter(|r| r.get("kind").and_then(J::str) == Some("datagram"))
+        .count();
+    let udp = tshark(Tshark::Host, &capture, &["-Y", "udp"])
+        .lines()
+        .count();
+    assert!(udp > judged + 20, "{udp} UDP frames, {judged} judged");
+    for ts in tsharks("tshark_claims_what_export_judges_among_desktop_traffic") {
+        let seen = compare(ts, &capture, None);
+        assert_eq!(seen.datagrams, judged, "{}", ts.name());
+        assert_eq!(expert_counts(ts, &capture), check_counts(&capture));
+    }
+}
+
+/// `file` with faults injected (as tests/recognition.rs injects them), written to scratch.
+fn faulty(
+    file: &str,
+    from: usize,
+    step: usize,
+    count: usize,
+    fault: impl Fn(usize, &mut [u8]),
+) -> PathBuf {
+    let (bytes, broken) = faults::inject(
+        &std::fs::read(fixture(file)).unwrap(),
+        from,
+        step,
+        count,
+        fault,
+    );
+    assert_eq!(broken.len(), count);
+    let path = scratch(&format!("faulty-{file}"));
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+#[test]
+fn tshark_judges_a_broken_magic_in_a_recognised_conversation() {
+    // 30 rtype datagrams with one bit of the magic flipped (half with the CRC fixed over it), and
+    // 15 rt datagrams with "TR" turned into "RT" (the other byte order) or a bit flipped: each is
+    // still its conversation's, with the findings rtype-inspect gives it.
+    let rtype = faulty("reference-17byte-1client.pcap", 20, 97, 30, |n, d| {
+        d[n % 4] ^= 1 << (n % 8);
+        if n % 2 == 1 {
+            let crc = crc32fast::hash(&d[..d.len() - 4]);
+            let end = d.len();
+            d[end - 4..].copy_from_slice(&crc.to_be_bytes());
+        }
+    });
+    let rt = faulty("rt-two-players.pcap", 200, 251, 15, |n, d| {
+        if n % 2 == 0 {
+            d[..2].copy_from_slice(b"RT");
+        } else {
+            d[1] ^= 0x20;
+        }
+    });
+    for ts in tsharks("tshark_judges_a_broken_magic_in_a_recognised_conversation") {
+        let seen = compare(ts, &rtype, Some("reference-17byte"));
+        assert_eq!(
+            seen.experts.get("rtype.header.magic"),
+            Some(&30),
+            "{}",
+            ts.name()
+        );
+        assert_eq!(
+            seen.experts.get("rtype.crc.mismatch"),
+            Some(&15),
+            "{}",
+            ts.name()
+        );
+        let seen = compare(ts, &rt, None);
+        assert_eq!(
+            seen.experts.get("rt.byte-order.switch"),
+            Some(&8),
+            "{}",
+            ts.name()
+        );
+        assert_eq!(
+            seen.experts.get("rt.header.magic"),
+            Some(&7),
+            "{}",
+            ts.name()
+        );
+        assert_eq!(expert_counts(ts, &rt), check_counts(&rt));
     }
 }
 

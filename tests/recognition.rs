@@ -13,6 +13,10 @@ use rtype_inspect::samplegen::noise;
 use rtype_inspect::samplegen::pcap::{udp_frame, Link};
 use serde_json::Value;
 
+#[path = "support/faults.rs"]
+mod faults;
+use faults::{inject, records};
+
 const BIN: &str = env!("CARGO_BIN_EXE_rtype-inspect");
 
 const REAL: &[&str] = &[
@@ -40,30 +44,6 @@ fn run(args: &[&str]) -> String {
 
 fn summary(file: &str) -> Value {
     serde_json::from_str(&run(&[file, "--format", "json"])).unwrap()
-}
-
-/// A little-endian µs pcap's records: (timestamp µs, offset of the frame's bytes, length).
-fn records(pcap: &[u8]) -> Vec<(u64, usize, usize)> {
-    assert_eq!(
-        &pcap[..4],
-        &[0xD4, 0xC3, 0xB2, 0xA1],
-        "little-endian µs pcap"
-    );
-    let u32_at = |at: usize| u32::from_le_bytes(pcap[at..at + 4].try_into().unwrap());
-    let mut out = Vec::new();
-    let mut at = 24;
-    while at + 16 <= pcap.len() {
-        let ts = u64::from(u32_at(at)) * 1_000_000 + u64::from(u32_at(at + 4));
-        let len = u32_at(at + 8) as usize;
-        out.push((ts, at + 16, len));
-        at += 16 + len;
-    }
-    out
-}
-
-/// Where the UDP payload of an Ethernet/IPv4/UDP frame starts.
-fn udp_payload_at(frame: &[u8]) -> usize {
-    14 + usize::from(frame[14] & 0x0F) * 4 + 8
 }
 
 /// `pcap` with every noise datagram (three rounds) spread between its records.
@@ -204,18 +184,7 @@ fn faults(
     then: Then,
     profile: &[&str],
 ) {
-    let pcap = std::fs::read(file).unwrap();
-    let mut faulty = pcap.clone();
-    let recs = records(&pcap);
-    let mut broken = BTreeMap::new();
-    for (n, index) in (from..recs.len()).step_by(step).take(count).enumerate() {
-        let (_, at, len) = recs[index];
-        let frame = &mut faulty[at..at + len];
-        let payload_at = udp_payload_at(frame);
-        fault(n, &mut frame[payload_at..]);
-        broken.insert(index as u64 + 1, n);
-    }
-    assert_eq!(broken.len(), count);
+    let (faulty, broken) = inject(&std::fs::read(file).unwrap(), from, step, count, fault);
     let path = temp(&format!(
         "faulty-{}-{from}",
         file.rsplit('/').next().unwrap()

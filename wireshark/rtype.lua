@@ -274,6 +274,7 @@ local RULE = {
     undefined_bit = "rtype.snapshot.undefined-bit",
     unknown_entity_type = "rtype.snapshot.unknown-entity-type",
     short = "rtype.datagram.short",
+    magic = "rtype.header.magic",
     old_header = "rtype.header.15-byte",
     version = "rtype.header.version",
     packet_type = "rtype.header.packet-type",
@@ -303,7 +304,9 @@ local RULE_RT = {
     reserved_bit = "rt.message.trailing",
     undefined_bit = "rt.message.trailing",
     short = "rt.header.short",
+    magic = "rt.header.magic",
     byte_order = "rt.byte-order",
+    byte_order_switch = "rt.byte-order.switch",
     packet_type = "rt.header.packet-type",
     unknown_type = "rt.message.unknown-type",
     reserved_flags = "rt.header.reserved-flags",
@@ -338,6 +341,7 @@ local function expert_info(proto, id, summary, group, severity, level, section)
 end
 expert_info("rtype", "capture.snaplen", "a datagram was cut short by the capture's snapshot length", expert.group.PROTOCOL, expert.severity.WARN, "warning", "pcap")
 expert_info("rtype", "rtype.datagram.short", "datagram shorter than the 17-byte header plus the 4-byte CRC", expert.group.MALFORMED, expert.severity.ERROR, "error", "002 \194\1674")
+expert_info("rtype", "rtype.header.magic", "a datagram of an rtype conversation does not start with the magic A3 5F C8 1D; decoded as rtype from its header", expert.group.PROTOCOL, expert.severity.ERROR, "error", "002 \194\1674")
 expert_info("rtype", "rtype.header.15-byte", "older 15-byte header (no Orig. Size, no compression bit); the header MUST be 17 bytes", expert.group.PROTOCOL, expert.severity.ERROR, "error", "002 \194\1674")
 expert_info("rtype", "rtype.header.version", "version is not 1; implementations MUST validate the version", expert.group.PROTOCOL, expert.severity.ERROR, "error", "002 \194\1674, \194\16710")
 expert_info("rtype", "rtype.header.packet-type", "packet type is neither 0x01 (client to server) nor 0x02 (server to client)", expert.group.PROTOCOL, expert.severity.ERROR, "error", "002 \194\1674")
@@ -371,7 +375,9 @@ expert_info("rtype", "rtype.chunk.total-mismatch", "chunks of one tick disagree 
 expert_info("rtype", "rtype.chunk.duplicate", "the same chunk of a tick arrived more than once", expert.group.PROTOCOL, expert.severity.WARN, "warning", "001 \194\1677")
 expert_info("rtype", "rtype.chunk.limit", "too many chunk sets open at once, or a set grew too large; the oldest was closed", expert.group.PROTOCOL, expert.severity.WARN, "warning", "SECURITY.md")
 expert_info("rt", "rt.byte-order", "little-endian traffic (magic bytes 54 52): the document sends every integer big-endian; decoded little-endian (reported once per conversation)", expert.group.PROTOCOL, expert.severity.ERROR, "error", "003 Serialization Format")
+expert_info("rt", "rt.byte-order.switch", "the magic's byte order differs from the one the conversation has been using; decoded in the conversation's byte order", expert.group.PROTOCOL, expert.severity.ERROR, "error", "003 Serialization Format")
 expert_info("rt", "rt.header.short", "datagram shorter than the 12-byte header", expert.group.MALFORMED, expert.severity.ERROR, "error", "003 Packet Header")
+expert_info("rt", "rt.header.magic", "a datagram of an rt conversation does not start with the magic 0x5254 in either byte order; decoded in the conversation's byte order", expert.group.PROTOCOL, expert.severity.ERROR, "error", "003 Packet Header")
 expert_info("rt", "rt.header.packet-type", "packet type outside the valid range 0x01-0x7F", expert.group.PROTOCOL, expert.severity.ERROR, "error", "003 Packet Header")
 expert_info("rt", "rt.header.reserved-flags", "flag bits 5-7, reserved for future use, are set", expert.group.PROTOCOL, expert.severity.WARN, "warning", "003 Packet Flags")
 expert_info("rt", "rt.payload.opaque", "COMPRESSED, ENCRYPTED or FRAGMENTED flag set: the document defines no algorithm or format, so the payload is shown as bytes", expert.group.PROTOCOL, expert.severity.NOTE, "info", "003 Packet Flags")
@@ -1422,6 +1428,7 @@ local MSG = {}
 MSG[0x01] = {
     code = 0x01, name = "CLIENT_HELLO", short = "hello", dir = C.PACKET_CLIENT,
     fixed = 0,
+    sizes = { [0] = true },
     body = function(c, t)
         local v
         return true
@@ -1431,6 +1438,7 @@ MSG[0x01] = {
 MSG[0x02] = {
     code = 0x02, name = "CLIENT_JOIN_REQUEST", short = "join_request", dir = C.PACKET_CLIENT,
     fixed = 0,
+    sizes = { [0] = true },
     body = function(c, t)
         local v
         return true
@@ -1440,6 +1448,7 @@ MSG[0x02] = {
 MSG[0x03] = {
     code = 0x03, name = "CLIENT_READY", short = "ready", dir = C.PACKET_CLIENT,
     fixed = 0,
+    sizes = { [0] = true },
     body = function(c, t)
         local v
         return true
@@ -1449,6 +1458,7 @@ MSG[0x03] = {
 MSG[0x04] = {
     code = 0x04, name = "CLIENT_PING", short = "ping", dir = C.PACKET_CLIENT,
     fixed = 4,
+    sizes = { [4] = true },
     body = function(c, t)
         local v
         if U32(c, t, 15) == nil then return false end
@@ -1459,6 +1469,7 @@ MSG[0x04] = {
 MSG[0x05] = {
     code = 0x05, name = "CLIENT_INPUT", short = "input", dir = C.PACKET_CLIENT,
     fixed = 18,
+    sizes = { [18] = true },
     body = function(c, t)
         local v
         if U32(c, t, 16) == nil then return false end
@@ -1481,6 +1492,7 @@ MSG[0x05] = {
 MSG[0x06] = {
     code = 0x06, name = "CLIENT_ACKNOWLEDGE", short = "ack", dir = C.PACKET_CLIENT,
     fixed = 3,
+    sizes = { [3] = true },
     body = function(c, t)
         local v
         if U16(c, t, 21) == nil then return false end
@@ -1492,6 +1504,7 @@ MSG[0x06] = {
 MSG[0x07] = {
     code = 0x07, name = "CLIENT_DISCONNECT", short = "disconnect", dir = C.PACKET_CLIENT,
     fixed = 1,
+    sizes = { [1] = true },
     body = function(c, t)
         local v
         v = U8(c, t, 23)
@@ -1504,6 +1517,7 @@ MSG[0x07] = {
 MSG[0x10] = {
     code = 0x10, name = "SERVER_HELLO", short = "server_hello", dir = C.PACKET_SERVER,
     fixed = 0,
+    sizes = { [0] = true },
     body = function(c, t)
         local v
         return true
@@ -1513,6 +1527,7 @@ MSG[0x10] = {
 MSG[0x11] = {
     code = 0x11, name = "SERVER_JOIN_ACCEPT", short = "join_accept", dir = C.PACKET_SERVER,
     fixed = 0,
+    sizes = { [0] = true },
     body = function(c, t)
         local v
         return true
@@ -1522,6 +1537,7 @@ MSG[0x11] = {
 MSG[0x12] = {
     code = 0x12, name = "SERVER_JOIN_DENY", short = "join_deny", dir = C.PACKET_SERVER,
     fixed = 0,
+    sizes = { [0] = true },
     body = function(c, t)
         local v
         return true
@@ -1531,6 +1547,7 @@ MSG[0x12] = {
 MSG[0x13] = {
     code = 0x13, name = "SERVER_PONG", short = "pong", dir = C.PACKET_SERVER,
     fixed = 4,
+    sizes = { [0] = true, [4] = true },
     body = function(c, t)
         local v
         if U32(c, t, 24) == nil then return false end
@@ -1577,6 +1594,7 @@ MSG[0x14] = {
 MSG[0x15] = {
     code = 0x15, name = "SERVER_GAME_START", short = "game_start", dir = C.PACKET_SERVER,
     fixed = 0,
+    sizes = { [0] = true },
     body = function(c, t)
         local v
         return true
@@ -1586,6 +1604,7 @@ MSG[0x15] = {
 MSG[0x16] = {
     code = 0x16, name = "SERVER_GAME_END", short = "game_end", dir = C.PACKET_SERVER,
     fixed = 4,
+    sizes = { [4] = true },
     body = function(c, t)
         local v
         if U32(c, t, 28) == nil then return false end
@@ -1596,6 +1615,7 @@ MSG[0x16] = {
 MSG[0x17] = {
     code = 0x17, name = "SERVER_KICK", short = "kick", dir = C.PACKET_SERVER,
     fixed = 1,
+    sizes = { [1] = true },
     body = function(c, t)
         local v
         v = U8(c, t, 29)
@@ -1608,6 +1628,7 @@ MSG[0x17] = {
 MSG[0x18] = {
     code = 0x18, name = "SERVER_BAN", short = "ban", dir = C.PACKET_SERVER,
     fixed = 1,
+    sizes = { [1] = true },
     body = function(c, t)
         local v
         v = U8(c, t, 30)
@@ -1629,6 +1650,7 @@ MSG[0x19] = {
 MSG[0x1A] = {
     code = 0x1A, name = "SERVER_DISCONNECT", short = "server_disconnect", dir = C.PACKET_SERVER,
     fixed = 1,
+    sizes = { [1] = true },
     body = function(c, t)
         local v
         v = U8(c, t, 32)
@@ -1641,6 +1663,7 @@ MSG[0x1A] = {
 MSG[0x1B] = {
     code = 0x1B, name = "SERVER_ACKNOWLEDGE", short = "server_ack", dir = C.PACKET_SERVER,
     fixed = 3,
+    sizes = { [3] = true },
     body = function(c, t)
         local v
         if U16(c, t, 33) == nil then return false end
@@ -1652,6 +1675,7 @@ MSG[0x1B] = {
 MSG[0x1C] = {
     code = 0x1C, name = "SERVER_PLAYER_DISCONNECTED", short = "player_disconnected", dir = C.PACKET_SERVER,
     fixed = 4,
+    sizes = { [4] = true },
     body = function(c, t)
         local v
         if U32(c, t, 35) == nil then return false end
@@ -1662,6 +1686,7 @@ MSG[0x1C] = {
 MSG[0x1D] = {
     code = 0x1D, name = "SERVER_ENTITY_SPAWN", short = "entity_spawn", dir = C.PACKET_SERVER,
     fixed = 13,
+    sizes = { [13] = true },
     body = function(c, t)
         local v
         v = U32(c, t, 36)
@@ -1679,6 +1704,7 @@ MSG[0x1D] = {
 MSG[0x1E] = {
     code = 0x1E, name = "SERVER_ENTITY_DESTROYED", short = "entity_destroyed", dir = C.PACKET_SERVER,
     fixed = 4,
+    sizes = { [4] = true },
     body = function(c, t)
         local v
         v = U32(c, t, 40)
@@ -1691,6 +1717,7 @@ MSG[0x1E] = {
 MSG[0x1F] = {
     code = 0x1F, name = "SERVER_ALL_READY", short = "all_ready", dir = C.PACKET_SERVER,
     fixed = 0,
+    sizes = { [0] = true },
     body = function(c, t)
         local v
         return true
@@ -1700,6 +1727,7 @@ MSG[0x1F] = {
 MSG[0x20] = {
     code = 0x20, name = "SERVER_COUNTDOWN_TICK", short = "countdown", dir = C.PACKET_SERVER,
     fixed = 1,
+    sizes = { [1] = true },
     body = function(c, t)
         local v
         if U8(c, t, 41) == nil then return false end
@@ -1827,6 +1855,7 @@ MSG[0x30] = {
 MSG[0x31] = {
     code = 0x31, name = "SERVER_LEVEL_TRANSITION", short = "leveltransition", dir = C.PACKET_SERVER,
     fixed = 0,
+    sizes = { [0] = true },
     seen = "rtype.leveltransition.sent",
     body = function(c, t)
         local v
@@ -1934,6 +1963,7 @@ local MSG_RT = {}
 MSG_RT[0x01] = {
     code = 0x01, name = "CLIENT_CONNECT", short = "connect", dir = C.PACKET_CLIENT,
     fixed = 37,
+    sizes = { [37] = true, [49] = true },
     body = function(c, t)
         local v
         if U8(c, t, 78) == nil then return false end
@@ -1960,6 +1990,7 @@ MSG_RT[0x01] = {
 MSG_RT[0x02] = {
     code = 0x02, name = "SERVER_ACCEPT", short = "accept", dir = C.PACKET_SERVER,
     fixed = 11,
+    sizes = { [11] = true },
     body = function(c, t)
         local v
         if U32(c, t, 86) == nil then return false end
@@ -1973,6 +2004,7 @@ MSG_RT[0x02] = {
 MSG_RT[0x03] = {
     code = 0x03, name = "SERVER_REJECT", short = "reject", dir = C.PACKET_SERVER,
     fixed = 65,
+    sizes = { [65] = true },
     body = function(c, t)
         local v
         if U8(c, t, 90) == nil then return false end
@@ -1984,6 +2016,7 @@ MSG_RT[0x03] = {
 MSG_RT[0x04] = {
     code = 0x04, name = "CLIENT_DISCONNECT", short = "disconnect", dir = C.PACKET_CLIENT,
     fixed = 5,
+    sizes = { [5] = true },
     body = function(c, t)
         local v
         if U32(c, t, 92) == nil then return false end
@@ -1995,6 +2028,7 @@ MSG_RT[0x04] = {
 MSG_RT[0x05] = {
     code = 0x05, name = "HEARTBEAT", short = "heartbeat", dir = C.PACKET_CLIENT,
     fixed = 4,
+    sizes = { [4] = true },
     body = function(c, t)
         local v
         if U32(c, t, 94) == nil then return false end
@@ -2005,6 +2039,7 @@ MSG_RT[0x05] = {
 MSG_RT[0x10] = {
     code = 0x10, name = "PLAYER_INPUT", short = "input", dir = C.PACKET_CLIENT,
     fixed = 12,
+    sizes = { [10] = true, [12] = true },
     body = function(c, t)
         local v
         if U32(c, t, 95) == nil then return false end
@@ -2029,6 +2064,7 @@ MSG_RT[0x10] = {
 MSG_RT[0x11] = {
     code = 0x11, name = "PLAYER_IS_READY", short = "ready", dir = C.PACKET_CLIENT,
     fixed = 4,
+    sizes = { [4] = true },
     seen = "rt.message.undocumented-type",
     body = function(c, t)
         local v
@@ -2040,6 +2076,7 @@ MSG_RT[0x11] = {
 MSG_RT[0x12] = {
     code = 0x12, name = "PLAYER_NOT_READY", short = "not_ready", dir = C.PACKET_CLIENT,
     fixed = 4,
+    sizes = { [4] = true },
     seen = "rt.message.undocumented-type",
     body = function(c, t)
         local v
@@ -2051,6 +2088,7 @@ MSG_RT[0x12] = {
 MSG_RT[0x21] = {
     code = 0x21, name = "ENTITY_SPAWN", short = "spawn", dir = C.PACKET_SERVER,
     fixed = 16,
+    sizes = { [16] = true },
     body = function(c, t)
         local v
         v = U32(c, t, 104)
@@ -2073,6 +2111,7 @@ MSG_RT[0x21] = {
 MSG_RT[0x22] = {
     code = 0x22, name = "ENTITY_DESTROY", short = "destroy", dir = C.PACKET_SERVER,
     fixed = 9,
+    sizes = { [9] = true },
     body = function(c, t)
         local v
         v = U32(c, t, 113)
@@ -2500,6 +2539,7 @@ MSG_RT[0x2A] = {
 MSG_RT[0x2B] = {
     code = 0x2B, name = "COMPONENT_REMOVE", short = "component_remove", dir = C.PACKET_SERVER,
     fixed = 5,
+    sizes = { [5] = true },
     body = function(c, t)
         local v
         v = U32(c, t, 194)
@@ -2667,6 +2707,7 @@ MSG_RT[0x2E] = {
 MSG_RT[0x40] = {
     code = 0x40, name = "PLAYER_HIT", short = "player_hit", dir = C.PACKET_SERVER,
     fixed = 15,
+    sizes = { [15] = true },
     body = function(c, t)
         local v
         if U32(c, t, 248) == nil then return false end
@@ -2683,6 +2724,7 @@ MSG_RT[0x40] = {
 MSG_RT[0x41] = {
     code = 0x41, name = "PLAYER_DEATH", short = "player_death", dir = C.PACKET_SERVER,
     fixed = 16,
+    sizes = { [16] = true },
     body = function(c, t)
         local v
         if U32(c, t, 255) == nil then return false end
@@ -2697,6 +2739,7 @@ MSG_RT[0x41] = {
 MSG_RT[0x42] = {
     code = 0x42, name = "SCORE_UPDATE", short = "score_update", dir = C.PACKET_SERVER,
     fixed = 11,
+    sizes = { [11] = true },
     body = function(c, t)
         local v
         if U32(c, t, 260) == nil then return false end
@@ -2710,6 +2753,7 @@ MSG_RT[0x42] = {
 MSG_RT[0x43] = {
     code = 0x43, name = "POWERUP_PICKUP", short = "powerup_pickup", dir = C.PACKET_SERVER,
     fixed = 10,
+    sizes = { [10] = true },
     body = function(c, t)
         local v
         if U32(c, t, 264) == nil then return false end
@@ -2723,6 +2767,7 @@ MSG_RT[0x43] = {
 MSG_RT[0x44] = {
     code = 0x44, name = "WEAPON_FIRE", short = "weapon_fire", dir = C.PACKET_SERVER,
     fixed = 17,
+    sizes = { [17] = true },
     body = function(c, t)
         local v
         if U32(c, t, 268) == nil then return false end
@@ -2739,6 +2784,7 @@ MSG_RT[0x44] = {
 MSG_RT[0x50] = {
     code = 0x50, name = "VISUAL_EFFECT", short = "visual_effect", dir = C.PACKET_SERVER,
     fixed = 11,
+    sizes = { [11] = true },
     body = function(c, t)
         local v
         if U8(c, t, 275) == nil then return false end
@@ -2756,6 +2802,7 @@ MSG_RT[0x50] = {
 MSG_RT[0x51] = {
     code = 0x51, name = "AUDIO_EFFECT", short = "audio_effect", dir = C.PACKET_SERVER,
     fixed = 7,
+    sizes = { [7] = true },
     body = function(c, t)
         local v
         if U8(c, t, 283) == nil then return false end
@@ -2770,6 +2817,7 @@ MSG_RT[0x51] = {
 MSG_RT[0x52] = {
     code = 0x52, name = "PARTICLE_SPAWN", short = "particle_spawn", dir = C.PACKET_SERVER,
     fixed = 20,
+    sizes = { [20] = true },
     body = function(c, t)
         local v
         if U16(c, t, 288) == nil then return false end
@@ -2792,6 +2840,7 @@ MSG_RT[0x52] = {
 MSG_RT[0x60] = {
     code = 0x60, name = "GAME_START", short = "game_start", dir = C.PACKET_SERVER,
     fixed = 23,
+    sizes = { [23] = true },
     body = function(c, t)
         local v
         if U32(c, t, 301) == nil then return false end
@@ -2809,6 +2858,7 @@ MSG_RT[0x60] = {
 MSG_RT[0x61] = {
     code = 0x61, name = "GAME_END", short = "game_end", dir = C.PACKET_SERVER,
     fixed = 22,
+    sizes = { [22] = true },
     body = function(c, t)
         local v
         if U8(c, t, 309) == nil then return false end
@@ -2825,6 +2875,7 @@ MSG_RT[0x61] = {
 MSG_RT[0x62] = {
     code = 0x62, name = "LEVEL_COMPLETE", short = "level_complete", dir = C.PACKET_SERVER,
     fixed = 8,
+    sizes = { [8] = true },
     body = function(c, t)
         local v
         if U8(c, t, 316) == nil then return false end
@@ -2838,6 +2889,7 @@ MSG_RT[0x62] = {
 MSG_RT[0x63] = {
     code = 0x63, name = "LEVEL_START", short = "level_start", dir = C.PACKET_SERVER,
     fixed = 35,
+    sizes = { [35] = true },
     body = function(c, t)
         local v
         if U8(c, t, 320) == nil then return false end
@@ -2850,6 +2902,7 @@ MSG_RT[0x63] = {
 MSG_RT[0x64] = {
     code = 0x64, name = "FORCE_STATE", short = "force_state", dir = C.PACKET_SERVER,
     fixed = 12,
+    sizes = { [12] = true },
     body = function(c, t)
         local v
         if U32(c, t, 323) == nil then return false end
@@ -2865,6 +2918,7 @@ MSG_RT[0x64] = {
 MSG_RT[0x65] = {
     code = 0x65, name = "AI_STATE", short = "ai_state", dir = C.PACKET_SERVER,
     fixed = 18,
+    sizes = { [18] = true },
     body = function(c, t)
         local v
         v = U32(c, t, 329)
@@ -2884,6 +2938,7 @@ MSG_RT[0x65] = {
 MSG_RT[0x70] = {
     code = 0x70, name = "ACKNOWLEDGMENT", short = "ack", dir = C.PACKET_CLIENT,
     fixed = 12,
+    sizes = { [8] = true, [12] = true },
     body = function(c, t)
         local v
         if U32(c, t, 337) == nil then return false end
@@ -2904,6 +2959,7 @@ MSG_RT[0x70] = {
 MSG_RT[0x71] = {
     code = 0x71, name = "PING", short = "ping", dir = C.PACKET_CLIENT,
     fixed = 8,
+    sizes = { [4] = true, [8] = true },
     body = function(c, t)
         local v
         if U32(c, t, 340) == nil then return false end
@@ -2922,6 +2978,7 @@ MSG_RT[0x71] = {
 MSG_RT[0x72] = {
     code = 0x72, name = "PONG", short = "pong", dir = C.PACKET_SERVER,
     fixed = 8,
+    sizes = { [8] = true },
     body = function(c, t)
         local v
         if U32(c, t, 342) == nil then return false end
@@ -3531,10 +3588,13 @@ local RTNP_MESSAGES = {
 }
 
 -- ---------------------------------------------------------------------------------------------
--- Recognising the dialects (hand-written, fixed): the one place where the heuristic dissectors
--- decide whether a UDP payload is R-Type traffic, and of which dialect, by its first bytes as
--- `rtype-inspect` tells them apart (src/datagram/mod.rs `Dialect::detect`). The port and
--- "Decode As" dissectors use it too, to leave other traffic on their port to other dissectors.
+-- Recognising the dialects (hand-written, fixed), as src/datagram/mod.rs `Dialect::recognise`
+-- does: first bytes that start like a dialect (`Dialect::detect`), then a header or framing that
+-- is consistent beyond them (each dialect's `consistent`), read from the generated tables
+-- (HEADERS, MSG and MSG_RT with their sizes, RTNP_MESSAGES). Ordinary UDP that merely starts the
+-- same way (text starting "RT", a JSON broadcast, zeros like a segment table) is not claimed.
+-- A datagram of a conversation already recognised is its dialect without asking this (see
+-- `claim` below, with the conversations).
 -- ---------------------------------------------------------------------------------------------
 
 --- The little-endian u32 at offset `at` (0-based) of the Lua string `s`, or nil past its end.
@@ -3561,17 +3621,80 @@ local function rtnp_looks_like(s)
     return words >= 1 and words <= C_RTNP.MAX_WORDS and lo % 4 == 0
 end
 
---- The dialect of the UDP payload in `tvb` ("rtype", "rt" or "rtnp"), or nil: rtype by its
---- 4-byte magic, rt by its 2-byte magic in either byte order, rtnp by its shape.
-local function recognise(tvb)
-    local n = tvb:len()
-    if n == 0 then return nil end
-    local s = tvb:raw(0, n < 16 and n or 16)
+--- The dialect whose first bytes start the payload `s` (n bytes), or nil (`Dialect::detect`).
+local function detect(s, n)
     local x1, x2, x3, x4 = sbyte(s, 1, 4)
     if n >= 4 and x1 * 16777216 + x2 * 65536 + x3 * 256 + x4 == C.MAGIC then return "rtype" end
     if n >= 2 and (x1 * 256 + x2 == C_RT.MAGIC_BE or x1 * 256 + x2 == C_RT.MAGIC_LE) then return "rt" end
-    if rtnp_looks_like(s) or (n > 16 and rtnp_looks_like(tvb:raw(0, n))) then return "rtnp" end
+    if rtnp_looks_like(s) then return "rtnp" end
     return nil
+end
+
+--- The big-endian value of the `a` = { offset, width } bytes of `s`.
+local function be_at(s, a)
+    local v = 0
+    for i = a[1] + 1, a[1] + a[2] do v = v * 256 + sbyte(s, i) end
+    return v
+end
+
+--- rtype's header of version 1 with a valid packet type and a known message type (of the
+--- 17-byte layout; the caller checked it is there).
+local function rtype_known(s)
+    local at = HEADERS[1].at
+    local ptype = be_at(s, at.PacketType)
+    return be_at(s, at.VersionByte) % C.COMPRESSED_BIT == C.VERSION
+        and (ptype == C.PACKET_CLIENT or ptype == C.PACKET_SERVER) and MSG[be_at(s, at.MessageType)] ~= nil
+end
+
+--- src/datagram/rtype.rs `consistent`: a Payload Len that agrees with the size (either layout),
+--- a CRC that checks, or a known header.
+local function rtype_consistent(s, n)
+    if n < HEADERS[1].len or n < HEADERS[2].len + C.CRC_LEN then return false end
+    for _, h in ipairs(HEADERS) do
+        if n >= h.len and n == h.len + be_at(s, h.at.PayloadLen) + C.CRC_LEN then return true end
+    end
+    if be_at(s, { n - C.CRC_LEN, C.CRC_LEN }) == crc32(s, bytes_of(s, n), 1, n - C.CRC_LEN) then return true end
+    return rtype_known(s)
+end
+
+--- The rt header's unsigned field `a` = { offset, width } of `s`, little-endian when `le`.
+local function rt_at(s, a, le)
+    if not le then return be_at(s, a) end
+    local v = 0
+    for i = a[1] + a[2], a[1] + 1, -1 do v = v * 256 + sbyte(s, i) end
+    return v
+end
+
+--- src/datagram/rt.rs `consistent` (`whole`: the payload's size is known and must fit the type):
+--- no reserved flag set and a packet type the document or real servers define.
+local function rt_consistent(s, n, whole)
+    if n < RT_HEADER.len then return false end
+    local le = sbyte(s, 1) * 256 + sbyte(s, 2) == C_RT.MAGIC_LE
+    if band(rt_at(s, RT_HEADER.at.Flags, le), C_RT.RESERVED_FLAGS) ~= 0 then return false end
+    local m = MSG_RT[rt_at(s, RT_HEADER.at.MessageType, le)]
+    return m ~= nil and (not whole or m.sizes == nil or m.sizes[n - RT_HEADER.len] == true)
+end
+
+-- src/datagram/rtnp.rs `consistent`, defined with the envelope reader and JSON parser (rtnp.lua).
+local rtnp_consistent
+
+--- The dialect the UDP payload in `tvb` proves by itself, or nil: `Dialect::recognise`, and of a
+--- datagram the capture cut short, what it holds shows (src/pipeline/mod.rs `recognise_cut`).
+local function recognise(tvb)
+    local n = tvb:len()
+    if n == 0 then return nil end
+    -- The first bytes decide whether the rest is worth reading (most UDP is not).
+    local dialect = detect(tvb:raw(0, n < 16 and n or 16), n)
+    if dialect == nil then return nil end
+    local s = tvb:raw(0, n)
+    if tvb:reported_len() > n then
+        if dialect == "rtype" then return n >= HEADERS[1].len and rtype_known(s) and dialect or nil end
+        if dialect == "rt" then return rt_consistent(s, n, false) and dialect or nil end
+        return dialect
+    end
+    if dialect == "rtype" then return rtype_consistent(s, n) and dialect or nil end
+    if dialect == "rt" then return rt_consistent(s, n, true) and dialect or nil end
+    return rtnp_consistent(s, n) and dialect or nil
 end
 
 -- ---------------------------------------------------------------------------------------------
@@ -3590,11 +3713,45 @@ local CONVS, CONV_COUNT, CONV_OF, CONV_LIST
 -- Statistics: datagrams by dialect, direction and message, findings by rule.
 local STATS
 
+-- Claims (one table: Lua allows 200 locals in the file's main function): `overflow`, the dialect
+-- of the frames of conversation 0 (past the limit) by frame; the datagram whose claim was last
+-- decided on its first pass (`frame`, `sport`, `dport`), the `dialect` claimed and the
+-- conversation `conv` it belongs to (nil: a new one); the dialect being dissected (`dissecting`).
+local CLAIM
+
 local function shared_reset()
     CONVS, CONV_COUNT, CONV_OF, CONV_LIST = {}, 0, {}, {}
     STATS = { messages = {}, rules = {}, datagrams = 0 }
+    CLAIM = { overflow = {} }
 end
 shared_reset()
+
+--- The dialect the UDP payload in `tvb` is claimed as, or nil, as src/pipeline/mod.rs decides:
+--- every datagram of a recognised conversation is its dialect (one whose magic or framing broke
+--- is that dialect's malformed datagram); any other proves its dialect by itself (`recognise`),
+--- which starts a conversation, or is other UDP. Decided on the frame's first pass, in frame
+--- order, and read back on later ones.
+local function claim(tvb, pinfo)
+    local frame = pinfo.number
+    local conv = CONV_OF[frame]
+    if conv == nil and pinfo.visited then return nil end
+    if conv ~= nil then
+        if conv == 0 then return CLAIM.overflow[frame] end
+        return CONV_LIST[conv].dialect
+    end
+    -- First pass: the heuristic dissectors and the port ask in turn; decide once. The
+    -- conversation, either way round (src/session/mod.rs `Conversations::find`).
+    local sport, dport = pinfo.src_port, pinfo.dst_port
+    local c = CLAIM
+    if c.frame ~= frame or c.sport ~= sport or c.dport ~= dport then
+        c.frame, c.sport, c.dport = frame, sport, dport
+        local src, dst = tostring(pinfo.src), tostring(pinfo.dst)
+        conv = CONVS[src .. "|" .. sport .. "|" .. dst] or CONVS[dst .. "|" .. dport .. "|" .. src]
+        c.conv = conv
+        c.dialect = conv and CONV_LIST[conv].dialect or recognise(tvb)
+    end
+    return c.dialect
+end
 
 --- The conversation number of the frame: on its first pass, the conversation its addresses
 --- belong to either way round (the server answers from another port than it listens on), else
@@ -3606,10 +3763,11 @@ local function conversation_of(pinfo, c2s)
     local frame = pinfo.number
     local n = CONV_OF[frame]
     if n then return n, false end
-    local src, dst, sport, dport = tostring(pinfo.src), tostring(pinfo.dst), pinfo.src_port, pinfo.dst_port
-    local as_client, as_server = src .. "|" .. sport .. "|" .. dst, dst .. "|" .. dport .. "|" .. src
-    n = CONVS[as_client] or CONVS[as_server]
+    -- The claim found it (every first pass claims before it dissects).
+    n = CLAIM.conv
     if n == nil then
+        local src, dst, sport, dport = tostring(pinfo.src), tostring(pinfo.dst), pinfo.src_port, pinfo.dst_port
+        local as_client, as_server = src .. "|" .. sport .. "|" .. dst, dst .. "|" .. dport .. "|" .. src
         if CONV_COUNT < C.MAX_CONVERSATIONS then
             CONV_COUNT = CONV_COUNT + 1
             n = CONV_COUNT
@@ -3621,9 +3779,11 @@ local function conversation_of(pinfo, c2s)
                 CONVS[as_server] = n
                 client, server = dst .. ":" .. dport, src .. ":" .. sport
             end
-            CONV_LIST[n] = { client = client, server = server, first = frame, datagrams = 0, bytes = 0 }
+            CONV_LIST[n] = { client = client, server = server, first = frame, datagrams = 0, bytes = 0,
+                             dialect = CLAIM.dissecting }
         else
             n = 0
+            CLAIM.overflow[frame] = CLAIM.dissecting
         end
     end
     CONV_OF[frame] = n
@@ -3683,7 +3843,8 @@ end
 --- protocol `proto`, column text `column`: a Lua error in the driver becomes the dialect's
 --- malformed expert info (`rules.malformed`) instead of Wireshark's.
 local function dissect_as(dialect, proto, column, rules, datagram, tvb, pinfo, tree)
-    if recognise(tvb) ~= dialect then return 0 end
+    if claim(tvb, pinfo) ~= dialect then return 0 end
+    CLAIM.dissecting = dialect
     pinfo.cols.protocol:set(column)
     local mode = tree_mode(tree)
     local root = mode > 0 and tree:add(proto, tvb()) or tree
@@ -3933,6 +4094,12 @@ local function rtype_datagram(tvb, pinfo, tree, root, mode)
         return
     end
 
+    -- A datagram of an rtype conversation whose magic broke is rtype's malformed datagram.
+    local magic = hv(b, h.at.Magic)
+    if magic ~= C.MAGIC and not cut then
+        found = report(found, RULE.magic, 0, 4, sfmt("it starts with %08X", magic))
+    end
+
     -- The payload: what the datagram holds between header and CRC (of a cut datagram, what the
     -- capture holds of it).
     local payload_at = h.len
@@ -4154,13 +4321,14 @@ end
 -- decisions are kept by frame number (see the shared state above).
 -- ---------------------------------------------------------------------------------------------
 
--- Known servers (address|port), their count; by conversation, the byte order was reported; by
+-- Known servers (address|port), their count; by conversation, the byte order was reported and
+-- the byte order of its first datagram (true: little-endian), which later ones are read in; by
 -- frame, the first little-endian datagram of its conversation and a wrong direction ("client"
 -- or "server": who sent it).
-local RT_SERVERS, RT_SERVER_COUNT, RT_ORDER_CONV, RT_ORDER, RT_WRONG
+local RT_SERVERS, RT_SERVER_COUNT, RT_ORDER_CONV, RT_LE_CONV, RT_ORDER, RT_WRONG
 
 local function rt_reset()
-    RT_SERVERS, RT_SERVER_COUNT, RT_ORDER_CONV, RT_ORDER, RT_WRONG = {}, 0, {}, {}, {}
+    RT_SERVERS, RT_SERVER_COUNT, RT_ORDER_CONV, RT_LE_CONV, RT_ORDER, RT_WRONG = {}, 0, {}, {}, {}, {}
 end
 rt_reset()
 
@@ -4207,10 +4375,27 @@ local function rt_datagram(tvb, pinfo, tree, root, mode)
     local cut = reported > n
     local frame = pinfo.number
     local b = bytes_of(tvb:raw(0, n), n)
-    local le = b[1] * 256 + b[2] == C_RT.MAGIC_LE
     local found
     if cut then
         found = report(found, RULE_RT.snaplen, 0, n, sfmt("%d of %d bytes captured", n, reported))
+    end
+    -- The byte order: the magic's, unless the conversation's first datagram set another (a magic
+    -- in the other order, or broken, is read in the conversation's and reported; src/datagram/rt.rs
+    -- `parse`). A cut datagram is read so too, and not judged on it.
+    local known = CONV_OF[frame] or CLAIM.conv
+    local order = known and RT_LE_CONV[known]
+    local magic = n >= 2 and b[1] * 256 + b[2] or nil
+    local le
+    if magic == C_RT.MAGIC_LE or magic == C_RT.MAGIC_BE then
+        le = magic == C_RT.MAGIC_LE
+        if order ~= nil and order ~= le then
+            if not cut then found = report(found, RULE_RT.byte_order_switch, 0, 2, sfmt("magic %04X", magic)) end
+            le = order
+        end
+    else
+        if magic and not cut then found = report(found, RULE_RT.magic, 0, 2, sfmt("magic %04X", magic)) end
+        -- Real servers send little-endian (spec-notes B).
+        le = order == nil or order
     end
 
     local h = RT_HEADER
@@ -4276,6 +4461,7 @@ local function rt_datagram(tvb, pinfo, tree, root, mode)
         end
     end
     local conv, first = conversation_of(pinfo, c2s)
+    if conv ~= 0 and RT_LE_CONV[conv] == nil then RT_LE_CONV[conv] = le end
     if first and le then
         -- The byte order is the document's rule broken by the whole conversation: said once.
         if not RT_ORDER_CONV[conv] then RT_ORDER[frame] = true end
@@ -4566,6 +4752,17 @@ local function json_parse(s)
     ws()
     if pos <= n then fail("trailing characters") end
     return v
+end
+
+rtnp_consistent = function(s, n)
+    if sbyte(s, 1) ~= 0x7B then return read_envelope(s) ~= nil end
+    -- Raw JSON: an object within the limits whose "type" is one of the document's messages.
+    if n > C_RTNP.MAX_JSON or too_deep(s, C_RTNP.MAX_DEPTH) or not utf8_valid(bytes_of(s, n), 1, n) then return false end
+    local ok, v = pcall(json_parse, s)
+    if not ok or v.t ~= "object" then return false end
+    local jt = v.map["type"]
+    local m = jt and jt.t == "string" and RTNP_MESSAGES[jt.v]
+    return m and not m.seen and true or false
 end
 
 --- Whether a JSON value has the JSON Schema type `ty` (src/datagram/rtnp.rs `has_type`).

@@ -294,17 +294,21 @@ impl Message {
     /// Whether a payload of `len` bytes can be this message: any length when its layout (or one
     /// of its variants') varies, else one of the fixed sizes of the document or a variant.
     pub fn size_fits(&self, len: usize) -> bool {
-        let body = self.fixed_size();
-        std::iter::once(body)
-            .chain(self.variants.iter().map(|v| {
-                let nodes = nodes_fixed_size(v.nodes);
-                if v.extends_body {
-                    body.zip(nodes).map(|(b, n)| b + n)
-                } else {
-                    nodes
-                }
-            }))
+        self.layout_sizes()
             .any(|size| size.is_none_or(|size| size == len))
+    }
+
+    /// The payload size of the document's layout and of each variant (`None`: it varies).
+    pub fn layout_sizes(&self) -> impl Iterator<Item = Option<usize>> + '_ {
+        let body = self.fixed_size();
+        std::iter::once(body).chain(self.variants.iter().map(move |v| {
+            let nodes = nodes_fixed_size(v.nodes);
+            if v.extends_body {
+                body.zip(nodes).map(|(b, n)| b + n)
+            } else {
+                nodes
+            }
+        }))
     }
 }
 

@@ -255,6 +255,7 @@ fn rtype_rules() -> Vec<(&'static str, Rule)> {
         ("undefined_bit", r.undefined_bit),
         ("unknown_entity_type", Rule::RtypeUnknownEntityType),
         ("short", Rule::RtypeShortDatagram),
+        ("magic", Rule::RtypeMagic),
         ("old_header", Rule::RtypeOldHeader),
         ("version", Rule::RtypeVersion),
         ("packet_type", Rule::RtypePacketType),
@@ -287,7 +288,9 @@ fn rt_rules() -> Vec<(&'static str, Rule)> {
         ("reserved_bit", r.reserved_bit),
         ("undefined_bit", r.undefined_bit),
         ("short", Rule::RtShort),
+        ("magic", Rule::RtMagic),
         ("byte_order", Rule::RtByteOrder),
+        ("byte_order_switch", Rule::RtByteOrderSwitch),
         ("packet_type", Rule::RtPacketType),
         ("unknown_type", Rule::RtUnknownType),
         ("reserved_flags", Rule::RtReservedFlags),
@@ -893,6 +896,11 @@ impl Gen {
             );
             if let Some(size) = m.fixed_size() {
                 let _ = writeln!(out, "    fixed = {size},");
+            }
+            // The payload sizes a datagram of it can have (`Message::size_fits`; none: any).
+            if let Some(sizes) = m.layout_sizes().collect::<Option<BTreeSet<_>>>() {
+                let sizes: Vec<String> = sizes.iter().map(|n| format!("[{n}] = true")).collect();
+                let _ = writeln!(out, "    sizes = {{ {} }},", sizes.join(", "));
             }
             if let Some(rule) = m.seen_rule {
                 let _ = writeln!(out, "    seen = {},", lua_str(rule.id()));
@@ -1787,10 +1795,7 @@ mod tests {
         assert_eq!(
             left,
             [
-                "rtype.header.magic",
                 "rtype.chunk.missing",
-                "rt.byte-order.switch",
-                "rt.header.magic",
                 "rt.reliable.unacknowledged",
                 "rtnp.message.direction",
                 "rtnp.epoch.sequence",

@@ -14,11 +14,45 @@ local CONVS, CONV_COUNT, CONV_OF, CONV_LIST
 -- Statistics: datagrams by dialect, direction and message, findings by rule.
 local STATS
 
+-- Claims (one table: Lua allows 200 locals in the file's main function): `overflow`, the dialect
+-- of the frames of conversation 0 (past the limit) by frame; the datagram whose claim was last
+-- decided on its first pass (`frame`, `sport`, `dport`), the `dialect` claimed and the
+-- conversation `conv` it belongs to (nil: a new one); the dialect being dissected (`dissecting`).
+local CLAIM
+
 local function shared_reset()
     CONVS, CONV_COUNT, CONV_OF, CONV_LIST = {}, 0, {}, {}
     STATS = { messages = {}, rules = {}, datagrams = 0 }
+    CLAIM = { overflow = {} }
 end
 shared_reset()
+
+--- The dialect the UDP payload in `tvb` is claimed as, or nil, as src/pipeline/mod.rs decides:
+--- every datagram of a recognised conversation is its dialect (one whose magic or framing broke
+--- is that dialect's malformed datagram); any other proves its dialect by itself (`recognise`),
+--- which starts a conversation, or is other UDP. Decided on the frame's first pass, in frame
+--- order, and read back on later ones.
+local function claim(tvb, pinfo)
+    local frame = pinfo.number
+    local conv = CONV_OF[frame]
+    if conv == nil and pinfo.visited then return nil end
+    if conv ~= nil then
+        if conv == 0 then return CLAIM.overflow[frame] end
+        return CONV_LIST[conv].dialect
+    end
+    -- First pass: the heuristic dissectors and the port ask in turn; decide once. The
+    -- conversation, either way round (src/session/mod.rs `Conversations::find`).
+    local sport, dport = pinfo.src_port, pinfo.dst_port
+    local c = CLAIM
+    if c.frame ~= frame or c.sport ~= sport or c.dport ~= dport then
+        c.frame, c.sport, c.dport = frame, sport, dport
+        local src, dst = tostring(pinfo.src), tostring(pinfo.dst)
+        conv = CONVS[src .. "|" .. sport .. "|" .. dst] or CONVS[dst .. "|" .. dport .. "|" .. src]
+        c.conv = conv
+        c.dialect = conv and CONV_LIST[conv].dialect or recognise(tvb)
+    end
+    return c.dialect
+end
 
 --- The conversation number of the frame: on its first pass, the conversation its addresses
 --- belong to either way round (the server answers from another port than it listens on), else
@@ -30,10 +64,11 @@ local function conversation_of(pinfo, c2s)
     local frame = pinfo.number
     local n = CONV_OF[frame]
     if n then return n, false end
-    local src, dst, sport, dport = tostring(pinfo.src), tostring(pinfo.dst), pinfo.src_port, pinfo.dst_port
-    local as_client, as_server = src .. "|" .. sport .. "|" .. dst, dst .. "|" .. dport .. "|" .. src
-    n = CONVS[as_client] or CONVS[as_server]
+    -- The claim found it (every first pass claims before it dissects).
+    n = CLAIM.conv
     if n == nil then
+        local src, dst, sport, dport = tostring(pinfo.src), tostring(pinfo.dst), pinfo.src_port, pinfo.dst_port
+        local as_client, as_server = src .. "|" .. sport .. "|" .. dst, dst .. "|" .. dport .. "|" .. src
         if CONV_COUNT < C.MAX_CONVERSATIONS then
             CONV_COUNT = CONV_COUNT + 1
             n = CONV_COUNT
@@ -45,9 +80,11 @@ local function conversation_of(pinfo, c2s)
                 CONVS[as_server] = n
                 client, server = dst .. ":" .. dport, src .. ":" .. sport
             end
-            CONV_LIST[n] = { client = client, server = server, first = frame, datagrams = 0, bytes = 0 }
+            CONV_LIST[n] = { client = client, server = server, first = frame, datagrams = 0, bytes = 0,
+                             dialect = CLAIM.dissecting }
         else
             n = 0
+            CLAIM.overflow[frame] = CLAIM.dissecting
         end
     end
     CONV_OF[frame] = n
@@ -107,7 +144,8 @@ end
 --- protocol `proto`, column text `column`: a Lua error in the driver becomes the dialect's
 --- malformed expert info (`rules.malformed`) instead of Wireshark's.
 local function dissect_as(dialect, proto, column, rules, datagram, tvb, pinfo, tree)
-    if recognise(tvb) ~= dialect then return 0 end
+    if claim(tvb, pinfo) ~= dialect then return 0 end
+    CLAIM.dissecting = dialect
     pinfo.cols.protocol:set(column)
     local mode = tree_mode(tree)
     local root = mode > 0 and tree:add(proto, tvb()) or tree
@@ -355,6 +393,12 @@ local function rtype_datagram(tvb, pinfo, tree, root, mode)
         if first then count_datagram(frame, "rtype", conv, reported, nil, nil, "UNKNOWN", found) end
         emit(t and root or tree, tvb, 0, found, vis)
         return
+    end
+
+    -- A datagram of an rtype conversation whose magic broke is rtype's malformed datagram.
+    local magic = hv(b, h.at.Magic)
+    if magic ~= C.MAGIC and not cut then
+        found = report(found, RULE.magic, 0, 4, sfmt("it starts with %08X", magic))
     end
 
     -- The payload: what the datagram holds between header and CRC (of a cut datagram, what the

@@ -6,13 +6,14 @@
 -- decisions are kept by frame number (see the shared state above).
 -- ---------------------------------------------------------------------------------------------
 
--- Known servers (address|port), their count; by conversation, the byte order was reported; by
+-- Known servers (address|port), their count; by conversation, the byte order was reported and
+-- the byte order of its first datagram (true: little-endian), which later ones are read in; by
 -- frame, the first little-endian datagram of its conversation and a wrong direction ("client"
 -- or "server": who sent it).
-local RT_SERVERS, RT_SERVER_COUNT, RT_ORDER_CONV, RT_ORDER, RT_WRONG
+local RT_SERVERS, RT_SERVER_COUNT, RT_ORDER_CONV, RT_LE_CONV, RT_ORDER, RT_WRONG
 
 local function rt_reset()
-    RT_SERVERS, RT_SERVER_COUNT, RT_ORDER_CONV, RT_ORDER, RT_WRONG = {}, 0, {}, {}, {}
+    RT_SERVERS, RT_SERVER_COUNT, RT_ORDER_CONV, RT_LE_CONV, RT_ORDER, RT_WRONG = {}, 0, {}, {}, {}, {}
 end
 rt_reset()
 
@@ -59,10 +60,27 @@ local function rt_datagram(tvb, pinfo, tree, root, mode)
     local cut = reported > n
     local frame = pinfo.number
     local b = bytes_of(tvb:raw(0, n), n)
-    local le = b[1] * 256 + b[2] == C_RT.MAGIC_LE
     local found
     if cut then
         found = report(found, RULE_RT.snaplen, 0, n, sfmt("%d of %d bytes captured", n, reported))
+    end
+    -- The byte order: the magic's, unless the conversation's first datagram set another (a magic
+    -- in the other order, or broken, is read in the conversation's and reported; src/datagram/rt.rs
+    -- `parse`). A cut datagram is read so too, and not judged on it.
+    local known = CONV_OF[frame] or CLAIM.conv
+    local order = known and RT_LE_CONV[known]
+    local magic = n >= 2 and b[1] * 256 + b[2] or nil
+    local le
+    if magic == C_RT.MAGIC_LE or magic == C_RT.MAGIC_BE then
+        le = magic == C_RT.MAGIC_LE
+        if order ~= nil and order ~= le then
+            if not cut then found = report(found, RULE_RT.byte_order_switch, 0, 2, sfmt("magic %04X", magic)) end
+            le = order
+        end
+    else
+        if magic and not cut then found = report(found, RULE_RT.magic, 0, 2, sfmt("magic %04X", magic)) end
+        -- Real servers send little-endian (spec-notes B).
+        le = order == nil or order
     end
 
     local h = RT_HEADER
@@ -128,6 +146,7 @@ local function rt_datagram(tvb, pinfo, tree, root, mode)
         end
     end
     local conv, first = conversation_of(pinfo, c2s)
+    if conv ~= 0 and RT_LE_CONV[conv] == nil then RT_LE_CONV[conv] = le end
     if first and le then
         -- The byte order is the document's rule broken by the whole conversation: said once.
         if not RT_ORDER_CONV[conv] then RT_ORDER[frame] = true end

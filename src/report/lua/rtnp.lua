@@ -241,6 +241,17 @@ local function json_parse(s)
     return v
 end
 
+rtnp_consistent = function(s, n)
+    if sbyte(s, 1) ~= 0x7B then return read_envelope(s) ~= nil end
+    -- Raw JSON: an object within the limits whose "type" is one of the document's messages.
+    if n > C_RTNP.MAX_JSON or too_deep(s, C_RTNP.MAX_DEPTH) or not utf8_valid(bytes_of(s, n), 1, n) then return false end
+    local ok, v = pcall(json_parse, s)
+    if not ok or v.t ~= "object" then return false end
+    local jt = v.map["type"]
+    local m = jt and jt.t == "string" and RTNP_MESSAGES[jt.v]
+    return m and not m.seen and true or false
+end
+
 --- Whether a JSON value has the JSON Schema type `ty` (src/datagram/rtnp.rs `has_type`).
 local function has_type(v, ty)
     if ty == "string" then return v.t == "string" end
