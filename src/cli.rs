@@ -6,8 +6,9 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
+use crate::app::inputs::InputArgs;
 use crate::app::{
     read_capture, write_stdout, written, ColorChoice, Format, OutputFile, ReadOpts, Term,
 };
@@ -15,11 +16,16 @@ use crate::proto::profile::Profile;
 use crate::proto::CATALOG;
 use crate::report;
 
+/// `rtype-inspect FILE` is `rtype-inspect summary FILE`: the summary's arguments are accepted at
+/// the top level, options anywhere, when no command is named.
 #[derive(Parser)]
 #[command(
     name = "rtype-inspect",
     version,
-    about = "Inspect R-Type UDP game traffic in pcap and pcapng captures"
+    about = "Inspect R-Type UDP game traffic in pcap and pcapng captures",
+    arg_required_else_help = true,
+    override_usage = "rtype-inspect [OPTIONS] [FILE]...\n       rtype-inspect [--color WHEN] <COMMAND> ...",
+    after_help = "Without a command, rtype-inspect summarises the capture (the summary command)."
 )]
 pub struct Cli {
     /// When to colour text: auto (on a terminal, unless NO_COLOR is set or TERM is dumb),
@@ -27,7 +33,21 @@ pub struct Cli {
     #[arg(long, value_enum, global = true, default_value = "auto")]
     color: ColorChoice,
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
+    #[command(flatten)]
+    summary: SummaryArgs,
+}
+
+/// The summary's arguments, at the top level and under `summary`.
+#[derive(clap::Args)]
+struct SummaryArgs {
+    #[command(flatten)]
+    inputs: InputArgs,
+    /// Output form: text (tables), or json (one document).
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+    #[command(flatten)]
+    read: ReadOpts,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -76,17 +96,12 @@ Display filters (-Y), as in Wireshark, on the dissector's field names (rtype-ins
 enum Command {
     /// Summarise a capture: conversations, message counts, violations (the default command).
     #[command(after_help = FILTER_EXAMPLES)]
-    Summary {
-        file: PathBuf,
-        #[arg(long, value_enum, default_value = "text")]
-        format: Format,
-        #[command(flatten)]
-        read: ReadOpts,
-    },
+    Summary(SummaryArgs),
     /// One line per datagram; -V for the decoded tree, -x for a hex dump.
     #[command(after_help = FILTER_EXAMPLES)]
     Packets {
-        file: PathBuf,
+        #[command(flatten)]
+        inputs: InputArgs,
         /// Print every decoded field.
         #[arg(short = 'V', long)]
         verbose: bool,
@@ -101,10 +116,8 @@ enum Command {
     /// Export the JSON timeline (NDJSON by default), or a Parquet dataset of many captures.
     #[command(after_help = EXPORT_HELP)]
     Export {
-        /// Captures; with --format parquet, any number of files and directories (searched
-        /// recursively for .pcap, .pcapng, .cap and .gz files).
-        #[arg(required = true, value_name = "FILE")]
-        files: Vec<PathBuf>,
+        #[command(flatten)]
+        inputs: InputArgs,
         /// Output file, - for standard output; with --format parquet, the dataset's directory.
         #[arg(short, long, default_value = "-")]
         output: PathBuf,
@@ -147,6 +160,7 @@ enum Command {
     },
     /// List every display-filter field (like tshark -G fields): name, type, label.
     Fields {
+        /// Output form: text (tshark -G fields' lines), or json (one document).
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
         /// Also list each field's value strings (V lines).
@@ -158,15 +172,17 @@ enum Command {
     },
     /// List the catalog of violations.
     Violations {
+        /// Output form: text (a table), json (one document), or markdown (the README's table).
         #[arg(long, value_enum, default_value = "text")]
         format: CatalogFormat,
     },
     /// Write the Wireshark Lua dissector generated from the protocol description.
     Dissector {
         /// Output file (default: standard output).
-        #[arg(short, long)]
+        #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
-        #[arg(long, value_name = "FILE")]
+        /// Snapshot profile to build in as the default layout (a bundled name or a TOML file).
+        #[arg(long, value_name = "NAME|FILE")]
         profile: Option<PathBuf>,
     },
     /// Capture live on a Linux interface (root or CAP_NET_RAW): the packet list as datagrams
@@ -175,6 +191,7 @@ enum Command {
     Live(report::live::LiveArgs),
     /// List the network interfaces live capture can use.
     Interfaces {
+        /// Output form: text (a table), or json (one document).
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
     },
@@ -186,47 +203,29 @@ enum Command {
         /// Write a large benchmark capture with this many datagrams to --output.
         #[arg(long, value_name = "N")]
         large: Option<u64>,
-        #[arg(short, long)]
+        /// The file --large writes.
+        #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
     },
 }
 
-const SUBCOMMANDS: &[&str] = &[
-    "summary",
-    "stats",
-    "check",
-    "profile",
-    "diff",
-    "report",
-    "packets",
-    "export",
-    "violations",
-    "fields",
-    "tables",
-    "protocol",
-    "dissector",
-    "generate",
-    "live",
-    "interfaces",
-    "help",
-];
-
 /// Runs the command line; `rtype-inspect FILE` means `rtype-inspect summary FILE`.
 pub fn main() -> ExitCode {
-    let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if let Some(first) = args.get(1).and_then(|a| a.to_str()) {
-        if !first.starts_with('-') && !SUBCOMMANDS.contains(&first) {
-            args.insert(1, "summary".into());
-        }
-    }
-    let cli = match Cli::try_parse_from(args) {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let cli = match parse(&args) {
         Ok(cli) => cli,
-        Err(e) => {
-            let _ = e.print();
-            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        Err(e) => return clap_exit(&e),
+    };
+    let command = match cli.command {
+        Some(command) => command,
+        None => {
+            if let Some(e) = mistyped_command(&cli.summary.inputs.files) {
+                return clap_exit(&e);
+            }
+            Command::Summary(cli.summary)
         }
     };
-    match run(cli.command, Term::stdout(cli.color)) {
+    match run(command, Term::stdout(cli.color)) {
         Ok(code) => code,
         Err(message) => {
             eprintln!("rtype-inspect: {message}");
@@ -235,11 +234,72 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// Parses the arguments; the summary's options go after a command's name, not before it (only
+/// the global --color may).
+fn parse(args: &[std::ffi::OsString]) -> Result<Cli, clap::Error> {
+    let mut command = Cli::command();
+    let matches = command.try_get_matches_from_mut(args)?;
+    if let Some((name, _)) = matches.subcommand() {
+        let before = matches.ids().find(|id| {
+            id.as_str() != "color"
+                && matches.value_source(id.as_str()) == Some(clap::parser::ValueSource::CommandLine)
+        });
+        if let Some(id) = before {
+            let arg = command.get_arguments().find(|a| a.get_id() == id);
+            let shown = arg.map_or_else(
+                || id.to_string(),
+                |a| match a.get_long() {
+                    Some(long) => format!("--{long}"),
+                    None => a.get_value_names().unwrap_or_default().join(" "),
+                },
+            );
+            return Err(command.error(
+                clap::error::ErrorKind::ArgumentConflict,
+                format!("{shown} comes before the command {name}: put it after {name}"),
+            ));
+        }
+    }
+    Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut command))
+}
+
+/// Prints clap's message; help and version exit 0, errors 2.
+fn clap_exit(e: &clap::Error) -> ExitCode {
+    let _ = e.print();
+    ExitCode::from(if e.use_stderr() { 2 } else { 0 })
+}
+
+/// clap's "unrecognized subcommand ... a similar subcommand exists" for a first argument that is
+/// no file but looks like a mistyped command (`pakcets`, `violation`): without it the summary
+/// would say "No such file". A file of that name is read as a capture.
+fn mistyped_command(files: &[PathBuf]) -> Option<clap::Error> {
+    let word = files.first()?.to_str()?;
+    if word.contains(['.', '/', std::path::MAIN_SEPARATOR]) || std::path::Path::new(word).exists() {
+        return None;
+    }
+    let cli = Cli::command();
+    let usage = cli.clone().render_usage().to_string();
+    let mut only_commands = clap::Command::new("rtype-inspect")
+        .subcommands(cli.get_subcommands().cloned())
+        .override_usage(usage.trim_start_matches("Usage: ").to_owned());
+    let e = only_commands
+        .try_get_matches_from_mut(["rtype-inspect", word])
+        .err()?;
+    e.get(clap::error::ContextKind::SuggestedSubcommand)?;
+    Some(e)
+}
+
 fn run(command: Command, term: Term) -> Result<ExitCode, String> {
     match command {
-        Command::Summary { file, format, read } => {
+        Command::Summary(SummaryArgs {
+            inputs,
+            format,
+            read,
+        }) => {
+            let file = inputs.one("summary")?;
+            let mut reading = read.reading()?;
+            reading.count = inputs.count;
             let mut summary = report::summary::Summary::default();
-            read_capture(&file, &read.reading()?, &mut summary)?;
+            read_capture(&file, &reading, &mut summary)?;
             let text = match format {
                 Format::Json => {
                     serde_json::to_string_pretty(summary.json()).unwrap_or_default() + "\n"
@@ -249,7 +309,7 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
             write_stdout(text.as_bytes())
         }
         Command::Packets {
-            file,
+            inputs,
             verbose,
             hex,
             filter,
@@ -260,7 +320,9 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
                 hex,
                 width: term.width,
             };
-            let reading = read.reading()?;
+            let file = inputs.one("packets")?;
+            let mut reading = read.reading()?;
+            reading.count = inputs.count;
             let out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
             let mut packets = report::packets::Packets::new(out, options, filter.build()?);
             read_capture(&file, &reading, &mut packets)?;
@@ -270,7 +332,7 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
             written(packets.error)
         }
         Command::Export {
-            files,
+            inputs,
             output,
             format,
             json_array,
@@ -278,7 +340,14 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
             filter,
             read,
         } => {
-            let (reading, filter) = (read.reading()?, filter.build()?);
+            let (mut reading, filter) = (read.reading()?, filter.build()?);
+            reading.count = inputs.count;
+            let files = inputs.paths();
+            if files.is_empty() {
+                return Err(
+                    "export: give a capture file (FILE or -r FILE; - reads standard input)".into(),
+                );
+            }
             if format == ExportFormat::Parquet {
                 if output.as_os_str() == "-" {
                     return Err(

@@ -5,6 +5,40 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
+/// The captures a reading command is given, as tshark (`-r`) and ripgrep (any number of files
+/// and directories) take them, and tshark's `-c`.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct InputArgs {
+    /// Capture file (pcap or pcapng, gzipped or not); - reads standard input.
+    #[arg(value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Capture file to read, as tshark -r (the same as giving it as FILE); repeatable.
+    #[arg(short = 'r', long = "read-file", value_name = "FILE")]
+    pub read: Vec<PathBuf>,
+    /// Stop after N datagrams, counting those that pass the filters (tshark's -c).
+    #[arg(short = 'c', long = "count", value_name = "N",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub count: Option<u64>,
+}
+
+impl InputArgs {
+    /// Every capture named, the positional ones first, then `-r`'s.
+    pub fn paths(&self) -> Vec<PathBuf> {
+        self.files.iter().chain(&self.read).cloned().collect()
+    }
+
+    /// The one capture a command reads; `command` names it in the error.
+    pub fn one(&self, command: &str) -> Result<PathBuf, String> {
+        match &self.paths()[..] {
+            [file] => Ok(file.clone()),
+            [] => Err(format!(
+                "{command}: give a capture file (FILE or -r FILE; - reads standard input)"
+            )),
+            _ => Err(format!("{command} reads one capture")),
+        }
+    }
+}
+
 /// File names a directory's captures end with.
 pub const CAPTURE_EXTENSIONS: &[&str] = &[".pcap", ".pcapng", ".cap", ".gz"];
 

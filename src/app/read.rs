@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::config::{check_snapshot_hz, check_snapshot_tolerance, Config};
-use crate::capture::CaptureReader;
+use crate::capture::{CaptureInfo, CaptureReader};
 use crate::display_filter::DisplayFilter;
-use crate::pipeline::{Pipeline, Sink};
+use crate::pipeline::{Pipeline, RunEnd, Sink};
 use crate::proto::profile::Profile;
 use crate::proto::registry::Registry;
 use crate::session::analysis;
@@ -56,6 +56,8 @@ pub struct Reading {
     pub analysis: analysis::Config,
     /// The display filter, compiled against the profile's fields.
     pub filter: Option<DisplayFilter>,
+    /// Stop after this many datagrams that pass the filters (`-c N`).
+    pub count: Option<u64>,
 }
 
 impl ReadOpts {
@@ -101,6 +103,7 @@ impl ReadOpts {
             port: self.port,
             quiet: self.quiet,
             analysis,
+            count: None,
         })
     }
 }
@@ -115,17 +118,83 @@ impl Reading {
     }
 }
 
-/// Reads one capture into `sink`, with a progress bar on a terminal.
+/// The file name that stands for standard input.
+pub const STDIN: &str = "-";
+
+/// Reads one capture into `sink` (`-` is standard input), with a progress bar on a terminal;
+/// with a count, stops after that many datagrams.
 pub fn read_capture<S: Sink>(file: &Path, reading: &Reading, sink: &mut S) -> Result<(), String> {
-    let mut reader = CaptureReader::open(file).map_err(|e| e.to_string())?;
+    let mut reader = if file.as_os_str() == STDIN {
+        CaptureReader::from_read(file, Box::new(std::io::stdin()))
+    } else {
+        CaptureReader::open(file)
+    }
+    .map_err(|e| e.to_string())?;
     let progress =
         (!reading.quiet && std::io::stderr().is_terminal()).then(|| progress_bar(file, &reader));
-    let result = reading.pipeline().run(&mut reader, sink);
+    let result = match reading.count {
+        Some(limit) => {
+            let mut limited = Limited {
+                inner: sink,
+                left: limit,
+            };
+            reading.pipeline().run(&mut reader, &mut limited)
+        }
+        None => reading.pipeline().run(&mut reader, sink),
+    };
     if let Some((bar, stop)) = progress {
         stop.store(true, Ordering::Relaxed);
         bar.finish_and_clear();
     }
     result.map_err(|e| e.to_string())
+}
+
+/// A sink that takes `left` more datagrams (those the filters pass), then asks reading to stop:
+/// tshark's `-c N`.
+struct Limited<'a, S> {
+    inner: &'a mut S,
+    left: u64,
+}
+
+impl<S: Sink> Sink for Limited<'_, S> {
+    type Fields = S::Fields;
+    fn fields(&mut self) -> &mut S::Fields {
+        self.inner.fields()
+    }
+    fn start(&mut self, info: &CaptureInfo) {
+        self.inner.start(info);
+    }
+    fn begin(&mut self, conversations: &crate::session::Conversations, conversation: u32) {
+        self.inner.begin(conversations, conversation);
+    }
+    fn datagram(&mut self, event: &crate::session::event::DatagramEvent<'_>) {
+        if self.left > 0 {
+            self.left -= 1;
+            self.inner.datagram(event);
+        }
+    }
+    fn skipped(&mut self, event: &crate::session::event::DatagramEvent<'_>) {
+        self.inner.skipped(event);
+    }
+    fn analysed(
+        &mut self,
+        event: &crate::session::event::DatagramEvent<'_>,
+        analysis: &analysis::Analysis,
+    ) {
+        self.inner.analysed(event, analysis);
+    }
+    fn reassembled(&mut self, event: &crate::session::event::ReassembledEvent<'_>) {
+        self.inner.reassembled(event);
+    }
+    fn loose(&mut self, finding: &crate::session::event::LooseFinding) {
+        self.inner.loose(finding);
+    }
+    fn end(&mut self, end: &RunEnd<'_>) {
+        self.inner.end(end);
+    }
+    fn done(&self) -> bool {
+        self.left == 0 || self.inner.done()
+    }
 }
 
 /// A progress bar over the file's bytes, fed from the reader's counter by a ticker thread; for a

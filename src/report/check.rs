@@ -21,7 +21,7 @@ use super::profile::Profiler;
 use super::summary::{RuleCounts, MAX_FRAMES};
 use super::table;
 use crate::app::config::unknown_rules;
-use crate::app::inputs::{capture_files, default_threads, parallel};
+use crate::app::inputs::{capture_files, default_threads, parallel, InputArgs};
 use crate::app::{read_capture, write_stdout, ReadOpts, Reading, Term};
 use crate::capture::CaptureInfo;
 use crate::message::NoFields;
@@ -66,8 +66,8 @@ pub enum CheckFormat {
 #[derive(clap::Args)]
 pub struct CheckArgs {
     /// Captures to judge, each on its own (a directory: the captures under it).
-    #[arg(required = true, value_name = "FILE")]
-    files: Vec<PathBuf>,
+    #[command(flatten)]
+    inputs: InputArgs,
     /// Captures judged at once [default: the machine's cores]; reports stay in argument order.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     threads: Option<u16>,
@@ -77,6 +77,7 @@ pub struct CheckArgs {
     /// A rule ID whose findings never fail the check (repeatable).
     #[arg(long = "allow", value_name = "ID")]
     allow: Vec<String>,
+    /// Output form: text (a table per capture), json (one document), or junit (JUnit XML for CI).
     #[arg(long, value_enum, default_value = "text")]
     format: CheckFormat,
     #[command(flatten)]
@@ -228,10 +229,15 @@ impl FileResult {
 
 /// Runs `rtype-inspect check`.
 pub fn run(args: CheckArgs, term: Term) -> Result<ExitCode, String> {
-    let reading = args.read.reading()?;
+    let files = args.inputs.paths();
+    if files.is_empty() {
+        return Err("check: give a capture file (FILE or -r FILE; - reads standard input)".into());
+    }
+    let mut reading = args.read.reading()?;
+    reading.count = args.inputs.count;
     let policy = policy(&args, &reading)?;
     let budgets = reading.config.budgets;
-    let inputs = capture_files(&args.files)?;
+    let inputs = capture_files(&files)?;
     let threads = args.threads.map_or_else(default_threads, usize::from);
     // Files are judged side by side; what each says (its error too) comes in argument order.
     // Several captures at once: one progress bar each would fight over the terminal. Each gets

@@ -41,6 +41,7 @@ pub struct DiffArgs {
     /// `rtt_ms.`.
     #[arg(long = "only", value_name = "PREFIX")]
     only: Vec<String>,
+    /// Output form: text (a table of changes), or json (one document).
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
     #[command(flatten)]

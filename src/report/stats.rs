@@ -10,13 +10,13 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::{self, Write};
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{json, Value as Json};
 
 use super::table;
+use crate::app::inputs::InputArgs;
 use crate::app::{read_capture, written, Format, ReadOpts, Term};
 use crate::datagram::Dialect;
 use crate::message::NoFields;
@@ -32,7 +32,9 @@ const TEXT_CONVERSATIONS: usize = 50;
 /// Arguments of `rtype-inspect stats`.
 #[derive(clap::Args)]
 pub struct StatsArgs {
-    file: PathBuf,
+    #[command(flatten)]
+    inputs: InputArgs,
+    /// Output form: text (tables), or json (one document).
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
     #[command(flatten)]
@@ -41,14 +43,16 @@ pub struct StatsArgs {
 
 /// Runs `rtype-inspect stats`.
 pub fn run(args: StatsArgs, term: Term) -> Result<ExitCode, String> {
-    let reading = args.read.reading()?;
+    let file = args.inputs.one("stats")?;
+    let mut reading = args.read.reading()?;
+    reading.count = args.inputs.count;
     let out = io::BufWriter::new(io::stdout().lock());
-    let path = args.file.display().to_string();
+    let path = file.display().to_string();
     let mut stats = Stats::new(out, args.format, &path, term);
     if reading.filter.is_some() {
         stats.filtered = Some(Analysis::new(reading.analysis));
     }
-    read_capture(&args.file, &reading, &mut stats)?;
+    read_capture(&file, &reading, &mut stats)?;
     written(stats.finish().err())
 }
 

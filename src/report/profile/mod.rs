@@ -19,7 +19,7 @@ pub mod series;
 mod text;
 pub mod window;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
 use serde_json::Value as Json;
@@ -31,6 +31,7 @@ use account::{
 use costs::FieldCosts;
 use series::Grid;
 
+use crate::app::inputs::InputArgs;
 use crate::app::{read_capture, write_stdout, Format, ReadOpts, Reading, Term};
 use crate::datagram::Dialect;
 use crate::pipeline::{RunEnd, Sink};
@@ -54,10 +55,12 @@ pub const SAMPLE_EVERY_NANOS: i64 = 100_000_000;
 /// Arguments of `rtype-inspect profile`.
 #[derive(clap::Args)]
 pub struct ProfileArgs {
-    file: PathBuf,
+    #[command(flatten)]
+    inputs: InputArgs,
     /// Width of the time buckets, e.g. 100ms or 1s (10 ms to 1 h).
     #[arg(long, default_value = "1s", value_parser = parse_interval)]
     interval: i64,
+    /// Output form: text (tables), or json (one document, which diff reads).
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
     #[command(flatten)]
@@ -87,8 +90,10 @@ pub fn parse_interval(text: &str) -> Result<i64, String> {
 
 /// Runs `rtype-inspect profile`.
 pub fn run(args: ProfileArgs, term: Term) -> Result<ExitCode, String> {
-    let reading = args.read.reading()?;
-    let json = profile_file(&args.file, &reading, args.interval)?;
+    let file = args.inputs.one("profile")?;
+    let mut reading = args.read.reading()?;
+    reading.count = args.inputs.count;
+    let json = profile_file(&file, &reading, args.interval)?;
     let out = match args.format {
         // One line: the document is data for tools (diff, the report, jq), and its series
         // would take a line per number pretty-printed.
