@@ -15,7 +15,7 @@ pub struct InputArgs {
     /// Capture file to read, as tshark -r (the same as giving it as FILE); repeatable.
     #[arg(short = 'r', long = "read-file", value_name = "FILE")]
     pub read: Vec<PathBuf>,
-    /// Stop after N datagrams, counting those that pass the filters (tshark's -c).
+    /// Stop after reading N datagrams, whether the filters pass them or not (tshark's -c).
     #[arg(short = 'c', long = "count", value_name = "N",
           value_parser = clap::value_parser!(u64).range(1..))]
     pub count: Option<u64>,

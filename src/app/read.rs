@@ -56,7 +56,7 @@ pub struct Reading {
     pub analysis: analysis::Config,
     /// The display filter, compiled against the profile's fields.
     pub filter: Option<DisplayFilter>,
-    /// Stop after this many datagrams that pass the filters (`-c N`).
+    /// Stop after reading this many datagrams (`-c N`).
     pub count: Option<u64>,
 }
 
@@ -122,7 +122,7 @@ impl Reading {
 pub const STDIN: &str = "-";
 
 /// Reads one capture into `sink` (`-` is standard input), with a progress bar on a terminal;
-/// with a count, stops after that many datagrams.
+/// with a count, stops after reading that many datagrams.
 pub fn read_capture<S: Sink>(file: &Path, reading: &Reading, sink: &mut S) -> Result<(), String> {
     let mut reader = if file.as_os_str() == STDIN {
         CaptureReader::from_read(file, Box::new(std::io::stdin()))
@@ -149,8 +149,8 @@ pub fn read_capture<S: Sink>(file: &Path, reading: &Reading, sink: &mut S) -> Re
     result.map_err(|e| e.to_string())
 }
 
-/// A sink that takes `left` more datagrams (those the filters pass), then asks reading to stop:
-/// tshark's `-c N`.
+/// A sink that takes `left` more datagrams, whether the filters pass them or not, then asks
+/// reading to stop: tshark's `-c N`.
 struct Limited<'a, S> {
     inner: &'a mut S,
     left: u64,
@@ -174,7 +174,10 @@ impl<S: Sink> Sink for Limited<'_, S> {
         }
     }
     fn skipped(&mut self, event: &crate::session::event::DatagramEvent<'_>) {
-        self.inner.skipped(event);
+        if self.left > 0 {
+            self.left -= 1;
+            self.inner.skipped(event);
+        }
     }
     fn analysed(
         &mut self,

@@ -1,0 +1,200 @@
+//! The command line as a tshark or ripgrep user types it: the binary run on the samples.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use clap::CommandFactory;
+
+const BIN: &str = env!("CARGO_BIN_EXE_rtype-inspect");
+const SAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/clean-session.pcap");
+
+/// Runs the binary with `args`, `stdin` on its standard input: exit code, stdout, stderr.
+fn run_in(dir: Option<&Path>, args: &[&str], stdin: &[u8]) -> (i32, String, String) {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(dir) = dir {
+        cmd.current_dir(dir);
+    }
+    let mut child = cmd.spawn().unwrap();
+    let mut input = child.stdin.take().unwrap();
+    input.write_all(stdin).unwrap();
+    drop(input);
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn run(args: &[&str]) -> (i32, String, String) {
+    run_in(None, args, b"")
+}
+
+/// The output of a run that must succeed.
+fn ok(args: &[&str]) -> String {
+    let (code, out, err) = run(args);
+    assert_eq!(code, 0, "{args:?}: {err}");
+    out
+}
+
+#[test]
+fn the_summary_takes_its_options_anywhere_at_the_top_level() {
+    let json = ok(&["summary", SAMPLE, "--format", "json"]);
+    assert!(json.starts_with("{\n"), "{json}");
+    assert_eq!(ok(&["--format", "json", SAMPLE]), json);
+    assert_eq!(ok(&[SAMPLE, "--format", "json"]), json);
+    let text = ok(&["summary", SAMPLE]);
+    assert!(text.starts_with(&format!("{SAMPLE}: pcap (ethernet), 593 frames")));
+    assert_eq!(ok(&["-q", SAMPLE]), text);
+    assert_eq!(ok(&["--color", "never", "-q", SAMPLE]), text);
+    assert_eq!(ok(&["-r", SAMPLE]), text);
+}
+
+#[test]
+fn a_commands_options_go_after_its_name() {
+    let (code, _, err) = run(&["-q", "packets", SAMPLE]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("--quiet comes before the command packets: put it after packets"),
+        "{err}"
+    );
+    // The global --color may come first.
+    let packets = ok(&["packets", SAMPLE]);
+    assert_eq!(ok(&["--color", "never", "packets", SAMPLE]), packets);
+}
+
+#[test]
+fn a_dash_reads_the_capture_from_standard_input() {
+    let bytes = std::fs::read(SAMPLE).unwrap();
+    for command in [&["packets"][..], &["stats"], &["export"], &["check"]] {
+        let from_file = ok(&[command, &[SAMPLE]].concat());
+        let (code, from_stdin, err) = run_in(None, &[command, &["-"]].concat(), &bytes);
+        assert_eq!(code, 0, "{command:?}: {err}");
+        assert_eq!(from_stdin, from_file.replace(SAMPLE, "-"), "{command:?}");
+    }
+    let (code, summary, err) = run_in(None, &["-"], &bytes);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        summary.starts_with("-: pcap (ethernet), 593 frames over 6.400 s, complete\n"),
+        "{summary}"
+    );
+    assert_eq!(
+        summary.replacen("-:", &format!("{SAMPLE}:"), 1),
+        ok(&[SAMPLE])
+    );
+}
+
+#[test]
+fn a_mistyped_command_gets_did_you_mean() {
+    for (typed, meant) in [("pakcets", "packets"), ("violation", "violations")] {
+        let (code, out, err) = run(&[typed]);
+        assert_eq!((code, out.as_str()), (2, ""), "{typed}");
+        assert!(
+            err.starts_with(&format!(
+                "error: unrecognized subcommand '{typed}'\n\n  tip: a similar subcommand exists: '{meant}'\n"
+            )),
+            "{err}"
+        );
+        assert!(!err.contains("No such file"), "{err}");
+    }
+    // Nothing like a command, or a path: the file is missing.
+    let (code, _, err) = run(&["nosuchcapture"]);
+    assert_eq!(code, 2);
+    assert_eq!(
+        err,
+        "rtype-inspect: nosuchcapture: No such file or directory (os error 2)\n"
+    );
+    let (code, _, err) = run(&["packets.pcap"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("packets.pcap: No such file"), "{err}");
+}
+
+#[test]
+fn a_file_named_like_a_command_is_read() {
+    let dir = std::env::temp_dir().join(format!("rtype-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(SAMPLE, dir.join("violation")).unwrap();
+    let (code, out, err) = run_in(Some(&dir), &["violation"], b"");
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with("violation: pcap (ethernet), 593 frames"),
+        "{out}"
+    );
+}
+
+#[test]
+fn count_stops_after_reading_n_datagrams() {
+    let all = ok(&["packets", SAMPLE]);
+    let first: String = all.lines().take(3).map(|l| format!("{l}\n")).collect();
+    assert_eq!(ok(&["packets", SAMPLE, "-c", "3"]), first);
+    assert_eq!(ok(&["packets", "-c", "3", "-r", SAMPLE]), first);
+    // Datagrams the filters hide count too, as in tshark: the first snapshots are frames 45, 46.
+    let snapshots = ok(&["packets", SAMPLE, "--type", "SERVER_SNAPSHOT", "-c", "46"]);
+    assert_eq!(
+        snapshots,
+        "     45   3.400080 #1   S→C rtype SERVER_SNAPSHOT seq=204 tick=204 entities=2\n     46   3.400120 #2   S→C rtype SERVER_SNAPSHOT seq=204 tick=204 entities=2\n"
+    );
+    let filtered = ok(&[
+        "packets",
+        SAMPLE,
+        "-Y",
+        "rtype.msg_type == SERVER_SNAPSHOT",
+        "-c",
+        "46",
+    ]);
+    assert_eq!(filtered, snapshots);
+    let summary = ok(&["-c", "10", SAMPLE]);
+    assert!(
+        summary.contains("\n10 protocol datagrams, 0 other UDP"),
+        "{summary}"
+    );
+    let (code, _, err) = run(&["packets", SAMPLE, "-c", "0"]);
+    assert_eq!(code, 2, "{err}");
+}
+
+#[test]
+fn the_usage_shows_the_default_command() {
+    let help = ok(&["--help"]);
+    assert!(
+        help.contains(
+            "Usage: rtype-inspect [OPTIONS] [FILE]...\n       rtype-inspect [--color WHEN] <COMMAND> ...\n"
+        ),
+        "{help}"
+    );
+    assert!(help.contains("  summary     Summarise a capture"), "{help}");
+    let (code, _, err) = run(&[]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("Usage: rtype-inspect [OPTIONS] [FILE]..."),
+        "{err}"
+    );
+}
+
+#[test]
+fn every_option_and_positional_has_help() {
+    fn walk(cmd: &clap::Command, path: &str, blank: &mut Vec<String>) {
+        for arg in cmd.get_arguments() {
+            let id = arg.get_id().as_str();
+            if !matches!(id, "help" | "version") && arg.get_help().is_none() {
+                blank.push(format!("{path} {id}"));
+            }
+        }
+        for sub in cmd.get_subcommands() {
+            walk(sub, &format!("{path} {}", sub.get_name()), blank);
+        }
+    }
+    let mut blank = Vec::new();
+    walk(
+        &rtype_inspect::cli::Cli::command(),
+        "rtype-inspect",
+        &mut blank,
+    );
+    assert!(blank.is_empty(), "without help: {blank:?}");
+}
