@@ -195,6 +195,15 @@ enum Command {
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
     },
+    /// Print a shell's completion script (e.g. rtype-inspect completions bash >
+    /// /etc/bash_completion.d/rtype-inspect).
+    Completions {
+        /// The shell: bash, zsh, fish, powershell or elvish.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page, roff (docs/rtype-inspect.1; man -l docs/rtype-inspect.1).
+    Man,
     /// Write the deterministic sample captures (see samples/README.md).
     Generate {
         /// Directory to write every sample into.
@@ -260,6 +269,14 @@ fn parse(args: &[std::ffi::OsString]) -> Result<Cli, clap::Error> {
         }
     }
     Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut command))
+}
+
+/// The manual page, roff, from the command line's definition.
+pub fn man_page() -> Vec<u8> {
+    let mut page = Vec::new();
+    // Writing to a Vec cannot fail.
+    let _ = clap_mangen::Man::new(Cli::command()).render(&mut page);
+    page
 }
 
 /// Prints clap's message; help and version exit 0, errors 2.
@@ -448,6 +465,12 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
             let dataset = report::parquet::tables::Dataset::new(&profile);
             write_stdout(dataset.markdown().as_bytes())
         }
+        Command::Completions { shell } => {
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "rtype-inspect", &mut script);
+            write_stdout(&script)
+        }
+        Command::Man => write_stdout(&man_page()),
         Command::Interfaces { format } => report::live::interfaces(format, term),
         Command::Generate { all, large, output } => match (all, large, output) {
             (Some(dir), None, None) => {
