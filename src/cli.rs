@@ -319,7 +319,10 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
             read_capture(&file, &reading, &mut summary)?;
             let text = match format {
                 Format::Json => {
-                    serde_json::to_string_pretty(summary.json()).unwrap_or_default() + "\n"
+                    let mut document = summary.json().clone();
+                    report::stamp(&mut document, report::summary::SCHEMA);
+                    document["file"] = file.display().to_string().into();
+                    serde_json::to_string_pretty(&document).unwrap_or_default() + "\n"
                 }
                 Format::Text => summary.text(&file.display().to_string(), term),
             };

@@ -247,3 +247,94 @@ fn completions_are_generated_for_every_shell() {
     assert_eq!(code, 2);
     assert!(err.contains("invalid value 'tcsh'"), "{err}");
 }
+
+/// Every sample and real capture.
+fn captures() -> Vec<String> {
+    let mut files = Vec::new();
+    for dir in ["samples", "tests/fixtures"] {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.to_string_lossy().into_owned();
+            if [".pcap", ".pcapng", ".gz"]
+                .iter()
+                .any(|x| name.ends_with(x))
+            {
+                files.push(name);
+            }
+        }
+    }
+    files.sort();
+    assert!(files.len() >= 18, "{files:?}");
+    files
+}
+
+fn validator(name: &str) -> jsonschema::Validator {
+    let path = format!(
+        "{}/docs/schemas/{name}.schema.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    jsonschema::validator_for(&schema).unwrap()
+}
+
+#[test]
+fn json_documents_name_their_schema_tool_and_file_and_follow_it() {
+    let version = env!("CARGO_PKG_VERSION");
+    for (command, schema) in [("summary", "summary/1"), ("stats", "stats/1")] {
+        let validator = validator(command);
+        for file in captures() {
+            let out = ok(&[command, &file, "--format", "json"]);
+            let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+            assert_eq!(doc["schema"], schema, "{command} {file}");
+            assert_eq!(doc["tool"]["version"], version);
+            assert_eq!(doc["file"], file.as_str());
+            let errors: Vec<String> = validator.iter_errors(&doc).map(|e| e.to_string()).collect();
+            assert!(errors.is_empty(), "{command} {file}: {errors:?}");
+        }
+    }
+    let validator = validator("check");
+    let files = captures();
+    let args: Vec<&str> = ["check", "--format", "json"]
+        .into_iter()
+        .chain(files.iter().map(String::as_str))
+        .chain(["no-such.pcap"])
+        .collect();
+    let (code, out, _) = run(&args);
+    assert_eq!(code, 2);
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(doc["schema"], "check/1");
+    assert_eq!(doc["tool"]["version"], version);
+    assert_eq!(doc["files"].as_array().unwrap().len(), files.len() + 1);
+    let errors: Vec<String> = validator.iter_errors(&doc).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "check: {errors:?}");
+    // A filter and a truncated capture bring their optional parts.
+    let doc: serde_json::Value =
+        serde_json::from_str(&ok(&["-Y", "rtype", SAMPLE, "--format", "json"])).unwrap();
+    assert_eq!(doc["display_filter"]["datagrams"], 593);
+    assert!(validator_ok("summary", &doc));
+}
+
+fn validator_ok(name: &str, doc: &serde_json::Value) -> bool {
+    validator(name).is_valid(doc)
+}
+
+#[test]
+fn stats_names_agree_with_its_text() {
+    let doc: serde_json::Value = serde_json::from_str(&ok(&[
+        "stats",
+        SAMPLE,
+        "--format",
+        "json",
+        "--snapshot-tolerance",
+        "7",
+    ]))
+    .unwrap();
+    assert_eq!(doc["config"]["snapshot_tolerance"], 7.0);
+    assert_eq!(doc["conversations"][0]["rtt_ms"]["p50"], 0.04);
+    assert!(doc["conversations"][0]["rtt_ms"].get("median").is_none());
+    let text = ok(&["stats", SAMPLE, "--snapshot-tolerance", "7"]);
+    assert!(text.contains("judged against 60.0 Hz ± 7.0%"), "{text}");
+    assert!(text.contains("┆ p50    ┆"), "{text}");
+}

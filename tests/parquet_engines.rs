@@ -202,7 +202,7 @@ fn duckdb_answers_the_documented_queries_as_the_summary_and_stats_do() {
                     c["client"].as_str().unwrap().to_string(),
                     (
                         rtt["pairs"].as_u64().unwrap(),
-                        rtt["median"].as_f64().unwrap(),
+                        rtt["p50"].as_f64().unwrap(),
                         rtt["max"].as_f64().unwrap(),
                     ),
                 );

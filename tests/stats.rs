@@ -141,7 +141,7 @@ fn reference_17byte_capture() {
         (Some(0), Some(0))
     );
     near(&r["min"], 2.068, 0.0005);
-    near(&r["median"], 8.121, 0.0005);
+    near(&r["p50"], 8.121, 0.0005);
     near(&r["max"], 16.333, 0.0005);
 
     let seqs = c["sequences"].as_array().unwrap();
@@ -236,7 +236,7 @@ fn reference_15byte_capture() {
     assert_eq!(r["pairs"], 20);
     near(&r["min"], 1.059, 0.0005);
     // Nearest-rank median: the 10th of 20 sorted round trips.
-    near(&r["median"], 8.589, 0.0005);
+    near(&r["p50"], 8.589, 0.0005);
     near(&r["max"], 17.307, 0.0005);
     let seqs = c["sequences"].as_array().unwrap();
     assert_eq!([&seqs[0]["received"], &seqs[0]["lost"]], [1225, 0]);

@@ -394,6 +394,9 @@ fn result_name(code: u8) -> &'static str {
     }
 }
 
+/// The schema of `check --format json` (docs/schemas/check.schema.json).
+pub const SCHEMA: &str = "check/1";
+
 fn to_json(results: &[FileResult], policy: &Policy, code: u8) -> Json {
     let files: Vec<Json> = results
         .iter()
@@ -416,7 +419,7 @@ fn to_json(results: &[FileResult], policy: &Policy, code: u8) -> Json {
             }
         })
         .collect();
-    json!({
+    let mut document = json!({
         "fail_on": policy.fail_on,
         "allow": policy.allowed_ids(),
         "config": policy.config.as_ref().map(|p| p.display().to_string()),
@@ -424,7 +427,9 @@ fn to_json(results: &[FileResult], policy: &Policy, code: u8) -> Json {
         "result": result_name(code),
         "exit_code": code,
         "files": files,
-    })
+    });
+    super::stamp(&mut document, SCHEMA);
+    document
 }
 
 fn text(results: &[FileResult], policy: &Policy, code: u8, term: Term) -> String {

@@ -21,3 +21,11 @@ pub mod stats;
 pub mod summary;
 pub mod table;
 pub mod time;
+
+/// Marks a JSON document with the schema it follows (`"<name>/<version>"`, described by
+/// docs/schemas/<name>.schema.json) and the tool that wrote it, as the profile's are.
+pub fn stamp(document: &mut serde_json::Value, schema: &str) {
+    document["schema"] = schema.into();
+    document["tool"] =
+        serde_json::json!({"name": env!("CARGO_PKG_NAME"), "version": env!("CARGO_PKG_VERSION")});
+}

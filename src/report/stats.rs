@@ -41,6 +41,9 @@ pub struct StatsArgs {
     read: ReadOpts,
 }
 
+/// The schema of `stats --format json` (docs/schemas/stats.schema.json).
+pub const SCHEMA: &str = "stats/1";
+
 /// Runs `rtype-inspect stats`.
 pub fn run(args: StatsArgs, term: Term) -> Result<ExitCode, String> {
     let file = args.inputs.one("stats")?;
@@ -96,6 +99,12 @@ impl<W: Write> Stats<W> {
     }
 }
 
+/// A fraction in percent, without the float noise of the division it came from (7 % not
+/// 7.000000000000001).
+fn percent(fraction: f64) -> f64 {
+    (fraction * 1e11).round() / 1e9
+}
+
 /// The session findings of one conversation, by rule ID.
 fn findings_of(findings: &BTreeMap<(u32, Rule), u64>, id: u32) -> serde_json::Map<String, Json> {
     findings
@@ -132,10 +141,14 @@ impl<W: Write> Sink for Stats<W> {
         let head = json!({
             "config_file": end.config.map(|p| p.display().to_string()),
             "profile": end.profile,
-            "config": {"snapshot_hz": config.snapshot_hz, "snapshot_tolerance": config.snapshot_tolerance},
+            // In percent, as --snapshot-tolerance and the configuration file give it.
+            "config": {"snapshot_hz": config.snapshot_hz, "snapshot_tolerance": percent(config.snapshot_tolerance)},
             "conversations": Json::Null,
             "unanalysed_datagrams": analysis.unanalysed_datagrams(),
+            "file": self.path,
         });
+        let mut head = head;
+        super::stamp(&mut head, SCHEMA);
         let (findings, out) = (&self.findings, &mut self.out);
         let conversations = analysis.sessions().map(|s| {
             session_json(
@@ -292,7 +305,7 @@ fn session_json(
         "streams": streams,
         "rtt_ms": {
             "pings": s.pings, "pongs": s.pongs, "pairs": s.rtt.count(), "unanswered_pings": s.unanswered_pings(),
-            "unmatched_pongs": s.unmatched_pongs, "min": s.rtt.min_ms(), "median": s.rtt.quantile_ms(0.5),
+            "unmatched_pongs": s.unmatched_pongs, "min": s.rtt.min_ms(), "p50": s.rtt.quantile_ms(0.5),
             "max": s.rtt.max_ms(),
         },
         "sequences": [
@@ -328,10 +341,7 @@ fn text_head(path: &str, j: &Json, conversations: usize) -> String {
         conversations,
         if conversations == 1 { "" } else { "s" },
         num(&cfg["snapshot_hz"], 1),
-        num(
-            &json!(cfg["snapshot_tolerance"].as_f64().unwrap_or(0.0) * 100.0),
-            1
-        ),
+        num(&cfg["snapshot_tolerance"], 1),
     );
     if let Some(line) = super::render::settings_line(j) {
         let _ = writeln!(out, "{line}");
@@ -432,7 +442,7 @@ fn conversation_text(out: &mut String, c: &Json, term: Term) {
         "round trip".into(),
         rtt["pairs"].to_string(),
         num(&rtt["min"], 3),
-        num(&rtt["median"], 3),
+        num(&rtt["p50"], 3),
         "".into(),
         num(&rtt["max"], 3),
     ]);

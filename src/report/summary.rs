@@ -95,6 +95,9 @@ struct MessageCount {
     count: u64,
 }
 
+/// The schema of the summary's JSON (docs/schemas/summary.schema.json).
+pub const SCHEMA: &str = "summary/1";
+
 /// Builds the summary while the pipeline runs.
 #[derive(Default)]
 pub struct Summary {
@@ -249,7 +252,8 @@ impl Summary {
         summary
     }
 
-    /// The summary as one JSON document (after the run).
+    /// The summary as one JSON document (after the run); the command adds the schema, the tool
+    /// and the file.
     pub fn json(&self) -> &Json {
         self.json.as_ref().expect("summary read after the run")
     }
