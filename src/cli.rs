@@ -108,6 +108,10 @@ enum Command {
         /// Add a hex dump of each datagram.
         #[arg(short = 'x', long)]
         hex: bool,
+        /// Output form: text (a line per datagram), or json (a timeline record per datagram, one
+        /// per line, as export writes them).
+        #[arg(long, value_enum, default_value = "text", conflicts_with_all = ["verbose", "hex"])]
+        format: Format,
         #[command(flatten)]
         filter: report::filter::FilterArgs,
         #[command(flatten)]
@@ -271,6 +275,22 @@ fn parse(args: &[std::ffi::OsString]) -> Result<Cli, clap::Error> {
     Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut command))
 }
 
+/// The JSON timeline of `file` on standard output: `export -o -`, and `packets --format json`.
+fn export_stdout(
+    file: &std::path::Path,
+    reading: &crate::app::Reading,
+    filter: report::filter::Filter,
+    json_array: bool,
+) -> Result<ExitCode, String> {
+    let out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let mut export = report::export::Export::new(out, json_array, filter);
+    read_capture(file, reading, &mut export)?;
+    if let Some(e) = export.unmatched.take() {
+        return Err(e);
+    }
+    written(export.finish().err())
+}
+
 /// The manual page, roff, from the command line's definition.
 pub fn man_page() -> Vec<u8> {
     let mut page = Vec::new();
@@ -332,6 +352,7 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
             inputs,
             verbose,
             hex,
+            format,
             filter,
             read,
         } => {
@@ -343,6 +364,9 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
             let file = inputs.one("packets")?;
             let mut reading = read.reading()?;
             reading.count = inputs.count;
+            if format == Format::Json {
+                return export_stdout(&file, &reading, filter.build()?, false);
+            }
             let out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
             let mut packets = report::packets::Packets::new(out, options, filter.build()?);
             read_capture(&file, &reading, &mut packets)?;
@@ -391,13 +415,7 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
                 );
             };
             if output.as_os_str() == "-" {
-                let out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-                let mut export = report::export::Export::new(out, json_array, filter);
-                read_capture(file, &reading, &mut export)?;
-                if let Some(e) = export.unmatched.take() {
-                    return Err(e);
-                }
-                return written(export.finish().err());
+                return export_stdout(file, &reading, filter, json_array);
             }
             let out = OutputFile::create(&output, &[file])?;
             let mut export = report::export::Export::new(out, json_array, filter);

@@ -338,3 +338,45 @@ fn stats_names_agree_with_its_text() {
     assert!(text.contains("judged against 60.0 Hz ± 7.0%"), "{text}");
     assert!(text.contains("┆ p50    ┆"), "{text}");
 }
+
+#[test]
+fn packets_as_json_are_the_exports_records() {
+    for file in captures() {
+        let records = ok(&["packets", &file, "--format", "json"]);
+        assert_eq!(records, ok(&["export", &file]), "{file}");
+        assert!(records.lines().all(|l| l.starts_with('{')), "{file}");
+    }
+    let filtered = ok(&[
+        "packets",
+        SAMPLE,
+        "--format",
+        "json",
+        "--type",
+        "SERVER_SNAPSHOT",
+        "-c",
+        "46",
+    ]);
+    let frames: Vec<&str> = filtered
+        .lines()
+        .filter(|l| l.starts_with(r#"{"kind":"datagram""#))
+        .map(|l| &l[..32])
+        .collect();
+    assert_eq!(
+        frames,
+        [
+            r#"{"kind":"datagram","frame":45,"t"#,
+            r#"{"kind":"datagram","frame":46,"t"#
+        ],
+        "{filtered}"
+    );
+    assert_eq!(
+        filtered,
+        ok(&["export", SAMPLE, "--type", "SERVER_SNAPSHOT", "-c", "46"])
+    );
+    let (code, _, err) = run(&["packets", SAMPLE, "--format", "json", "-V"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("'--format <FORMAT>' cannot be used with '--verbose'"),
+        "{err}"
+    );
+}
