@@ -6,7 +6,10 @@ use std::process::{Command, Stdio};
 
 use clap::CommandFactory;
 
-const BIN: &str = env!("CARGO_BIN_EXE_rtype-inspect");
+#[path = "support/bin.rs"]
+mod bin;
+
+use bin::{captures, BIN};
 const SAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/clean-session.pcap");
 
 /// Runs the binary with `args`, `stdin` on its standard input: exit code, stdout, stderr.
@@ -246,27 +249,6 @@ fn completions_are_generated_for_every_shell() {
     let (code, _, err) = run(&["completions", "tcsh"]);
     assert_eq!(code, 2);
     assert!(err.contains("invalid value 'tcsh'"), "{err}");
-}
-
-/// Every sample and real capture.
-fn captures() -> Vec<String> {
-    let mut files = Vec::new();
-    for dir in ["samples", "tests/fixtures"] {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            let name = path.to_string_lossy().into_owned();
-            if [".pcap", ".pcapng", ".gz"]
-                .iter()
-                .any(|x| name.ends_with(x))
-            {
-                files.push(name);
-            }
-        }
-    }
-    files.sort();
-    assert!(files.len() >= 18, "{files:?}");
-    files
 }
 
 fn validator(name: &str) -> jsonschema::Validator {
