@@ -337,7 +337,7 @@ impl Judging<'_> {
     /// Adds a finding about `path` unless this message already has one of that rule for it.
     fn once(&mut self, rule: Rule, path: &'static str) {
         let seen = &self.seen[..self.seen_len];
-        if seen.iter().any(|s| *s == (rule, path)) {
+        if seen.contains(&(rule, path)) {
             return;
         }
         let finding = Finding::new(rule, self.at as u32, Detail::Field(path));

@@ -472,6 +472,7 @@ struct Walking<'a> {
 impl Walking<'_> {
     /// Walks `payload` as `message`, feeding the atoms of `trie`'s fields and the `undecoded`
     /// atoms (the pipeline's own walk reports the findings; these are dropped).
+    #[allow(clippy::too_many_arguments)]
     fn message(
         &mut self,
         message: &'static Message,

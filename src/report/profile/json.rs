@@ -91,7 +91,7 @@ pub fn document(p: &Profiler, end: &RunEnd<'_>) -> Json {
             "start_time": p.grid.start().map(rfc3339),
             "interval_ms": p.grid.interval_nanos as f64 / 1e6,
             "requested_interval_ms": p.grid.requested_nanos as f64 / 1e6,
-            "buckets": p.grid.len(),
+            "buckets": p.grid.buckets(),
         },
         "limits": {
             "conversations_profiled": MAX_PROFILED,
@@ -509,7 +509,7 @@ fn series(cx: &Context<'_>, a: &Account) -> Json {
     let Some(s) = &a.series else {
         return Json::Null;
     };
-    let len = cx.profiler.grid.len();
+    let len = cx.profiler.grid.buckets();
     let mean = |sum: &Counts, count: &Counts| -> Vec<Option<f64>> {
         values(count, len)
             .iter()

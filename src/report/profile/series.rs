@@ -39,7 +39,7 @@ impl Grid {
     }
 
     /// Buckets so far.
-    pub fn len(&self) -> usize {
+    pub fn buckets(&self) -> usize {
         self.first_frames.len()
     }
 
@@ -192,7 +192,7 @@ mod tests {
         // A timestamp far in the future folds many times over, and never loops for long.
         let (b, _) = g.place(i64::MAX, 10_000);
         assert!(b < MAX_BUCKETS);
-        assert!(g.len() <= MAX_BUCKETS);
+        assert!(g.buckets() <= MAX_BUCKETS);
     }
 
     #[test]
