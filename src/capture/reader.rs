@@ -871,7 +871,8 @@ fn intact_block(layout: &Layout, data: &[u8]) -> Option<u32> {
     let kind = read_u32(data, 0, *big_endian)?;
     let len = read_u32(data, 4, *big_endian)? as usize;
     let trailing = read_u32(data, len.checked_sub(4)?, *big_endian)?;
-    (kind != SHB_MAGIC && len >= 12 && len.is_multiple_of(4) && trailing as usize == len).then_some(kind)
+    (kind != SHB_MAGIC && len >= 12 && len.is_multiple_of(4) && trailing as usize == len)
+        .then_some(kind)
 }
 
 /// A pcapng block type's name, for findings.
