@@ -112,6 +112,17 @@ enum Command {
         /// per line, as export writes them).
         #[arg(long, value_enum, default_value = "text", conflicts_with_all = ["verbose", "hex"])]
         format: Format,
+        /// tshark's -T: `fields` prints the fields named by -e, one line per datagram.
+        #[arg(short = 'T', value_name = "FORMAT", value_parser = ["fields"], requires = "field",
+            conflicts_with_all = ["verbose", "hex", "format"])]
+        tshark_format: Option<String>,
+        /// A field -T fields prints, by its display-filter name (rtype-inspect fields); repeatable.
+        #[arg(short = 'e', value_name = "FIELD", requires = "tshark_format")]
+        field: Vec<String>,
+        /// A -T fields option, as tshark's: separator=,|/t|/s, aggregator=,|/s, header=y|n,
+        /// occurrence=f|l|a (first, last or all of a repeated field's values); repeatable.
+        #[arg(short = 'E', value_name = "NAME=VALUE", requires = "tshark_format")]
+        field_option: Vec<String>,
         #[command(flatten)]
         filter: report::filter::FilterArgs,
         #[command(flatten)]
@@ -291,6 +302,34 @@ fn export_stdout(
     written(export.finish().err())
 }
 
+/// `packets -T fields -e FIELD…`: the named fields' values, a line per datagram.
+fn field_lines(
+    inputs: &InputArgs,
+    names: &[String],
+    field_options: &[String],
+    filter: report::filter::FilterArgs,
+    read: &ReadOpts,
+) -> Result<ExitCode, String> {
+    let mut options = report::field_lines::FieldOptions::default();
+    for o in field_options {
+        options.set(o)?;
+    }
+    let file = inputs.one("packets")?;
+    let mut reading = read.reading()?;
+    reading.count = inputs.count;
+    let registry = crate::proto::registry::Registry::new(&reading.profile);
+    let fields = crate::display_filter::DisplayFilter::fields(names, &registry)
+        .map_err(|e| format!("-e: {e}"))?;
+    let out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let mut lines =
+        report::field_lines::FieldLines::new(out, names.to_vec(), fields, options, filter.build()?);
+    read_capture(&file, &reading, &mut lines)?;
+    if let Some(e) = lines.unmatched.take() {
+        return Err(e);
+    }
+    written(lines.error)
+}
+
 /// The manual page, roff, from the command line's definition.
 pub fn man_page() -> Vec<u8> {
     let mut page = Vec::new();
@@ -353,9 +392,15 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
             verbose,
             hex,
             format,
+            tshark_format,
+            field,
+            field_option,
             filter,
             read,
         } => {
+            if tshark_format.is_some() {
+                return field_lines(&inputs, &field, &field_option, filter, &read);
+            }
             let options = report::packets::PacketsOptions {
                 verbose,
                 hex,

@@ -173,6 +173,16 @@ impl<S: Sink> Sink for Limited<'_, S> {
             self.inner.datagram(event);
         }
     }
+    fn datagram_in(
+        &mut self,
+        event: &crate::session::event::DatagramEvent<'_>,
+        context: &crate::display_filter::Context<'_>,
+    ) {
+        if self.left > 0 {
+            self.left -= 1;
+            self.inner.datagram_in(event, context);
+        }
+    }
     fn skipped(&mut self, event: &crate::session::event::DatagramEvent<'_>) {
         if self.left > 0 {
             self.left -= 1;

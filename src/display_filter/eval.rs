@@ -122,13 +122,133 @@ fn in_network(a: IpAddr, net: IpAddr, prefix: u8) -> bool {
     }
 }
 
-/// Gives one occurrence to an atom.
-#[inline]
-pub(super) fn feed(atom: &Atom, state: &mut AtomState, v: Val<'_>) {
-    let pass = atom.passes(v);
-    state.seen = true;
-    state.any |= pass;
-    state.all &= pass;
+/// The atoms' states in one datagram and, when a caller wants the fields' values (`-T fields`),
+/// each occurrence's value as text.
+#[derive(Clone)]
+pub(super) struct States {
+    pub of: Vec<AtomState>,
+    /// How each atom's values are written, when they are kept.
+    shown: Option<Vec<Shown>>,
+    /// The values, in the order they were met: (atom, its text in `text`).
+    pub values: Vec<(usize, std::ops::Range<usize>)>,
+    pub text: String,
+}
+
+/// How a value is written for `-T fields`, as tshark writes it.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Shown {
+    Decimal,
+    /// `0x` and this many lower-case hex digits (a `base.HEX` field).
+    Hex(usize),
+    /// Bytes as text (a string field).
+    Text,
+    /// Bytes as lower-case hex pairs.
+    HexBytes,
+    /// C's `%.Ng`: a float (N = 6, FLT_DIG) or a double (15, DBL_DIG), as Wireshark prints them.
+    Float(usize),
+}
+
+impl States {
+    pub fn new(atoms: usize) -> States {
+        States {
+            of: vec![AtomState::FRESH; atoms],
+            shown: None,
+            values: Vec::new(),
+            text: String::new(),
+        }
+    }
+
+    /// Keeps the values met from now on, written as `shown` says (one per atom).
+    pub fn keep_values(&mut self, shown: Vec<Shown>) {
+        self.shown = Some(shown);
+    }
+
+    pub fn reset(&mut self) {
+        self.of.fill(AtomState::FRESH);
+        self.values.clear();
+        self.text.clear();
+    }
+
+    /// Gives one occurrence to atom `a`.
+    #[inline]
+    pub fn feed(&mut self, atoms: &[Atom], a: usize, v: Val<'_>) {
+        let (atom, state) = (&atoms[a], &mut self.of[a]);
+        let pass = atom.passes(v);
+        state.seen = true;
+        state.any |= pass;
+        state.all &= pass;
+        if let Some(shown) = &self.shown {
+            let start = self.text.len();
+            write_value(&mut self.text, v, shown[a]);
+            self.values.push((a, start..self.text.len()));
+        }
+    }
+}
+
+/// C's `%.{digits}g`: `digits` significant digits, exponent form below 1e-4 or from
+/// 10^digits, trailing zeros dropped.
+fn write_g(out: &mut String, f: f64, digits: usize) {
+    use std::fmt::Write as _;
+    if !f.is_finite() {
+        let text = if f.is_nan() {
+            "nan"
+        } else if f < 0.0 {
+            "-inf"
+        } else {
+            "inf"
+        };
+        out.push_str(text);
+        return;
+    }
+    let digits = digits.max(1);
+    let scientific = format!("{f:.*e}", digits - 1);
+    let (mantissa, exponent) = scientific.split_once('e').unwrap_or((&scientific, "0"));
+    let exponent: i64 = exponent.parse().unwrap_or(0);
+    let trim = |s: &str| -> String {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s.to_string()
+        }
+    };
+    if exponent < -4 || exponent >= digits as i64 {
+        let sign = if exponent < 0 { '-' } else { '+' };
+        let _ = write!(
+            out,
+            "{}e{sign}{:02}",
+            trim(mantissa),
+            exponent.unsigned_abs()
+        );
+    } else {
+        let decimals = (digits as i64 - 1 - exponent).max(0) as usize;
+        out.push_str(&trim(&format!("{f:.decimals$}")));
+    }
+}
+
+/// Writes `v` as tshark's `-T fields` does.
+fn write_value(out: &mut String, v: Val<'_>, shown: Shown) {
+    use std::fmt::Write as _;
+    let _ = match (v, shown) {
+        (Val::Int(n), Shown::Hex(digits)) => write!(out, "0x{n:0digits$x}"),
+        (Val::Int(n), _) => write!(out, "{n}"),
+        (Val::Float(f), Shown::Float(digits)) => {
+            write_g(out, f, digits);
+            Ok(())
+        }
+        (Val::Float(f), _) => write!(out, "{f}"),
+        (Val::Bytes(b), Shown::Text) => {
+            out.push_str(&String::from_utf8_lossy(b));
+            Ok(())
+        }
+        (Val::Bytes(b), _) => b.iter().try_for_each(|x| write!(out, "{x:02x}")),
+        (Val::Ip(ip), _) => write!(out, "{ip}"),
+        (Val::Time(t), _) => {
+            let sign = if t < 0 { "-" } else { "" };
+            let t = t.unsigned_abs();
+            write!(out, "{sign}{}.{:09}", t / 1_000_000_000, t % 1_000_000_000)
+        }
+        (Val::Present, _) => Ok(()),
+    };
 }
 
 /// The expression's value over the atoms' results.
@@ -192,7 +312,7 @@ pub(super) struct Collector<'a> {
     /// The trie node of each open group (reused across walks).
     pub stack: &'a mut Vec<usize>,
     pub atoms: &'a [Atom],
-    pub states: &'a mut [AtomState],
+    pub states: &'a mut States,
     /// The atoms reading the scope's undecoded bytes.
     pub undecoded: &'a [usize],
 }
@@ -212,11 +332,7 @@ impl Visitor for Collector<'_> {
         if let Some(feeds) = self.trie.get(self.at(), field) {
             let v = Val::of(value);
             for f in feeds {
-                feed(
-                    &self.atoms[f.atom],
-                    &mut self.states[f.atom],
-                    f.transform.apply(v),
-                );
+                self.states.feed(self.atoms, f.atom, f.transform.apply(v));
             }
         }
     }
@@ -237,7 +353,7 @@ impl Visitor for Collector<'_> {
 
     fn undecoded(&mut self, _at: usize, bytes: &[u8]) {
         for &a in self.undecoded {
-            feed(&self.atoms[a], &mut self.states[a], Val::Bytes(bytes));
+            self.states.feed(self.atoms, a, Val::Bytes(bytes));
         }
     }
 }

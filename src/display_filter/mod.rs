@@ -18,7 +18,7 @@ use std::net::IpAddr;
 
 use compile::Atom;
 use compile::Compiled;
-use eval::{evaluate, feed, AtomState, Collector, Feed, Transform, Trie, Val};
+use eval::{evaluate, Collector, Feed, Shown, States, Transform, Trie, Val};
 
 use crate::datagram::{rt, rtnp, rtype, Dialect};
 use crate::message::{decode_message_as, Endian, Finding, MessageRules};
@@ -79,7 +79,7 @@ pub struct DisplayFilter {
     text: String,
     compiled: Compiled,
     plan: Plan,
-    states: Vec<AtomState>,
+    states: States,
     stack: Vec<usize>,
     /// Findings of the filter's own walks (the pipeline's walk reports them).
     findings: Vec<Finding>,
@@ -130,7 +130,7 @@ impl HeaderField {
         bytes: &[u8],
         endian: Endian,
         atoms: &[Atom],
-        states: &mut [AtomState],
+        states: &mut States,
     ) {
         for h in list {
             let Some(b) = bytes.get(h.at..h.at + h.width) else {
@@ -141,11 +141,7 @@ impl HeaderField {
                 Endian::Little => b.iter().rev().fold(0i64, |acc, x| acc << 8 | i64::from(*x)),
             };
             for f in &h.feeds {
-                feed(
-                    &atoms[f.atom],
-                    &mut states[f.atom],
-                    f.transform.apply(Val::Int(raw)),
-                );
+                states.feed(atoms, f.atom, f.transform.apply(Val::Int(raw)));
             }
         }
     }
@@ -294,13 +290,97 @@ impl DisplayFilter {
         let plan = Plan::new(&compiled, registry);
         Ok(DisplayFilter {
             text: text.to_string(),
-            states: vec![AtomState::FRESH; compiled.atoms.len()],
+            states: States::new(compiled.atoms.len()),
             compiled,
             plan,
             stack: Vec::new(),
             findings: Vec::new(),
             protocols: Vec::new(),
         })
+    }
+
+    /// The fields `names` (display-filter names, `-T fields -e NAME`), whose values
+    /// [`DisplayFilter::values`] gives: each name compiles to a presence test, and the filter's
+    /// own evaluation reads them.
+    pub fn fields(names: &[String], registry: &Registry) -> Result<DisplayFilter, FilterError> {
+        let mut expr: Option<syntax::Expr> = None;
+        for name in names {
+            let error = |message: String, span| FilterError {
+                text: name.clone(),
+                message,
+                span,
+            };
+            let one = syntax::parse(name).map_err(|e| error(e.message, e.span))?;
+            if !matches!(one, syntax::Expr::Exists(_)) {
+                return Err(error(format!("{name}: not a field name"), 0..name.len()));
+            }
+            // Checked alone, so that an unknown name's error points into the name.
+            compile::compile(&one, registry).map_err(|e| error(e.message, e.span))?;
+            expr = Some(match expr {
+                Some(before) => syntax::Expr::Or(Box::new(before), Box::new(one)),
+                None => one,
+            });
+        }
+        let Some(expr) = expr else {
+            return Err(FilterError {
+                text: String::new(),
+                message: "no field named (-e FIELD)".into(),
+                span: 0..0,
+            });
+        };
+        let compiled = compile::compile(&expr, registry).map_err(|e| FilterError {
+            text: names.join(" "),
+            message: e.message,
+            span: e.span,
+        })?;
+        let mut states = States::new(compiled.atoms.len());
+        states.keep_values(
+            compiled
+                .atoms
+                .iter()
+                .map(|a| {
+                    let f = registry.field(a.field);
+                    match f.ty {
+                        FieldType::String => Shown::Text,
+                        FieldType::Bytes => Shown::HexBytes,
+                        // Wireshark's own severity field is BASE_NONE: decimal.
+                        _ if matches!(f.source, Source::Runtime(Runtime::ExpertSeverity)) => {
+                            Shown::Decimal
+                        }
+                        FieldType::Float => Shown::Float(6),
+                        FieldType::Double => Shown::Float(15),
+                        FieldType::Unsigned(bits) | FieldType::Signed(bits) if f.hex => {
+                            Shown::Hex(usize::from(bits).div_ceil(4))
+                        }
+                        _ => Shown::Decimal,
+                    }
+                })
+                .collect(),
+        );
+        let plan = Plan::new(&compiled, registry);
+        Ok(DisplayFilter {
+            text: names.join(" "),
+            states,
+            compiled,
+            plan,
+            stack: Vec::new(),
+            findings: Vec::new(),
+            protocols: Vec::new(),
+        })
+    }
+
+    /// The values of the fields of [`DisplayFilter::fields`] in datagram `e`: `give(i, text)`
+    /// for each occurrence of the `i`th field, in the order they were met.
+    pub fn values(
+        &mut self,
+        e: &DatagramEvent<'_>,
+        ctx: &Context<'_>,
+        give: &mut impl FnMut(usize, &str),
+    ) {
+        self.matches(e, ctx);
+        for (atom, text) in &self.states.values {
+            give(*atom, &self.states.text[text.clone()]);
+        }
     }
 
     /// The expression as written.
@@ -319,32 +399,30 @@ impl DisplayFilter {
                 self.protocols[i].get_or_insert(protocol);
             }
         }
-        self.states.fill(AtomState::FRESH);
+        self.states.reset();
         let atoms = &self.compiled.atoms;
         let states = &mut self.states;
         for &(r, a) in &self.plan.runtime {
-            runtime_values(r, protocol, e, ctx, &mut |v| {
-                feed(&atoms[a], &mut states[a], v)
-            });
+            runtime_values(r, protocol, e, ctx, &mut |v| states.feed(atoms, a, v));
         }
         if !self.plan.rules.is_empty() {
             let session = e.session.iter().map(|f| &f.finding);
             for finding in e.findings.iter().chain(session) {
                 for &(rule, a) in &self.plan.rules {
                     if rule == finding.rule {
-                        feed(&atoms[a], &mut states[a], Val::Present);
+                        states.feed(atoms, a, Val::Present);
                     }
                 }
             }
         }
         self.walk(e, ctx);
-        evaluate(&self.compiled.root, &self.compiled.atoms, &self.states)
+        evaluate(&self.compiled.root, &self.compiled.atoms, &self.states.of)
     }
 
     /// Whether a finding that belongs to no datagram passes the filter: it is judged as a record
     /// holding only its frame number, its conversation and itself as a violation.
     pub fn matches_loose(&mut self, f: &LooseFinding) -> bool {
-        self.states.fill(AtomState::FRESH);
+        self.states.reset();
         let protocol = self
             .protocols
             .get(f.conversation as usize)
@@ -354,7 +432,7 @@ impl DisplayFilter {
         let states = &mut self.states;
         let rule = f.finding.rule;
         for &(r, a) in &self.plan.runtime {
-            let mut give = |v| feed(&atoms[a], &mut states[a], v);
+            let mut give = |v| states.feed(atoms, a, v);
             match r {
                 Runtime::Frame => give(Val::Present),
                 Runtime::FrameNumber => give(Val::Int(f.frame as i64)),
@@ -372,10 +450,10 @@ impl DisplayFilter {
         }
         for &(r, a) in &self.plan.rules {
             if r == rule {
-                feed(&atoms[a], &mut states[a], Val::Present);
+                states.feed(atoms, a, Val::Present);
             }
         }
-        evaluate(&self.compiled.root, &self.compiled.atoms, &self.states)
+        evaluate(&self.compiled.root, &self.compiled.atoms, &self.states.of)
     }
 
     /// Walks the header, message and reassembled snapshot where atoms read fields.
@@ -449,7 +527,7 @@ impl DisplayFilter {
                     // rt's opaque payloads (compressed, encrypted, fragmented) are undecoded whole.
                     _ if !d.payload.is_empty() => {
                         for &a in &plan.rt_undecoded {
-                            feed(&w.atoms[a], &mut w.states[a], Val::Bytes(d.payload));
+                            w.states.feed(w.atoms, a, Val::Bytes(d.payload));
                         }
                     }
                     _ => {}
@@ -463,7 +541,7 @@ impl DisplayFilter {
 /// What a filter's walk needs besides the message: the atoms, their states, reused buffers.
 struct Walking<'a> {
     atoms: &'a [Atom],
-    states: &'a mut [AtomState],
+    states: &'a mut States,
     stack: &'a mut Vec<usize>,
     findings: &'a mut Vec<Finding>,
     profile: &'a Profile,

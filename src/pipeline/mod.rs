@@ -91,6 +91,11 @@ pub trait Sink {
     /// Called before a datagram's fields are visited, with its conversation's archetypes.
     fn begin(&mut self, _conversations: &Conversations, _conversation: u32) {}
     fn datagram(&mut self, event: &DatagramEvent<'_>);
+    /// [`Sink::datagram`], with what the display filter saw of it (the first frame's time, the
+    /// profile, the snapshot it completed): for a sink that reads fields as the filter does.
+    fn datagram_in(&mut self, event: &DatagramEvent<'_>, _context: &Context<'_>) {
+        self.datagram(event);
+    }
     /// A datagram the display filter did not pass (its fields were visited all the same): the
     /// sink may note its time, so that times stay relative to the same first datagram.
     fn skipped(&mut self, _event: &DatagramEvent<'_>) {}
@@ -366,7 +371,7 @@ fn report<'a, S: Sink>(
         }
         shown.passed += 1;
     }
-    sink.datagram(&event);
+    sink.datagram_in(&event, &context);
     for f in raised {
         sink.loose(f);
     }

@@ -4,6 +4,7 @@ pub mod catalog;
 pub mod check;
 pub mod diff;
 pub mod export;
+pub mod field_lines;
 pub mod field_list;
 pub mod fields;
 pub mod filter;
