@@ -123,6 +123,18 @@ enum Command {
         /// occurrence=f|l|a (first, last or all of a repeated field's values); repeatable.
         #[arg(short = 'E', value_name = "NAME=VALUE", requires = "tshark_format")]
         field_option: Vec<String>,
+        /// How each line's time is written, as tshark's -t: a (local time of day), ad (local
+        /// date and time), r (seconds since the first datagram), d (since the previous datagram),
+        /// dd (since the previous shown), e (seconds since the epoch).
+        #[arg(
+            short = 't',
+            value_enum,
+            value_name = "FORMAT",
+            default_value = "r",
+            hide_default_value = true,
+            hide_possible_values = true
+        )]
+        time_format: report::time::TimeFormat,
         #[command(flatten)]
         filter: report::filter::FilterArgs,
         #[command(flatten)]
@@ -395,6 +407,7 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
             tshark_format,
             field,
             field_option,
+            time_format,
             filter,
             read,
         } => {
@@ -405,6 +418,7 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
                 verbose,
                 hex,
                 width: term.width,
+                time: time_format,
             };
             let file = inputs.one("packets")?;
             let mut reading = read.reading()?;

@@ -228,3 +228,87 @@ fn unknown_fields_and_options_are_errors() {
     ]);
     assert_eq!(code, 2, "-T fields is not -V: {err}");
 }
+
+/// `packets -t FORMAT`'s lines, with TZ set (for `a` and `ad`).
+fn packets_lines(capture: &str, args: &[&str], tz: &str) -> String {
+    let out = Command::new(bin::BIN)
+        .env("TZ", tz)
+        .args(["packets", capture])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn time_formats_equal_tsharks() {
+    // Every other datagram of one side, so that d (previous read) and dd (previous shown) differ.
+    let filter = "frame.number > 5 && frame.number < 400 && rt.reliable == 1";
+    for tz in ["UTC", "Asia/Kolkata"] {
+        for t in ["a", "ad", "r", "d", "dd", "e"] {
+            let ours = packets_lines(RT, &["-t", t, "-Y", filter], tz);
+            let out = Command::new("tshark")
+                .env("TZ", tz)
+                .args([
+                    "-X",
+                    "lua_script:wireshark/rtype.lua",
+                    "-r",
+                    RT,
+                    "-t",
+                    t,
+                    "-Y",
+                    filter,
+                ])
+                .output();
+            let Ok(out) = out else {
+                eprintln!("skipping the tshark comparison: tshark is not on PATH");
+                return;
+            };
+            let theirs = String::from_utf8(out.stdout).unwrap();
+            // The frame number and the time (two words with the date).
+            let words = if t == "ad" { 3 } else { 2 };
+            // Findings of no single datagram have no time, and tshark has no such lines.
+            let times = |text: &str| -> Vec<String> {
+                text.lines()
+                    .filter(|l| !l.contains(" finding ["))
+                    .map(|l| {
+                        l.split_whitespace()
+                            .take(words)
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    })
+                    .collect()
+            };
+            assert!(ours.lines().count() > 10);
+            assert_eq!(times(&ours), times(&theirs), "-t {t}, TZ={tz}");
+        }
+    }
+}
+
+#[test]
+fn time_format_lines_are_exact() {
+    let lines = |t: &str| packets_lines(RT, &["-t", t, "--frames", "2-4"], "UTC");
+    assert_eq!(
+        lines("ad"),
+        "      2 2026-11-22 05:28:28.443701 #1   S→C rt    SERVER_ACCEPT seq=0\n\
+         \x20     3 2026-11-22 05:28:28.443713 #1   S→C rt    ENTITY_SPAWN seq=1\n\
+         \x20     4 2026-11-22 05:28:28.453321 #1   S→C rt    TRANSFORM_SNAPSHOT seq=1 entities=1 \
+         [rt.snapshot.no-world-tick]\n\
+         \x20     2            #1   finding [rt.reliable.unacknowledged] 760 of 760 RELIABLE \
+         packets never acknowledged\n\
+         \x20     3            #1   finding [session.entity-never-destroyed] 8 entities still \
+         alive at the end\n"
+    );
+    assert!(lines("a").starts_with("      2 05:28:28.443701 #1   S→C rt    SERVER_ACCEPT"));
+    assert!(lines("e").starts_with("      2 1795325308.443701 #1   S→C"));
+    assert!(lines("r").starts_with("      2   0.002016 #1   S→C"));
+    assert!(lines("d").starts_with("      2   0.002016 #1   S→C"));
+    // The first shown has no previous shown.
+    assert!(lines("dd").starts_with("      2   0.000000 #1   S→C"));
+    assert_eq!(lines("r"), packets_lines(RT, &["--frames", "2-4"], "UTC"));
+}

@@ -382,6 +382,7 @@ pub fn run(args: LiveArgs, term: Term) -> Result<ExitCode, String> {
                 verbose: args.verbose,
                 hex: args.hex,
                 width: term.width,
+                time: Default::default(),
             };
             let mut tee = Tee {
                 inner: Packets::new(pending.clone(), options, filter),

@@ -8,7 +8,7 @@ use std::io::{self, Write};
 use super::fields::TreeFields;
 use super::filter::Filter;
 use super::render;
-use super::time::write_rfc3339;
+use super::time::{write_local, write_rfc3339, TimeFormat};
 use crate::message::{Facts, Finding, Open, Value, Visitor};
 use crate::pipeline::{RenderAhead, RunEnd, Sink};
 use crate::proto::schema::{Field, Group};
@@ -58,6 +58,8 @@ pub struct PacketsOptions {
     pub hex: bool,
     /// The terminal's width, which lines are cut and wrapped to; `None` (a pipe): whole lines.
     pub width: Option<usize>,
+    /// How each line's time is written (`-t`).
+    pub time: TimeFormat,
 }
 
 /// Writes the packet list. A write error (a closed pipe) stops the output quietly.
@@ -68,6 +70,9 @@ pub struct Packets<W: Write> {
     filter: Filter,
     line: String,
     first_ts: Option<i64>,
+    /// The times of the previous datagram read and of the previous shown (`-t d`, `-t dd`).
+    previous: Option<i64>,
+    previous_shown: Option<i64>,
     /// Whether the last datagram was shown (its reassembled snapshot is shown with it).
     shown: bool,
     pub error: Option<io::Error>,
@@ -87,6 +92,8 @@ impl<W: Write> Packets<W> {
             filter,
             line: String::with_capacity(1024),
             first_ts: None,
+            previous: None,
+            previous_shown: None,
             shown: false,
             error: None,
             unmatched: None,
@@ -248,6 +255,7 @@ impl<W: Write> Sink for Packets<W> {
 
     fn skipped(&mut self, e: &DatagramEvent<'_>) {
         self.first_ts.get_or_insert(e.ts_nanos);
+        self.previous = Some(e.ts_nanos);
     }
 
     fn datagram(&mut self, e: &DatagramEvent<'_>) {
@@ -255,17 +263,40 @@ impl<W: Write> Sink for Packets<W> {
             .ts_nanos
             .saturating_sub(*self.first_ts.get_or_insert(e.ts_nanos)) as f64
             / 1e9;
+        let previous = self.previous.replace(e.ts_nanos);
         self.shown = self.error.is_none() && self.filter.matches(e, rel);
         if !self.shown {
             return;
         }
+        let previous_shown = self.previous_shown.replace(e.ts_nanos);
         let line = &mut self.line;
         line.clear();
         let dir = e.direction.map_or("?→?", Direction::arrow);
+        let _ = write!(line, "{:>7} ", e.frame);
+        let since =
+            |t: Option<i64>| e.ts_nanos.saturating_sub(t.unwrap_or(e.ts_nanos)) as f64 / 1e9;
+        let _ = match self.options.time {
+            TimeFormat::Relative => write!(line, "{rel:>10.6}"),
+            TimeFormat::Delta => write!(line, "{:>10.6}", since(previous)),
+            TimeFormat::DeltaDisplayed => write!(line, "{:>10.6}", since(previous_shown)),
+            TimeFormat::Epoch => write!(
+                line,
+                "{}.{:06}",
+                e.ts_nanos.div_euclid(1_000_000_000),
+                e.ts_nanos.rem_euclid(1_000_000_000) / 1000
+            ),
+            TimeFormat::Absolute | TimeFormat::AbsoluteDate => {
+                write_local(
+                    line,
+                    e.ts_nanos,
+                    self.options.time == TimeFormat::AbsoluteDate,
+                );
+                Ok(())
+            }
+        };
         let _ = write!(
             line,
-            "{:>7} {rel:>10.6} #{:<3} {dir} {:<5} {}",
-            e.frame,
+            " #{:<3} {dir} {:<5} {}",
             e.conversation,
             e.dialect.name(),
             e.name

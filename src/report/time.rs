@@ -33,6 +33,80 @@ pub fn write_rfc3339(out: &mut String, nanos: i64) {
     out.push('Z');
 }
 
+/// `packets -t`: how a datagram's time is written, with tshark's letters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum TimeFormat {
+    /// Absolute local time of day: 05:23:06.179560.
+    #[value(name = "a")]
+    Absolute,
+    /// Absolute local date and time: 2026-11-22 05:23:06.179560.
+    #[value(name = "ad")]
+    AbsoluteDate,
+    /// Seconds since the capture's first datagram (the default).
+    #[default]
+    #[value(name = "r")]
+    Relative,
+    /// Seconds since the previous datagram read, shown or not.
+    #[value(name = "d")]
+    Delta,
+    /// Seconds since the previous datagram shown.
+    #[value(name = "dd")]
+    DeltaDisplayed,
+    /// Seconds since the Unix epoch: 1795324986.179560.
+    #[value(name = "e")]
+    Epoch,
+}
+
+/// Appends `nanos` (since the epoch) as local time, with the date or not, to microseconds, as
+/// tshark's `-t ad` and `-t a` write it.
+pub fn write_local(out: &mut String, nanos: i64, date: bool) {
+    let secs = nanos.div_euclid(1_000_000_000);
+    let micros = nanos.rem_euclid(1_000_000_000) / 1000;
+    let (y, mo, d, h, mi, s) = local_civil(secs);
+    if date {
+        push_padded(out, y as u64, 4);
+        out.push('-');
+        push_padded(out, mo.into(), 2);
+        out.push('-');
+        push_padded(out, d.into(), 2);
+        out.push(' ');
+    }
+    push_padded(out, h.into(), 2);
+    out.push(':');
+    push_padded(out, mi.into(), 2);
+    out.push(':');
+    push_padded(out, s.into(), 2);
+    out.push('.');
+    push_padded(out, micros as u64, 6);
+}
+
+/// The local calendar date and time of `secs` since the epoch (the C library's time zone, TZ);
+/// UTC where there is none.
+fn local_civil(secs: i64) -> (i64, u32, u32, u32, u32, u32) {
+    // time_t is 32 bits on some targets: a time out of its range is written in UTC.
+    #[cfg(unix)]
+    #[allow(irrefutable_let_patterns)]
+    if let Ok(t) = libc::time_t::try_from(secs) {
+        // SAFETY: localtime_r reads `t` and writes the zeroed struct we own; nothing else.
+        let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+        if !unsafe { libc::localtime_r(&t, &mut tm) }.is_null() {
+            let part = |v: libc::c_int| u32::try_from(v).unwrap_or(0);
+            return (
+                i64::from(tm.tm_year) + 1900,
+                part(tm.tm_mon + 1),
+                part(tm.tm_mday),
+                part(tm.tm_hour),
+                part(tm.tm_min),
+                part(tm.tm_sec),
+            );
+        }
+    }
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (y, m, d) = civil_from_days(days);
+    let rem = rem as u32;
+    (y, m, d, rem / 3600, rem / 60 % 60, rem % 60)
+}
+
 /// Howard Hinnant's days-to-civil algorithm.
 fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;

@@ -178,6 +178,7 @@ impl FrameLines {
             verbose: false,
             hex: false,
             width: None,
+            time: Default::default(),
         };
         FrameLines {
             packets: Packets::new(Vec::new(), options, every),
