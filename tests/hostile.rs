@@ -231,6 +231,7 @@ fn every_report(bytes: &[u8]) {
                     verbose: true,
                     hex: true,
                     width: Some(100),
+                    time: Default::default(),
                 },
                 filter,
             ),
@@ -1513,6 +1514,7 @@ fn command_peaks(bytes: &[u8]) -> Vec<(&'static str, usize)> {
             verbose,
             hex: false,
             width: None,
+            time: Default::default(),
         };
         Packets::new(io::sink(), options, filter())
     };
