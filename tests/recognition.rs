@@ -17,6 +17,10 @@ use serde_json::Value;
 mod faults;
 use faults::{inject, records};
 
+fn findings_by_frame(ndjson: &str) -> BTreeMap<u64, Vec<String>> {
+    faults::findings_by_frame(ndjson, false)
+}
+
 const BIN: &str = env!("CARGO_BIN_EXE_rtype-inspect");
 
 const REAL: &[&str] = &[
@@ -139,26 +143,6 @@ fn a_session_among_desktop_traffic_gives_the_findings_it_gives_alone() {
         assert_eq!(mixed["counts"]["datagrams"], alone["counts"]["datagrams"]);
         assert_eq!(mixed["counts"]["other_udp"].as_u64(), Some(noise as u64));
     }
-}
-
-/// Findings per frame of an export: frame → sorted violation IDs.
-fn findings_by_frame(ndjson: &str) -> BTreeMap<u64, Vec<String>> {
-    let mut out = BTreeMap::new();
-    for line in ndjson.lines() {
-        let r: Value = serde_json::from_str(line).unwrap();
-        if r["kind"] != "datagram" {
-            continue;
-        }
-        let mut ids: Vec<String> = r["violations"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v["id"].as_str().unwrap().to_owned())
-            .collect();
-        ids.sort();
-        out.insert(r["frame"].as_u64().unwrap(), ids);
-    }
-    out
 }
 
 /// What a faulted datagram's findings become.

@@ -5,6 +5,8 @@
 
 use std::collections::BTreeMap;
 
+use serde_json::Value;
+
 /// A little-endian µs pcap's records: (timestamp µs, offset of the frame's bytes, length).
 pub fn records(pcap: &[u8]) -> Vec<(u64, usize, usize)> {
     assert_eq!(
@@ -50,4 +52,69 @@ pub fn inject(
     }
     assert_eq!(broken.len(), count);
     (faulty, broken)
+}
+
+/// Findings per frame of an export: frame → sorted IDs of the datagrams' violations, and of the
+/// findings reported on their own when `loose`.
+pub fn findings_by_frame(ndjson: &str, loose: bool) -> BTreeMap<u64, Vec<String>> {
+    let mut out: BTreeMap<u64, Vec<String>> = BTreeMap::new();
+    for line in ndjson.lines() {
+        let r: Value = serde_json::from_str(line).unwrap();
+        let frame = r["frame"].as_u64();
+        let ids: Vec<String> = match r["kind"].as_str() {
+            Some("datagram") => r["violations"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v["id"].as_str().unwrap().to_owned())
+                .collect(),
+            Some("finding") if loose => vec![r["id"].as_str().unwrap().to_owned()],
+            _ => continue,
+        };
+        let at = out.entry(frame.unwrap()).or_default();
+        at.extend(ids);
+        at.sort();
+    }
+    out
+}
+
+/// `pcap` (a little-endian µs pcap) rewritten record by record: `edit` gets each record's index
+/// and frame bytes and returns the frames to write in its place (none, itself, changed, or with
+/// copies), each 1 µs after the previous one written at that place.
+pub fn rewrite(pcap: &[u8], mut edit: impl FnMut(usize, &[u8]) -> Vec<Vec<u8>>) -> Vec<u8> {
+    let mut out = pcap[..24].to_vec();
+    for (index, (ts, at, len)) in records(pcap).into_iter().enumerate() {
+        for (n, frame) in edit(index, &pcap[at..at + len]).iter().enumerate() {
+            let ts = ts + n as u64;
+            out.extend(((ts / 1_000_000) as u32).to_le_bytes());
+            out.extend(((ts % 1_000_000) as u32).to_le_bytes());
+            out.extend((frame.len() as u32).to_le_bytes());
+            out.extend((frame.len() as u32).to_le_bytes());
+            out.extend(frame);
+        }
+    }
+    out
+}
+
+/// An Ethernet/IPv4/UDP frame with its UDP payload cut by `cut` bytes, the IP and UDP lengths
+/// (and the IP header checksum) made right: a datagram sent short, not a broken frame.
+pub fn shortened(frame: &[u8], cut: usize) -> Vec<u8> {
+    let mut f = frame[..frame.len() - cut].to_vec();
+    let ip = 14;
+    let ihl = usize::from(f[ip] & 0x0F) * 4;
+    let ip_len = u16::from_be_bytes([f[ip + 2], f[ip + 3]]) - cut as u16;
+    f[ip + 2..ip + 4].copy_from_slice(&ip_len.to_be_bytes());
+    let udp = ip + ihl;
+    let udp_len = u16::from_be_bytes([f[udp + 4], f[udp + 5]]) - cut as u16;
+    f[udp + 4..udp + 6].copy_from_slice(&udp_len.to_be_bytes());
+    f[udp + 6..udp + 8].copy_from_slice(&[0, 0]);
+    f[ip + 10..ip + 12].copy_from_slice(&[0, 0]);
+    let sum: u32 = f[ip..ip + ihl]
+        .chunks(2)
+        .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
+        .sum();
+    let folded = (sum & 0xFFFF) + (sum >> 16);
+    let folded = (folded & 0xFFFF) + (folded >> 16);
+    f[ip + 10..ip + 12].copy_from_slice(&(!(folded as u16)).to_be_bytes());
+    f
 }
