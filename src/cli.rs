@@ -464,9 +464,7 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
                     );
                 }
                 let threads = threads.map_or_else(crate::app::inputs::default_threads, usize::from);
-                return report::parquet::dataset::export(
-                    &inputs, &output, &reading, &filter, threads,
-                );
+                return parquet_export(&inputs, &output, &reading, &filter, threads);
             }
             let [file] = &files[..] else {
                 return Err(
@@ -542,8 +540,7 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
                 Some(p) => Profile::resolve(&p)?,
                 None => Profile::document(),
             };
-            let dataset = report::parquet::tables::Dataset::new(&profile);
-            write_stdout(dataset.markdown().as_bytes())
+            write_stdout(parquet_tables(&profile)?.as_bytes())
         }
         Command::Completions { shell } => {
             let mut script = Vec::new();
@@ -568,4 +565,40 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
             _ => Err("generate takes --all DIR, or --large N --output FILE".into()),
         },
     }
+}
+
+#[cfg(feature = "parquet")]
+fn parquet_export(
+    inputs: &[crate::app::inputs::Input],
+    output: &std::path::Path,
+    reading: &crate::app::Reading,
+    filter: &report::filter::Filter,
+    threads: usize,
+) -> Result<ExitCode, String> {
+    report::parquet::dataset::export(inputs, output, reading, filter, threads)
+}
+
+#[cfg(feature = "parquet")]
+fn parquet_tables(profile: &Profile) -> Result<String, String> {
+    Ok(report::parquet::tables::Dataset::new(profile).markdown())
+}
+
+/// Built with `--no-default-features`: no Parquet writer.
+#[cfg(not(feature = "parquet"))]
+const NO_PARQUET: &str = "this build has no Parquet support (built without the `parquet` feature)";
+
+#[cfg(not(feature = "parquet"))]
+fn parquet_export(
+    _: &[crate::app::inputs::Input],
+    _: &std::path::Path,
+    _: &crate::app::Reading,
+    _: &report::filter::Filter,
+    _: usize,
+) -> Result<ExitCode, String> {
+    Err(NO_PARQUET.into())
+}
+
+#[cfg(not(feature = "parquet"))]
+fn parquet_tables(_: &Profile) -> Result<String, String> {
+    Err(NO_PARQUET.into())
 }

@@ -57,6 +57,7 @@ fn violations_json_lists_every_rule_once() {
 }
 
 #[test]
+#[cfg(feature = "parquet")]
 fn parquet_doc_lists_the_tables_and_the_example_queries() {
     let doc = std::fs::read_to_string("docs/parquet.md").unwrap();
     let (_, rest) = doc

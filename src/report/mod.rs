@@ -13,6 +13,7 @@ pub mod junit;
 pub mod live;
 pub mod lua;
 pub mod packets;
+#[cfg(feature = "parquet")]
 pub mod parquet;
 pub mod profile;
 pub mod profile_hint;
