@@ -1,6 +1,6 @@
 //! Arbitrary bytes as a capture file (pcap, pcapng, gzip or anything else) through the whole
 //! pipeline, once per report sink: the summary (and its text), the NDJSON export, the verbose
-//! packet list with hex dumps, and the session statistics. Nothing may panic, hang or grow
+//! packet list with hex dumps, the session statistics and the profile (and its text). Nothing may panic, hang or grow
 //! memory past the documented limits (run with -rss_limit_mb=512 -timeout=10).
 #![no_main]
 
@@ -8,13 +8,14 @@ use std::io::{self, Cursor};
 use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
-use rtype_inspect::app::{Format, Term};
+use rtype_inspect::app::{Format, ReadOpts, Term};
 use rtype_inspect::capture::CaptureReader;
 use rtype_inspect::pipeline::{Pipeline, Sink};
 use rtype_inspect::proto::profile::Profile;
 use rtype_inspect::report::export::Export;
 use rtype_inspect::report::filter::FilterArgs;
 use rtype_inspect::report::packets::{Packets, PacketsOptions};
+use rtype_inspect::report::profile::{self, Profiler};
 use rtype_inspect::report::stats::Stats;
 use rtype_inspect::report::summary::Summary;
 
@@ -42,10 +43,22 @@ fuzz_target!(|data: &[u8]| {
         verbose: true,
         hex: true,
         width: Some(100),
+        time: Default::default(),
     };
     let mut packets = Packets::new(io::sink(), options, filter);
     run(data, &mut packets);
     for format in [Format::Text, Format::Json] {
         run(data, &mut Stats::new(io::sink(), format, "fuzz", Term::pipe()));
+    }
+    let reading = ReadOpts {
+        quiet: true,
+        ..ReadOpts::default()
+    }
+    .reading()
+    .expect("default reading options");
+    let mut profiler = Profiler::new("fuzz", &reading, 100_000_000);
+    run(data, &mut profiler);
+    if let Some(json) = profiler.json() {
+        let _ = profile::text(json, Term::pipe());
     }
 });

@@ -46,5 +46,5 @@ fuzz_target!(|data: &[u8]| {
         sample,
     ];
     let cli = Cli::try_parse_from(args).expect("the arguments parse");
-    let _ = check::run(cli.check);
+    let _ = check::run(cli.check, rtype_inspect::app::Term::pipe());
 });

@@ -145,7 +145,7 @@ fuzz_target!(|data: &[u8]| {
     let capture = pcap(&frames);
     let mut summary = Summary::default();
     run(&capture, &mut summary);
-    let _ = summary.text("fuzz", false);
+    let _ = summary.text("fuzz", rtype_inspect::app::Term::pipe());
     let filter = FilterArgs::default().build().expect("the empty filter");
     run(
         &capture,
@@ -158,6 +158,8 @@ fuzz_target!(|data: &[u8]| {
             PacketsOptions {
                 verbose: true,
                 hex: true,
+                width: None,
+                time: Default::default(),
             },
             filter,
         ),
