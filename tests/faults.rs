@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 mod bin;
 #[path = "support/faults.rs"]
 mod faults;
-use faults::{findings_by_frame, rewrite, shortened};
+use faults::{findings_by_frame, rewrite, shortened, udp_payload_at, with_payload};
+use rtype_inspect::samplegen::rtype::{Compression, RtypeBuilder};
 
 const C17: &str = "tests/fixtures/reference-17byte-1client.pcap";
 const RT: &str = "tests/fixtures/rt-two-players.pcap";
@@ -16,7 +17,10 @@ const RT: &str = "tests/fixtures/rt-two-players.pcap";
 fn findings(name: &str, pcap: &[u8]) -> BTreeMap<u64, Vec<String>> {
     let dir = std::env::temp_dir().join(format!("rtype-faults-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join(name);
+    // Tests run side by side: each file its own name.
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let file = dir.join(format!("{n}-{name}"));
     std::fs::write(&file, pcap).unwrap();
     let (code, out, err) = bin::run(&["export", file.to_str().unwrap(), "-o", "-", "--quiet"]);
     assert_eq!(code, 0, "{err}");
@@ -114,5 +118,41 @@ fn a_short_rt_snapshot_is_truncated_in_its_conversations_layout() {
                 assert_eq!(Some(ids), clean.get(frame), "cut {cut}: frame {frame}");
             }
         }
+    }
+}
+
+/// A set's first chunk whose totalChunks changed (frame 557, chunk 1 of tick 340, says 3 where
+/// its set has 2; re-compressed, its CRC made right) is reported at that frame, not at the next,
+/// untouched chunk.
+#[test]
+fn a_changed_total_on_a_sets_first_chunk_is_reported_at_that_chunk() {
+    let pcap = std::fs::read(C17).unwrap();
+    let clean = findings("clean.pcap", &pcap);
+    let faulty = rewrite(&pcap, |i, frame| {
+        if i + 1 != 557 {
+            return vec![frame.to_vec()];
+        }
+        let udp = &frame[udp_payload_at(frame)..];
+        let orig = usize::from(u16::from_be_bytes([udp[15], udp[16]]));
+        let mut payload =
+            lz4_flex::block::decompress(&udp[17..udp.len() - 4], orig).expect("an LZ4 chunk");
+        assert_eq!(payload[..2], [0, 2], "totalChunks 2");
+        payload[..2].copy_from_slice(&3u16.to_be_bytes());
+        let datagram = RtypeBuilder::new(2, 0x21)
+            .sequence(340)
+            .tick(340)
+            .compression(Compression::Auto)
+            .build(&payload)
+            .unwrap();
+        vec![with_payload(frame, &datagram)]
+    });
+    let faulty = findings("total-557.pcap", &faulty);
+    for (frame, ids) in &faulty {
+        let mut was = clean[frame].clone();
+        if *frame == 557 {
+            was.push("rtype.chunk.total-mismatch".into());
+            was.sort();
+        }
+        assert_eq!(ids, &was, "frame {frame}");
     }
 }

@@ -80,11 +80,17 @@ pub fn findings_by_frame(ndjson: &str, loose: bool) -> BTreeMap<u64, Vec<String>
 
 /// `pcap` (a little-endian µs pcap) rewritten record by record: `edit` gets each record's index
 /// and frame bytes and returns the frames to write in its place (none, itself, changed, or with
-/// copies), each 1 µs after the previous one written at that place.
+/// copies), each 1 µs after the previous one written at that place. A cut last record is kept
+/// as it is.
 pub fn rewrite(pcap: &[u8], mut edit: impl FnMut(usize, &[u8]) -> Vec<Vec<u8>>) -> Vec<u8> {
     let mut out = pcap[..24].to_vec();
+    let mut end = 24;
     for (index, (ts, at, len)) in records(pcap).into_iter().enumerate() {
-        for (n, frame) in edit(index, &pcap[at..at + len]).iter().enumerate() {
+        let Some(bytes) = pcap.get(at..at + len) else {
+            break;
+        };
+        end = at + len;
+        for (n, frame) in edit(index, bytes).iter().enumerate() {
             let ts = ts + n as u64;
             out.extend(((ts / 1_000_000) as u32).to_le_bytes());
             out.extend(((ts % 1_000_000) as u32).to_le_bytes());
@@ -93,20 +99,30 @@ pub fn rewrite(pcap: &[u8], mut edit: impl FnMut(usize, &[u8]) -> Vec<Vec<u8>>) 
             out.extend(frame);
         }
     }
+    // A capture cut in a record stays cut there.
+    out.extend_from_slice(&pcap[end..]);
     out
 }
 
 /// An Ethernet/IPv4/UDP frame with its UDP payload cut by `cut` bytes, the IP and UDP lengths
 /// (and the IP header checksum) made right: a datagram sent short, not a broken frame.
 pub fn shortened(frame: &[u8], cut: usize) -> Vec<u8> {
-    let mut f = frame[..frame.len() - cut].to_vec();
+    let at = udp_payload_at(frame);
+    with_payload(frame, &frame[at..frame.len() - cut])
+}
+
+/// An Ethernet/IPv4/UDP frame carrying `payload` instead of its own, the IP and UDP lengths and
+/// the IP header checksum made right (the UDP checksum left out, as IPv4 allows).
+pub fn with_payload(frame: &[u8], payload: &[u8]) -> Vec<u8> {
+    let at = udp_payload_at(frame);
+    let mut f = frame[..at].to_vec();
+    f.extend_from_slice(payload);
     let ip = 14;
     let ihl = usize::from(f[ip] & 0x0F) * 4;
-    let ip_len = u16::from_be_bytes([f[ip + 2], f[ip + 3]]) - cut as u16;
+    let ip_len = (ihl + 8 + payload.len()) as u16;
     f[ip + 2..ip + 4].copy_from_slice(&ip_len.to_be_bytes());
     let udp = ip + ihl;
-    let udp_len = u16::from_be_bytes([f[udp + 4], f[udp + 5]]) - cut as u16;
-    f[udp + 4..udp + 6].copy_from_slice(&udp_len.to_be_bytes());
+    f[udp + 4..udp + 6].copy_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
     f[udp + 6..udp + 8].copy_from_slice(&[0, 0]);
     f[ip + 10..ip + 12].copy_from_slice(&[0, 0]);
     let sum: u32 = f[ip..ip + ihl]
