@@ -82,7 +82,7 @@ fn step(
     for c in &closed[closed_before..] {
         assert!(matches!(
             c.finding.rule,
-            Rule::RtypeChunkLimit | Rule::RtypeChunkMissing
+            Rule::RtypeChunkLimit | Rule::RtypeChunkMissing | Rule::RtypeChunkTotalMismatch
         ));
     }
     if closed.len() > 4096 {

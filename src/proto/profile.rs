@@ -84,10 +84,19 @@ impl Profile {
         }
     }
 
-    /// A profile shipped in the binary ([`BUNDLED`]).
+    /// A profile shipped in the binary ([`BUNDLED`]). Each is parsed once per process: parsing
+    /// leaks its field names (fields are `'static`), and the summary asks for every bundled
+    /// profile on every run.
     pub fn bundled(name: &str) -> Option<Profile> {
-        let (_, text) = BUNDLED.iter().find(|(n, _)| *n == name)?;
-        Profile::parse(text).ok()
+        static PARSED: std::sync::OnceLock<Vec<Option<Profile>>> = std::sync::OnceLock::new();
+        let parsed = PARSED.get_or_init(|| {
+            BUNDLED
+                .iter()
+                .map(|(_, text)| Profile::parse(text).ok())
+                .collect()
+        });
+        let i = BUNDLED.iter().position(|(n, _)| *n == name)?;
+        parsed[i].clone()
     }
 
     /// What `--profile ARG` names: a bundled profile, or else a profile file.
