@@ -104,6 +104,6 @@ fuzz_target!(|data: &[u8]| {
     sets.finish(&mut closed);
     assert!(closed.iter().all(|c| matches!(
         c.finding.rule,
-        Rule::RtypeChunkLimit | Rule::RtypeChunkMissing
+        Rule::RtypeChunkLimit | Rule::RtypeChunkMissing | Rule::RtypeChunkTotalMismatch
     )));
 });
