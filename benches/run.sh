@@ -5,7 +5,8 @@
 #
 # Builds release, generates the captures (into $BENCH_DIR, not the repo), and measures datagrams
 # per second and peak memory of the summary, `check`, `export` and `packets`, side by side with
-# `cat`, `tcpdump -r` and tshark running the generated Lua dissector. Prints a Markdown table and
+# the floor (benches/floor.rs: read + UDP + CRC + LZ4 + a hand-written walk, one thread), `cat`,
+# `tcpdump -r` and tshark running the generated Lua dissector. Prints a Markdown table and
 # writes it to $BENCH_DIR/results.md.
 #
 # Settings (environment):
@@ -40,6 +41,13 @@ TCPDUMP=$(command -v tcpdump || echo /usr/sbin/tcpdump)
 
 cargo build --release --quiet
 BIN=${CARGO_TARGET_DIR:-$PWD/target}/release/rtype-inspect
+# The floor's executable, run directly (not through cargo, whose own start-up would be timed).
+FLOOR=$(cargo bench --quiet --no-run --bench floor --message-format=json | python3 -c '
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "floor" and m.get("executable"):
+        print(m["executable"])')
 LUA=$PWD/wireshark/rtype.lua
 
 capture() { # capture N FILE: generate once, keep for later runs
@@ -75,6 +83,7 @@ summary="$BIN $FILE --format json > /dev/null"
 check="$BIN check $FILE > /dev/null"
 export_="$BIN export $FILE -o /dev/null"
 packets="$BIN packets $FILE > /dev/null"
+floor="$FLOOR $FILE > /dev/null"
 cat_="cat $FILE > /dev/null"
 tcpdump_="$TCPDUMP -r $FILE -n > /dev/null 2>&1"
 tshark_="tshark -r $SLICE_FILE -X lua_script:$LUA > /dev/null 2>&1"
@@ -84,6 +93,7 @@ t_summary=$(seconds summary "$summary")
 t_check=$(seconds check "$check")
 t_export=$(seconds export "$export_")
 t_packets=$(seconds packets "$packets")
+t_floor=$(seconds floor "$floor")
 t_cat=$(seconds cat "$cat_")
 t_tcpdump=$(seconds tcpdump "$tcpdump_")
 # tshark takes minutes on the slice: one run, timed and measured at once.
@@ -97,46 +107,64 @@ records=$("$BIN" export "$FILE" -o - | wc -l)
 
 echo "peak memory..." >&2
 m_summary=$(peak_mb "$summary"); m_check=$(peak_mb "$check")
-m_export=$(peak_mb "$export_"); m_packets=$(peak_mb "$packets")
+m_export=$(peak_mb "$export_"); m_packets=$(peak_mb "$packets"); m_floor=$(peak_mb "$floor")
 m_tcpdump=$(peak_mb "$tcpdump_")
 if [ "$BIG" -gt 0 ]; then
   BIG_FILE=$DIR/large-$BIG.pcap
   capture "$BIG" "$BIG_FILE"
   b_summary=$(peak_mb "${summary//$FILE/$BIG_FILE}"); b_check=$(peak_mb "${check//$FILE/$BIG_FILE}")
   b_export=$(peak_mb "${export_//$FILE/$BIG_FILE}"); b_packets=$(peak_mb "${packets//$FILE/$BIG_FILE}")
+  b_floor=$(peak_mb "${floor//$FILE/$BIG_FILE}")
 else
-  b_summary=-; b_check=-; b_export=-; b_packets=-
+  b_summary=-; b_check=-; b_export=-; b_packets=-; b_floor=-
 fi
 
 python3 - "$N" "$SLICE" "$BIG" "$records" "$(stat -c %s "$FILE")" <<EOF | tee "$DIR/results.md"
 import sys
 n, slice_, big, records, size = (int(a) for a in sys.argv[1:])
 timed = dict(summary=($t_summary), check=($t_check), export=($t_export), packets=($t_packets),
-             cat=($t_cat), tcpdump=($t_tcpdump), tshark=($t_tshark))
+             floor=($t_floor), cat=($t_cat), tcpdump=($t_tcpdump), tshark=($t_tshark))
 t = {k: v[0] for k, v in timed.items()}
 cpu = {k: v[1] for k, v in timed.items()}
 rate = {k: n / v for k, v in t.items()}
 rate["tshark"] = slice_ / t["tshark"]
+# CPU seconds per datagram, for the ratio to the floor (tshark's over its slice).
+cpu_per = {k: v / (slice_ if k == "tshark" else n) for k, v in cpu.items()}
 mem = dict(summary="$m_summary", check="$m_check", export="$m_export", packets="$m_packets",
-           tcpdump="$m_tcpdump", tshark="$m_tshark", cat="-")
-big_mem = dict(summary="$b_summary", check="$b_check", export="$b_export", packets="$b_packets")
+           floor="$m_floor", tcpdump="$m_tcpdump", tshark="$m_tshark", cat="-")
+big_mem = dict(summary="$b_summary", check="$b_check", export="$b_export", packets="$b_packets",
+               floor="$b_floor")
 print(f"{n:,} datagrams ({size / 1e6:.0f} MB pcap); tshark on a {slice_:,}-datagram slice; "
       f"peak RSS also at {big:,} datagrams\n")
-print("| command | wall s | CPU s | datagrams/s | vs cat | vs tcpdump -r | vs tshark + Lua | peak RSS MB | at %s |" % f"{big:,}")
-print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+print("| command | wall s | CPU s | datagrams/s | vs cat | vs tcpdump -r | vs tshark + Lua | CPU/datagram vs floor | peak RSS MB | at %s |" % f"{big:,}")
+print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 labels = dict(summary="summary --format json", check="check", export="export -o /dev/null",
-              packets="packets > /dev/null", cat="cat > /dev/null", tcpdump="tcpdump -r -n",
+              packets="packets > /dev/null", floor="floor (read + UDP + CRC + LZ4 + walk)",
+              cat="cat > /dev/null", tcpdump="tcpdump -r -n",
               tshark="tshark -X lua_script (slice)")
 def per_s(r):
     return f"{r / 1e6:.2f} M" if r >= 1e6 else f"{r / 1e3:.1f} k" if r >= 1e3 else f"{r:.0f}"
-for k in ["summary", "check", "export", "packets", "cat", "tcpdump", "tshark"]:
+for k in ["summary", "check", "export", "packets", "floor", "cat", "tcpdump", "tshark"]:
     r = rate[k]
     print(f"| {labels[k]} | {t[k]:.3f} | {cpu[k]:.3f} | {per_s(r)} | {r / rate['cat']:.3f}x | "
-          f"{r / rate['tcpdump']:.1f}x | {r / rate['tshark']:.0f}x | {mem[k]} | {big_mem.get(k, '')} |")
+          f"{r / rate['tcpdump']:.1f}x | {r / rate['tshark']:.0f}x | "
+          f"{cpu_per[k] / cpu_per['floor']:.2f}x | {mem[k]} | {big_mem.get(k, '')} |")
 print(f"\nexport: {records:,} records, {per_s(records / t['export'])} records/s "
       f"({per_s(records / cpu['export'])} per CPU second)")
-print("datagrams per CPU second: " + ", ".join(f"{k} {per_s(n / cpu[k])}" for k in ["summary", "check", "export", "packets", "tcpdump"]))
+print("datagrams per CPU second: " + ", ".join(f"{k} {per_s(n / cpu[k])}" for k in ["summary", "check", "export", "packets", "floor", "tcpdump"]))
+print("CPU ns per datagram: " + ", ".join(f"{k} {cpu_per[k] * 1e9:.0f}" for k in ["summary", "check", "export", "packets", "floor", "tcpdump"]))
 EOF
+
+# The floor's own account: what it counted, and the CPU of each of 5 passes in one process.
+echo >&2 "floor..."
+{
+  echo
+  echo "The floor, one thread, 5 passes (\`cargo bench --bench floor -- FILE --runs 5\`):"
+  echo
+  echo '```'
+  "$FLOOR" "$FILE" --runs 5
+  echo '```'
+} | tee -a "$DIR/results.md"
 
 # Where the decoding time goes, stage by stage, in one thread (benches/stages.rs).
 echo >&2 "stages..."
