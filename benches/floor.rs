@@ -318,7 +318,11 @@ fn for_each_record(path: &Path, mut each: impl FnMut(&[u8])) -> io::Result<u64> 
     let swapped = match header[..4] {
         [0xD4, 0xC3, 0xB2, 0xA1] | [0x4D, 0x3C, 0xB2, 0xA1] => false,
         [0xA1, 0xB2, 0xC3, 0xD4] | [0xA1, 0xB2, 0x3C, 0x4D] => true,
-        _ => return Err(io::Error::other("not a legacy pcap file (pcapng is not read here)")),
+        _ => {
+            return Err(io::Error::other(
+                "not a legacy pcap file (pcapng is not read here)",
+            ))
+        }
     };
     let u32_at = |b: &[u8], at: usize| {
         let v = [b[at], b[at + 1], b[at + 2], b[at + 3]];

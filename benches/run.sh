@@ -119,7 +119,7 @@ else
   b_summary=-; b_check=-; b_export=-; b_packets=-; b_floor=-
 fi
 
-python3 - "$N" "$SLICE" "$BIG" "$records" "$(stat -c %s "$FILE")" <<EOF | tee "$DIR/results.md"
+python3 - "$N" "$SLICE" "$BIG" "$records" "$(stat -L -c %s "$FILE")" <<EOF | tee "$DIR/results.md"
 import sys
 n, slice_, big, records, size = (int(a) for a in sys.argv[1:])
 timed = dict(summary=($t_summary), check=($t_check), export=($t_export), packets=($t_packets),
