@@ -347,29 +347,25 @@ fn for_each_record(path: &Path, mut each: impl FnMut(&[u8])) -> io::Result<u64> 
     let mut discard = 0u64;
     loop {
         let have = end - start;
-        let need = if discard > 0 {
-            usize::MAX
-        } else if have < RECORD_HEADER {
-            RECORD_HEADER
-        } else {
-            let frame_len = u32_at(&buf, start + 8) as usize;
-            if frame_len > MAX_FRAME {
-                skipped += 1;
-                discard = (RECORD_HEADER + frame_len) as u64;
-                continue;
-            }
-            RECORD_HEADER + frame_len
-        };
         if discard > 0 {
             let n = discard.min(have as u64) as usize;
             (start, discard) = (start + n, discard - n as u64);
             if discard == 0 {
                 continue;
             }
-        } else if have >= need {
-            each(&buf[start + RECORD_HEADER..start + need]);
-            start += need;
-            continue;
+        } else if have >= RECORD_HEADER {
+            let frame_len = u32_at(&buf, start + 8) as usize;
+            if frame_len > MAX_FRAME {
+                skipped += 1;
+                discard = (RECORD_HEADER + frame_len) as u64;
+                continue;
+            }
+            let record_len = RECORD_HEADER + frame_len;
+            if have >= record_len {
+                each(&buf[start + RECORD_HEADER..start + record_len]);
+                start += record_len;
+                continue;
+            }
         }
         buf.copy_within(start..end, 0);
         (start, end) = (0, end - start);
