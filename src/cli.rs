@@ -154,9 +154,6 @@ enum Command {
         /// One JSON array instead of one record per line.
         #[arg(long)]
         json_array: bool,
-        /// Captures exported at once with --format parquet [default: the machine's cores].
-        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
-        threads: Option<u16>,
         #[command(flatten)]
         filter: report::filter::FilterArgs,
         #[command(flatten)]
@@ -439,7 +436,6 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
             output,
             format,
             json_array,
-            threads,
             filter,
             read,
         } => {
@@ -463,8 +459,7 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
                         "no capture found (.pcap, .pcapng, .cap or .gz) in the arguments".into(),
                     );
                 }
-                let threads = threads.map_or_else(crate::app::inputs::default_threads, usize::from);
-                return parquet_export(&inputs, &output, &reading, &filter, threads);
+                return parquet_export(&inputs, &output, &reading, &filter);
             }
             let [file] = &files[..] else {
                 return Err(
@@ -573,9 +568,8 @@ fn parquet_export(
     output: &std::path::Path,
     reading: &crate::app::Reading,
     filter: &report::filter::Filter,
-    threads: usize,
 ) -> Result<ExitCode, String> {
-    report::parquet::dataset::export(inputs, output, reading, filter, threads)
+    report::parquet::dataset::export(inputs, output, reading, filter)
 }
 
 #[cfg(feature = "parquet")]
@@ -593,7 +587,6 @@ fn parquet_export(
     _: &std::path::Path,
     _: &crate::app::Reading,
     _: &report::filter::Filter,
-    _: usize,
 ) -> Result<ExitCode, String> {
     Err(NO_PARQUET.into())
 }

@@ -151,7 +151,8 @@ impl Collect {
     }
 }
 
-/// Runs the pipeline over `bytes` into `sink`; false when the bytes are not a capture at all.
+/// Runs the pipeline over `bytes` into `sink`, on two worker threads (whose batches are what
+/// memory could grow with); false when the bytes are not a capture at all.
 fn run<S: Sink>(bytes: &[u8], sink: &mut S) -> bool {
     let Ok(mut reader) =
         CaptureReader::from_read(Path::new("mutated"), Box::new(Cursor::new(bytes.to_vec())))
@@ -159,6 +160,7 @@ fn run<S: Sink>(bytes: &[u8], sink: &mut S) -> bool {
         return false;
     };
     Pipeline::new(Profile::document(), None)
+        .with_threads(2)
         .run(&mut reader, sink)
         .expect("a capture that opened runs to its end");
     true
@@ -170,9 +172,9 @@ fn collect(bytes: &[u8]) -> Collect {
     c
 }
 
-/// The export of `path` by [`Pipeline::run`] (CRC and LZ4 done ahead on the reading thread, and
-/// two in three rtype datagrams' fields rendered there), and frame by frame with
-/// [`Pipeline::frame`] (everything on one thread, as a live capture runs).
+/// The export of `path` by [`Pipeline::run`] on three worker threads (link layers, CRC, LZ4 and
+/// the rendering of the fields done there), and frame by frame with [`Pipeline::frame`]
+/// (everything on one thread, as a live capture runs).
 fn export_both_ways(path: &Path) -> (Vec<u8>, Vec<u8>) {
     let profile = || Profile::load(&root().join("samples/profiles/reference-17byte.toml")).unwrap();
     let filter = FilterArgs::default().build().expect("the empty filter");
@@ -180,6 +182,7 @@ fn export_both_ways(path: &Path) -> (Vec<u8>, Vec<u8>) {
     let mut reader = CaptureReader::open(path).unwrap();
     let mut sink = Export::new(&mut threaded, false, filter.clone());
     Pipeline::new(profile(), None)
+        .with_threads(3)
         .run(&mut reader, &mut sink)
         .unwrap();
     drop(sink);
@@ -937,8 +940,8 @@ fn decompression_is_bounded_by_the_header() {
 #[test]
 fn payloads_decompressed_ahead_stay_bounded() {
     let _alone = one_test_at_a_time();
-    // Small datagrams that each inflate to 65,000 bytes: the reading thread decompresses them
-    // ahead of decoding, and the batches they travel in must not grow with what they inflate to.
+    // Small datagrams that each inflate to 65,000 bytes: the workers decompress them ahead of
+    // the ordered stage, and the batches they travel in must not grow with what they inflate to.
     let packed = lz4_flex::block::compress(&vec![0u8; 65_000]);
     let frame = server_datagram(&rtype(2, 0x14, 1, &packed, Some(65_000)));
     let frames = vec![frame; 3_000];
@@ -953,7 +956,7 @@ fn fields_rendered_ahead_stay_bounded() {
     let _alone = one_test_at_a_time();
     // Small datagrams that each inflate to a snapshot of 300 entities whose positions and speeds
     // are the smallest f32 (6,602 bytes), 75 KB of JSON each, as every such float is written out
-    // in full: export renders most of them on the reading thread, and the batches they travel in
+    // in full: export renders them on the worker threads, and the batches they travel in
     // must not grow with what they render to. Were only their payloads counted, a 256 KiB batch
     // would carry 39 of them, 3 MB of JSON.
     let entities = 300u16;
@@ -1420,6 +1423,7 @@ fn largest_records_stay_bounded() {
         let mut reader = CaptureReader::from_read(Path::new("huge"), Box::new(records)).unwrap();
         let mut found = Collect::default();
         Pipeline::new(Profile::document(), None)
+            .with_threads(2)
             .run(&mut reader, &mut found)
             .unwrap();
         assert_eq!(found.frames("capture.malformed-packet").len(), 12);
@@ -1430,7 +1434,7 @@ fn largest_records_stay_bounded() {
         MAX_RECORD_LEN >> 20
     );
     // The reader's buffer (16 MiB + 64 KiB), and at worst six batches of one such record each
-    // (four queued, one filling, one being decoded) when the reading thread runs ahead: 114 MiB.
+    // (one filling, two per worker, one being decoded) with two workers: 112 MiB.
     assert!(peak < 128 << 20, "peak {peak} bytes");
 }
 
@@ -1501,6 +1505,7 @@ fn run_shared<S: Sink>(bytes: &Arc<[u8]>, sink: &mut S) {
     let read = Box::new(Cursor::new(bytes.clone()));
     let mut reader = CaptureReader::from_read(Path::new("crafted"), read).expect("a capture");
     Pipeline::new(Profile::document(), None)
+        .with_threads(2)
         .run(&mut reader, sink)
         .expect("a capture that opened runs to its end");
 }
@@ -1589,7 +1594,7 @@ const CONVERSATIONS_BOUND: usize = 64 << 20;
 // Findings and records without bound
 // ------------------------------------------------------------------------------------------------
 
-/// The NDJSON export of `bytes` two ways: with the reading thread rendering ahead
+/// The NDJSON export of `bytes` two ways: with worker threads rendering ahead
 /// ([`Pipeline::run`]), and frame by frame on one thread; each record is checked against
 /// docs/timeline.schema.json.
 fn export_lines(bytes: &[u8]) -> Vec<String> {

@@ -26,6 +26,7 @@ fn run<S: Sink>(data: &[u8], sink: &mut S) -> bool {
         return false;
     };
     Pipeline::new(Profile::document(), None)
+        .with_threads(2)
         .run(&mut reader, sink)
         .is_ok()
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::config::{check_snapshot_hz, check_snapshot_tolerance, Config};
-use crate::capture::{CaptureInfo, CaptureReader};
+use crate::capture::{CaptureInfo, CaptureReader, StageCpu};
 use crate::display_filter::DisplayFilter;
 use crate::pipeline::{Pipeline, RunEnd, Sink};
 use crate::proto::profile::Profile;
@@ -42,6 +42,11 @@ pub struct ReadOpts {
     /// `rtype-inspect fields` lists the fields).
     #[arg(short = 'Y', long = "filter", value_name = "EXPR")]
     pub filter: Option<String>,
+    /// Threads that decode [default: the machine's cores]: one capture's frames are spread over
+    /// them (1: everything on one thread), several captures share them; outputs are the same
+    /// whatever their number.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
 }
 
 /// How captures are read, once the options and the configuration file are merged.
@@ -58,6 +63,8 @@ pub struct Reading {
     pub filter: Option<DisplayFilter>,
     /// Stop after reading this many datagrams (`-c N`).
     pub count: Option<u64>,
+    /// Threads that decode ([`ReadOpts::threads`]).
+    pub threads: usize,
 }
 
 impl ReadOpts {
@@ -104,6 +111,9 @@ impl ReadOpts {
             quiet: self.quiet,
             analysis,
             count: None,
+            threads: self
+                .threads
+                .map_or_else(super::inputs::default_threads, usize::from),
         })
     }
 }
@@ -115,6 +125,18 @@ impl Reading {
             .with_analysis(self.analysis)
             .with_config(self.config.path.clone())
             .with_filter(self.filter.clone())
+            .with_threads(self.threads)
+    }
+
+    /// How `files` captures share the threads: how many are read at once, and the settings each
+    /// is read with (the threads left over for its frames).
+    pub fn share(&self, files: usize) -> (usize, Reading) {
+        let at_once = self.threads.clamp(1, files.max(1));
+        let mut each = self.clone();
+        each.threads = (self.threads / at_once).max(1);
+        // Several captures at once: one progress bar each would fight over the terminal.
+        each.quiet |= files > 1;
+        (at_once, each)
     }
 }
 
@@ -146,7 +168,31 @@ pub fn read_capture<S: Sink>(file: &Path, reading: &Reading, sink: &mut S) -> Re
         stop.store(true, Ordering::Relaxed);
         bar.finish_and_clear();
     }
-    result.map_err(|e| e.to_string())
+    let cpu = result.map_err(|e| e.to_string())?;
+    if std::env::var_os(STAGE_CPU).is_some() {
+        eprintln!("{}", stage_cpu_line(file, &cpu));
+    }
+    Ok(())
+}
+
+/// The environment variable that makes every run print its stages' CPU time on standard error
+/// (the benchmarks' per-stage mode: BENCHMARKS.md).
+pub const STAGE_CPU: &str = "RTYPE_INSPECT_STAGE_CPU";
+
+/// One line of a run's CPU time per stage, and the ordered stage's share: the part that runs on
+/// one thread whatever the cores, so that the run cannot be faster than it on any machine.
+fn stage_cpu_line(file: &Path, cpu: &StageCpu) -> String {
+    let s = |ns: u64| ns as f64 / 1e9;
+    let total = cpu.reading + cpu.workers + cpu.ordered;
+    format!(
+        "stage CPU of {}: reading {:.3} s, workers {:.3} s, ordered {:.3} s ({:.1} % of {:.3} s)",
+        file.display(),
+        s(cpu.reading),
+        s(cpu.workers),
+        s(cpu.ordered),
+        100.0 * cpu.ordered as f64 / total.max(1) as f64,
+        s(total)
+    )
 }
 
 /// A sink that takes `left` more datagrams, whether the filters pass them or not, then asks

@@ -41,6 +41,60 @@ pub enum LinkOutcome<'a> {
     },
 }
 
+/// A [`LinkOutcome`] that outlives its frame: the UDP payload is kept as its length (its offset
+/// is in the datagram), so that one thread's parse of a frame serves another that has the frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Detached {
+    outcome: LinkOutcome<'static>,
+    payload_len: usize,
+}
+
+impl LinkOutcome<'_> {
+    pub fn detach(&self) -> Detached {
+        Detached {
+            outcome: self.with_payload(&[]),
+            payload_len: match self {
+                LinkOutcome::Udp(udp) => udp.payload.len(),
+                _ => 0,
+            },
+        }
+    }
+
+    /// The same outcome, with `payload` as its UDP datagram's payload.
+    fn with_payload<'b>(&self, payload: &'b [u8]) -> LinkOutcome<'b> {
+        match self {
+            LinkOutcome::Udp(udp) => LinkOutcome::Udp(UdpDatagram {
+                src: udp.src,
+                dst: udp.dst,
+                payload,
+                truncated_by: udp.truncated_by,
+                payload_offset: udp.payload_offset,
+            }),
+            LinkOutcome::NotUdp => LinkOutcome::NotUdp,
+            LinkOutcome::Fragment => LinkOutcome::Fragment,
+            LinkOutcome::UnsupportedLink => LinkOutcome::UnsupportedLink,
+            LinkOutcome::Malformed { offset, what } => LinkOutcome::Malformed {
+                offset: *offset,
+                what,
+            },
+        }
+    }
+}
+
+impl Detached {
+    /// The outcome again, over the frame's bytes `data` it was found in.
+    pub fn attach<'a>(&self, data: &'a [u8]) -> LinkOutcome<'a> {
+        let payload = match &self.outcome {
+            LinkOutcome::Udp(udp) => {
+                let at = udp.payload_offset;
+                data.get(at..at + self.payload_len).unwrap_or_default()
+            }
+            _ => &[],
+        };
+        self.outcome.with_payload(payload)
+    }
+}
+
 /// Finds the UDP datagram in a captured frame.
 pub fn udp_from_frame(link_type: LinkType, data: &[u8]) -> LinkOutcome<'_> {
     match decode(link_type, data) {

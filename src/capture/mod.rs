@@ -23,7 +23,8 @@ pub mod writer;
 mod testutil;
 
 pub use defrag::{DefragOutcome, DefragStats, Defragmenter, OwnedUdp};
-pub use link::{udp_from_frame, LinkOutcome, LinkType, UdpDatagram};
+pub use link::{udp_from_frame, Detached, LinkOutcome, LinkType, UdpDatagram};
 pub use reader::{
-    Ahead, CaptureError, CaptureFormat, CaptureInfo, CaptureReader, Frame, ReadEnd, Truncation,
+    thread_cpu_nanos, Ahead, CaptureError, CaptureFormat, CaptureInfo, CaptureReader, Frame,
+    ReadEnd, StageCpu, Truncation,
 };

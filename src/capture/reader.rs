@@ -16,7 +16,7 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 
 use pcap_parser::pcapng::{Block, InterfaceDescriptionBlock, OptionCode};
@@ -44,12 +44,10 @@ pub const MAX_SKIPPED_BLOCKS: usize = 64;
 const MAX_STALLS: u32 = 64;
 
 const SHB_MAGIC: u32 = 0x0a0d_0d0a;
-/// [`CaptureReader::for_each_frame_threaded`] hands frames over in batches of about this many
+/// [`CaptureReader::for_each_frame_parallel`] hands frames over in batches of about this many
 /// bytes, or this many frames.
 const BATCH_BYTES: usize = 256 * 1024;
 const BATCH_FRAMES: usize = 4096;
-/// Batches waiting for the decoding thread: how far the reading thread may run ahead.
-const BATCHES_AHEAD: usize = 4;
 
 /// Capture file format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -412,41 +410,91 @@ impl CaptureReader {
         &mut self,
         mut on_frame: impl FnMut(&Frame<'_>),
     ) -> Result<ReadEnd, CaptureError> {
-        self.pump(false, &mut |frame: &Frame<'_>| {
+        self.for_each_frame_until(|frame| {
             on_frame(frame);
             ControlFlow::Continue(())
-        });
+        })
+    }
+
+    /// [`CaptureReader::for_each_frame`] until `on_frame` breaks.
+    pub fn for_each_frame_until(
+        &mut self,
+        mut on_frame: impl FnMut(&Frame<'_>) -> ControlFlow<()>,
+    ) -> Result<ReadEnd, CaptureError> {
+        self.pump(false, &mut on_frame);
         Ok(self.read_end())
     }
 
-    /// [`CaptureReader::for_each_frame`] with the reading (and gunzipping) on a second thread, so
-    /// that it overlaps with `on_frame` on this one; that thread also runs `ahead` on each frame
-    /// (work that needs nothing from the frames before it, such as checksums and
-    /// decompression). Frames are copied into batches of about 256 KiB, each with `ahead`'s
-    /// results for its frames, handed over in file order through a bounded channel, and
-    /// recycled: `on_frame` sees the same frames in the same order, with the batch's results
-    /// and the frame's index in the batch, and memory stays bounded (at most
-    /// [`BATCHES_AHEAD`] + 3 batches exist, and `ahead`'s results count toward a batch's size).
-    /// When `on_frame` breaks, reading stops too.
-    pub fn for_each_frame_threaded<A: Ahead>(
+    /// [`CaptureReader::for_each_frame`] spread over threads: this one reads (and gunzips)
+    /// frames into batches of about 256 KiB, the `workers` (one thread each) do their
+    /// [`Ahead`] work on whole batches, batch `k` going to worker `k % workers.len()`, and the
+    /// calling thread takes the batches back from the workers in the same turn, so that
+    /// `on_frame` sees every frame in file order, with its batch's results and its index in the
+    /// batch. Batches are recycled and the channels hold at most one batch, so memory stays
+    /// bounded (at most 2 batches per worker + 3 exist) whatever the file; a batch's results count toward
+    /// its size, as far as the last batches worked show how much a frame's results weigh, and a
+    /// worker leaves the rest of a batch whose results outgrow [`MAX_RESULTS`] to `on_frame`.
+    /// When `on_frame` breaks, reading and working stop too. Returns how reading ended and the
+    /// CPU time each stage used ([`StageCpu`]).
+    pub fn for_each_frame_parallel<A: Ahead>(
         &mut self,
-        mut ahead: A,
+        workers: Vec<A>,
         mut on_frame: impl FnMut(&Frame<'_>, &A::Results, usize) -> ControlFlow<()>,
-    ) -> Result<ReadEnd, CaptureError> {
-        let (full_tx, full_rx) = mpsc::sync_channel::<Batch<A::Results>>(BATCHES_AHEAD);
+    ) -> Result<(ReadEnd, StageCpu), CaptureError> {
+        let count = workers.len().max(1);
+        // Results bytes per 16 bytes of frames in the last batch worked: how full a batch is.
+        let weight = AtomicUsize::new(0);
+        // CPU nanoseconds of the reading thread, the workers and the ordered stage.
+        let cpu: [AtomicU64; 3] = Default::default();
+        // Frames `on_frame` saw, and whether it stopped the reading.
+        let (mut delivered, mut stopped) = (0u64, false);
         let (free_tx, free_rx) = mpsc::channel::<Batch<A::Results>>();
+        let mut to_workers = Vec::with_capacity(count);
+        let mut from_workers = Vec::with_capacity(count);
         std::thread::scope(|scope| {
+            for mut worker in workers {
+                // A worker takes a batch when it is free, and may finish one more before the
+                // consumer takes the last: two batches per worker at most.
+                let (in_tx, in_rx) = mpsc::sync_channel::<Batch<A::Results>>(0);
+                let (out_tx, out_rx) = mpsc::sync_channel::<Batch<A::Results>>(1);
+                to_workers.push(in_tx);
+                from_workers.push(out_rx);
+                let (weight, cpu) = (&weight, &cpu);
+                scope.spawn(move || {
+                    for mut batch in in_rx {
+                        batch.work(&mut worker);
+                        weight.store(batch.weight::<A>(), Ordering::Relaxed);
+                        if out_tx.send(batch).is_err() {
+                            break;
+                        }
+                    }
+                    cpu[1].fetch_add(thread_cpu_nanos(), Ordering::Relaxed);
+                });
+            }
+            if to_workers.is_empty() {
+                // No worker: the reading thread hands batches straight over, as they are.
+                let (tx, rx) = mpsc::sync_channel(1);
+                to_workers.push(tx);
+                from_workers.push(rx);
+            }
             let reader = &mut *self;
+            let cpu_reading = &cpu[0];
+            let weight = &weight;
             scope.spawn(move || {
                 let mut batch = Batch::default();
-                // False once the decoding side is gone (it stopped, or panicked): stop reading.
+                let mut sent = 0usize;
+                // False once the other side is gone (it stopped, or panicked): stop reading.
                 let mut open = true;
+                let send = |batch: Batch<A::Results>, sent: &mut usize| {
+                    let ok = to_workers[*sent % to_workers.len()].send(batch).is_ok();
+                    *sent += 1;
+                    ok
+                };
                 reader.pump(false, &mut |frame: &Frame<'_>| {
                     batch.push(frame);
-                    ahead.frame(frame, &mut batch.results);
-                    if batch.is_full(A::size(&batch.results)) {
+                    if batch.is_full(weight.load(Ordering::Relaxed)) {
                         let next = free_rx.try_recv().unwrap_or_default();
-                        open = full_tx.send(std::mem::replace(&mut batch, next)).is_ok();
+                        open = send(std::mem::replace(&mut batch, next), &mut sent);
                     }
                     if open {
                         ControlFlow::Continue(())
@@ -455,20 +503,42 @@ impl CaptureReader {
                     }
                 });
                 if open && !batch.frames.is_empty() {
-                    let _ = full_tx.send(batch);
+                    send(batch, &mut sent);
                 }
+                cpu_reading.fetch_add(thread_cpu_nanos(), Ordering::Relaxed);
             });
-            for mut batch in full_rx {
-                if batch.deliver(&mut on_frame).is_break() {
-                    // Dropping the channel's receiving end stops the reading thread.
+            let before = thread_cpu_nanos();
+            for turn in 0.. {
+                let Ok(mut batch) = from_workers[turn % from_workers.len()].recv() else {
+                    break;
+                };
+                if batch.deliver(&mut on_frame, &mut delivered).is_break() {
+                    stopped = true;
                     break;
                 }
                 batch.clear();
                 A::clear(&mut batch.results);
                 let _ = free_tx.send(batch);
             }
+            // The workers and the reader stop when they find nobody to send to.
+            drop(from_workers);
+            cpu[2].fetch_add(thread_cpu_nanos().saturating_sub(before), Ordering::Relaxed);
         });
-        Ok(self.read_end())
+        let [reading, workers, ordered] = cpu.map(AtomicU64::into_inner);
+        let cpu = StageCpu {
+            reading,
+            workers,
+            ordered,
+        };
+        let mut end = self.read_end();
+        if stopped {
+            // Reading ran ahead of the frame that stopped it: the end is that frame's, as when
+            // one thread reads (what lies past it, a cut or a skipped block, was never asked for).
+            end.frames = delivered;
+            end.truncated = None;
+            end.skipped.retain(|s| s.frame <= delivered);
+        }
+        Ok((end, cpu))
     }
 
     /// The reading loop. With `stop_before_packet`, returns (without consuming)
@@ -680,26 +750,59 @@ impl CaptureReader {
     }
 }
 
-/// Work [`CaptureReader::for_each_frame_threaded`] does on the reading thread for every frame.
+/// Work [`CaptureReader::for_each_frame_parallel`] does on a worker thread for every frame:
+/// what needs nothing from the frames before it (link layers, checksums, decompression...).
 pub trait Ahead: Send {
     /// What it leaves for one batch's frames; reused from batch to batch.
     type Results: Default + Send;
-    /// Adds one frame's results (every frame must add exactly one, in order).
-    fn frame(&mut self, frame: &Frame<'_>, results: &mut Self::Results);
+    /// Adds one frame's results (every frame must add exactly one, in order). Without `room`
+    /// the batch's results are full: the frame gets results that leave its work to the
+    /// consumer.
+    fn frame(&mut self, frame: &Frame<'_>, results: &mut Self::Results, room: bool);
     /// Bytes the results hold, counted toward the batch's size.
     fn size(results: &Self::Results) -> usize;
     /// Empties the results for reuse, giving back memory a hostile batch made them take.
     fn clear(results: &mut Self::Results);
 }
 
-/// Nothing ahead: only the reading is on the other thread.
+/// Nothing ahead: the reading alone is on another thread.
 impl Ahead for () {
     type Results = ();
-    fn frame(&mut self, _: &Frame<'_>, _: &mut ()) {}
+    fn frame(&mut self, _: &Frame<'_>, _: &mut (), _: bool) {}
     fn size(_: &()) -> usize {
         0
     }
     fn clear(_: &mut ()) {}
+}
+
+/// A batch's results may grow to this many bytes; the worker leaves the rest of its frames to
+/// the consumer (a hostile batch whose every datagram decompresses to 64 KiB).
+pub const MAX_RESULTS: usize = BATCH_BYTES;
+
+/// CPU time (nanoseconds) each stage of [`CaptureReader::for_each_frame_parallel`] used: the
+/// reading thread, the workers together, and the ordered consumer. How the work would scale
+/// with more cores follows from the consumer's share: it runs on one thread whatever their
+/// number.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StageCpu {
+    pub reading: u64,
+    pub workers: u64,
+    pub ordered: u64,
+}
+
+/// CPU time the calling thread has used, in nanoseconds (0 where the clock is unavailable).
+pub fn thread_cpu_nanos() -> u64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec it is given, nothing else.
+    let ok = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) } == 0;
+    if ok {
+        (t.tv_sec as u64).saturating_mul(1_000_000_000) + t.tv_nsec as u64
+    } else {
+        0
+    }
 }
 
 /// Frames copied out of the reader's buffer to cross to another thread: their bytes end to end,
@@ -723,22 +826,34 @@ impl<R> Batch<R> {
         ));
     }
 
-    fn is_full(&self, results_size: usize) -> bool {
-        self.data.len() + results_size >= BATCH_BYTES || self.frames.len() >= BATCH_FRAMES
+    /// Whether the batch is full, its results weighing `weight` sixteenths of its frames' bytes.
+    fn is_full(&self, weight: usize) -> bool {
+        self.data.len() + self.data.len() * weight / 16 >= BATCH_BYTES
+            || self.frames.len() >= BATCH_FRAMES
     }
 
-    fn deliver(
-        &self,
-        on_frame: &mut impl FnMut(&Frame<'_>, &R, usize) -> ControlFlow<()>,
-    ) -> ControlFlow<()> {
+    /// The frames, as `on_frame` and the workers see them.
+    fn each(&self) -> impl Iterator<Item = Frame<'_>> {
         let mut start = 0;
-        for (index, (frame, end)) in self.frames.iter().enumerate() {
+        self.frames.iter().map(move |(frame, end)| {
             let frame = Frame {
                 data: &self.data[start..*end],
                 ..*frame
             };
-            on_frame(&frame, &self.results, index)?;
             start = *end;
+            frame
+        })
+    }
+
+    /// Hands the frames to `on_frame`, counting them in `delivered`.
+    fn deliver(
+        &self,
+        on_frame: &mut impl FnMut(&Frame<'_>, &R, usize) -> ControlFlow<()>,
+        delivered: &mut u64,
+    ) -> ControlFlow<()> {
+        for (index, frame) in self.each().enumerate() {
+            *delivered += 1;
+            on_frame(&frame, &self.results, index)?;
         }
         ControlFlow::Continue(())
     }
@@ -750,6 +865,23 @@ impl<R> Batch<R> {
         if self.data.capacity() > 2 * BATCH_BYTES {
             self.data = Vec::new();
         }
+    }
+}
+
+impl<R: Default + Send> Batch<R> {
+    /// Runs a worker's [`Ahead`] on every frame.
+    fn work<A: Ahead<Results = R>>(&mut self, worker: &mut A) {
+        let mut results = std::mem::take(&mut self.results);
+        for frame in self.each() {
+            let room = A::size(&results) < MAX_RESULTS;
+            worker.frame(&frame, &mut results, room);
+        }
+        self.results = results;
+    }
+
+    /// The results' bytes per 16 bytes of frames.
+    fn weight<A: Ahead<Results = R>>(&self) -> usize {
+        (A::size(&self.results) * 16 / self.data.len().max(1)).min(16 * 64)
     }
 }
 
@@ -1518,8 +1650,8 @@ mod tests {
         let mut reader =
             CaptureReader::from_read(Path::new("test.pcap"), Box::new(Cursor::new(f))).unwrap();
         let mut got = Vec::new();
-        let end = reader
-            .for_each_frame_threaded((), |f, _, _| {
+        let (end, _) = reader
+            .for_each_frame_parallel(vec![(), (), ()], |f, _, _| {
                 got.push(Got {
                     number: f.number,
                     ts: f.ts_nanos,
@@ -1548,13 +1680,15 @@ mod tests {
         let mut reader =
             CaptureReader::from_read(Path::new("big.pcap"), Box::new(Cursor::new(f))).unwrap();
         let mut delivered = 0;
-        let end = reader
-            .for_each_frame_threaded((), |_, _, _| {
+        let (end, _) = reader
+            .for_each_frame_parallel(vec![(), ()], |_, _, _| {
                 delivered += 1;
                 ControlFlow::Break(())
             })
             .unwrap();
         assert_eq!(delivered, 1);
+        // The end is the frame that stopped it, however far reading ran ahead.
+        assert_eq!(end.frames, 1);
         assert!(end.truncated.is_none());
         assert!(
             reader.bytes_read() < size / 4,

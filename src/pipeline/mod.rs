@@ -9,11 +9,14 @@ mod rt_arm;
 pub use rt_arm::MAX_SERVERS as RT_MAX_SERVERS;
 mod rtnp_arm;
 mod rtype_arm;
+mod worker;
 
 use std::net::SocketAddr;
-use std::ops::{ControlFlow, Range};
+use std::ops::ControlFlow;
 
-use crate::capture::{self, Ahead, CaptureInfo, Defragmenter, Frame, LinkOutcome, ReadEnd};
+use crate::capture::{
+    self, thread_cpu_nanos, CaptureInfo, Defragmenter, Frame, LinkOutcome, ReadEnd, StageCpu,
+};
 use crate::datagram::{rtype, Dialect};
 use crate::display_filter::{Context, DisplayFilter};
 use crate::message::{Detail, Finding, Value, Visitor};
@@ -113,11 +116,14 @@ pub trait Sink {
     }
 }
 
-/// A fields visitor whose output can be rendered on the reading thread, ahead of the ordered
-/// decoding, and taken back in frame order: export's JSON, most of an export's work, which
-/// would otherwise leave the reading thread idle. Visitors that do not render keep the defaults.
+/// A fields visitor whose output can be rendered on the worker threads, ahead of the ordered
+/// stage, and taken back in frame order: export's JSON, most of an export's work. Visitors that
+/// do not render keep the defaults.
 pub trait RenderAhead: Visitor + Send + Sized {
-    /// A copy that renders on the reading thread, or `None` when this visitor cannot.
+    /// True for a visitor that sees nothing of a message (it takes no field, opens no group):
+    /// the workers then walk the messages for the ordered stage.
+    const UNSEEN: bool = false;
+    /// A copy that renders on a worker thread, or `None` when this visitor cannot.
     fn ahead(&self) -> Option<Self> {
         None
     }
@@ -128,12 +134,16 @@ pub trait RenderAhead: Visitor + Send + Sized {
     fn take_rendered(&mut self, _rendered: &[u8]) {}
 }
 
-impl RenderAhead for crate::message::NoFields {}
+impl RenderAhead for crate::message::NoFields {
+    const UNSEEN: bool = true;
+}
 
 /// Decoding state carried across datagrams.
 pub struct Pipeline {
     /// Decompression buffer; apart from the rest so decoded payloads can borrow it.
     scratch: Vec<u8>,
+    /// Worker threads for the stateless work; 1 runs everything on the calling thread.
+    threads: usize,
     state: State,
 }
 
@@ -147,6 +157,8 @@ struct State {
     raised: Vec<LooseFinding>,
     /// The entities the current datagram names.
     entities: Vec<EntityRef>,
+    /// The entity types it names, checked against its conversation's archetypes.
+    types: Vec<rtype_arm::EntityTypeAt>,
     closed: Vec<Closed>,
     conversations: Conversations,
     analysis: Analysis,
@@ -180,6 +192,7 @@ impl Pipeline {
     pub fn new(profile: Profile, port: Option<u16>) -> Pipeline {
         Pipeline {
             scratch: vec![0; rtype::MAX_PAYLOAD],
+            threads: 1,
             state: State {
                 profile,
                 config: None,
@@ -187,6 +200,7 @@ impl Pipeline {
                 findings: Vec::with_capacity(64),
                 raised: Vec::new(),
                 entities: Vec::new(),
+                types: Vec::new(),
                 closed: Vec::new(),
                 conversations: Conversations::default(),
                 analysis: Analysis::default(),
@@ -220,37 +234,52 @@ impl Pipeline {
         self
     }
 
-    /// Reads a whole capture into `sink`.
+    /// Spreads the stateless work of each frame over `threads` worker threads (with one, the
+    /// whole run is on the calling thread). Outputs are the same whatever their number.
+    pub fn with_threads(mut self, threads: usize) -> Pipeline {
+        self.threads = threads.clamp(1, MAX_THREADS);
+        self
+    }
+
+    /// Reads a whole capture into `sink`; returns the CPU time each stage used.
     pub fn run<S: Sink>(
         mut self,
         reader: &mut capture::CaptureReader,
         sink: &mut S,
-    ) -> Result<(), capture::CaptureError> {
+    ) -> Result<StageCpu, capture::CaptureError> {
         sink.start(reader.info());
-        let ahead = UnpackAhead {
-            scratch: vec![0; rtype::MAX_PAYLOAD],
-            render: sink
-                .fields()
-                .ahead()
-                .map(|fields| (fields, self.state.profile.clone(), Vec::new(), Vec::new())),
-            datagrams: 0,
-        };
-        let read = reader.for_each_frame_threaded(ahead, |frame, unpacks: &Unpacks, index| {
-            let ahead = unpacks.frames.get(index).and_then(Option::as_ref);
-            let ahead = ahead.map(|a| Unpack::Ahead {
-                unpacked: a.unpacked,
-                payload: &unpacks.payloads[a.payload.clone()],
-                rendered: a.rendered.clone().map(|r| &unpacks.rendered[r]),
-            });
-            self.state.frame(&mut self.scratch, frame, ahead, sink);
+        let flow = |sink: &S| {
             if sink.done() {
                 ControlFlow::Break(())
             } else {
                 ControlFlow::Continue(())
             }
-        })?;
+        };
+        let (read, cpu) = if self.threads == 1 {
+            let before = thread_cpu_nanos();
+            let read = reader.for_each_frame_until(|frame| {
+                self.state.frame(&mut self.scratch, frame, None, sink);
+                flow(sink)
+            })?;
+            let ordered = thread_cpu_nanos().saturating_sub(before);
+            let cpu = StageCpu {
+                ordered,
+                ..StageCpu::default()
+            };
+            (read, cpu)
+        } else {
+            let profile = &self.state.profile;
+            let workers = (0..self.threads)
+                .map(|_| worker::Worker::new(sink.fields(), profile))
+                .collect();
+            reader.for_each_frame_parallel(workers, |frame, worked: &worker::Worked, index| {
+                let ahead = worked.frame(index, frame.data);
+                self.state.frame(&mut self.scratch, frame, ahead, sink);
+                flow(sink)
+            })?
+        };
         self.finish(reader.info(), &read, sink);
-        Ok(())
+        Ok(cpu)
     }
 
     /// The end of a capture read frame by frame with [`Pipeline::frame`] (a file, or a live
@@ -443,117 +472,25 @@ fn recognise_cut(bytes: &[u8]) -> Option<Dialect> {
     })
 }
 
+/// The most worker threads a run takes: each holds up to two batches of frames (about 256 KiB of
+/// frames, and their results).
+pub const MAX_THREADS: usize = 16;
+
 /// Where an rtype datagram's CRC and decompression ([`rtype::unpack`]) are done.
 enum Unpack<'s> {
     /// Here, decompressing into this scratch buffer.
     Here(&'s mut [u8]),
-    /// Ahead, on the reading thread: the decompressed payload, and the sink's fields when they
-    /// were rendered there too.
-    Ahead {
-        unpacked: rtype::Unpacked,
-        payload: &'s [u8],
-        rendered: Option<&'s [u8]>,
-    },
-}
-
-/// The reading thread's share of the work: the CRC and decompression of every rtype datagram
-/// carried whole in a frame (fragments are reassembled, in order, on the decoding thread), and
-/// for a sink that renders ahead, the rendering of most of those datagrams' fields. The decoding
-/// thread then has only the stateful part left, and the two run side by side.
-struct UnpackAhead<F> {
-    scratch: Vec<u8>,
-    /// The sink's renderer, with what it needs: the profile, and findings and entities it
-    /// discards (the decoding thread finds them again, in order, with the conversation's state).
-    render: Option<(F, Profile, Vec<Finding>, Vec<EntityRef>)>,
-    /// rtype datagrams seen, to share the rendering between the threads.
-    datagrams: u64,
-}
-
-/// Of every [`RENDER_SHARE`]`.1` rtype datagrams, how many the reading thread renders. Measured
-/// on the export benchmark (rendering is most of an export, reading about a tenth): export 1.39×
-/// faster than rendering none at 1 in 2, 1.56× at 3 in 5, 1.69× at 2 in 3, 1.59× at 3 in 4.
-const RENDER_SHARE: (u64, u64) = (2, 3);
-
-/// One rtype datagram's work done ahead.
-struct Unpacked {
-    unpacked: rtype::Unpacked,
-    /// In [`Unpacks::payloads`].
-    payload: Range<usize>,
-    /// In [`Unpacks::rendered`].
-    rendered: Option<Range<usize>>,
-}
-
-/// A batch's [`Unpacked`] per frame (none for other frames), with the decompressed payloads and
-/// the renderings end to end.
-#[derive(Default)]
-struct Unpacks {
-    frames: Vec<Option<Unpacked>>,
-    payloads: Vec<u8>,
-    rendered: Vec<u8>,
-}
-
-impl<F: RenderAhead> Ahead for UnpackAhead<F> {
-    type Results = Unpacks;
-
-    fn frame(&mut self, frame: &Frame<'_>, unpacks: &mut Unpacks) {
-        let unpacked = match capture::udp_from_frame(frame.link_type, frame.data) {
-            LinkOutcome::Udp(udp) if Dialect::detect(udp.payload) == Some(Dialect::Rtype) => {
-                let unpacked = rtype::unpack(udp.payload, &mut self.scratch);
-                let start = unpacks.payloads.len();
-                let payload = &self.scratch[..unpacked.decompressed().unwrap_or(0)];
-                unpacks.payloads.extend_from_slice(payload);
-                self.datagrams += 1;
-                let rendered = match &mut self.render {
-                    Some((fields, profile, findings, entities))
-                        if self.datagrams % RENDER_SHARE.1 < RENDER_SHARE.0 =>
-                    {
-                        findings.clear();
-                        rtype::check(udp.payload, unpacked, findings).map(|d| {
-                            let discarded = (&mut *findings, &mut *entities);
-                            rtype_arm::render(&d, &self.scratch, profile, fields, discarded);
-                            let start = unpacks.rendered.len();
-                            fields.drain_rendered(&mut unpacks.rendered);
-                            start..unpacks.rendered.len()
-                        })
-                    }
-                    _ => None,
-                };
-                Some(Unpacked {
-                    unpacked,
-                    payload: start..unpacks.payloads.len(),
-                    rendered,
-                })
-            }
-            _ => None,
-        };
-        unpacks.frames.push(unpacked);
-    }
-
-    fn size(unpacks: &Unpacks) -> usize {
-        unpacks.payloads.len() + unpacks.rendered.len()
-    }
-
-    fn clear(unpacks: &mut Unpacks) {
-        unpacks.frames.clear();
-        unpacks.payloads.clear();
-        unpacks.rendered.clear();
-        // A batch of hostile datagrams that each decompress to 64 KiB (and render to more) gives
-        // its memory back.
-        for buf in [&mut unpacks.payloads, &mut unpacks.rendered] {
-            if buf.capacity() > 1 << 20 {
-                *buf = Vec::new();
-            }
-        }
-    }
+    /// Ahead, on a worker thread.
+    Ahead(worker::RtypeAhead<'s>),
 }
 
 impl State {
-    /// Handles one frame; `ahead` is its rtype datagram's work done on the reading thread.
+    /// Handles one frame; `ahead` is its work done on a worker thread.
     fn frame<S: Sink>(
         &mut self,
         scratch: &mut [u8],
         frame: &Frame<'_>,
-        ahead: Option<Unpack<'_>>,
+        ahead: Option<worker::FrameAhead<'_>>,
         sink: &mut S,
     ) {
         self.counts.frames += 1;
@@ -568,7 +505,11 @@ impl State {
             };
             shown.loose(sink, &f);
         };
-        match capture::udp_from_frame(frame.link_type, frame.data) {
+        let (link, unpack) = match ahead {
+            Some(ahead) => (ahead.link, ahead.rtype.map(Unpack::Ahead)),
+            None => (capture::udp_from_frame(frame.link_type, frame.data), None),
+        };
+        match link {
             LinkOutcome::Udp(udp) => {
                 if udp.truncated_by > 0 {
                     loose(
@@ -579,7 +520,7 @@ impl State {
                         Detail::Value(udp.truncated_by.into()),
                     );
                 }
-                let unpack = ahead.unwrap_or(Unpack::Here(scratch));
+                let unpack = unpack.unwrap_or(Unpack::Here(scratch));
                 let udp = Udp {
                     frame: frame.number,
                     ts_nanos: frame.ts_nanos,
@@ -665,6 +606,7 @@ impl State {
         self.counts.datagrams += 1;
         self.findings.clear();
         self.entities.clear();
+        self.types.clear();
         match dialect {
             Dialect::Rtype => self.rtype(&udp, unpack, sink),
             Dialect::Rt => self.rt(&udp, sink),

@@ -15,6 +15,7 @@ use crate::message::{
 use crate::proto::rt as desc;
 use crate::proto::schema::{Field, Role};
 use crate::proto::{Direction, Message, Rule};
+use crate::session::analysis::bytes_hash;
 use crate::session::event::{DatagramEvent, Decoded, LooseFinding};
 
 /// At most this many server endpoints are remembered; past it, direction falls back to guesses.
@@ -286,6 +287,7 @@ impl State {
             src,
             dst,
             bytes,
+            hash: bytes_hash(bytes),
             dialect: Dialect::Rt,
             conversation,
             direction: Some(direction),

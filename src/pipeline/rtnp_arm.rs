@@ -16,6 +16,7 @@ use crate::proto::rtnp::{
     self as desc, JsonMessage, CLIENT_TIMEOUT_NANOS, PING, PONG, SERVER_PORT,
 };
 use crate::proto::{Direction, Rule};
+use crate::session::analysis::bytes_hash;
 use crate::session::entities::lifecycle;
 use crate::session::event::{DatagramEvent, Decoded, EntityEvent, EntityRef};
 
@@ -208,6 +209,7 @@ impl State {
             src,
             dst,
             bytes,
+            hash: bytes_hash(bytes),
             dialect: Dialect::Rtnp,
             conversation,
             direction: Some(direction),

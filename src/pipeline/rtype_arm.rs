@@ -4,12 +4,13 @@ use crate::datagram::{rtype, Dialect};
 use crate::display_filter::Context;
 use crate::message::{
     add_finding, choose_layout, decode_message, decode_message_as, decode_nodes, Detail, Facts,
-    Finding, Layout, NoFields, Open, Tap, Value, Visitor,
+    Finding, Layout, Open, Tap, Value, Visitor,
 };
 use crate::proto::profile::Profile;
 use crate::proto::rtype as desc;
 use crate::proto::schema::{Field, Group, Role};
 use crate::proto::{Direction, Message, Rule};
+use crate::session::analysis::bytes_hash;
 use crate::session::chunks::{Chunk, Reassembled};
 use crate::session::event::{DatagramEvent, Decoded, EntityRef, ReassembledEvent};
 use crate::session::Archetypes;
@@ -26,20 +27,18 @@ impl State {
             cut,
         } = *udp;
         // `scratch` holds the decompressed payload.
-        let (parsed, scratch, rendered): (_, &[u8], _) = match unpack {
+        let (parsed, scratch, walked, hash): (_, &[u8], _, _) = match unpack {
             Unpack::Here(scratch) => (
                 rtype::parse(bytes, scratch, &mut self.findings),
                 scratch,
                 None,
+                bytes_hash(bytes),
             ),
-            Unpack::Ahead {
-                unpacked,
-                payload,
-                rendered,
-            } => (
-                rtype::check(bytes, unpacked, &mut self.findings),
-                payload,
-                rendered,
+            Unpack::Ahead(ahead) => (
+                rtype::check(bytes, ahead.unpacked, &mut self.findings),
+                ahead.payload,
+                ahead.walked,
+                ahead.hash,
             ),
         };
         let message = parsed.and_then(|d| d.message);
@@ -82,27 +81,33 @@ impl State {
         if let Some(d) = &parsed {
             payload = d.payload(scratch);
             let fields = sink.fields();
-            let walk = Walk {
-                d,
-                payload,
-                profile: &self.profile,
-                archetypes,
-                findings: &mut self.findings,
-                entities: &mut self.entities,
-            };
-            layout = walk.layout(usual);
-            // The reading thread knew no conversation: its rendering is this one's unless the
-            // conversation's usual layout decides how a payload that fits none is read.
-            let rendered = rendered.filter(|_| layout.is_none_or(|l| l.whole || usual.is_none()));
-            facts = match rendered {
-                // The reading thread rendered the fields: walk again only for findings and facts.
-                Some(rendered) => {
-                    fields.take_rendered(rendered);
-                    walk.checked(layout, &mut NoFields)
+            // The worker knew no conversation: its walk is this one's unless the conversation's
+            // usual layout decides how a payload that fits none is read.
+            let walked = walked.filter(|w| w.layout.is_none_or(|l| l.whole || usual.is_none()));
+            (layout, facts) = match walked {
+                Some(w) => {
+                    if let Some(rendered) = w.rendered {
+                        fields.take_rendered(rendered);
+                    }
+                    self.findings.extend_from_slice(w.findings);
+                    self.entities.extend_from_slice(w.entities);
+                    check_entity_types(w.types, archetypes, &mut self.findings);
+                    (w.layout, w.facts)
                 }
                 None => {
+                    let walk = Walk {
+                        d,
+                        payload,
+                        profile: &self.profile,
+                        findings: &mut self.findings,
+                        entities: &mut self.entities,
+                        types: &mut self.types,
+                    };
+                    let layout = walk.layout(usual);
                     header_fields(d, &self.profile, fields);
-                    walk.checked(layout, fields)
+                    let facts = walk.checked(layout, fields);
+                    check_entity_types(&self.types, archetypes, &mut self.findings);
+                    (layout, facts)
                 }
             };
         }
@@ -154,6 +159,7 @@ impl State {
             src,
             dst,
             bytes,
+            hash,
             dialect: Dialect::Rtype,
             conversation,
             direction,
@@ -283,40 +289,65 @@ fn header_fields<V: Visitor>(d: &rtype::Datagram<'_>, profile: &Profile, fields:
     }
 }
 
-/// Renders a datagram's fields on the reading thread as the decoding thread would (`scratch`
-/// holds its decompressed payload), for [`super::RenderAhead`]. Its findings are the decoding
-/// thread's to make, with the conversation's archetypes.
-pub(super) fn render<V: Visitor>(
+/// An entity type a message names, and where (its byte offset in the datagram).
+pub(super) type EntityTypeAt = (u64, u32);
+
+/// Walks a datagram's message on a worker thread as the ordered stage would for a conversation
+/// with no usual layout (`scratch` holds its decompressed payload), into `fields` after the
+/// header's: the walk's findings, entities and entity types are collected for the ordered stage,
+/// which checks the types against the conversation's archetypes.
+pub(super) fn walk_ahead<V: Visitor>(
     d: &rtype::Datagram<'_>,
     scratch: &[u8],
     profile: &Profile,
     fields: &mut V,
-    (findings, entities): (&mut Vec<Finding>, &mut Vec<EntityRef>),
-) {
+    (findings, entities, types): (
+        &mut Vec<Finding>,
+        &mut Vec<EntityRef>,
+        &mut Vec<EntityTypeAt>,
+    ),
+) -> (Option<Layout>, Facts) {
     header_fields(d, profile, fields);
-    entities.clear();
     let walk = Walk {
         d,
         payload: d.payload(scratch),
         profile,
-        archetypes: &NO_ARCHETYPES,
         findings,
         entities,
+        types,
     };
     let layout = walk.layout(None);
-    walk.checked(layout, fields);
+    (layout, walk.checked(layout, fields))
 }
 
-/// A datagram's message walk, with its conversation's LevelInit archetypes (none on the reading
-/// thread).
+/// Every entity of a type LevelInit did not declare breaks the rule: one finding at the first,
+/// counted, after the walk's findings. Before any LevelInit every type is allowed.
+fn check_entity_types(
+    types: &[EntityTypeAt],
+    archetypes: &Archetypes,
+    findings: &mut Vec<Finding>,
+) {
+    if archetypes.is_empty() {
+        return;
+    }
+    let mut unknown = types.iter().filter(|(t, _)| !archetypes.contains(*t));
+    if let Some(&(t, at)) = unknown.next() {
+        let mut f = Finding::new(Rule::RtypeUnknownEntityType, at, Detail::Value(t));
+        f.count = f.count.saturating_add(unknown.count() as u32);
+        add_finding(findings, f);
+    }
+}
+
+/// A datagram's message walk.
 struct Walk<'a, 'd> {
     d: &'a rtype::Datagram<'d>,
     payload: Option<&'a [u8]>,
     profile: &'a Profile,
-    archetypes: &'a Archetypes,
     findings: &'a mut Vec<Finding>,
     /// Where the entities the message names are collected.
     entities: &'a mut Vec<EntityRef>,
+    /// Where the entity types it names are collected.
+    types: &'a mut Vec<EntityTypeAt>,
 }
 
 impl Walk<'_, '_> {
@@ -334,37 +365,26 @@ impl Walk<'_, '_> {
         ))
     }
 
-    /// Walks the message in `layout` into `fields`; the entities it names are collected, and
-    /// entity types checked against the archetypes on their way, their findings following the
-    /// walk's.
+    /// Walks the message in `layout` into `fields`; the entities and entity types it names are
+    /// collected on their way.
     fn checked<V: Visitor>(self, layout: Option<Layout>, fields: &mut V) -> Facts {
         let (Some(message), Some(p), Some(layout)) = (self.d.message, self.payload, layout) else {
             return Facts::default();
         };
-        let (at, archetypes, entities) = (self.d.payload_at, self.archetypes, self.entities);
-        // Every entity of an unknown type breaks the rule: one finding, counted.
-        let mut unknown: Option<Finding> = None;
-        let mut check = Tap::new(
+        let (at, entities, types) = (self.d.payload_at, self.entities, self.types);
+        let mut collect = Tap::new(
             fields,
             names_entity,
             |field: &'static Field, offset, value: Value<'_>| {
                 note_entity(entities, field, at + offset, value);
-                let type_id = value.as_u64().filter(|_| field.role == Role::EntityType);
-                let unknown_type =
-                    type_id.filter(|t| !archetypes.is_empty() && !archetypes.contains(*t));
-                if let Some(t) = unknown_type {
-                    match &mut unknown {
-                        Some(f) => f.count = f.count.saturating_add(1),
-                        None => {
-                            let at = (at + offset) as u32;
-                            let rule = Rule::RtypeUnknownEntityType;
-                            unknown = Some(Finding::new(rule, at, Detail::Value(t)));
-                        }
+                if field.role == Role::EntityType {
+                    if let Some(t) = value.as_u64() {
+                        types.push((t, (at + offset) as u32));
                     }
                 }
             },
         );
-        let facts = decode_message_as(
+        decode_message_as(
             message,
             layout.variant,
             p,
@@ -372,12 +392,8 @@ impl Walk<'_, '_> {
             rtype::ENDIAN,
             self.profile,
             &rtype::MESSAGE_RULES,
-            &mut check,
+            &mut collect,
             self.findings,
-        );
-        if let Some(f) = unknown {
-            add_finding(self.findings, f);
-        }
-        facts
+        )
     }
 }

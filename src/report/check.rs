@@ -21,7 +21,7 @@ use super::profile::Profiler;
 use super::summary::{RuleCounts, MAX_FRAMES};
 use super::table;
 use crate::app::config::unknown_rules;
-use crate::app::inputs::{capture_files, default_threads, parallel, InputArgs};
+use crate::app::inputs::{capture_files, parallel, InputArgs};
 use crate::app::{read_capture, write_stdout, ReadOpts, Reading, Term};
 use crate::capture::CaptureInfo;
 use crate::message::NoFields;
@@ -68,9 +68,6 @@ pub struct CheckArgs {
     /// Captures to judge, each on its own (a directory: the captures under it).
     #[command(flatten)]
     inputs: InputArgs,
-    /// Captures judged at once [default: the machine's cores]; reports stay in argument order.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
-    threads: Option<u16>,
     /// Lowest severity that fails the check [default: error, or the config file's fail_on].
     #[arg(long, value_enum)]
     fail_on: Option<FailOn>,
@@ -238,14 +235,11 @@ pub fn run(args: CheckArgs, term: Term) -> Result<ExitCode, String> {
     let policy = policy(&args, &reading)?;
     let budgets = reading.config.budgets;
     let inputs = capture_files(&files)?;
-    let threads = args.threads.map_or_else(default_threads, usize::from);
     // Files are judged side by side; what each says (its error too) comes in argument order.
-    // Several captures at once: one progress bar each would fight over the terminal. Each gets
-    // a copy of the settings (the display filter keeps caches).
-    let mut reading = reading;
-    reading.quiet |= inputs.len() > 1;
+    // Each gets a copy of the settings (the display filter keeps caches).
+    let (at_once, reading) = reading.share(inputs.len());
     let settings = std::sync::Mutex::new(reading);
-    let results = parallel(&inputs, threads, |input| {
+    let results = parallel(&inputs, at_once, |input| {
         let reading = settings.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let file = &input.path;
         let path = file.display().to_string();

@@ -96,7 +96,7 @@ pub struct JsonFields {
     stack: Vec<(bool, bool)>,
     pub dialect: Dialect,
     pub sprites: Sprites,
-    /// In a copy rendering on the reading thread ([`RenderAhead`]), which knows no conversation:
+    /// In a copy rendering on a worker thread ([`RenderAhead`]), which knows no conversation:
     /// where a sprite would follow, and the entity type it would be of.
     sprite_points: Option<Vec<(u32, u64)>>,
     /// Bytes of `out` that are sprite names (not counted in [`MAX_FIELDS_JSON`], so that a

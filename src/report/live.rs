@@ -40,8 +40,10 @@ use crate::pipeline::{Pipeline, RunEnd, Sink};
 use crate::session::event::{DatagramEvent, LooseFinding, ReassembledEvent};
 use crate::session::Conversations;
 
-/// Arguments of `rtype-inspect live`.
+/// Arguments of `rtype-inspect live`. Frames are decoded as they arrive, one at a time: the
+/// reading options' `--threads` is not offered.
 #[derive(clap::Args)]
+#[command(mut_arg("threads", |a| a.hide(true)))]
 pub struct LiveArgs {
     /// Interface to capture on (`rtype-inspect interfaces` lists them).
     #[arg(short, long, value_name = "IFACE")]
@@ -317,6 +319,11 @@ fn kernel_drops(stats: Option<live::KernelStats>) -> String {
 
 /// Runs `rtype-inspect live`.
 pub fn run(args: LiveArgs, term: Term) -> Result<ExitCode, String> {
+    if args.read.threads.is_some() {
+        return Err(
+            "live decodes frames one at a time as they arrive: --threads is for files".into(),
+        );
+    }
     let reading = args.read.reading()?;
     let filter = args.filter.build()?;
     if args.format == Format::Json && (args.verbose || args.hex) {

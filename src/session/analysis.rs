@@ -11,6 +11,8 @@
 
 mod dist;
 mod recent;
+/// The hash duplicates are found by (a [`DatagramEvent`]'s `hash`).
+pub use recent::hash as bytes_hash;
 mod role;
 mod seq;
 mod session;

@@ -17,6 +17,9 @@ pub struct DatagramEvent<'a> {
     pub dst: SocketAddr,
     /// The UDP payload.
     pub bytes: &'a [u8],
+    /// `bytes`' [`bytes_hash`](crate::session::analysis::bytes_hash), by which duplicates are
+    /// found: computed where the bytes are first read (an rtype datagram's, on a worker thread).
+    pub hash: u64,
     pub dialect: Dialect,
     pub conversation: u32,
     pub direction: Option<Direction>,

@@ -82,6 +82,9 @@ pub struct Archetypes {
     /// its name was not remembered).
     types: Vec<(u16, u16)>,
     names: String,
+    /// The type ids below 256 that are in `types`, a bit each: every entity of every snapshot
+    /// is checked against them.
+    small: [u64; 4],
 }
 
 /// The bit of an archetype's name end that says its name did not fit.
@@ -98,6 +101,7 @@ impl Clone for Archetypes {
     fn clone_from(&mut self, source: &Self) {
         self.types.clone_from(&source.types);
         self.names.clone_from(&source.names);
+        self.small = source.small;
     }
 }
 
@@ -106,6 +110,7 @@ impl Archetypes {
         Archetypes {
             types: Vec::new(),
             names: String::new(),
+            small: [0; 4],
         }
     }
     /// Adds an archetype, with an empty sprite name until [`Archetypes::name_last`] (past
@@ -113,6 +118,9 @@ impl Archetypes {
     pub fn push(&mut self, type_id: u16) {
         if self.types.len() < MAX_ARCHETYPES {
             self.types.push((type_id, self.names.len() as u16));
+            if let Some(bits) = self.small.get_mut(usize::from(type_id) / 64) {
+                *bits |= 1 << (type_id % 64);
+            }
         }
     }
     /// Names the last archetype's sprite; a name that does not fit in [`MAX_SPRITE_BYTES`] is
@@ -134,6 +142,7 @@ impl Archetypes {
     pub fn clear(&mut self) {
         self.types.clear();
         self.names.clear();
+        self.small = [0; 4];
     }
     /// Gives back what collecting them reserved beyond what they hold.
     pub fn shrink_to_fit(&mut self) {
@@ -148,7 +157,14 @@ impl Archetypes {
     }
     /// Whether LevelInit announced this entity type.
     pub fn contains(&self, type_id: u64) -> bool {
-        self.types.iter().any(|a| u64::from(a.0) == type_id)
+        match self
+            .small
+            .get(type_id as usize / 64)
+            .filter(|_| type_id < 256)
+        {
+            Some(bits) => bits & (1 << (type_id % 64)) != 0,
+            None => self.types.iter().any(|a| u64::from(a.0) == type_id),
+        }
     }
     /// The sprite name of the first archetype of this type, when one was remembered.
     pub fn sprite(&self, type_id: u64) -> Option<&str> {
@@ -246,6 +262,25 @@ impl Conversations {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn archetypes_know_small_and_large_type_ids() {
+        let mut a = Archetypes::new();
+        for t in [0, 3, 63, 64, 255, 256, 300, 65535] {
+            a.push(t);
+        }
+        let known: Vec<u64> = (0..70_000).filter(|t| a.contains(*t)).collect();
+        assert_eq!(known, [0, 3, 63, 64, 255, 256, 300, 65535]);
+        assert!(
+            !a.contains((1 << 32) + 3),
+            "no type id wraps onto a small one"
+        );
+        let mut copy = Archetypes::new();
+        copy.clone_from(&a);
+        assert!(copy.contains(255) && copy.contains(300));
+        a.clear();
+        assert!(!a.contains(3) && !a.contains(300));
+    }
 
     #[test]
     fn server_reply_port_joins_the_clients_conversation() {

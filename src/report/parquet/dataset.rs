@@ -37,14 +37,14 @@ pub fn partition_name(relative: &Path) -> String {
     name
 }
 
-/// Exports `inputs` into the dataset at `out` on up to `threads` threads; a capture that cannot
-/// be read is reported (and its partition left as it was), the others are written.
+/// Exports `inputs` into the dataset at `out`, several at once as the reading's threads allow; a
+/// capture that cannot be read is reported (and its partition left as it was), the others are
+/// written.
 pub fn export(
     inputs: &[Input],
     out: &Path,
     reading: &Reading,
     filter: &Filter,
-    threads: usize,
 ) -> Result<ExitCode, String> {
     let mut names = std::collections::HashMap::new();
     for input in inputs {
@@ -58,12 +58,10 @@ pub fn export(
         }
     }
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    // Several captures at once: one progress bar each would fight over the terminal.
-    let mut reading = reading.clone();
-    reading.quiet |= inputs.len() > 1;
+    let (at_once, reading) = reading.share(inputs.len());
     // Each capture gets a copy of the settings: the routes and the display filter keep caches.
     let settings = std::sync::Mutex::new((Dataset::new(&reading.profile), reading));
-    let results = inputs::parallel(inputs, threads, |input| {
+    let results = inputs::parallel(inputs, at_once, |input| {
         let (dataset, reading) = settings.lock().map_err(|e| e.to_string())?.clone();
         export_one(input, out, &reading, dataset, filter.clone())
     });

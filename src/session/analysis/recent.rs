@@ -12,17 +12,13 @@ pub const RING: usize = 32;
 /// How soon a repeat must follow to count as a duplicate.
 pub const WINDOW_NANOS: i64 = 100_000_000;
 
-#[derive(Clone, Copy, Debug, Default)]
-struct Entry {
-    hash: u64,
-    frame: u64,
-    ts_nanos: i64,
-}
-
-/// The last datagrams of one direction.
+/// The last datagrams of one direction: their hashes apart from the rest, so that the search
+/// for a repeat (every datagram's, nearly always in vain) compares one array.
 #[derive(Clone, Debug)]
 pub struct Recent {
-    ring: [Entry; RING],
+    hashes: [u64; RING],
+    /// Each hash's frame and time.
+    seen: [(u64, i64); RING],
     len: usize,
     next: usize,
 }
@@ -30,7 +26,8 @@ pub struct Recent {
 impl Default for Recent {
     fn default() -> Self {
         Recent {
-            ring: [Entry::default(); RING],
+            hashes: [0; RING],
+            seen: [(0, 0); RING],
             len: 0,
             next: 0,
         }
@@ -61,19 +58,21 @@ pub fn hash(bytes: &[u8]) -> u64 {
 impl Recent {
     /// Remembers a datagram; returns the frame of an identical one sent within the window.
     pub fn push(&mut self, hash: u64, frame: u64, ts_nanos: i64) -> Option<u64> {
-        let original = self.ring[..self.len]
-            .iter()
-            .filter(|e| e.hash == hash && ts_nanos.saturating_sub(e.ts_nanos) <= WINDOW_NANOS)
-            .max_by_key(|e| e.ts_nanos)
-            .map(|e| e.frame);
-        self.ring[self.next] = Entry {
-            hash,
-            frame,
-            ts_nanos,
-        };
+        let mut original: Option<(u64, i64)> = None;
+        if self.hashes[..self.len].contains(&hash) {
+            for (h, &(f, ts)) in self.hashes[..self.len].iter().zip(&self.seen) {
+                let within = ts_nanos.saturating_sub(ts) <= WINDOW_NANOS;
+                // The latest of equals, as before the arrays were split.
+                if *h == hash && within && original.is_none_or(|(_, best)| ts >= best) {
+                    original = Some((f, ts));
+                }
+            }
+        }
+        self.hashes[self.next] = hash;
+        self.seen[self.next] = (frame, ts_nanos);
         self.next = (self.next + 1) % RING;
         self.len = (self.len + 1).min(RING);
-        original
+        original.map(|(f, _)| f)
     }
 }
 

@@ -1,7 +1,7 @@
 //! The analysis of one conversation: fed one datagram at a time, fixed size.
 
 use super::dist::Durations;
-use super::recent::{self, Recent};
+use super::recent::Recent;
 use super::role::{self, Role, Step};
 use super::seq::{Arrival, Sequence};
 use super::Config;
@@ -344,7 +344,7 @@ impl Session {
         t.datagrams += 1;
         t.bytes += event.bytes.len() as u64;
         if dir < 2 && role::repeats_are_suspect(event.dialect) {
-            if let Some(original) = self.recent[dir].push(recent::hash(event.bytes), frame, ts) {
+            if let Some(original) = self.recent[dir].push(event.hash, frame, ts) {
                 t.duplicates += 1;
                 self.last.duplicate = true;
                 report(

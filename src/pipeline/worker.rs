@@ -1,0 +1,265 @@
+//! The stateless part of each frame's work, done on worker threads ahead of the ordered stage
+//! ([`CaptureReader::for_each_frame_parallel`](crate::capture::CaptureReader)): its link layers,
+//! and for an rtype datagram its CRC, its decompression and, when the sink's fields allow, the
+//! walk of its message with all that walk finds without knowing the conversation (findings,
+//! facts, entities, entity types, the sink's rendering). The ordered stage then keeps only what
+//! needs the datagrams before it: conversations, archetypes, sessions, chunk sets, the sink.
+
+use std::ops::Range;
+
+use super::rtype_arm::{walk_ahead, EntityTypeAt};
+use super::RenderAhead;
+use crate::capture::{self, Detached, Frame, LinkOutcome};
+use crate::datagram::{rtype, Dialect};
+use crate::message::{Facts, Finding, Layout, NoFields};
+use crate::proto::profile::Profile;
+use crate::session::analysis::bytes_hash;
+use crate::session::event::EntityRef;
+
+/// One worker: its buffers, and what it does with a message.
+pub(super) struct Worker<F> {
+    scratch: Vec<u8>,
+    profile: Profile,
+    walking: Walking<F>,
+    findings: Vec<Finding>,
+    entities: Vec<EntityRef>,
+    types: Vec<EntityTypeAt>,
+}
+
+/// Whether a worker walks the messages: only when its walk is the one the ordered stage would
+/// make, which holds for a sink whose fields see nothing, or that renders them ahead.
+enum Walking<F> {
+    No,
+    /// The sink's fields see nothing of a message (the summary, `check`, `stats`).
+    Unseen,
+    /// The sink's renderer (export's JSON).
+    Render(F),
+}
+
+impl<F: RenderAhead> Worker<F> {
+    /// A worker for a sink with these fields.
+    pub(super) fn new(fields: &F, profile: &Profile) -> Worker<F> {
+        let walking = match fields.ahead() {
+            Some(renderer) => Walking::Render(renderer),
+            None if F::UNSEEN => Walking::Unseen,
+            None => Walking::No,
+        };
+        Worker {
+            scratch: vec![0; rtype::MAX_PAYLOAD],
+            profile: profile.clone(),
+            walking,
+            findings: Vec::new(),
+            entities: Vec::new(),
+            types: Vec::new(),
+        }
+    }
+
+    /// The work on an rtype datagram's bytes.
+    fn rtype(&mut self, bytes: &[u8], out: &mut Worked) -> RtypeWork {
+        let unpacked = rtype::unpack(bytes, &mut self.scratch);
+        let payload = &self.scratch[..unpacked.decompressed().unwrap_or(0)];
+        let payload = span(&mut out.payloads, payload);
+        let walked = self.walk(bytes, unpacked, out);
+        RtypeWork {
+            unpacked,
+            hash: bytes_hash(bytes),
+            payload,
+            walked,
+        }
+    }
+
+    /// The message's walk, as the ordered stage would make it for a conversation that has no
+    /// usual layout and no archetypes (it checks the entity types against them).
+    fn walk(&mut self, bytes: &[u8], unpacked: rtype::Unpacked, out: &mut Worked) -> Option<Walk> {
+        if matches!(self.walking, Walking::No) {
+            return None;
+        }
+        // The header's findings are the ordered stage's: it checks the header again, to borrow
+        // the datagram's bytes.
+        self.findings.clear();
+        let d = rtype::check(bytes, unpacked, &mut self.findings)?;
+        let header_findings = self.findings.len();
+        self.entities.clear();
+        self.types.clear();
+        let found = (&mut self.findings, &mut self.entities, &mut self.types);
+        let (layout, facts, rendered) = match &mut self.walking {
+            Walking::Render(fields) => {
+                let (layout, facts) = walk_ahead(&d, &self.scratch, &self.profile, fields, found);
+                let start = out.rendered.len();
+                fields.drain_rendered(&mut out.rendered);
+                (layout, facts, Some(as_u32(start..out.rendered.len())))
+            }
+            _ => {
+                let walked = walk_ahead(&d, &self.scratch, &self.profile, &mut NoFields, found);
+                (walked.0, walked.1, None)
+            }
+        };
+        Some(Walk {
+            layout,
+            facts,
+            findings: span(&mut out.findings, &self.findings[header_findings..]),
+            entities: span(&mut out.entities, &self.entities),
+            types: span(&mut out.types, &self.types),
+            rendered,
+        })
+    }
+}
+
+impl<F: RenderAhead> capture::Ahead for Worker<F> {
+    type Results = Worked;
+
+    fn frame(&mut self, frame: &Frame<'_>, out: &mut Worked, room: bool) {
+        let link = capture::udp_from_frame(frame.link_type, frame.data);
+        let rtype = match &link {
+            LinkOutcome::Udp(udp)
+                if room && Dialect::detect(udp.payload) == Some(Dialect::Rtype) =>
+            {
+                Some(self.rtype(udp.payload, out))
+            }
+            _ => None,
+        };
+        out.frames.push(FrameWork {
+            link: link.detach(),
+            rtype,
+        });
+    }
+
+    fn size(out: &Worked) -> usize {
+        out.frames.len() * size_of::<FrameWork>()
+            + out.payloads.len()
+            + out.rendered.len()
+            + out.findings.len() * size_of::<Finding>()
+            + out.entities.len() * size_of::<EntityRef>()
+            + out.types.len() * size_of::<EntityTypeAt>()
+    }
+
+    fn clear(out: &mut Worked) {
+        // A batch of hostile datagrams (each decompressing to 64 KiB, or naming thousands of
+        // entities) gives its memory back.
+        if out.capacity() > 2 * capture::reader::MAX_RESULTS {
+            *out = Worked::default();
+        }
+        out.frames.clear();
+        out.payloads.clear();
+        out.rendered.clear();
+        out.findings.clear();
+        out.entities.clear();
+        out.types.clear();
+    }
+}
+
+/// A batch's work: each frame's, with the bytes and lists they point into end to end.
+#[derive(Default)]
+pub(super) struct Worked {
+    frames: Vec<FrameWork>,
+    payloads: Vec<u8>,
+    rendered: Vec<u8>,
+    findings: Vec<Finding>,
+    entities: Vec<EntityRef>,
+    types: Vec<EntityTypeAt>,
+}
+
+/// One frame's work.
+struct FrameWork {
+    link: Detached,
+    /// For an rtype datagram (unless the batch's results were full).
+    rtype: Option<RtypeWork>,
+}
+
+struct RtypeWork {
+    unpacked: rtype::Unpacked,
+    hash: u64,
+    /// The decompressed payload, in [`Worked::payloads`].
+    payload: Range<u32>,
+    walked: Option<Walk>,
+}
+
+/// A message's walk, its lists in [`Worked`].
+struct Walk {
+    layout: Option<Layout>,
+    facts: Facts,
+    findings: Range<u32>,
+    entities: Range<u32>,
+    types: Range<u32>,
+    rendered: Option<Range<u32>>,
+}
+
+/// What the ordered stage gets of a frame's work.
+pub(super) struct FrameAhead<'w> {
+    pub link: LinkOutcome<'w>,
+    pub rtype: Option<RtypeAhead<'w>>,
+}
+
+/// An rtype datagram's work done ahead.
+#[derive(Clone, Copy)]
+pub(super) struct RtypeAhead<'w> {
+    pub unpacked: rtype::Unpacked,
+    /// The datagram's [`bytes_hash`].
+    pub hash: u64,
+    pub payload: &'w [u8],
+    pub walked: Option<Walked<'w>>,
+}
+
+/// A message's walk done ahead, for a conversation with no usual layout and no archetypes.
+#[derive(Clone, Copy)]
+pub(super) struct Walked<'w> {
+    pub layout: Option<Layout>,
+    pub facts: Facts,
+    /// The walk's findings (not the header's), before the entity types are checked.
+    pub findings: &'w [Finding],
+    pub entities: &'w [EntityRef],
+    pub types: &'w [EntityTypeAt],
+    /// The sink's rendering of the fields, when it renders ahead.
+    pub rendered: Option<&'w [u8]>,
+}
+
+impl Worked {
+    /// The bytes its buffers hold on to.
+    fn capacity(&self) -> usize {
+        self.frames.capacity() * size_of::<FrameWork>()
+            + self.payloads.capacity()
+            + self.rendered.capacity()
+            + self.findings.capacity() * size_of::<Finding>()
+            + self.entities.capacity() * size_of::<EntityRef>()
+            + self.types.capacity() * size_of::<EntityTypeAt>()
+    }
+
+    /// Frame `index`'s work; `data` is the frame's bytes.
+    pub(super) fn frame<'w>(&'w self, index: usize, data: &'w [u8]) -> Option<FrameAhead<'w>> {
+        let work = self.frames.get(index)?;
+        let rtype = work.rtype.as_ref().map(|r| RtypeAhead {
+            unpacked: r.unpacked,
+            hash: r.hash,
+            payload: slice(&self.payloads, &r.payload),
+            walked: r.walked.as_ref().map(|w| Walked {
+                layout: w.layout,
+                facts: w.facts,
+                findings: slice(&self.findings, &w.findings),
+                entities: slice(&self.entities, &w.entities),
+                types: slice(&self.types, &w.types),
+                rendered: w.rendered.as_ref().map(|r| slice(&self.rendered, r)),
+            }),
+        });
+        Some(FrameAhead {
+            link: work.link.attach(data),
+            rtype,
+        })
+    }
+}
+
+/// Appends `items` to `all`, returning where they are.
+fn span<T: Copy>(all: &mut Vec<T>, items: &[T]) -> Range<u32> {
+    let start = all.len();
+    all.extend_from_slice(items);
+    as_u32(start..all.len())
+}
+
+/// A batch's results stay far below 4 GiB ([`capture::reader::MAX_RESULTS`] and one frame).
+fn as_u32(r: Range<usize>) -> Range<u32> {
+    r.start as u32..r.end as u32
+}
+
+fn slice<'a, T>(all: &'a [T], r: &Range<u32>) -> &'a [T] {
+    all.get(r.start as usize..r.end as usize)
+        .unwrap_or_default()
+}
