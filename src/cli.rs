@@ -13,7 +13,6 @@ use crate::app::{
     read_capture, write_stdout, written, ColorChoice, Format, OutputFile, ReadOpts, Term,
 };
 use crate::proto::profile::Profile;
-use crate::proto::CATALOG;
 use crate::report;
 
 /// `rtype-inspect FILE` is `rtype-inspect summary FILE`: the summary's arguments are accepted at
@@ -490,7 +489,8 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
         Command::Violations { format } => {
             let text = match format {
                 CatalogFormat::Json => {
-                    serde_json::to_string_pretty(CATALOG).unwrap_or_default() + "\n"
+                    serde_json::to_string_pretty(&report::catalog::json()).unwrap_or_default()
+                        + "\n"
                 }
                 CatalogFormat::Text => report::catalog::text(term),
                 CatalogFormat::Markdown => report::catalog::markdown(),
@@ -522,8 +522,11 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
             let registry = crate::proto::registry::Registry::new(&profile);
             let text = match format {
                 Format::Json => {
-                    serde_json::to_string_pretty(&report::field_list::json(&registry))
-                        .unwrap_or_default()
+                    serde_json::to_string_pretty(&report::field_list::json(
+                        &registry,
+                        &profile.name,
+                    ))
+                    .unwrap_or_default()
                         + "\n"
                 }
                 _ => report::field_list::text(&registry, values),

@@ -355,7 +355,7 @@ fn junit_report_parses_and_lists_failures() {
             .stdout,
     )
     .unwrap();
-    let rules = catalog.as_array().unwrap().len();
+    let rules = catalog["rules"].as_array().unwrap().len();
     let s17 = cases(suites[0]);
     assert_eq!(s17.len(), rules, "one case per rule of the catalog");
     assert!(s17

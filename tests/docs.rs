@@ -35,11 +35,29 @@ fn protocol_reference_is_current() {
     );
 }
 
+fn validator(name: &str) -> jsonschema::Validator {
+    let path = format!("docs/schemas/{name}.schema.json");
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    jsonschema::validator_for(&schema).unwrap()
+}
+
+fn assert_follows(name: &str, doc: &serde_json::Value) {
+    let errors: Vec<String> = validator(name)
+        .iter_errors(doc)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{name}: {errors:?}");
+}
+
 #[test]
-fn violations_json_lists_every_rule_once() {
-    let rules: serde_json::Value =
+fn violations_json_lists_every_rule_once_and_follows_its_schema() {
+    let doc: serde_json::Value =
         serde_json::from_str(&output(&["violations", "--format", "json"])).unwrap();
-    let ids: Vec<&str> = rules
+    assert_eq!(doc["schema"], "violations/1");
+    assert_eq!(doc["tool"]["version"], env!("CARGO_PKG_VERSION"));
+    assert_follows("violations", &doc);
+    let ids: Vec<&str> = doc["rules"]
         .as_array()
         .unwrap()
         .iter()
@@ -49,11 +67,47 @@ fn violations_json_lists_every_rule_once() {
     unique.sort();
     unique.dedup();
     assert_eq!(unique.len(), ids.len());
+    assert_eq!(ids.len(), rtype_inspect::proto::CATALOG.len());
     assert!(
         ids.contains(&"rtype.crc.mismatch")
             && ids.contains(&"rt.byte-order")
             && ids.contains(&"session.snapshot-rate")
     );
+}
+
+#[test]
+fn fields_json_of_every_profile_follows_its_schema() {
+    let profiles = rtype_inspect::proto::profile::BUNDLED
+        .iter()
+        .map(|(name, _)| *name);
+    for profile in ["document"].into_iter().chain(profiles) {
+        let mut args = vec!["fields"];
+        if profile != "document" {
+            args.extend(["--profile", profile]);
+        }
+        let doc: serde_json::Value =
+            serde_json::from_str(&output(&[&args[..], &["--format", "json"]].concat())).unwrap();
+        assert_eq!(doc["schema"], "fields/1", "{profile}");
+        assert_eq!(doc["tool"]["version"], env!("CARGO_PKG_VERSION"));
+        assert_eq!(doc["profile"], profile);
+        assert_follows("fields", &doc);
+        // The same fields as the text listing (its P and F lines), in its order.
+        let names: Vec<&str> = doc["fields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["name"].as_str().unwrap())
+            .collect();
+        let text = output(&args);
+        let listed: Vec<&str> = text
+            .lines()
+            .map(|l| match l.split('\t').collect::<Vec<_>>()[..] {
+                ["P", _, name] | ["F", _, name, ..] => name,
+                _ => panic!("{l}"),
+            })
+            .collect();
+        assert_eq!(names, listed, "{profile}");
+    }
 }
 
 #[test]

@@ -1,8 +1,19 @@
-//! The violation catalog as a table, for `rtype-inspect violations` and the README.
+//! The violation catalog as a table, for `rtype-inspect violations` and the README, or as one
+//! JSON document (docs/schemas/violations.schema.json).
 
 use super::table;
 use crate::app::Term;
 use crate::proto::CATALOG;
+
+/// The schema `violations --format json` follows.
+pub const SCHEMA: &str = "violations/1";
+
+/// The catalog as one JSON document: every rule (ID, severity, section, summary), in catalog order.
+pub fn json() -> serde_json::Value {
+    let mut document = serde_json::json!({ "rules": CATALOG });
+    super::stamp(&mut document, SCHEMA);
+    document
+}
 
 /// The catalog as a text table.
 pub fn text(term: Term) -> String {

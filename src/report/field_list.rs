@@ -58,8 +58,11 @@ pub fn text(registry: &Registry, values: bool) -> String {
     out
 }
 
-/// The JSON document.
-pub fn json(registry: &Registry) -> Json {
+/// The schema `fields --format json` follows.
+pub const SCHEMA: &str = "fields/1";
+
+/// The JSON document: the fields of `registry`, built for the snapshot profile named `profile`.
+pub fn json(registry: &Registry, profile: &str) -> Json {
     let fields: Vec<Json> = registry
         .fields
         .iter()
@@ -82,9 +85,7 @@ pub fn json(registry: &Registry) -> Json {
             field
         })
         .collect();
-    json!({
-        "schema": "rtype-inspect/fields",
-        "version": 1,
-        "fields": fields,
-    })
+    let mut document = json!({ "profile": profile, "fields": fields });
+    super::stamp(&mut document, SCHEMA);
+    document
 }
