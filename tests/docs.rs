@@ -1,5 +1,5 @@
 //! The documentation written from the protocol description stays current: the README's
-//! violation table and docs/protocol.md are what the binary prints now.
+//! violation table, its examples and docs/protocol.md are what the binary prints now.
 
 use std::process::Command;
 
@@ -23,6 +23,77 @@ fn readme_lists_the_catalog() {
     assert!(
         table == output(&["violations", "--format", "markdown"]),
         "README.md's violation table is stale: paste `rtype-inspect violations --format markdown` between its markers"
+    );
+}
+
+/// The README's examples: a ```text block whose first line is `$ rtype-inspect ARGS…` is that
+/// command's standard output, whole; after a `<!-- excerpt -->` line, the block's lines are some
+/// of the output's, in its order. `RTYPE_BLESS=1` rewrites the whole ones.
+#[test]
+fn readme_examples_are_the_commands_output() {
+    let readme = std::fs::read_to_string("README.md").unwrap();
+    let mut blessed = String::new();
+    let mut stale = Vec::new();
+    let mut examples = 0;
+    let mut lines = readme.split_inclusive('\n').peekable();
+    let mut excerpt = false;
+    while let Some(line) = lines.next() {
+        blessed += line;
+        let command = match lines.peek() {
+            Some(next) if line == "```text\n" => next.strip_prefix("$ rtype-inspect "),
+            _ => None,
+        };
+        let Some(command) = command else {
+            excerpt = line == "<!-- excerpt -->\n";
+            continue;
+        };
+        blessed += lines.next().unwrap();
+        let mut shown = String::new();
+        for line in lines.by_ref() {
+            if line == "```\n" {
+                break;
+            }
+            shown += line;
+        }
+        let args: Vec<&str> = command.split_whitespace().collect();
+        assert!(
+            !command.contains(['\'', '"', '|', '>']),
+            "README example needs a shell: {command}"
+        );
+        let out = Command::new(BIN)
+            .args(&args)
+            .env("NO_COLOR", "1")
+            .env_remove("COLUMNS")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "$ rtype-inspect {command}");
+        let printed = String::from_utf8(out.stdout).unwrap();
+        examples += 1;
+        if excerpt {
+            let mut output = printed.lines();
+            if let Some(missing) = shown.lines().find(|l| !output.any(|o| o == *l)) {
+                stale.push(format!(
+                    "$ rtype-inspect {command} (excerpt; edit it by hand): {missing:?} is not in its output, in this order"
+                ));
+            }
+            blessed += &shown;
+        } else {
+            if printed != shown {
+                stale.push(format!("$ rtype-inspect {command}"));
+            }
+            blessed += &printed;
+        }
+        blessed += "```\n";
+        excerpt = false;
+    }
+    assert!(examples >= 3, "README's example markers are gone");
+    if std::env::var_os("RTYPE_BLESS").is_some() && blessed != readme {
+        std::fs::write("README.md", &blessed).unwrap();
+    }
+    assert!(
+        stale.is_empty(),
+        "README.md's examples are not what the commands print (RTYPE_BLESS=1 cargo test --test docs rewrites the whole ones):\n{}",
+        stale.join("\n")
     );
 }
 
