@@ -555,8 +555,15 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
             }
             (None, Some(n), Some(path)) => {
                 let out = OutputFile::create(&path, &[])?;
-                let out = crate::samplegen::generate_large(out, n, 4)
+                let made = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+                let bar = crate::app::progress::Progress::on_terminal(
+                    Some(n),
+                    "{bar:40} {human_pos}/{human_len} datagrams, {per_sec} ETA {eta}",
+                    made.clone(),
+                );
+                let out = crate::samplegen::generate_large_counted(out, n, 4, &made)
                     .map_err(|e| format!("{}: {e}", path.display()))?;
+                drop(bar);
                 out.commit()?;
                 Ok(ExitCode::SUCCESS)
             }

@@ -1,9 +1,10 @@
 //! The progress bar: drawn on stderr while a read is long, only when stderr is a terminal (here
 //! a pseudo-terminal from util-linux's `script`), and cleared when the read ends. The capture
 //! comes through a named pipe that pauses halfway, so the read is long however fast the machine;
-//! a pipe has no size, so what shows is the spinner with the bytes read so far.
+//! a pipe has no size, so what shows is the spinner with the bytes read so far. `generate --large`
+//! writes into a named pipe whose reader pauses halfway: its bar counts the datagrams made.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -33,6 +34,90 @@ fn feed_slowly(fifo: &Path, bytes: Vec<u8>, pause: Duration) -> std::thread::Joi
         std::thread::sleep(pause);
         pipe.write_all(rest).expect("second half written");
     })
+}
+
+/// Makes a named pipe at `fifo` and reads it to the end from a thread, pausing `pause` after
+/// `first` bytes; the thread returns what it read.
+fn drain_slowly(fifo: &Path, first: usize, pause: Duration) -> std::thread::JoinHandle<Vec<u8>> {
+    let _ = std::fs::remove_file(fifo);
+    let made = Command::new("mkfifo")
+        .arg(fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    let fifo = fifo.to_owned();
+    std::thread::spawn(move || {
+        let mut pipe = std::fs::File::open(&fifo).expect("the writer opens the pipe");
+        let mut bytes = vec![0; first];
+        pipe.read_exact(&mut bytes).expect("first part read");
+        std::thread::sleep(pause);
+        pipe.read_to_end(&mut bytes).expect("rest read");
+        bytes
+    })
+}
+
+#[test]
+fn generating_a_large_capture_shows_progress_on_a_terminal_only() {
+    let capture = temp("generated.pcap");
+    let made = Command::new(BIN)
+        .args(["generate", "--large", "20000", "--output"])
+        .arg(&capture)
+        .output()
+        .expect("generate runs");
+    assert!(made.status.success(), "{made:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&made.stderr),
+        "",
+        "nothing on a pipe"
+    );
+    let expected = std::fs::read(&capture).expect("capture written");
+
+    // On a terminal: the bar draws while the reader pauses, then is erased.
+    let (fifo, typescript) = (temp("generate-fifo"), temp("generate-typescript"));
+    let reader = drain_slowly(&fifo, expected.len() / 2, Duration::from_millis(1200));
+    let command = format!("{BIN} generate --large 20000 --output {}", fifo.display());
+    let run = Command::new("script")
+        .args(["-q", "-e", "-c", &command])
+        .arg(&typescript)
+        .stdin(Stdio::null())
+        .output()
+        .expect("util-linux `script` runs (Debian package bsdutils)");
+    let written = reader.join().expect("reader finishes");
+    assert!(run.status.success(), "{run:?}");
+    let drawn =
+        String::from_utf8_lossy(&std::fs::read(&typescript).expect("typescript")).into_owned();
+    let frames: Vec<&str> = drawn
+        .split("\r\x1b[2K")
+        .filter(|frame| frame.contains("/20,000 datagrams, "))
+        .collect();
+    // The bar ticks during the pause, standing at one count short of the end.
+    let counts: Vec<&str> = frames
+        .iter()
+        .filter_map(|f| f.rsplit(['█', '░']).next()?.split('/').next())
+        .map(str::trim)
+        .collect();
+    let paused = counts.iter().filter(|c| **c != "20,000").fold(
+        std::collections::HashMap::<&str, usize>::new(),
+        |mut seen, c| {
+            *seen.entry(*c).or_default() += 1;
+            seen
+        },
+    );
+    assert!(
+        paused.values().any(|n| *n >= 3),
+        "expected the bar to tick during the pause: {counts:?} in {drawn:?}"
+    );
+    let last_clear = drawn.rfind("\r\x1b[2K").expect("the bar is cleared");
+    assert!(
+        !drawn[last_clear..].contains(" datagrams, "),
+        "nothing is drawn after the bar is cleared: {drawn:?}"
+    );
+    // The same capture as without a terminal.
+    assert!(written == expected, "the capture differs on a terminal");
+
+    for path in [capture, fifo, typescript] {
+        let _ = std::fs::remove_file(path);
+    }
 }
 
 #[test]

@@ -5,6 +5,7 @@
 pub mod config;
 pub mod inputs;
 pub mod output;
+pub mod progress;
 pub mod read;
 pub mod term;
 

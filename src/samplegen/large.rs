@@ -2,6 +2,7 @@
 //! requested number of datagrams, streamed to the file as they are made (flat memory).
 
 use std::io::{self, BufWriter, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::json;
 
@@ -23,6 +24,17 @@ const CHUNKS: u16 = 3;
 /// pays), pings, spawns and destroys, and a full-state chunk set every second. Deterministic.
 /// Returns `out` once everything is written to it.
 pub fn generate_large<W: Write>(out: W, datagrams: u64, clients: u32) -> io::Result<W> {
+    generate_large_counted(out, datagrams, clients, &AtomicU64::new(0))
+}
+
+/// [`generate_large`], storing the number of datagrams made so far in `made` after every tick
+/// (for a progress bar).
+pub fn generate_large_counted<W: Write>(
+    out: W,
+    datagrams: u64,
+    clients: u32,
+    made: &AtomicU64,
+) -> io::Result<W> {
     if clients == 0 {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -34,12 +46,12 @@ pub fn generate_large<W: Write>(out: W, datagrams: u64, clients: u32) -> io::Res
         .collect::<io::Result<_>>()?;
     let mut sink = PcapSink::new(BufWriter::with_capacity(1 << 20, out))?;
     let mut script = Script::new(&mut sink).limit(datagrams);
-    run(&mut script, &clients)?;
+    run(&mut script, &clients, made)?;
     drop(script);
     sink.finish()?.into_inner().map_err(|e| e.into_error())
 }
 
-fn run(s: &mut Script, clients: &[Client]) -> io::Result<()> {
+fn run(s: &mut Script, clients: &[Client], made: &AtomicU64) -> io::Result<()> {
     let start = lobby(s, clients)?;
     let mut world = World::default();
     for c in clients {
@@ -78,6 +90,7 @@ fn run(s: &mut Script, clients: &[Client]) -> io::Result<()> {
             }
         }
         s.broadcast(clients, "snapshot", tick as u16, world.snapshot())?;
+        made.store(s.sent(), Ordering::Relaxed);
         tick += 1;
     }
     Ok(())

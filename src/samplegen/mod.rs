@@ -23,7 +23,7 @@ pub mod scenarios;
 pub mod script;
 mod violations;
 
-pub use large::generate_large;
+pub use large::{generate_large, generate_large_counted};
 pub use scenarios::{scenario, write_all, Scenario, SCENARIOS};
 
 #[cfg(test)]
