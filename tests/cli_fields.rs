@@ -247,18 +247,58 @@ fn packets_lines(capture: &str, args: &[&str], tz: &str) -> String {
 
 #[test]
 fn time_formats_equal_tsharks() {
+    same_times_as_tshark(RT);
+}
+
+/// A nanosecond capture's times have nine decimals, as tshark writes them: the real rt capture
+/// with nanosecond timestamps (sub-microsecond digits added).
+#[test]
+fn nanosecond_times_equal_tsharks() {
+    let mut pcap = std::fs::read(RT).unwrap();
+    assert_eq!(
+        pcap[..4],
+        [0xd4, 0xc3, 0xb2, 0xa1],
+        "a little-endian microsecond pcap"
+    );
+    pcap[..4].copy_from_slice(&[0x4d, 0x3c, 0xb2, 0xa1]);
+    let (mut at, mut frame) = (24, 0u32);
+    while at + 16 <= pcap.len() {
+        let word = |i: usize| u32::from_le_bytes(pcap[at + i..at + i + 4].try_into().unwrap());
+        let nanos = word(4) * 1000 + frame * 137 % 1000;
+        let len = word(8) as usize;
+        pcap[at + 4..at + 8].copy_from_slice(&nanos.to_le_bytes());
+        (at, frame) = (at + 16 + len, frame + 1);
+    }
+    let path = std::env::temp_dir().join(format!("rtype-ns-{}.pcap", std::process::id()));
+    std::fs::write(&path, pcap).unwrap();
+    let path = path.to_str().unwrap();
+    let ours = packets_lines(path, &["--frames", "2-3"], "UTC");
+    assert_eq!(
+        ours,
+        "      2   0.002016137 #1   S→C rt    SERVER_ACCEPT seq=0\n\
+         \x20     3   0.002028274 #1   S→C rt    ENTITY_SPAWN seq=1\n\
+         \x20     2               #1   finding [rt.reliable.unacknowledged] 760 of 760 RELIABLE \
+         packets never acknowledged\n\
+         \x20     3               #1   finding [session.entity-never-destroyed] 8 entities still \
+         alive at the end\n"
+    );
+    same_times_as_tshark(path);
+    let _ = std::fs::remove_file(path);
+}
+
+fn same_times_as_tshark(capture: &str) {
     // Every other datagram of one side, so that d (previous read) and dd (previous shown) differ.
     let filter = "frame.number > 5 && frame.number < 400 && rt.reliable == 1";
     for tz in ["UTC", "Asia/Kolkata"] {
         for t in ["a", "ad", "r", "d", "dd", "e"] {
-            let ours = packets_lines(RT, &["-t", t, "-Y", filter], tz);
+            let ours = packets_lines(capture, &["-t", t, "-Y", filter], tz);
             let out = Command::new("tshark")
                 .env("TZ", tz)
                 .args([
                     "-X",
                     "lua_script:wireshark/rtype.lua",
                     "-r",
-                    RT,
+                    capture,
                     "-t",
                     t,
                     "-Y",

@@ -8,7 +8,7 @@ use std::io::{self, Write};
 use super::fields::TreeFields;
 use super::filter::Filter;
 use super::render;
-use super::time::{write_local, write_rfc3339, TimeFormat};
+use super::time::{self, write_local, write_rfc3339, TimeFormat};
 use crate::message::{Facts, Finding, Open, Value, Visitor};
 use crate::pipeline::{RenderAhead, RunEnd, Sink};
 use crate::proto::schema::{Field, Group};
@@ -73,6 +73,8 @@ pub struct Packets<W: Write> {
     /// The times of the previous datagram read and of the previous shown (`-t d`, `-t dd`).
     previous: Option<i64>,
     previous_shown: Option<i64>,
+    /// The decimals of the times: the capture's resolution, as tshark writes it.
+    decimals: u32,
     /// Whether the last datagram was shown (its reassembled snapshot is shown with it).
     shown: bool,
     pub error: Option<io::Error>,
@@ -94,6 +96,7 @@ impl<W: Write> Packets<W> {
             first_ts: None,
             previous: None,
             previous_shown: None,
+            decimals: time::decimals(false),
             shown: false,
             error: None,
             unmatched: None,
@@ -243,6 +246,10 @@ impl<W: Write> Sink for Packets<W> {
         &mut self.fields
     }
 
+    fn start(&mut self, info: &crate::capture::CaptureInfo) {
+        self.decimals = time::decimals(info.nanosecond);
+    }
+
     fn begin(&mut self, conversations: &Conversations, conversation: u32) {
         if self.options.verbose {
             self.fields.tree.clear();
@@ -273,27 +280,24 @@ impl<W: Write> Sink for Packets<W> {
         line.clear();
         let dir = e.direction.map_or("?→?", Direction::arrow);
         let _ = write!(line, "{:>7} ", e.frame);
-        let since =
-            |t: Option<i64>| e.ts_nanos.saturating_sub(t.unwrap_or(e.ts_nanos)) as f64 / 1e9;
-        let _ = match self.options.time {
-            TimeFormat::Relative => write!(line, "{rel:>10.6}"),
-            TimeFormat::Delta => write!(line, "{:>10.6}", since(previous)),
-            TimeFormat::DeltaDisplayed => write!(line, "{:>10.6}", since(previous_shown)),
-            TimeFormat::Epoch => write!(
-                line,
-                "{}.{:06}",
-                e.ts_nanos.div_euclid(1_000_000_000),
-                e.ts_nanos.rem_euclid(1_000_000_000) / 1000
-            ),
-            TimeFormat::Absolute | TimeFormat::AbsoluteDate => {
-                write_local(
-                    line,
-                    e.ts_nanos,
-                    self.options.time == TimeFormat::AbsoluteDate,
-                );
-                Ok(())
+        let since = |t: Option<i64>| e.ts_nanos.saturating_sub(t.unwrap_or(e.ts_nanos));
+        let (decimals, width) = (self.decimals, time::seconds_width(self.decimals));
+        match self.options.time {
+            TimeFormat::Relative => {
+                time::write_seconds(line, since(self.first_ts), decimals, width);
             }
-        };
+            TimeFormat::Delta => time::write_seconds(line, since(previous), decimals, width),
+            TimeFormat::DeltaDisplayed => {
+                time::write_seconds(line, since(previous_shown), decimals, width);
+            }
+            TimeFormat::Epoch => time::write_seconds(line, e.ts_nanos, decimals, 0),
+            TimeFormat::Absolute | TimeFormat::AbsoluteDate => write_local(
+                line,
+                e.ts_nanos,
+                self.options.time == TimeFormat::AbsoluteDate,
+                decimals,
+            ),
+        }
         let _ = write!(
             line,
             " #{:<3} {dir} {:<5} {}",
@@ -410,8 +414,11 @@ impl<W: Write> Sink for Packets<W> {
         self.line.clear();
         let _ = write!(
             self.line,
-            "{:>7} {:>10} #{:<3} finding",
-            f.frame, "", f.conversation
+            "{:>7} {:>width$} #{:<3} finding",
+            f.frame,
+            "",
+            f.conversation,
+            width = time::seconds_width(self.decimals)
         );
         let info = f.finding.rule.info();
         let _ = write!(self.line, " [{}] {}", info.id, render::detail(&f.finding));

@@ -1,6 +1,6 @@
 //! Timestamps as RFC 3339 text, without a calendar crate.
 
-use super::render::push_padded;
+use super::render::{push_padded, push_u64};
 
 /// `2026-01-01T00:00:00.000000000Z` for nanoseconds since the Unix epoch.
 pub fn rfc3339(nanos: i64) -> String {
@@ -12,25 +12,41 @@ pub fn rfc3339(nanos: i64) -> String {
 /// Appends the RFC 3339 form of `nanos` to `out` (no allocation once `out` has room).
 pub fn write_rfc3339(out: &mut String, nanos: i64) {
     let secs = nanos.div_euclid(1_000_000_000);
-    let frac = nanos.rem_euclid(1_000_000_000);
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let (y, m, d) = civil_from_days(days);
-    // Nanoseconds in an i64 span the years 1677 to 2262: every part has a fixed number of
-    // digits (export writes one timestamp per datagram, so not through the formatting machinery).
+    let rem = rem as u32;
+    push_date(out, civil_from_days(days));
+    out.push('T');
+    push_clock(out, (rem / 3600, rem / 60 % 60, rem % 60), nanos, 9);
+    out.push('Z');
+}
+
+// Nanoseconds in an i64 span the years 1677 to 2262: every part has a fixed number of digits
+// (export writes one timestamp per datagram, so not through the formatting machinery).
+
+/// `2026-01-01`.
+fn push_date(out: &mut String, (y, m, d): (i64, u32, u32)) {
     push_padded(out, y as u64, 4);
     out.push('-');
     push_padded(out, m.into(), 2);
     out.push('-');
     push_padded(out, d.into(), 2);
-    out.push('T');
-    push_padded(out, (rem / 3600) as u64, 2);
+}
+
+/// `05:23:06.179560`: the time of day, then the fraction of the second of `nanos` to `decimals`
+/// digits (6 or 9), cut as tshark cuts it.
+fn push_clock(out: &mut String, (h, mi, s): (u32, u32, u32), nanos: i64, decimals: u32) {
+    push_padded(out, h.into(), 2);
     out.push(':');
-    push_padded(out, (rem / 60 % 60) as u64, 2);
+    push_padded(out, mi.into(), 2);
     out.push(':');
-    push_padded(out, (rem % 60) as u64, 2);
+    push_padded(out, s.into(), 2);
+    push_fraction(out, nanos.rem_euclid(1_000_000_000) as u64, decimals);
+}
+
+/// `.179560`: `frac` nanoseconds (below a second) to `decimals` digits (6 or 9).
+fn push_fraction(out: &mut String, frac: u64, decimals: u32) {
     out.push('.');
-    push_padded(out, frac as u64, 9);
-    out.push('Z');
+    push_padded(out, frac / 10u64.pow(9 - decimals), decimals as usize);
 }
 
 /// `packets -t`: how a datagram's time is written, with tshark's letters.
@@ -57,27 +73,44 @@ pub enum TimeFormat {
     Epoch,
 }
 
-/// Appends `nanos` (since the epoch) as local time, with the date or not, to microseconds, as
-/// tshark's `-t ad` and `-t a` write it.
-pub fn write_local(out: &mut String, nanos: i64, date: bool) {
-    let secs = nanos.div_euclid(1_000_000_000);
-    let micros = nanos.rem_euclid(1_000_000_000) / 1000;
-    let (y, mo, d, h, mi, s) = local_civil(secs);
+/// The decimals of a capture's times, as tshark writes them: 9 for a capture with nanosecond
+/// timestamps, 6 otherwise.
+pub const fn decimals(nanosecond: bool) -> u32 {
+    if nanosecond {
+        9
+    } else {
+        6
+    }
+}
+
+/// The width seconds are right-aligned to in the packet list: 10 with 6 decimals.
+pub const fn seconds_width(decimals: u32) -> usize {
+    decimals as usize + 4
+}
+
+/// Appends `nanos` as seconds with `decimals` digits (6 or 9), right-aligned to `width`, as
+/// tshark writes `-t r`, `d`, `dd` (width 10) and `e` (width 0): exact, from the integer.
+pub fn write_seconds(out: &mut String, nanos: i64, decimals: u32, width: usize) {
+    let secs = nanos.unsigned_abs() / 1_000_000_000;
+    let digits = secs.checked_ilog10().unwrap_or(0) as usize + 1;
+    let len = usize::from(nanos < 0) + digits + 1 + decimals as usize;
+    out.extend(std::iter::repeat_n(' ', width.saturating_sub(len)));
+    if nanos < 0 {
+        out.push('-');
+    }
+    push_u64(out, secs);
+    push_fraction(out, nanos.unsigned_abs() % 1_000_000_000, decimals);
+}
+
+/// Appends `nanos` (since the epoch) as local time, with the date or not, to `decimals` digits
+/// (6 or 9), as tshark's `-t ad` and `-t a` write it.
+pub fn write_local(out: &mut String, nanos: i64, date: bool, decimals: u32) {
+    let (y, mo, d, h, mi, s) = local_civil(nanos.div_euclid(1_000_000_000));
     if date {
-        push_padded(out, y as u64, 4);
-        out.push('-');
-        push_padded(out, mo.into(), 2);
-        out.push('-');
-        push_padded(out, d.into(), 2);
+        push_date(out, (y, mo, d));
         out.push(' ');
     }
-    push_padded(out, h.into(), 2);
-    out.push(':');
-    push_padded(out, mi.into(), 2);
-    out.push(':');
-    push_padded(out, s.into(), 2);
-    out.push('.');
-    push_padded(out, micros as u64, 6);
+    push_clock(out, (h, mi, s), nanos, decimals);
 }
 
 /// The local calendar date and time of `secs` since the epoch (the C library's time zone, TZ);
@@ -133,6 +166,27 @@ mod tests {
             super::rfc3339(951_782_400_000_000_000),
             "2000-02-29T00:00:00.000000000Z"
         );
+    }
+
+    #[test]
+    fn seconds_as_tshark_writes_them() {
+        let seconds = |nanos: i64, decimals: u32, width: usize| {
+            let mut out = String::new();
+            super::write_seconds(&mut out, nanos, decimals, width);
+            out
+        };
+        assert_eq!(seconds(2_016_000, 6, 10), "  0.002016");
+        assert_eq!(seconds(2_016_123, 9, 13), "  0.002016123");
+        assert_eq!(seconds(2_016_999, 6, 10), "  0.002016", "cut, not rounded");
+        assert_eq!(seconds(-1_500_000_000, 6, 10), " -1.500000");
+        assert_eq!(
+            seconds(1_795_325_308_443_701_123, 9, 0),
+            "1795325308.443701123"
+        );
+        assert_eq!(seconds(i64::MIN, 9, 0), "-9223372036.854775808");
+        let mut local = String::new();
+        super::write_local(&mut local, 1_795_325_308_443_701_123, false, 9);
+        assert!(local.ends_with(":28.443701123"), "{local}");
     }
 
     /// The same text as the formatting machinery writes, from 1677 to 2262.
