@@ -426,14 +426,15 @@ const CRC_STATUS: &[Named] = &[
     },
 ];
 
-/// A field of the dissector's runtime (not of the description): the generated Lua's
-/// `RUNTIME_FIELDS`, in its order.
-struct RuntimeField {
-    name: &'static str,
-    label: &'static str,
-    ty: FieldType,
-    hex: bool,
-    values: Values,
+/// A field of the dissector's runtime (not of the description): the generated dissector declares
+/// them in [`DISSECTOR_RUNTIME`]'s order (report::lua adds each its Lua key and description).
+pub struct RuntimeField {
+    pub name: &'static str,
+    pub label: &'static str,
+    pub ty: FieldType,
+    /// Shown in hexadecimal.
+    pub hex: bool,
+    pub values: Values,
     runtime: Runtime,
 }
 
@@ -453,7 +454,7 @@ const fn runtime(
     }
 }
 
-const DISSECTOR_RUNTIME: &[RuntimeField] = &[
+pub const DISSECTOR_RUNTIME: &[RuntimeField] = &[
     runtime(
         "rtype.header_len",
         "Header Length",

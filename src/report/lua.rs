@@ -21,6 +21,7 @@ use std::fmt::Write as _;
 
 use crate::datagram::rtype::{MAX_PAYLOAD, MESSAGE_RULES};
 use crate::proto::profile::{BitSlot, Profile, BUNDLED, MASK_BITS};
+use crate::proto::registry::{FieldType, RuntimeField, Values, DISSECTOR_RUNTIME};
 use crate::proto::rtnp::{JsonField, MAX_DATAGRAM, MAX_DEPTH, MAX_JSON, PING, PONG};
 use crate::proto::rtype::{
     COMPRESSED_BIT, COMPRESS_THRESHOLD, CRC_LEN, HEADER, HEADER_15, LEVEL_INIT, MAGIC, MESSAGES,
@@ -67,178 +68,104 @@ const PROFILE_SUGGESTED: (&str, &str) = (
      Edit > Preferences > Protocols > RTYPE > Snapshot profile, or tshark -o rtype.profile:NAME",
 );
 
-/// A field of the runtime (not of the description).
-struct RuntimeField {
-    proto: &'static str,
-    /// Name in the protocol's `PF` table.
-    key: &'static str,
-    filter: &'static str,
-    /// `ProtoField` constructor.
-    kind: &'static str,
-    label: &'static str,
-    /// The constructor's arguments after filter name and label (base, value string).
-    rest: &'static str,
-}
-
-impl RuntimeField {
-    fn constructor(&self) -> String {
-        format!(
-            "ProtoField.{}(\"{}\", \"{}\"{})",
-            self.kind, self.filter, self.label, self.rest
-        )
-    }
-}
-
-const fn rf(
-    proto: &'static str,
-    key: &'static str,
-    filter: &'static str,
-    kind: &'static str,
-    label: &'static str,
-    rest: &'static str,
-) -> RuntimeField {
-    RuntimeField {
-        proto,
-        key,
-        filter,
-        kind,
-        label,
-        rest,
-    }
-}
-
-const RUNTIME_FIELDS: &[RuntimeField] = &[
-    rf(
-        "rtype",
-        "header_len",
+/// What the Lua dissector adds to each field of its runtime (the registry's
+/// [`DISSECTOR_RUNTIME`], which has name, label, type and values): its key in the protocol's `PF`
+/// table and its description (empty for none), by filter name.
+const RUNTIME_LUA: &[(&str, &str, &str)] = &[
+    (
         "rtype.header_len",
-        "uint8",
-        "Header Length",
-        ", base.DEC, nil, nil, \"Length of the header layout the datagram fits: 17 (document 002) or 15 (the older build)\"",
+        "header_len",
+        "Length of the header layout the datagram fits: 17 (document 002) or 15 (the older build)",
     ),
-    rf(
-        "rtype",
-        "crc",
+    (
         "rtype.crc",
-        "uint32",
-        "CRC32",
-        ", base.HEX, nil, nil, \"CRC-32 footer over header and payload (document 002 §4)\"",
+        "crc",
+        "CRC-32 footer over header and payload (document 002 §4)",
     ),
-    rf(
-        "rtype",
-        "crc_status",
+    (
         "rtype.crc.status",
-        "uint8",
-        "CRC32 Status",
-        ", base.DEC, { [0] = \"Bad\", [1] = \"Good\", [2] = \"Unverified\" }, nil, \"Unverified: the check is off, or the capture does not hold the footer\"",
+        "crc_status",
+        "Unverified: the check is off, or the capture does not hold the footer",
     ),
-    rf("rtype", "payload", "rtype.payload", "bytes", "Payload", ""),
-    rf(
-        "rtype",
-        "undecoded",
+    ("rtype.payload", "payload", ""),
+    (
         "rtype.undecoded",
-        "bytes",
-        "Undecoded",
-        ", nil, \"Bytes the description cannot interpret\"",
+        "undecoded",
+        "Bytes the description cannot interpret",
     ),
-    rf(
-        "rtype",
-        "reassembled_in",
+    (
         "rtype.chunk.reassembled_in",
-        "framenum",
-        "Reassembled in",
-        ", base.NONE, nil, nil, \"The frame whose chunk completed this chunk's set\"",
+        "reassembled_in",
+        "The frame whose chunk completed this chunk's set",
     ),
-    rf(
-        "rtype",
-        "chunk_frame",
+    (
         "rtype.chunk.frame",
-        "framenum",
-        "Chunk in frame",
-        ", base.NONE, nil, nil, \"A frame holding one chunk of the reassembled snapshot\"",
+        "chunk_frame",
+        "A frame holding one chunk of the reassembled snapshot",
     ),
-    rf(
-        "rtype",
-        "reassembled_length",
-        "rtype.reassembled.length",
-        "uint32",
-        "Reassembled Length",
-        ", base.DEC",
-    ),
-    rf(
-        "rtype",
-        "reassembled_undecoded",
-        "rtype.reassembled.undecoded",
-        "bytes",
-        "Undecoded",
-        "",
-    ),
-    rf(
-        "rtype",
-        "conversation",
-        "rtype.conversation",
-        "uint32",
-        "Conversation",
-        CONVERSATION_BLURB,
-    ),
-    rf("rt", "undecoded", "rt.undecoded", "bytes", "Undecoded", ""),
-    rf("rt", "conversation", "rt.conversation", "uint32", "Conversation", CONVERSATION_BLURB),
-    rf(
-        "rtnp",
-        "framing",
+    ("rtype.reassembled.length", "reassembled_length", ""),
+    ("rtype.reassembled.undecoded", "reassembled_undecoded", ""),
+    ("rtype.conversation", "conversation", CONVERSATION_BLURB),
+    ("rt.undecoded", "undecoded", ""),
+    ("rt.conversation", "conversation", CONVERSATION_BLURB),
+    (
         "rtnp.framing",
-        "string",
-        "Framing",
-        ", nil, \"envelope (Cap'n Proto, document 004 §4) or raw (JSON alone)\"",
+        "framing",
+        "envelope (Cap'n Proto, document 004 §4) or raw (JSON alone)",
     ),
-    rf(
-        "rtnp",
-        "segments",
-        "rtnp.envelope.segments",
-        "uint32",
-        "Segment Count - 1",
-        ", base.DEC",
-    ),
-    rf(
-        "rtnp",
-        "words",
-        "rtnp.envelope.words",
-        "uint32",
-        "Segment Words",
-        ", base.DEC",
-    ),
-    rf(
-        "rtnp",
-        "text_bytes",
+    ("rtnp.envelope.segments", "segments", ""),
+    ("rtnp.envelope.words", "words", ""),
+    (
         "rtnp.envelope.text",
-        "string",
-        "Text",
-        ", nil, \"The envelope's Text field (its bytes include the NUL)\"",
+        "text_bytes",
+        "The envelope's Text field (its bytes include the NUL)",
     ),
-    rf(
-        "rtnp",
-        "keepalive",
-        "rtnp.keepalive",
-        "string",
-        "Keep-alive Text",
-        "",
-    ),
-    rf(
-        "rtnp",
-        "text",
-        "rtnp.text",
-        "string",
-        "Message Text (not JSON)",
-        "",
-    ),
-    rf("rtnp", "type", "rtnp.type", "string", "Message Type", ""),
-    rf("rtnp", "conversation", "rtnp.conversation", "uint32", "Conversation", CONVERSATION_BLURB),
+    ("rtnp.keepalive", "keepalive", ""),
+    ("rtnp.text", "text", ""),
+    ("rtnp.type", "type", ""),
+    ("rtnp.conversation", "conversation", CONVERSATION_BLURB),
 ];
 
 /// What a conversation number is.
-const CONVERSATION_BLURB: &str =
-    ", base.DEC, nil, nil, \"rtype-inspect's conversation number: the client's address \
-    and port with the server's address, numbered in order of first appearance (0 past the limit)\"";
+const CONVERSATION_BLURB: &str = "rtype-inspect's conversation number: the client's address \
+    and port with the server's address, numbered in order of first appearance (0 past the limit)";
+
+/// The protocol a runtime field belongs to: the first segment of its name.
+fn runtime_proto(f: &RuntimeField) -> &'static str {
+    f.name.split('.').next().unwrap_or(f.name)
+}
+
+/// The `ProtoField` constructor of a runtime field: Wireshark's type (ProtoField's are its
+/// names in lower case), base and value string from the registry, `blurb` from [`RUNTIME_LUA`].
+fn runtime_constructor(f: &RuntimeField, blurb: &str) -> String {
+    let kind =
+        f.ty.ft_name()
+            .trim_start_matches("FT_")
+            .to_ascii_lowercase();
+    let values = match f.values {
+        Values::Named(list) => {
+            let entries: Vec<String> = list
+                .iter()
+                .map(|n| format!("[{}] = {}", n.value, lua_str(n.name)))
+                .collect();
+            format!("{{ {} }}", entries.join(", "))
+        }
+        _ => "nil".into(),
+    };
+    let base = if f.hex { "base.HEX" } else { "base.DEC" };
+    let rest = match (f.ty, blurb) {
+        (FieldType::Unsigned(_) | FieldType::Signed(_), "") if values == "nil" => {
+            format!(", {base}")
+        }
+        (FieldType::Unsigned(_) | FieldType::Signed(_), _) => {
+            format!(", {base}, {values}, nil, \"{blurb}\"")
+        }
+        (_, "") => String::new(),
+        (FieldType::FrameNum, _) => format!(", base.NONE, nil, nil, \"{blurb}\""),
+        _ => format!(", nil, \"{blurb}\""),
+    };
+    format!("ProtoField.{kind}(\"{}\", \"{}\"{rest})", f.name, f.label)
+}
 
 /// Filter prefix of the snapshot rebuilt from SNAPSHOT_CHUNK datagrams.
 const REASSEMBLED_PREFIX: &str = "rtype.reassembled";
@@ -494,8 +421,8 @@ struct Gen {
 impl Gen {
     fn new(profiles: Vec<Profile>) -> Self {
         let mut reserved = HashSet::new();
-        for field in RUNTIME_FIELDS {
-            reserved.insert(field.filter.to_string());
+        for field in DISSECTOR_RUNTIME {
+            reserved.insert(field.name.to_string());
         }
         for name in [PROTO, PROTO_RT, PROTO_RTNP] {
             reserved.insert(name.to_string());
@@ -671,13 +598,20 @@ impl Gen {
         );
         for (table, proto) in [("PF", PROTO), ("PF_RT", PROTO_RT), ("PF_RTNP", PROTO_RTNP)] {
             let _ = writeln!(out, "local {table} = {{");
-            for f in RUNTIME_FIELDS.iter().filter(|f| f.proto == proto) {
+            for f in DISSECTOR_RUNTIME
+                .iter()
+                .filter(|f| runtime_proto(f) == proto)
+            {
+                // Every runtime field has its Lua entry (tests::every_runtime_field_has_its_lua_key).
+                let Some((_, key, blurb)) = RUNTIME_LUA.iter().find(|(name, ..)| *name == f.name)
+                else {
+                    continue;
+                };
                 let _ = writeln!(
                     out,
-                    "    {} = reg({}, {}),",
-                    f.key,
-                    lua_str(f.proto),
-                    f.constructor()
+                    "    {key} = reg({}, {}),",
+                    lua_str(proto),
+                    runtime_constructor(f, blurb)
                 );
             }
             out.push_str("}\n");
@@ -1722,6 +1656,13 @@ mod tests {
             .and_then(|l| l.strip_prefix("fd("))
             .and_then(|l| l.split(',').next())
             .unwrap_or_else(|| panic!("no field descriptor with {constructor}"))
+    }
+
+    #[test]
+    fn every_runtime_field_has_its_lua_key() {
+        let names: Vec<&str> = super::DISSECTOR_RUNTIME.iter().map(|f| f.name).collect();
+        let lua: Vec<&str> = super::RUNTIME_LUA.iter().map(|(name, ..)| *name).collect();
+        assert_eq!(names, lua);
     }
 
     #[test]
