@@ -15,15 +15,63 @@ fn temp(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("rtype-progress-{}-{name}", std::process::id()))
 }
 
-/// Makes a named pipe at `fifo` and writes `bytes` into it from a thread, pausing `pause` halfway.
-fn feed_slowly(fifo: &Path, bytes: Vec<u8>, pause: Duration) -> std::thread::JoinHandle<()> {
+/// Makes a named pipe at `fifo` (replacing what is there).
+fn mkfifo(fifo: &Path) -> PathBuf {
     let _ = std::fs::remove_file(fifo);
     let made = Command::new("mkfifo")
         .arg(fifo)
         .status()
         .expect("mkfifo runs");
     assert!(made.success());
-    let fifo = fifo.to_owned();
+    fifo.to_owned()
+}
+
+/// The capture of `generate --large 20000` (no terminal: nothing on stderr), at `temp(name)`.
+fn generated(name: &str) -> (PathBuf, Vec<u8>) {
+    let capture = temp(name);
+    let made = Command::new(BIN)
+        .args(["generate", "--large", "20000", "--output"])
+        .arg(&capture)
+        .output()
+        .expect("generate runs");
+    assert!(made.status.success(), "{made:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&made.stderr),
+        "",
+        "nothing on a pipe"
+    );
+    let bytes = std::fs::read(&capture).expect("capture written");
+    (capture, bytes)
+}
+
+/// Runs `command` on a pseudo-terminal (`script`), recording what it draws in `typescript`; the
+/// drawing, cut into the frames the bar redraws (after each erase) that contain `shown`.
+fn on_terminal(command: &str, typescript: &Path, shown: &str) -> (String, Vec<String>) {
+    let run = Command::new("script")
+        .args(["-q", "-e", "-c", command])
+        .arg(typescript)
+        .stdin(Stdio::null())
+        .output()
+        .expect("util-linux `script` runs (Debian package bsdutils)");
+    assert!(run.status.success(), "{run:?}");
+    let drawn =
+        String::from_utf8_lossy(&std::fs::read(typescript).expect("typescript")).into_owned();
+    let frames = drawn
+        .split("\r\x1b[2K")
+        .filter(|frame| frame.contains(shown))
+        .map(str::to_owned)
+        .collect();
+    let last_clear = drawn.rfind("\r\x1b[2K").expect("the bar is cleared");
+    assert!(
+        !drawn[last_clear..].contains(shown),
+        "nothing is drawn after the bar is cleared: {drawn:?}"
+    );
+    (drawn, frames)
+}
+
+/// Makes a named pipe at `fifo` and writes `bytes` into it from a thread, pausing `pause` halfway.
+fn feed_slowly(fifo: &Path, bytes: Vec<u8>, pause: Duration) -> std::thread::JoinHandle<()> {
+    let fifo = mkfifo(fifo);
     std::thread::spawn(move || {
         let mut pipe = std::fs::OpenOptions::new()
             .write(true)
@@ -39,13 +87,7 @@ fn feed_slowly(fifo: &Path, bytes: Vec<u8>, pause: Duration) -> std::thread::Joi
 /// Makes a named pipe at `fifo` and reads it to the end from a thread, pausing `pause` after
 /// `first` bytes; the thread returns what it read.
 fn drain_slowly(fifo: &Path, first: usize, pause: Duration) -> std::thread::JoinHandle<Vec<u8>> {
-    let _ = std::fs::remove_file(fifo);
-    let made = Command::new("mkfifo")
-        .arg(fifo)
-        .status()
-        .expect("mkfifo runs");
-    assert!(made.success());
-    let fifo = fifo.to_owned();
+    let fifo = mkfifo(fifo);
     std::thread::spawn(move || {
         let mut pipe = std::fs::File::open(&fifo).expect("the writer opens the pipe");
         let mut bytes = vec![0; first];
@@ -58,38 +100,14 @@ fn drain_slowly(fifo: &Path, first: usize, pause: Duration) -> std::thread::Join
 
 #[test]
 fn generating_a_large_capture_shows_progress_on_a_terminal_only() {
-    let capture = temp("generated.pcap");
-    let made = Command::new(BIN)
-        .args(["generate", "--large", "20000", "--output"])
-        .arg(&capture)
-        .output()
-        .expect("generate runs");
-    assert!(made.status.success(), "{made:?}");
-    assert_eq!(
-        String::from_utf8_lossy(&made.stderr),
-        "",
-        "nothing on a pipe"
-    );
-    let expected = std::fs::read(&capture).expect("capture written");
+    let (capture, expected) = generated("generated.pcap");
 
     // On a terminal: the bar draws while the reader pauses, then is erased.
     let (fifo, typescript) = (temp("generate-fifo"), temp("generate-typescript"));
     let reader = drain_slowly(&fifo, expected.len() / 2, Duration::from_millis(1200));
     let command = format!("{BIN} generate --large 20000 --output {}", fifo.display());
-    let run = Command::new("script")
-        .args(["-q", "-e", "-c", &command])
-        .arg(&typescript)
-        .stdin(Stdio::null())
-        .output()
-        .expect("util-linux `script` runs (Debian package bsdutils)");
+    let (drawn, frames) = on_terminal(&command, &typescript, "/20,000 datagrams, ");
     let written = reader.join().expect("reader finishes");
-    assert!(run.status.success(), "{run:?}");
-    let drawn =
-        String::from_utf8_lossy(&std::fs::read(&typescript).expect("typescript")).into_owned();
-    let frames: Vec<&str> = drawn
-        .split("\r\x1b[2K")
-        .filter(|frame| frame.contains("/20,000 datagrams, "))
-        .collect();
     // The bar ticks during the pause, standing at one count short of the end.
     let counts: Vec<&str> = frames
         .iter()
@@ -107,11 +125,6 @@ fn generating_a_large_capture_shows_progress_on_a_terminal_only() {
         paused.values().any(|n| *n >= 3),
         "expected the bar to tick during the pause: {counts:?} in {drawn:?}"
     );
-    let last_clear = drawn.rfind("\r\x1b[2K").expect("the bar is cleared");
-    assert!(
-        !drawn[last_clear..].contains(" datagrams, "),
-        "nothing is drawn after the bar is cleared: {drawn:?}"
-    );
     // The same capture as without a terminal.
     assert!(written == expected, "the capture differs on a terminal");
 
@@ -122,14 +135,7 @@ fn generating_a_large_capture_shows_progress_on_a_terminal_only() {
 
 #[test]
 fn a_long_read_shows_progress_on_a_terminal_only() {
-    let capture = temp("capture.pcap");
-    let made = Command::new(BIN)
-        .args(["generate", "--large", "20000", "--output"])
-        .arg(&capture)
-        .output()
-        .expect("generate runs");
-    assert!(made.status.success(), "{made:?}");
-    let bytes = std::fs::read(&capture).expect("capture written");
+    let (capture, bytes) = generated("capture.pcap");
     let expected = Command::new(BIN)
         .arg("export")
         .arg(&capture)
@@ -143,20 +149,8 @@ fn a_long_read_shows_progress_on_a_terminal_only() {
     let (typescript, exported) = (temp("typescript"), temp("export.ndjson"));
     let writer = feed_slowly(&fifo, bytes.clone(), Duration::from_millis(1200));
     let command = format!("{BIN} export {} -o {}", fifo.display(), exported.display());
-    let run = Command::new("script")
-        .args(["-q", "-e", "-c", &command])
-        .arg(&typescript)
-        .stdin(Stdio::null())
-        .output()
-        .expect("util-linux `script` runs (Debian package bsdutils)");
+    let (drawn, frames) = on_terminal(&command, &typescript, " read, ");
     writer.join().expect("writer finishes");
-    assert!(run.status.success(), "{run:?}");
-    let drawn =
-        String::from_utf8_lossy(&std::fs::read(&typescript).expect("typescript")).into_owned();
-    let frames: Vec<&str> = drawn
-        .split("\r\x1b[2K")
-        .filter(|frame| frame.contains(" read, "))
-        .collect();
     assert!(
         frames.len() >= 3,
         "expected the spinner to tick during the pause: {drawn:?}"
@@ -165,11 +159,6 @@ fn a_long_read_shows_progress_on_a_terminal_only() {
     assert!(
         frames.iter().any(|f| f.contains(" MiB read, ")),
         "{frames:?}"
-    );
-    let last_clear = drawn.rfind("\r\x1b[2K").expect("the bar is cleared");
-    assert!(
-        !drawn[last_clear..].contains(" read, "),
-        "nothing is drawn after the bar is cleared: {drawn:?}"
     );
     // The output is the same as without a terminal.
     assert_eq!(
