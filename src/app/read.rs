@@ -1,13 +1,10 @@
 //! Reading captures: the options every reading command shares, merged with the configuration
 //! file into one [`Reading`], and the loop that runs a capture through the pipeline into a sink.
 
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
 
 use super::config::{check_snapshot_hz, check_snapshot_tolerance, Config};
+use super::progress::Progress;
 use crate::capture::{CaptureInfo, CaptureReader, StageCpu};
 use crate::display_filter::DisplayFilter;
 use crate::pipeline::{Pipeline, RunEnd, Sink};
@@ -152,8 +149,10 @@ pub fn read_capture<S: Sink>(file: &Path, reading: &Reading, sink: &mut S) -> Re
         CaptureReader::open(file)
     }
     .map_err(|e| e.to_string())?;
-    let progress =
-        (!reading.quiet && std::io::stderr().is_terminal()).then(|| progress_bar(file, &reader));
+    // Dropped at the end of the run, which erases it.
+    let progress = (!reading.quiet)
+        .then(|| progress_bar(file, &reader))
+        .flatten();
     let result = match reading.count {
         Some(limit) => {
             let mut limited = Limited {
@@ -164,10 +163,7 @@ pub fn read_capture<S: Sink>(file: &Path, reading: &Reading, sink: &mut S) -> Re
         }
         None => reading.pipeline().run(&mut reader, sink),
     };
-    if let Some((bar, stop)) = progress {
-        stop.store(true, Ordering::Relaxed);
-        bar.finish_and_clear();
-    }
+    drop(progress);
     let cpu = result.map_err(|e| e.to_string())?;
     if std::env::var_os(STAGE_CPU).is_some() {
         eprintln!("{}", stage_cpu_line(file, &cpu));
@@ -256,9 +252,9 @@ impl<S: Sink> Sink for Limited<'_, S> {
     }
 }
 
-/// A progress bar over the file's bytes, fed from the reader's counter by a ticker thread; for a
+/// A progress bar over the file's bytes, fed from the reader's counter, on a terminal; for a
 /// pipe or a device, whose size is unknown, a spinner with the bytes read so far.
-fn progress_bar(file: &Path, reader: &CaptureReader) -> (indicatif::ProgressBar, Arc<AtomicBool>) {
+fn progress_bar(file: &Path, reader: &CaptureReader) -> Option<Progress> {
     let len = std::fs::metadata(file)
         .ok()
         .filter(|m| m.is_file())
@@ -268,21 +264,5 @@ fn progress_bar(file: &Path, reader: &CaptureReader) -> (indicatif::ProgressBar,
     } else {
         "{spinner} {bytes} read, {bytes_per_sec}"
     };
-    let bar =
-        indicatif::ProgressBar::with_draw_target(len, indicatif::ProgressDrawTarget::stderr());
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(template)
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
-    let stop = Arc::new(AtomicBool::new(false));
-    let (counter, ticker, done) = (reader.progress_counter(), bar.clone(), stop.clone());
-    std::thread::spawn(move || {
-        // Short reads finish before the first tick and never show a bar.
-        std::thread::sleep(Duration::from_millis(300));
-        while !done.load(Ordering::Relaxed) {
-            ticker.set_position(counter.load(Ordering::Relaxed));
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    });
-    (bar, stop)
+    Progress::on_terminal(len, template, reader.progress_counter())
 }
