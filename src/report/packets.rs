@@ -106,6 +106,11 @@ impl<W: Write> Packets<W> {
         &mut self.out
     }
 
+    /// The writer, after the run.
+    pub fn into_output(self) -> W {
+        self.out
+    }
+
     fn emit(&mut self) {
         if self.error.is_none() {
             if let Err(e) = self.out.write_all(self.line.as_bytes()) {
