@@ -465,7 +465,7 @@ fn field_lines(
         options.set(o)?;
     }
     let file = inputs.one("packets")?;
-    let mut reading = read.reading()?;
+    let mut reading = read.reading()?.for_file(&file)?;
     reading.count = inputs.count;
     let registry = crate::proto::registry::Registry::new(&reading.profile);
     let fields = crate::display_filter::DisplayFilter::fields(names, &registry)

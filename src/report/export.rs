@@ -41,7 +41,7 @@ struct Output<W: Write> {
     array: bool,
     records: u64,
     error: Option<io::Error>,
-    /// `{"capture":"NAME",`, that starts every record when several captures share the stream.
+    /// `{"file":"NAME",`, that starts every record when several captures share the stream.
     capture: Option<String>,
 }
 
@@ -98,10 +98,10 @@ impl<W: Write> Export<W> {
         }
     }
 
-    /// Names the capture in a `capture` field on every record: several captures' timelines in
-    /// one stream.
+    /// Names the capture in a `file` field on every record, as the JSON reports name theirs:
+    /// several captures' timelines in one stream. (Not `capture`: the summary record has one.)
     pub fn with_capture(mut self, name: &str) -> Self {
-        let mut field = String::from("{\"capture\":");
+        let mut field = String::from("{\"file\":");
         json_str(&mut field, name);
         field.push(',');
         self.output.capture = Some(field);
