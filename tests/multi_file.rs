@@ -196,6 +196,13 @@ fn profiles_by_file_name_from_the_configuration() {
     let table =
         "[profiles]\n\"*-15byte*\" = \"reference-15byte\"\n\"*.pcap\" = \"reference-17byte\"\n";
     assert!(undecoded("reference-15byte", table).is_empty());
+    // In the file's order: `*.pcap` first takes both.
+    let first =
+        "[profiles]\n\"*.pcap\" = \"reference-17byte\"\n\"*-15byte*\" = \"reference-15byte\"\n";
+    assert_eq!(
+        undecoded("reference-15byte", first),
+        ["reference-15byte-levelevents.pcap"]
+    );
     // --profile wins over the table.
     std::fs::write(&config, table).unwrap();
     let rules = check_rules(&[

@@ -256,8 +256,8 @@ impl Config {
 }
 
 /// Whether `name` matches `pattern`, where `*` stands for any run of characters and `?` for any
-/// one; every other character for itself. Linear in their lengths (the last `*` is retried,
-/// never more), so no pattern from a config file can take long.
+/// one; every other character for itself. Only the last `*` is ever retried: at most the
+/// pattern's length times the name's steps, whatever the pattern.
 fn glob_matches(pattern: &str, name: &str) -> bool {
     let (p, n): (Vec<char>, Vec<char>) = (pattern.chars().collect(), name.chars().collect());
     let (mut i, mut j) = (0, 0);
