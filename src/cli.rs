@@ -3,12 +3,13 @@
 //! Exit codes: 0 when the files were read (and, for `check`, nothing reached `--fail-on`),
 //! 1 when `check` found something, 2 when a file cannot be read or the arguments are wrong.
 
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
-use crate::app::inputs::InputArgs;
+use crate::app::inputs::{Captures, Input, InputArgs, Spool};
 use crate::app::{
     read_capture, write_stdout, written, ColorChoice, Format, OutputFile, ReadOpts, Term,
 };
@@ -134,6 +135,11 @@ enum Command {
             hide_possible_values = true
         )]
         time_format: report::time::TimeFormat,
+        /// Write the frames of the datagrams that pass the filters to this pcap file, instead of
+        /// the packet list (tshark's -w); fragmented datagrams bring all their frames.
+        #[arg(short = 'w', long = "write", value_name = "FILE",
+            conflicts_with_all = ["verbose", "hex", "format", "tshark_format"])]
+        write: Option<PathBuf>,
         #[command(flatten)]
         filter: report::filter::FilterArgs,
         #[command(flatten)]
@@ -144,9 +150,14 @@ enum Command {
     Export {
         #[command(flatten)]
         inputs: InputArgs,
-        /// Output file, - for standard output; with --format parquet, the dataset's directory.
-        #[arg(short, long, default_value = "-")]
-        output: PathBuf,
+        /// Output file, - for standard output [default: -, or none with -w]; with --format
+        /// parquet, the dataset's directory.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        /// Write the frames of the datagrams that pass the filters to this pcap file (tshark's
+        /// -w); the timeline too when -o is given.
+        #[arg(short = 'w', long = "write", value_name = "FILE")]
+        write: Option<PathBuf>,
         /// ndjson: the JSON timeline of one capture; parquet: tables of many (docs/parquet.md).
         #[arg(long, value_enum, default_value = "ndjson")]
         format: ExportFormat,
@@ -294,16 +305,135 @@ fn parse(args: &[std::ffi::OsString]) -> Result<Cli, clap::Error> {
     Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut command))
 }
 
+/// A capture that could not be read: its error (which names it) on stderr; the others go on.
+fn failed(e: &str) -> bool {
+    eprintln!("rtype-inspect: {e}");
+    true
+}
+
+/// 2 when a capture could not be read.
+fn exit_code(failed: bool) -> ExitCode {
+    if failed {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// Several captures' JSON timelines as one stream to `out`, every record naming its capture in
+/// a `file` field (`export`, `packets --format json`); whether a capture could not be read.
+fn export_several<W: std::io::Write>(
+    captures: &Captures,
+    reading: &crate::app::Reading,
+    filter: &report::filter::Filter,
+    json_array: bool,
+    out: &mut W,
+) -> Result<bool, String> {
+    let job = |input: &Input, reading: &crate::app::Reading| {
+        let path = input.path.display().to_string();
+        let spool = Spool::new().map_err(|e| format!("temporary file: {e}"))?;
+        let mut export = report::export::Export::new(spool, false, filter.clone());
+        export = export.with_file(&path);
+        read_capture(&input.path, reading, &mut export)?;
+        if let Some(e) = export.unmatched.take() {
+            return Err(format!("{path}: {e}"));
+        }
+        export.finish().map_err(|e| format!("temporary file: {e}"))
+    };
+    let (mut failed, mut records, mut error) = (false, 0u64, None);
+    let mut line = Vec::new();
+    let mut copy = |spool: Spool| -> std::io::Result<()> {
+        use std::io::BufRead;
+        let mut reader = spool.reader()?;
+        loop {
+            line.clear();
+            if reader.read_until(b'\n', &mut line)? == 0 {
+                return Ok(());
+            }
+            if json_array {
+                out.write_all(if records == 0 { b"[\n" } else { b",\n" })?;
+                out.write_all(line.strip_suffix(b"\n").unwrap_or(&line))?;
+            } else {
+                out.write_all(&line)?;
+            }
+            records += 1;
+        }
+    };
+    captures.read_each(reading, job, |_, spool| match spool {
+        Ok(spool) if error.is_none() => error = copy(spool).err(),
+        Ok(_) => {}
+        Err(e) => failed |= self::failed(&e),
+    });
+    if json_array && error.is_none() {
+        let closing: &[u8] = if records == 0 { b"[]\n" } else { b"\n]\n" };
+        error = out.write_all(closing).err();
+    }
+    if let Some(e) = error.or_else(|| out.flush().err()) {
+        written(Some(e))?;
+    }
+    Ok(failed)
+}
+
+/// Several captures' packet lists on standard output, each headed by its file's name and
+/// followed by a blank line; whether a capture could not be read.
+fn packets_several(
+    captures: &Captures,
+    reading: &crate::app::Reading,
+    options: report::packets::PacketsOptions,
+    filter: &report::filter::Filter,
+) -> Result<bool, String> {
+    let job = |input: &Input, reading: &crate::app::Reading| {
+        let path = input.path.display().to_string();
+        let spool = Spool::new().map_err(|e| format!("temporary file: {e}"))?;
+        let mut packets = report::packets::Packets::new(spool, options, filter.clone());
+        read_capture(&input.path, reading, &mut packets)?;
+        if let Some(e) = packets.unmatched.take() {
+            return Err(format!("{path}: {e}"));
+        }
+        match packets.error.take() {
+            Some(e) => Err(format!("temporary file: {e}")),
+            None => Ok(packets.into_output()),
+        }
+    };
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let (mut failed, mut error, mut first) = (false, None, true);
+    captures.read_each(reading, job, |input, spool| match spool {
+        Ok(spool) if error.is_none() => {
+            let separator = if first { "" } else { "\n" };
+            first = false;
+            let heading = format!("{separator}{}\n", input.path.display());
+            error = out
+                .write_all(heading.as_bytes())
+                .and_then(|()| std::io::copy(&mut spool.reader()?, &mut out).map(|_| ()))
+                .err();
+        }
+        Ok(_) => {}
+        Err(e) => failed |= self::failed(&e),
+    });
+    if let Some(e) = error.or_else(|| out.flush().err()) {
+        written(Some(e))?;
+    }
+    Ok(failed)
+}
+
 /// The JSON timeline of `file` on standard output: `export -o -`, and `packets --format json`.
 fn export_stdout(
     file: &std::path::Path,
     reading: &crate::app::Reading,
     filter: report::filter::Filter,
     json_array: bool,
+    cut: Option<&std::path::Path>,
 ) -> Result<ExitCode, String> {
     let out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-    let mut export = report::export::Export::new(out, json_array, filter);
-    read_capture(file, reading, &mut export)?;
+    let export = report::export::Export::new(out, json_array, filter.clone());
+    let mut export = match cut {
+        Some(target) => report::cut::write(file, reading, filter, target, export)?,
+        None => {
+            let mut export = export;
+            read_capture(file, reading, &mut export)?;
+            export
+        }
+    };
     if let Some(e) = export.unmatched.take() {
         return Err(e);
     }
@@ -323,7 +453,7 @@ fn field_lines(
         options.set(o)?;
     }
     let file = inputs.one("packets")?;
-    let mut reading = read.reading()?;
+    let mut reading = read.reading()?.for_file(&file)?;
     reading.count = inputs.count;
     let registry = crate::proto::registry::Registry::new(&reading.profile);
     let fields = crate::display_filter::DisplayFilter::fields(names, &registry)
@@ -379,21 +509,43 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
             format,
             read,
         }) => {
-            let file = inputs.one("summary")?;
+            let captures = inputs.captures("summary")?;
             let mut reading = read.reading()?;
             reading.count = inputs.count;
-            let mut summary = report::summary::Summary::default();
-            read_capture(&file, &reading, &mut summary)?;
+            let (mut documents, mut sections, mut failed) = (Vec::new(), Vec::new(), false);
+            let job = |input: &Input, reading: &crate::app::Reading| {
+                let mut summary = report::summary::Summary::default();
+                read_capture(&input.path, reading, &mut summary)?;
+                Ok(summary)
+            };
+            captures.read_each(&reading, job, |input, summary| {
+                let path = input.path.display().to_string();
+                match (summary, format) {
+                    (Ok(summary), Format::Json) => {
+                        let mut document = summary.json().clone();
+                        report::stamp(&mut document, report::summary::SCHEMA);
+                        document["file"] = path.into();
+                        documents.push(document);
+                    }
+                    (Ok(summary), Format::Text) => sections.push(summary.text(&path, term)),
+                    (Err(e), _) => failed |= self::failed(&e),
+                }
+            });
             let text = match format {
                 Format::Json => {
-                    let mut document = summary.json().clone();
-                    report::stamp(&mut document, report::summary::SCHEMA);
-                    document["file"] = file.display().to_string().into();
-                    serde_json::to_string_pretty(&document).unwrap_or_default() + "\n"
+                    let shown = match documents.pop() {
+                        Some(one) if !captures.several => one,
+                        last => serde_json::Value::from_iter(documents.into_iter().chain(last)),
+                    };
+                    serde_json::to_string_pretty(&shown).unwrap_or_default() + "\n"
                 }
-                Format::Text => summary.text(&file.display().to_string(), term),
+                // Each section starts with its file's name.
+                Format::Text => sections.join("\n"),
             };
-            write_stdout(text.as_bytes())
+            if captures.several || !failed {
+                write_stdout(text.as_bytes())?;
+            }
+            Ok(exit_code(failed))
         }
         Command::Packets {
             inputs,
@@ -404,9 +556,18 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
             field,
             field_option,
             time_format,
+            write,
             filter,
             read,
         } => {
+            if let Some(target) = write {
+                let file = inputs.one("packets -w")?;
+                let mut reading = read.reading()?.for_file(&file)?;
+                reading.count = inputs.count;
+                let none = report::cut::NoReport::default();
+                report::cut::write(&file, &reading, filter.build()?, &target, none)?;
+                return Ok(ExitCode::SUCCESS);
+            }
             if tshark_format.is_some() {
                 return field_lines(&inputs, &field, &field_option, filter, &read);
             }
@@ -416,11 +577,24 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
                 width: term.width,
                 time: time_format,
             };
-            let file = inputs.one("packets")?;
+            let captures = inputs.captures("packets")?;
             let mut reading = read.reading()?;
             reading.count = inputs.count;
+            if captures.several {
+                let filter = filter.build()?;
+                let failed = if format == Format::Json {
+                    let mut out =
+                        std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+                    export_several(&captures, &reading, &filter, false, &mut out)?
+                } else {
+                    packets_several(&captures, &reading, options, &filter)?
+                };
+                return Ok(exit_code(failed));
+            }
+            let file = captures.inputs[0].path.clone();
+            let reading = reading.for_file(&file)?;
             if format == Format::Json {
-                return export_stdout(&file, &reading, filter.build()?, false);
+                return export_stdout(&file, &reading, filter.build()?, false, None);
             }
             let out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
             let mut packets = report::packets::Packets::new(out, options, filter.build()?);
@@ -435,6 +609,7 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
             output,
             format,
             json_array,
+            write,
             filter,
             read,
         } => {
@@ -447,11 +622,14 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
                 );
             }
             if format == ExportFormat::Parquet {
-                if output.as_os_str() == "-" {
+                if write.is_some() {
+                    return Err("-w writes a pcap of one capture: not with --format parquet".into());
+                }
+                let Some(output) = output.filter(|o| o.as_os_str() != "-") else {
                     return Err(
                         "export --format parquet writes a directory: give it with -o DIR".into(),
                     );
-                }
+                };
                 let inputs = crate::app::inputs::capture_files(&files)?;
                 if inputs.is_empty() {
                     return Err(
@@ -460,17 +638,51 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
                 }
                 return parquet_export(&inputs, &output, &reading, &filter);
             }
-            let [file] = &files[..] else {
-                return Err(
-                    "export --format ndjson reads one capture; --format parquet reads many".into(),
-                );
+            let captures = inputs.captures("export")?;
+            if captures.several {
+                if write.is_some() {
+                    return Err("-w writes the cut of one capture: give one file".into());
+                }
+                let output = output.unwrap_or_else(|| PathBuf::from("-"));
+                if output.as_os_str() == "-" {
+                    let mut out =
+                        std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+                    let failed = export_several(
+                        &captures, &reading, &filter, json_array, &mut out,
+                    )?;
+                    return Ok(exit_code(failed));
+                }
+                let paths: Vec<&std::path::Path> =
+                    captures.inputs.iter().map(|i| i.path.as_path()).collect();
+                let mut out = OutputFile::create(&output, &paths)?;
+                let failed =
+                    export_several(&captures, &reading, &filter, json_array, &mut out)?;
+                out.commit()?;
+                return Ok(exit_code(failed));
+            }
+            let file = &captures.inputs[0].path;
+            let reading = reading.for_file(file)?;
+            let output = match (output, &write) {
+                (None, Some(target)) => {
+                    let none = report::cut::NoReport::default();
+                    report::cut::write(file, &reading, filter, target, none)?;
+                    return Ok(ExitCode::SUCCESS);
+                }
+                (output, _) => output.unwrap_or_else(|| PathBuf::from("-")),
             };
             if output.as_os_str() == "-" {
-                return export_stdout(file, &reading, filter, json_array);
+                return export_stdout(file, &reading, filter, json_array, write.as_deref());
             }
             let out = OutputFile::create(&output, &[file])?;
-            let mut export = report::export::Export::new(out, json_array, filter);
-            read_capture(file, &reading, &mut export)?;
+            let export = report::export::Export::new(out, json_array, filter.clone());
+            let mut export = match &write {
+                Some(target) => report::cut::write(file, &reading, filter, target, export)?,
+                None => {
+                    let mut export = export;
+                    read_capture(file, &reading, &mut export)?;
+                    export
+                }
+            };
             if let Some(e) = export.unmatched.take() {
                 return Err(e);
             }

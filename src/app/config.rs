@@ -11,6 +11,10 @@
 //! [budgets]                           # check: limits per conversation (see [`Budgets`])
 //! snapshot_kbps_per_client = 256
 //! datagram_bytes_max = 1200
+//!
+//! [profiles]                          # a profile per capture file name (`*` and `?`): the
+//! "*-15byte*" = "reference-15byte"    # first that matches, in file order, when no --profile
+//! "lab-*.pcap" = "profiles/lab.toml"  # is given; else `profile` above
 //! ```
 //!
 //! Unknown keys, unknown rule IDs and values out of range are errors naming the file and the key.
@@ -39,6 +43,32 @@ struct ConfigFile {
     snapshot_tolerance: Option<f64>,
     #[serde(default)]
     budgets: Budgets,
+    #[serde(default, deserialize_with = "in_file_order")]
+    profiles: Vec<(String, String)>,
+}
+
+/// A table's entries in the order the file gives them (the first matching pattern wins).
+fn in_file_order<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Vec<(String, String)>, D::Error> {
+    struct Entries;
+    impl<'de> serde::de::Visitor<'de> for Entries {
+        type Value = Vec<(String, String)>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a table of file-name patterns and profiles")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut entries = Vec::new();
+            while let Some(entry) = map.next_entry()? {
+                entries.push(entry);
+            }
+            Ok(entries)
+        }
+    }
+    deserializer.deserialize_map(Entries)
 }
 
 /// The `[budgets]` table: limits `check` holds each conversation to, from its profile. Each is
@@ -115,9 +145,22 @@ pub struct Config {
     /// Percent.
     pub snapshot_tolerance: Option<f64>,
     pub budgets: Budgets,
+    /// The `[profiles]` table: capture file-name patterns and their profiles (placed as
+    /// `profile` is), in file order.
+    pub profiles: Vec<(String, PathBuf)>,
 }
 
 impl Config {
+    /// The profile the `[profiles]` table gives a capture, by its file name: the first pattern
+    /// that matches, with the pattern.
+    pub fn profile_for(&self, capture: &Path) -> Option<(&str, &Path)> {
+        let name = capture.file_name()?.to_str()?;
+        self.profiles
+            .iter()
+            .find(|(pattern, _)| glob_matches(pattern, name))
+            .map(|(pattern, profile)| (pattern.as_str(), profile.as_path()))
+    }
+
     /// The configuration in `explicit` (`--config FILE`, which must exist), else in
     /// [`CONFIG_FILE`] in the working directory when there is one, else none.
     pub fn find(explicit: Option<&Path>) -> Result<Config, String> {
@@ -184,7 +227,7 @@ impl Config {
             check_snapshot_tolerance(pct, "snapshot_tolerance")?;
         }
         file.budgets.check()?;
-        let profile = file.profile.map(|p| {
+        let place = |p: String| {
             let bundled = crate::proto::profile::Profile::bundled(&p).is_some();
             let dir = path.parent().unwrap_or(Path::new(""));
             if bundled {
@@ -192,7 +235,13 @@ impl Config {
             } else {
                 dir.join(p)
             }
-        });
+        };
+        let profile = file.profile.map(place);
+        let profiles = file
+            .profiles
+            .into_iter()
+            .map(|(pattern, profile)| (pattern, place(profile)))
+            .collect();
         Ok(Config {
             path: Some(path.to_path_buf()),
             fail_on,
@@ -201,8 +250,40 @@ impl Config {
             snapshot_hz: file.snapshot_hz,
             snapshot_tolerance: file.snapshot_tolerance,
             budgets: file.budgets,
+            profiles,
         })
     }
+}
+
+/// Whether `name` matches `pattern`, where `*` stands for any run of characters and `?` for any
+/// one; every other character for itself. Only the last `*` is ever retried: at most the
+/// pattern's length times the name's steps, whatever the pattern.
+fn glob_matches(pattern: &str, name: &str) -> bool {
+    let (p, n): (Vec<char>, Vec<char>) = (pattern.chars().collect(), name.chars().collect());
+    let (mut i, mut j) = (0, 0);
+    // Where the last `*` was, and the name's position it has taken up to.
+    let mut star: Option<(usize, usize)> = None;
+    while j < n.len() {
+        match p.get(i) {
+            Some('*') => {
+                star = Some((i, j));
+                i += 1;
+            }
+            Some(&c) if c == '?' || c == n[j] => {
+                i += 1;
+                j += 1;
+            }
+            _ => match star {
+                Some((si, sj)) => {
+                    star = Some((si, sj + 1));
+                    i = si + 1;
+                    j = sj + 1;
+                }
+                None => return false,
+            },
+        }
+    }
+    p[i..].iter().all(|c| *c == '*')
 }
 
 /// "unknown rule ID(s) in KEY: …", for the file's `allow` and the command line's `--allow`.
@@ -284,6 +365,53 @@ mod tests {
             e.starts_with("budgets.rtt_p95_ms_max must be a positive number"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn globs_match_file_names() {
+        let cases = [
+            ("*-15byte*.pcap", "reference-15byte-levelevents.pcap", true),
+            ("*-15byte*.pcap", "reference-17byte-1client.pcap", false),
+            ("*.pcap", "a.pcapng", false),
+            ("*.pcap*", "a.pcapng", true),
+            ("a?c", "abc", true),
+            ("a?c", "ac", false),
+            ("*", "", true),
+            ("", "", true),
+            ("", "x", false),
+            ("a*b*c", "aXbYbZc", true),
+            ("a*b*c", "aXbYbZ", false),
+            ("*.é", "ü.é", true),
+        ];
+        for (pattern, name, expected) in cases {
+            assert_eq!(glob_matches(pattern, name), expected, "{pattern} {name}");
+        }
+    }
+
+    #[test]
+    fn profiles_by_file_name_first_match_wins() {
+        let c = parse(
+            "[profiles]\n\"*-17byte*\" = \"reference-17byte\"\n\"z*\" = \"p.toml\"\n\
+             \"*\" = \"reference-15byte\"\n",
+        )
+        .unwrap();
+        let profile = |name: &str| c.profile_for(Path::new(name)).map(|(_, p)| p.to_owned());
+        assert_eq!(
+            profile("dir/a-17byte.pcap"),
+            Some(PathBuf::from("reference-17byte"))
+        );
+        assert_eq!(
+            profile("zz-17byte"),
+            Some(PathBuf::from("reference-17byte"))
+        );
+        assert_eq!(profile("zz.pcap"), Some(PathBuf::from("dir/p.toml")));
+        assert_eq!(
+            profile("other.pcap"),
+            Some(PathBuf::from("reference-15byte"))
+        );
+        assert_eq!(parse("").unwrap().profile_for(Path::new("x")), None);
+        let e = parse("[profiles]\n\"*\" = 5\n").unwrap_err();
+        assert!(e.contains("line 2"), "{e}");
     }
 
     #[test]

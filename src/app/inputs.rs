@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
+use super::Reading;
+
 /// The captures a reading command is given, as tshark (`-r`) and ripgrep (any number of files
 /// and directories) take them, and tshark's `-c`.
 #[derive(clap::Args, Clone, Debug, Default)]
@@ -27,6 +29,25 @@ impl InputArgs {
         self.files.iter().chain(&self.read).cloned().collect()
     }
 
+    /// The captures a command reads, from files and directories; `command` names it in the
+    /// error when there is none.
+    pub fn captures(&self, command: &str) -> Result<Captures, String> {
+        let args = self.paths();
+        if args.is_empty() {
+            return Err(format!(
+                "{command}: give a capture file (FILE or -r FILE; - reads standard input)"
+            ));
+        }
+        let inputs = capture_files(&args)?;
+        if inputs.is_empty() {
+            return Err("no capture found (.pcap, .pcapng, .cap or .gz) in the arguments".into());
+        }
+        // A directory's output has the shape of several files', whatever it holds: a program
+        // reading it does not depend on how many captures the directory has today.
+        let several = inputs.len() > 1 || args.iter().any(|a| a.is_dir());
+        Ok(Captures { inputs, several })
+    }
+
     /// The one capture a command reads; `command` names it in the error.
     pub fn one(&self, command: &str) -> Result<PathBuf, String> {
         match &self.paths()[..] {
@@ -36,6 +57,98 @@ impl InputArgs {
             )),
             _ => Err(format!("{command} reads one capture")),
         }
+    }
+}
+
+/// The captures a command was given, and whether its output takes the several-file shape (each
+/// file's section headed by its name, a JSON array, a `file` field on every record).
+#[derive(Debug)]
+pub struct Captures {
+    pub inputs: Vec<Input>,
+    pub several: bool,
+}
+
+impl Captures {
+    /// Runs `job` on every capture, on up to `threads` threads, and hands each result with its
+    /// capture to `emit` in argument order. A result is kept until those before it are emitted:
+    /// jobs that make a long output write it to a [`Spool`], not memory.
+    pub fn run<R: Send>(
+        &self,
+        threads: usize,
+        job: impl Fn(&Input) -> R + Sync,
+        mut emit: impl FnMut(&Input, R),
+    ) {
+        for (input, result) in self.inputs.iter().zip(parallel(&self.inputs, threads, job)) {
+            emit(input, result);
+        }
+    }
+
+    /// [`Captures::run`] for jobs that read their capture, as many at once as the reading's
+    /// threads allow ([`Reading::share`]): each gets its own copy of `reading` (the display filter
+    /// keeps caches), with the configuration's profile for its file, and no progress bar when
+    /// there are several. A capture that cannot be read gives its error, naming it, and the
+    /// others go on.
+    pub fn read_each<R: Send>(
+        &self,
+        reading: &Reading,
+        job: impl Fn(&Input, &Reading) -> Result<R, String> + Sync,
+        emit: impl FnMut(&Input, Result<R, String>),
+    ) {
+        let (at_once, reading) = reading.share(self.inputs.len());
+        let shared = Mutex::new(reading);
+        let job = |input: &Input| {
+            let reading = shared.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            job(input, &reading.for_file(&input.path)?)
+        };
+        self.run(at_once, job, emit);
+    }
+}
+
+/// A report's output kept in an unnamed temporary file (removed as soon as it is created), to be
+/// copied out when its turn comes: several captures' long outputs in flat memory.
+pub struct Spool {
+    file: std::io::BufWriter<std::fs::File>,
+}
+
+impl Spool {
+    pub fn new() -> std::io::Result<Spool> {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let path =
+            std::env::temp_dir().join(format!(".rtype-inspect-{}-{n}.spool", std::process::id()));
+        let file = std::fs::File::options()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)?;
+        // Unnamed from now on (on Unix): nothing is left behind, however the run ends.
+        #[cfg(unix)]
+        std::fs::remove_file(&path)?;
+        #[cfg(not(unix))]
+        let _ = &path;
+        Ok(Spool {
+            file: std::io::BufWriter::with_capacity(1 << 16, file),
+        })
+    }
+
+    /// What was written, to read from its start.
+    pub fn reader(self) -> std::io::Result<std::io::BufReader<std::fs::File>> {
+        use std::io::Seek;
+        let mut file = self.file.into_inner().map_err(|e| e.into_error())?;
+        file.seek(std::io::SeekFrom::Start(0))?;
+        Ok(std::io::BufReader::with_capacity(1 << 16, file))
+    }
+}
+
+impl std::io::Write for Spool {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.file.write(buf)
+    }
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        self.file.write_all(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
     }
 }
 

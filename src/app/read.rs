@@ -62,6 +62,9 @@ pub struct Reading {
     pub count: Option<u64>,
     /// Threads that decode ([`ReadOpts::threads`]).
     pub threads: usize,
+    /// Whether the profile was given on the command line, which wins over the configuration's
+    /// `[profiles]` table.
+    pub profile_given: bool,
 }
 
 impl ReadOpts {
@@ -111,11 +114,40 @@ impl ReadOpts {
             threads: self
                 .threads
                 .map_or_else(super::inputs::default_threads, usize::from),
+            profile_given: self.profile.is_some(),
         })
     }
 }
 
 impl Reading {
+    /// These settings for one capture: with the profile the configuration's `[profiles]` table
+    /// gives its file name, unless `--profile` was given (the display filter compiled again, its
+    /// fields being the profile's).
+    pub fn for_file(&self, capture: &Path) -> Result<Reading, String> {
+        let found = self.config.profile_for(capture);
+        let (Some((pattern, source)), false) = (found, self.profile_given) else {
+            return Ok(self.clone());
+        };
+        let at = || {
+            let file = self.config.path.as_deref().unwrap_or(Path::new(""));
+            format!("{} (profiles.\"{pattern}\")", file.display())
+        };
+        let profile = Profile::resolve(source).map_err(|e| format!("{}: {e}", at()))?;
+        let filter = match &self.filter {
+            Some(f) => Some(
+                DisplayFilter::compile(f.text(), &Registry::new(&profile))
+                    .map_err(|e| format!("display filter, with {}'s profile: {e}", at()))?,
+            ),
+            None => None,
+        };
+        Ok(Reading {
+            profile,
+            profile_source: Some(source.to_path_buf()),
+            filter,
+            ..self.clone()
+        })
+    }
+
     /// The pipeline these settings read with.
     pub fn pipeline(&self) -> Pipeline {
         Pipeline::new(self.profile.clone(), self.port)

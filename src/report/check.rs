@@ -243,6 +243,17 @@ pub fn run(args: CheckArgs, term: Term) -> Result<ExitCode, String> {
         let reading = settings.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let file = &input.path;
         let path = file.display().to_string();
+        // The configuration's [profiles] table gives each file its profile.
+        let reading = match reading.for_file(file) {
+            Ok(reading) => reading,
+            Err(e) => {
+                return FileResult {
+                    outcome: Err(e),
+                    path,
+                    budgets: Vec::new(),
+                }
+            }
+        };
         let (outcome, broken) = if budgets.is_empty() {
             let mut judge = Judge::default();
             (

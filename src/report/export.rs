@@ -41,6 +41,8 @@ struct Output<W: Write> {
     array: bool,
     records: u64,
     error: Option<io::Error>,
+    /// `{"file":"NAME",`, that starts every record when several captures share the stream.
+    capture: Option<String>,
 }
 
 impl<W: Write> Output<W> {
@@ -56,7 +58,15 @@ impl<W: Write> Output<W> {
             (false, _) => b"",
         };
         let end: &[u8] = if self.array { b"" } else { b"\n" };
+        // Every record is an object: the capture's name goes after its opening brace.
+        let (capture, parts) = match (&self.capture, parts) {
+            (Some(c), [first, rest @ ..]) if first.first() == Some(&b'{') => {
+                (Some([c.as_bytes(), &first[1..]]), rest)
+            }
+            _ => (None, parts),
+        };
         let result = std::iter::once(separator)
+            .chain(capture.iter().flatten().copied())
             .chain(parts.iter().copied())
             .chain(std::iter::once(end))
             .try_for_each(|part| self.out.write_all(part));
@@ -75,6 +85,7 @@ impl<W: Write> Export<W> {
                 array,
                 records: 0,
                 error: None,
+                capture: None,
             },
             fields: JsonFields::default(),
             line: String::with_capacity(4096),
@@ -85,6 +96,16 @@ impl<W: Write> Export<W> {
             shown: false,
             unmatched: None,
         }
+    }
+
+    /// Names the capture in a `file` field on every record, as the JSON reports name theirs:
+    /// several captures' timelines in one stream. (Not `capture`: the summary record has one.)
+    pub fn with_file(mut self, name: &str) -> Self {
+        let mut field = String::from("{\"file\":");
+        json_str(&mut field, name);
+        field.push(',');
+        self.output.capture = Some(field);
+        self
     }
 
     /// The output after the run, or the write error that stopped it (a closed pipe, a full disk).

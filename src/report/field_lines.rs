@@ -4,6 +4,7 @@
 use std::io::{self, Write};
 
 use super::filter::Filter;
+use super::packets::{end_list, write_line};
 use crate::display_filter::{Context, DisplayFilter};
 use crate::pipeline::{RunEnd, Sink};
 use crate::session::event::{DatagramEvent, LooseFinding};
@@ -114,11 +115,7 @@ impl<W: Write> FieldLines<W> {
 
     fn write_line(&mut self) {
         self.line.push('\n');
-        if self.error.is_none() {
-            if let Err(e) = self.out.write_all(self.line.as_bytes()) {
-                self.error = Some(e);
-            }
-        }
+        write_line(&mut self.out, &mut self.error, &self.line);
     }
 }
 
@@ -183,12 +180,7 @@ impl<W: Write> Sink for FieldLines<W> {
     fn loose(&mut self, _finding: &LooseFinding) {}
 
     fn end(&mut self, end: &RunEnd<'_>) {
-        self.unmatched = self
-            .filter
-            .missing_conversation(end.conversations.all().len());
-        if let Err(e) = self.out.flush() {
-            self.error.get_or_insert(e);
-        }
+        self.unmatched = end_list(&mut self.out, &mut self.error, &self.filter, end);
     }
 
     fn done(&self) -> bool {

@@ -2,6 +2,7 @@
 
 pub mod catalog;
 pub mod check;
+pub mod cut;
 pub mod diff;
 pub mod export;
 pub mod field_lines;

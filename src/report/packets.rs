@@ -109,13 +109,38 @@ impl<W: Write> Packets<W> {
         &mut self.out
     }
 
+    /// The writer, after the run.
+    pub fn into_output(self) -> W {
+        self.out
+    }
+
     fn emit(&mut self) {
-        if self.error.is_none() {
-            if let Err(e) = self.out.write_all(self.line.as_bytes()) {
-                self.error = Some(e);
-            }
+        write_line(&mut self.out, &mut self.error, &self.line);
+    }
+}
+
+/// Writes a list's line (the packet list's, `-T fields`'), unless an earlier write failed: the
+/// first error is kept, and stops the run ([`Sink::done`]).
+pub(super) fn write_line(out: &mut impl Write, error: &mut Option<io::Error>, line: &str) {
+    if error.is_none() {
+        if let Err(e) = out.write_all(line.as_bytes()) {
+            *error = Some(e);
         }
     }
+}
+
+/// The end of a list's run: the output flushed (its error kept after any earlier one), and the
+/// conversations the filter asked for that the capture does not have.
+pub(super) fn end_list(
+    out: &mut impl Write,
+    error: &mut Option<io::Error>,
+    filter: &Filter,
+    end: &RunEnd<'_>,
+) -> Option<String> {
+    if let Err(e) = out.flush() {
+        error.get_or_insert(e);
+    }
+    filter.missing_conversation(end.conversations.all().len())
 }
 
 /// The key fields of a message, for the one-line list.
@@ -428,12 +453,7 @@ impl<W: Write> Sink for Packets<W> {
     }
 
     fn end(&mut self, end: &RunEnd<'_>) {
-        self.unmatched = self
-            .filter
-            .missing_conversation(end.conversations.all().len());
-        if let Err(e) = self.out.flush() {
-            self.error.get_or_insert(e);
-        }
+        self.unmatched = end_list(&mut self.out, &mut self.error, &self.filter, end);
     }
 
     fn done(&self) -> bool {

@@ -16,8 +16,8 @@ use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{json, Value as Json};
 
 use super::table;
-use crate::app::inputs::InputArgs;
-use crate::app::{read_capture, written, Format, ReadOpts, Term};
+use crate::app::inputs::{Input, InputArgs, Spool};
+use crate::app::{read_capture, written, Format, ReadOpts, Reading, Term};
 use crate::datagram::Dialect;
 use crate::message::NoFields;
 use crate::pipeline::{RunEnd, Sink};
@@ -45,18 +45,71 @@ pub struct StatsArgs {
 pub const SCHEMA: &str = "stats/1";
 
 /// Runs `rtype-inspect stats`.
+/// Several captures' reports follow one another (a blank line between), or make one JSON array.
 pub fn run(args: StatsArgs, term: Term) -> Result<ExitCode, String> {
-    let file = args.inputs.one("stats")?;
+    let captures = args.inputs.captures("stats")?;
     let mut reading = args.read.reading()?;
     reading.count = args.inputs.count;
-    let out = io::BufWriter::new(io::stdout().lock());
+    if !captures.several {
+        let file = &captures.inputs[0].path;
+        let out = io::BufWriter::new(io::stdout().lock());
+        return written(report(file, &reading.for_file(file)?, args.format, term, out)?.err());
+    }
+    let job = |input: &Input, reading: &Reading| {
+        let spool = Spool::new().map_err(|e| format!("temporary file: {e}"))?;
+        report(&input.path, reading, args.format, term, spool)?
+            .map_err(|e| format!("temporary file: {e}"))
+    };
+    let mut out = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
+    let (mut failed, mut error, mut first) = (false, None, true);
+    let json = args.format == Format::Json;
+    captures.read_each(&reading, job, |_, spool| match spool {
+        Ok(spool) if error.is_none() => {
+            let separator: &[u8] = match (json, first) {
+                (true, true) => b"[\n",
+                (true, false) => b",\n",
+                (false, true) => b"",
+                (false, false) => b"\n",
+            };
+            first = false;
+            error = out
+                .write_all(separator)
+                .and_then(|()| io::copy(&mut spool.reader()?, &mut out).map(|_| ()))
+                .err();
+        }
+        Ok(_) => {}
+        Err(e) => {
+            eprintln!("rtype-inspect: {e}");
+            failed = true;
+        }
+    });
+    if json && error.is_none() {
+        error = out.write_all(if first { b"[]\n" } else { b"]\n" }).err();
+    }
+    written(error.or_else(|| out.flush().err()))?;
+    Ok(if failed {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Analyses one capture and writes its report to `out`: the output, or the error that stopped
+/// writing it (a capture that cannot be read is the outer error).
+fn report<W: Write>(
+    file: &std::path::Path,
+    reading: &Reading,
+    format: Format,
+    term: Term,
+    out: W,
+) -> Result<Result<W, io::Error>, String> {
     let path = file.display().to_string();
-    let mut stats = Stats::new(out, args.format, &path, term);
+    let mut stats = Stats::new(out, format, &path, term);
     if reading.filter.is_some() {
         stats.filtered = Some(Analysis::new(reading.analysis));
     }
-    read_capture(&file, &reading, &mut stats)?;
-    written(stats.finish().err())
+    read_capture(file, reading, &mut stats)?;
+    Ok(stats.finish())
 }
 
 /// Collects the session findings per conversation while the pipeline runs, then writes the report

@@ -1,0 +1,248 @@
+//! Several captures, and directories of them, for the summary, `packets`, `stats` and `export`:
+//! each file's report as it is alone, in argument order whatever the threads, errors per file;
+//! and the configuration's `[profiles]` table giving each file its profile.
+
+#[path = "support/bin.rs"]
+mod bin;
+
+use std::path::PathBuf;
+
+use bin::run;
+use serde_json::Value;
+
+const A: &str = "samples/clean-session.pcap";
+const B: &str = "samples/violations-messages.pcap";
+const C: &str = "tests/fixtures/rt-two-players.pcap";
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("rtype-multi-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// stdout of a run that must succeed.
+fn ok(args: &[&str]) -> String {
+    let (code, out, err) = run(args);
+    assert_eq!(code, 0, "{args:?}: {err}");
+    out
+}
+
+fn json(text: &str) -> Value {
+    serde_json::from_str(text).unwrap()
+}
+
+#[test]
+fn summaries_follow_one_another_as_each_alone() {
+    let alone: Vec<String> = [A, B, C].iter().map(|f| ok(&[f])).collect();
+    let together = ok(&[A, B, C]);
+    assert_eq!(together, alone.join("\n"));
+    assert_eq!(ok(&["--threads", "1", A, B, C]), together);
+    // JSON: an array of the documents alone, each naming its file.
+    let documents: Vec<Value> = [A, B, C]
+        .iter()
+        .map(|f| json(&ok(&["--format", "json", f])))
+        .collect();
+    let array = json(&ok(&["--format", "json", A, B, C]));
+    assert_eq!(array, Value::from(documents.clone()));
+    assert_eq!(array[2]["file"], C);
+    // A directory's output has the several-file shape, even for one capture.
+    let d = dir("one");
+    std::fs::copy(A, d.join("a.pcap")).unwrap();
+    std::fs::write(d.join("notes.txt"), "not a capture").unwrap();
+    let array = json(&ok(&["--format", "json", d.to_str().unwrap()]));
+    assert_eq!(array.as_array().unwrap().len(), 1);
+    assert_eq!(array[0]["messages"], documents[0]["messages"]);
+}
+
+#[test]
+fn a_missing_file_is_an_error_naming_it_and_the_others_are_reported() {
+    let (code, out, err) = run(&[A, "missing.pcap", B]);
+    assert_eq!(code, 2);
+    assert!(err.contains("missing.pcap: "), "{err}");
+    assert_eq!(out, [ok(&[A]), ok(&[B])].join("\n"));
+    let (code, out, _) = run(&["stats", "--format", "json", "missing.pcap", B]);
+    assert_eq!(code, 2);
+    assert_eq!(
+        json(&out),
+        Value::from(vec![json(&ok(&["stats", "--format", "json", B]))])
+    );
+    let (code, out, err) = run(&["packets", A, "missing.pcap"]);
+    assert_eq!((code, out.starts_with(A)), (2, true), "{err}");
+    // Alone, as before: the error and nothing on stdout.
+    let (code, out, err) = run(&["missing.pcap"]);
+    assert_eq!((code, out.as_str()), (2, ""));
+    assert!(err.starts_with("rtype-inspect: missing.pcap: "), "{err}");
+}
+
+#[test]
+fn packet_lists_are_headed_by_their_file() {
+    let together = ok(&["packets", A, C, "-t", "e"]);
+    let expected = format!(
+        "{A}\n{}\n{C}\n{}",
+        ok(&["packets", A, "-t", "e"]),
+        ok(&["packets", C, "-t", "e"])
+    );
+    assert_eq!(together, expected);
+    assert_eq!(
+        ok(&["packets", "--threads", "1", A, C, "-t", "e"]),
+        together
+    );
+}
+
+#[test]
+fn stats_follow_one_another_and_json_is_an_array() {
+    let together = ok(&["stats", A, C]);
+    assert_eq!(together, [ok(&["stats", A]), ok(&["stats", C])].join("\n"));
+    let array = json(&ok(&["stats", "--format", "json", A, C]));
+    let alone = [A, C].map(|f| json(&ok(&["stats", "--format", "json", f])));
+    assert_eq!(array, Value::from(alone.to_vec()));
+}
+
+#[test]
+fn export_is_one_stream_with_the_file_on_every_record() {
+    let together = ok(&["export", A, C]);
+    let mut expected = Vec::new();
+    for f in [A, C] {
+        for line in ok(&["export", f]).lines() {
+            let mut record = json(line);
+            record["file"] = f.into();
+            expected.push(record);
+        }
+    }
+    let got: Vec<Value> = together.lines().map(json).collect();
+    assert_eq!(got, expected);
+    assert!(together.lines().all(|l| l.starts_with("{\"file\":")));
+    // --json-array: the same records, one array; packets --format json: the same stream.
+    let array = json(&ok(&["export", "--json-array", A, C]));
+    assert_eq!(array, Value::from(expected));
+    assert_eq!(ok(&["packets", "--format", "json", A, C]), together);
+    // To a file, whole.
+    let d = dir("export");
+    let out = d.join("all.ndjson");
+    ok(&["export", A, C, "-o", out.to_str().unwrap()]);
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), together);
+    // One file alone: no file field, as before.
+    assert!(!ok(&["export", A]).contains("\"file\":"));
+    // Every record follows the timeline's schema.
+    let schema = json(&std::fs::read_to_string("docs/timeline.schema.json").unwrap());
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    for record in together.lines().map(json) {
+        assert!(validator.is_valid(&record), "{record}");
+    }
+}
+
+/// The check's findings per file, by rule ID.
+fn check_rules(args: &[&str]) -> Vec<(String, Vec<String>)> {
+    let mut all = vec!["check", "--format", "json"];
+    all.extend_from_slice(args);
+    let (code, out, err) = run(&all);
+    assert!(code < 2, "{err}");
+    json(&out)["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let ids = f["findings"].as_array().unwrap().iter();
+            let ids = ids.map(|x| x["id"].as_str().unwrap().to_string()).collect();
+            (
+                f["file"]
+                    .as_str()
+                    .unwrap()
+                    .rsplit('/')
+                    .next()
+                    .unwrap()
+                    .to_string(),
+                ids,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn profiles_by_file_name_from_the_configuration() {
+    let d = dir("profiles");
+    let captures = d.join("captures");
+    std::fs::create_dir_all(&captures).unwrap();
+    for f in [
+        "reference-15byte-levelevents.pcap",
+        "reference-17byte-1client.pcap",
+    ] {
+        std::fs::copy(format!("tests/fixtures/{f}"), captures.join(f)).unwrap();
+    }
+    let config = d.join("rtype-inspect.toml");
+    let undecoded = |profile: &str, table: &str| {
+        std::fs::write(&config, format!("profile = \"{profile}\"\n{table}")).unwrap();
+        check_rules(&[
+            "--config",
+            config.to_str().unwrap(),
+            captures.to_str().unwrap(),
+        ])
+        .into_iter()
+        .filter(|(_, ids)| ids.iter().any(|i| i.starts_with("rtype.snapshot.")))
+        .map(|(file, _)| file)
+        .collect::<Vec<_>>()
+    };
+    // One profile for both: the other layout's snapshots do not decode.
+    assert_eq!(
+        undecoded("reference-15byte", ""),
+        ["reference-17byte-1client.pcap"]
+    );
+    assert_eq!(
+        undecoded("reference-17byte", ""),
+        ["reference-15byte-levelevents.pcap"]
+    );
+    // The table gives each its own, the first matching pattern winning over `profile`.
+    let table =
+        "[profiles]\n\"*-15byte*\" = \"reference-15byte\"\n\"*.pcap\" = \"reference-17byte\"\n";
+    assert!(undecoded("reference-15byte", table).is_empty());
+    // In the file's order: `*.pcap` first takes both.
+    let first =
+        "[profiles]\n\"*.pcap\" = \"reference-17byte\"\n\"*-15byte*\" = \"reference-15byte\"\n";
+    assert_eq!(
+        undecoded("reference-15byte", first),
+        ["reference-15byte-levelevents.pcap"]
+    );
+    // --profile wins over the table.
+    std::fs::write(&config, table).unwrap();
+    let rules = check_rules(&[
+        "--profile",
+        "reference-15byte",
+        "--config",
+        config.to_str().unwrap(),
+        captures.to_str().unwrap(),
+    ]);
+    assert!(
+        rules[1].1.iter().any(|i| i.starts_with("rtype.snapshot.")),
+        "{rules:?}"
+    );
+    // A profile the table names that does not exist: the error names the file and the pattern.
+    std::fs::write(&config, "[profiles]\n\"*-15byte*\" = \"nope.toml\"\n").unwrap();
+    let (code, _, err) = run(&[
+        "check",
+        "--config",
+        config.to_str().unwrap(),
+        captures.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("rtype-inspect.toml (profiles.\"*-15byte*\")"),
+        "{err}"
+    );
+    // The summary says which profile each file was read with.
+    std::fs::write(&config, table).unwrap();
+    let array = json(&ok(&[
+        "--format",
+        "json",
+        "--config",
+        config.to_str().unwrap(),
+        captures.to_str().unwrap(),
+    ]));
+    let profiles: Vec<&str> = array
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["profile"].as_str().unwrap())
+        .collect();
+    assert_eq!(profiles, ["reference-15byte", "reference-17byte"]);
+}
