@@ -491,3 +491,128 @@ fn the_lines_a_page_keeps_are_bounded() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Per SVG file in `dir`, parsed by Python's `xml.etree` (a parse error fails the test): its
+/// series' points (`data-points` and the polylines' and dots' coordinates actually drawn) and
+/// its bars.
+fn svg_contents(dir: &Path) -> Value {
+    let script = r#"
+import json, os, sys
+import xml.etree.ElementTree as ET
+NS = "{http://www.w3.org/2000/svg}"
+out = {}
+for name in sorted(os.listdir(sys.argv[1])):
+    root = ET.parse(os.path.join(sys.argv[1], name)).getroot()
+    assert root.tag == NS + "svg", root.tag
+    series = {}
+    for g in root.iter(NS + "g"):
+        if g.get("class") == "series":
+            drawn = sum(len(p.get("points").split()) for p in g.iter(NS + "polyline"))
+            drawn += sum(1 for _ in g.iter(NS + "circle"))
+            series[g.get("data-series")] = [int(g.get("data-points")), drawn]
+    bars = [len([r for r in g.iter(NS + "rect") if r.get("class") == "bar"])
+            for g in root.iter(NS + "g") if g.get("class") == "bars"]
+    out[name] = {"series": series, "bars": bars}
+print(json.dumps(out))
+"#;
+    let out = Command::new("python3")
+        .args(["-c", script])
+        .arg(dir)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn svg_files_draw_the_profiles_series() {
+    let dir = scratch("svg");
+    let svg = dir.join("graphs");
+    let svg_arg = svg.display().to_string();
+    let (code, stdout, err) = run(&[
+        "report",
+        "--quiet",
+        "--format",
+        "svg",
+        "-o",
+        &svg_arg,
+        C17,
+        RT,
+        "--profile",
+        "reference-17byte",
+    ]);
+    assert_eq!((code, stdout.as_str()), (0, ""), "{err}");
+    let contents = svg_contents(&svg);
+    let mut expected = Vec::new();
+    for (file, stem) in [(C17, "reference-17byte-1client"), (RT, "rt-two-players")] {
+        let profile = profile(file, &["--profile", "reference-17byte"]);
+        let buckets = profile["series"]["buckets"].as_u64().unwrap();
+        for conv in profile["conversations"].as_array().unwrap() {
+            let id = conv["id"].as_u64().unwrap();
+            let mut graph = |name: &str| {
+                let file = format!("{stem}-c{id}-{name}.svg");
+                expected.push(file.clone());
+                contents[&file].clone()
+            };
+            let values = |key: &str| {
+                conv["series"][key]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|v| !v.is_null())
+                    .count() as u64
+            };
+            // Every message type over every bucket, and the datagram rate.
+            let io = graph("io");
+            let series = io["series"].as_object().unwrap();
+            let types = conv["series"]["bytes"].as_array().unwrap();
+            assert_eq!(series.len(), types.len() + 1, "{stem} {id}");
+            assert!(series.contains_key("datagrams/s"));
+            for (name, points) in series {
+                assert_eq!(
+                    points,
+                    &serde_json::json!([buckets, buckets]),
+                    "{stem} {id} {name}"
+                );
+            }
+            let gap = graph("gap");
+            let with_gap = values("snapshot_gap_ms_mean");
+            assert!(with_gap > 0);
+            assert_eq!(
+                gap["series"]["snapshot gap"],
+                serde_json::json!([with_gap, with_gap])
+            );
+            let rtt = values("rtt_ms_mean");
+            assert_eq!(graph("rtt")["series"]["RTT"], serde_json::json!([rtt, rtt]));
+            let rows = |key: &str| conv["snapshots"][key].as_array().unwrap().len();
+            assert_eq!(
+                graph("types")["bars"],
+                serde_json::json!([rows("entity_types")])
+            );
+            assert_eq!(graph("fields")["bars"], serde_json::json!([rows("fields")]));
+        }
+    }
+    expected.sort();
+    let written: Vec<&String> = contents.as_object().unwrap().keys().collect();
+    assert_eq!(
+        written,
+        expected.iter().collect::<Vec<_>>(),
+        "no other file"
+    );
+    // The gap graph draws the nominal 60 Hz line and the ±20 % jitter band.
+    let gap = std::fs::read_to_string(svg.join("reference-17byte-1client-c1-gap.svg")).unwrap();
+    assert!(gap.contains(">60 Hz (16.67 ms)<") && gap.contains(">jitter band ±20%<"));
+    // A browser opens one as an image: no XML error page.
+    let io = format!("file://{}", svg.join("rt-two-players-c2-io.svg").display());
+    if let Some((dom, stderr)) = chromium(&dir, &["--dump-dom", &io]) {
+        assert!(
+            dom.contains("<svg") && !dom.contains("parsererror"),
+            "{dom}"
+        );
+        assert!(!stderr.contains("Uncaught"), "{stderr}");
+    }
+}

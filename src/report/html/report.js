@@ -207,7 +207,7 @@
     if (s) {
       const xs = s.snapshots.map((_, i) => i * seconds);
       ioGraph(file, conv, box, seconds, xs);
-      const nominal = 1000 / file.snapshot_hz, tol = nominal * file.snapshot_tolerance;
+      const nominal = 1000 / file.snapshot_hz, tol = (nominal * file.snapshot_tolerance) / 100;
       const gapPlugins = [];
       const hzMin = file.budgets.snapshot_hz_min;
       if (hzMin !== undefined) {
