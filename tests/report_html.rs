@@ -162,7 +162,15 @@ fn report_is_self_contained_and_embeds_the_profile() {
             .as_array()
             .unwrap_or_else(|| panic!("frames of {}", f["id"]));
         assert!(!frames.is_empty() && frames.len() <= 16);
+        // The one conversation's frames.
+        assert!(frames
+            .iter()
+            .all(|x| x["conversation"] == 1 && x["frame"].is_u64()));
     }
+    assert_eq!(
+        file["finding_frames"]["session.entity-after-destroy"],
+        serde_json::json!([{"frame": 2039, "conversation": 1}])
+    );
     // Bounded by the buckets, not the capture: 15 s of capture.
     let size = page.len();
     assert!((60_000..400_000).contains(&size), "{size} bytes");
@@ -409,14 +417,84 @@ fn chromium_draws_every_graph_and_lists_a_clicked_buckets_frames() {
     let click_url = format!("{url}#selftest-click");
     let (dom, stderr) = chromium(&dir, &["--dump-dom", &click_url]).unwrap();
     no_errors(&dom, &stderr);
-    let bucket: usize = status(&dom, "data-click-bucket").unwrap().parse().unwrap();
-    let kept = &data["files"][0]["buckets"][0];
-    let lines = kept["lines"][bucket].as_array().unwrap();
-    assert!(!lines.is_empty());
-    assert_eq!(
-        status(&dom, "data-click"),
-        Some(format!("{bucket}:{}", lines.len()))
+    let file = &data["files"][0];
+    let kept = &file["buckets"][0];
+    let conv = &file["profile"]["conversations"][0];
+    let series = &conv["series"];
+    // Each click lists the frames of the bucket clicked: "bucket clicked:bucket listed:lines".
+    let clicked = |name: &str, bucket: usize| {
+        let lines = kept["lines"][bucket].as_array().unwrap().len();
+        assert!(lines > 0, "{name}");
+        assert_eq!(
+            status(&dom, name),
+            Some(format!("{bucket}:{bucket}:{lines}")),
+            "{name}"
+        );
+    };
+    let busiest = |values: Vec<f64>| {
+        let max = values.iter().copied().fold(f64::MIN, f64::max);
+        values.iter().position(|v| *v == max).unwrap()
+    };
+    let value = |v: &Value| v.as_f64().unwrap_or(f64::MIN);
+    let datagrams = &series["datagrams"];
+    let bucket = busiest(
+        (0..series["snapshots"].as_array().unwrap().len())
+            .map(|i| {
+                value(&datagrams["client_to_server"][i]) + value(&datagrams["server_to_client"][i])
+            })
+            .collect(),
     );
+    clicked("data-click", bucket);
+    let lines = kept["lines"][bucket].as_array().unwrap();
+    let highest = |key: &str| busiest(series[key].as_array().unwrap().iter().map(value).collect());
+    // The stall of the snapshot stream, and the slowest round trips.
+    let gap = highest("snapshot_gap_ms_mean");
+    assert_eq!(gap, 2);
+    clicked("data-click-gap", gap);
+    clicked("data-click-rtt", highest("rtt_ms_mean"));
+    // The first finding's first frame: the IO graph zooms on its bucket (5 either side) and
+    // lists its frames, the finding's marked.
+    let finding = status(&dom, "data-click-finding").unwrap();
+    let parts: Vec<&str> = finding.split(':').collect();
+    let rule = file["profile"]["findings"][0]["id"].as_str().unwrap();
+    let first = &file["finding_frames"][rule][0];
+    assert_eq!(
+        parts[..3],
+        [rule.to_owned(), first["frame"].to_string(), "1".to_owned()]
+    );
+    let frame = first["frame"].as_u64().unwrap();
+    let shown: usize = parts[3].parse().unwrap();
+    assert!(kept["first"][shown].as_u64().unwrap() <= frame);
+    assert!(frame <= kept["last"][shown].as_u64().unwrap(), "{finding}");
+    let seconds = file["profile"]["series"]["interval_ms"].as_f64().unwrap() / 1000.0;
+    let (min, max): (f64, f64) = (parts[5].parse().unwrap(), parts[6].parse().unwrap());
+    let buckets = series["snapshots"].as_array().unwrap().len();
+    assert_eq!(min, shown.saturating_sub(5) as f64 * seconds, "{finding}");
+    assert_eq!(
+        max,
+        (shown + 5).min(buckets - 1) as f64 * seconds,
+        "{finding}"
+    );
+    // Marked when among the lines kept.
+    let listed = kept["lines"][shown]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|l| l.as_str().unwrap().split(' ').next() == Some(&frame.to_string()));
+    assert_eq!(
+        parts[4],
+        if listed {
+            frame.to_string()
+        } else {
+            String::new()
+        }
+    );
+    if listed {
+        assert!(
+            dom.contains(&format!("<mark>{frame} ")),
+            "the finding's line marked"
+        );
+    }
     let first_line = lines[0]
         .as_str()
         .unwrap()

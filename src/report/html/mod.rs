@@ -6,7 +6,7 @@
 //! Besides the profile, the page embeds what the profile does not keep: per conversation and
 //! time bucket, its first and last frame and the packet-list lines of its first datagrams
 //! ([`LINES_PER_BUCKET`], [`MAX_LINES`] in all), so that a click on a bucket lists its frames;
-//! the first frames of each rule's findings ([`FRAMES_PER_RULE`]); the budgets of the
+//! the first frames of each rule's findings and their conversations ([`FRAMES_PER_RULE`]); the budgets of the
 //! configuration file and the breaks [`budget::judge`] finds. Everything is bounded: the page
 //! grows with the profile's buckets, not with the capture.
 
@@ -203,7 +203,8 @@ struct FrameLines {
     /// Indexed by conversation id − 1, for the conversations the profile gives series.
     conversations: Vec<Vec<Bucket>>,
     lines: usize,
-    rules: BTreeMap<&'static str, Vec<u64>>,
+    /// Per rule, its first findings' frames and conversations.
+    rules: BTreeMap<&'static str, Vec<(u64, u32)>>,
 }
 
 impl FrameLines {
@@ -225,10 +226,10 @@ impl FrameLines {
         }
     }
 
-    fn note_rule(&mut self, id: &'static str, frame: u64) {
+    fn note_rule(&mut self, id: &'static str, frame: u64, conversation: u32) {
         let frames = self.rules.entry(id).or_default();
-        if frames.len() < FRAMES_PER_RULE && frames.last() != Some(&frame) {
-            frames.push(frame);
+        if frames.len() < FRAMES_PER_RULE && frames.last().map(|f| f.0) != Some(frame) {
+            frames.push((frame, conversation));
         }
     }
 
@@ -260,8 +261,19 @@ impl FrameLines {
         json!(conversations)
     }
 
+    /// Per rule: `[{"frame", "conversation"}]`, the page finding the bucket of the frame.
     fn rules_json(&self) -> Json {
-        json!(self.rules)
+        let rules: Map<String, Json> = self
+            .rules
+            .iter()
+            .map(|(id, frames)| {
+                let frames = frames.iter().map(
+                    |(frame, conversation)| json!({"frame": frame, "conversation": conversation}),
+                );
+                (id.to_string(), frames.collect())
+            })
+            .collect();
+        Json::Object(rules)
     }
 }
 
@@ -280,10 +292,10 @@ impl Sink for FrameLines {
         self.packets.output().clear();
         self.packets.datagram(e);
         for f in e.findings {
-            self.note_rule(f.rule.id(), e.frame);
+            self.note_rule(f.rule.id(), e.frame, e.conversation);
         }
         for f in e.session {
-            self.note_rule(f.finding.rule.id(), f.frame);
+            self.note_rule(f.finding.rule.id(), f.frame, f.conversation);
         }
         let start = *self.start.get_or_insert(e.ts_nanos);
         let index = (e.conversation as usize).wrapping_sub(1);
@@ -313,7 +325,7 @@ impl Sink for FrameLines {
     }
 
     fn loose(&mut self, f: &LooseFinding) {
-        self.note_rule(f.finding.rule.id(), f.frame);
+        self.note_rule(f.finding.rule.id(), f.frame, f.conversation);
     }
 
     fn reassembled(&mut self, _: &ReassembledEvent<'_>) {}
