@@ -53,6 +53,37 @@ fn embedded(page: &str) -> Value {
     serde_json::from_str(&page[start..start + len]).unwrap()
 }
 
+/// docs/schemas/report.schema.json, its `profile` checked against profile.schema.json.
+fn report_schema() -> jsonschema::Validator {
+    let read = |name: &str| -> Value {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("docs/schemas")
+            .join(name);
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).expect("the schema is JSON")
+    };
+    let registry = jsonschema::Registry::new()
+        .add(
+            "https://rtype-inspect.invalid/schemas/profile.schema.json",
+            read("profile.schema.json"),
+        )
+        .unwrap()
+        .prepare()
+        .unwrap();
+    jsonschema::options()
+        .with_registry(&registry)
+        .build(&read("report.schema.json"))
+        .expect("the schema is valid")
+}
+
+/// The page's data follows docs/schemas/report.schema.json.
+fn assert_valid(data: &Value) {
+    let errors: Vec<String> = report_schema()
+        .iter_errors(data)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+}
+
 /// Nothing in the page can reach the network: no external reference in an attribute or a
 /// stylesheet, no fetching API in the scripts, and a Content-Security-Policy that refuses
 /// every fetch should something slip through.
@@ -147,8 +178,17 @@ fn report_is_self_contained_and_embeds_the_profile() {
     let page = report(&out, &[C17], &["--profile", "reference-17byte"]);
     assert_self_contained(&page);
     let data = embedded(&page);
+    assert_valid(&data);
     assert_eq!(data["schema"], "report/1");
     let file = &data["files"][0];
+    // In percent, as `stats` gives it.
+    assert_eq!(file["snapshot_tolerance"], 20.0);
+    let (_, stats, _) = run(&["stats", C17, "--format", "json", "--quiet"]);
+    let stats: Value = serde_json::from_str(&stats).unwrap();
+    assert_eq!(
+        file["snapshot_tolerance"],
+        stats["config"]["snapshot_tolerance"]
+    );
     assert_eq!(file["file"], C17);
     assert_eq!(
         file["profile"],
@@ -184,12 +224,31 @@ fn report_is_self_contained_and_embeds_the_profile() {
 }
 
 #[test]
+fn every_sample_and_real_captures_report_follows_the_schema() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files: Vec<String> = ["samples", "tests/fixtures"]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(root.join(d)).unwrap())
+        .map(|e| e.unwrap().path().display().to_string())
+        .filter(|p| p.ends_with(".pcap") || p.ends_with(".pcapng") || p.ends_with(".pcap.gz"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 18, "{files:?}");
+    let names: Vec<&str> = files.iter().map(String::as_str).collect();
+    let dir = scratch("schema");
+    let data = embedded(&report(&dir.join("all.html"), &names, &[]));
+    assert_eq!(data["files"].as_array().unwrap().len(), files.len());
+    assert_valid(&data);
+}
+
+#[test]
 fn several_files_make_one_page_with_a_tab_each() {
     let dir = scratch("tabs");
     let out = dir.join("report.html");
     let page = report(&out, &[RT, RTNP], &[]);
     assert_self_contained(&page);
     let data = embedded(&page);
+    assert_valid(&data);
     let files = data["files"].as_array().unwrap();
     assert_eq!(files.len(), 2);
     for (file, name) in files.iter().zip([RT, RTNP]) {
@@ -227,7 +286,9 @@ fn budgets_are_drawn_and_judged() {
     .unwrap();
     let cfg = config.display().to_string();
     let page = report(&dir.join("r.html"), &[C17], &["--config", &cfg]);
-    let file = &embedded(&page)["files"][0];
+    let data = embedded(&page);
+    assert_valid(&data);
+    let file = &data["files"][0];
     assert_eq!(
         file["budgets"],
         serde_json::json!({"snapshot_kbps_per_client": 1.0, "rtt_p95_ms_max": 1000.0})
