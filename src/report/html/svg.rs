@@ -114,7 +114,7 @@ fn io_graph(file: &Json, conv: &Json, seconds: f64) -> String {
     let mut below = vec![0.0; buckets];
     for (name, kbps) in &types {
         let top: Vec<f64> = below.iter().zip(kbps).map(|(b, v)| b + v).collect();
-        stacked.push((name.as_str(), below, top.clone()));
+        stacked.push((name.as_str(), top.clone()));
         below = top;
     }
     let directions = &s["datagrams"];
@@ -153,8 +153,12 @@ fn io_graph(file: &Json, conv: &Json, seconds: f64) -> String {
         below.iter().copied().fold(0.0, f64::max),
     );
     chart.right_axis("datagrams/s", max(&rate));
-    for (k, (name, low, high)) in stacked.iter().enumerate() {
-        chart.area(name, PALETTE[k % PALETTE.len()], low, high);
+    let color = |k: usize| PALETTE[k % PALETTE.len()];
+    for (k, (name, high)) in stacked.iter().enumerate().rev() {
+        chart.area(name, color(k), high);
+    }
+    for (k, (name, _)) in stacked.iter().enumerate() {
+        chart.key(name, color(k), true);
     }
     chart.line("datagrams/s", "#111", &rate, true, Side::Right);
     if let Some(b) = &snapshot_budget {
@@ -309,27 +313,34 @@ impl TimeChart {
         TOP + PLOT_HEIGHT * (1.0 - v)
     }
 
-    /// A filled band between `low` and `high` per bucket, its top line being the series.
-    fn area(&mut self, name: &str, color: &str, low: &[f64], high: &[f64]) {
-        let mut outline = String::new();
+    /// The area from 0 up to `high` per bucket, its top line being the series. Stacked areas
+    /// are drawn from the highest down, each painting over the ones above it, so that each
+    /// outline holds its buckets once.
+    fn area(&mut self, name: &str, color: &str, high: &[f64]) {
+        let mut top = String::new();
         for (i, v) in high.iter().enumerate() {
-            point(&mut outline, self.x(i), self.y(*v, Side::Left));
+            point(&mut top, self.x(i), self.y(*v, Side::Left));
         }
-        let top = outline.clone();
-        for (i, v) in low.iter().enumerate().rev() {
-            point(&mut outline, self.x(i), self.y(*v, Side::Left));
-        }
+        let mut outline = top.clone();
+        let bottom = TOP + PLOT_HEIGHT;
+        point(&mut outline, self.x(high.len().saturating_sub(1)), bottom);
+        point(&mut outline, self.x(0), bottom);
         let _ = write!(
             self.body,
             "<g class=\"series\" data-series=\"{}\" data-points=\"{}\">\
-<polygon class=\"area\" fill=\"{color}\" fill-opacity=\"0.6\" stroke=\"none\" points=\"{}\"/>\
+<polygon class=\"area\" fill=\"{color}\" stroke=\"none\" points=\"{}\"/>\
 <polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"1\" points=\"{}\"/></g>\n",
             escape(name),
             high.len(),
             outline.trim_end(),
             top.trim_end(),
         );
-        self.legend.push((name.to_owned(), color.to_owned(), true));
+    }
+
+    /// A legend entry: a filled box or a line.
+    fn key(&mut self, name: &str, color: &str, filled: bool) {
+        self.legend
+            .push((name.to_owned(), color.to_owned(), filled));
     }
 
     /// A line through the buckets with a value, broken where a bucket has none; a lone value
@@ -472,7 +483,7 @@ impl TimeChart {
             if *filled {
                 let _ = write!(
                     svg.out,
-                    "<rect x=\"{x}\" y=\"{:.1}\" width=\"14\" height=\"10\" fill=\"{color}\" fill-opacity=\"0.6\"/>",
+                    "<rect x=\"{x}\" y=\"{:.1}\" width=\"14\" height=\"10\" fill=\"{color}\"/>",
                     y + 1.0
                 );
             } else {
