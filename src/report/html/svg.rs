@@ -325,11 +325,11 @@ impl TimeChart {
         let bottom = TOP + PLOT_HEIGHT;
         point(&mut outline, self.x(high.len().saturating_sub(1)), bottom);
         point(&mut outline, self.x(0), bottom);
-        let _ = write!(
+        let _ = writeln!(
             self.body,
             "<g class=\"series\" data-series=\"{}\" data-points=\"{}\">\
 <polygon class=\"area\" fill=\"{color}\" stroke=\"none\" points=\"{}\"/>\
-<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"1\" points=\"{}\"/></g>\n",
+<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"1\" points=\"{}\"/></g>",
             escape(name),
             high.len(),
             outline.trim_end(),
