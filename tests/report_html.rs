@@ -53,6 +53,37 @@ fn embedded(page: &str) -> Value {
     serde_json::from_str(&page[start..start + len]).unwrap()
 }
 
+/// docs/schemas/report.schema.json, its `profile` checked against profile.schema.json.
+fn report_schema() -> jsonschema::Validator {
+    let read = |name: &str| -> Value {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("docs/schemas")
+            .join(name);
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).expect("the schema is JSON")
+    };
+    let registry = jsonschema::Registry::new()
+        .add(
+            "https://rtype-inspect.invalid/schemas/profile.schema.json",
+            read("profile.schema.json"),
+        )
+        .unwrap()
+        .prepare()
+        .unwrap();
+    jsonschema::options()
+        .with_registry(&registry)
+        .build(&read("report.schema.json"))
+        .expect("the schema is valid")
+}
+
+/// The page's data follows docs/schemas/report.schema.json.
+fn assert_valid(data: &Value) {
+    let errors: Vec<String> = report_schema()
+        .iter_errors(data)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+}
+
 /// Nothing in the page can reach the network: no external reference in an attribute or a
 /// stylesheet, no fetching API in the scripts, and a Content-Security-Policy that refuses
 /// every fetch should something slip through.
@@ -147,8 +178,17 @@ fn report_is_self_contained_and_embeds_the_profile() {
     let page = report(&out, &[C17], &["--profile", "reference-17byte"]);
     assert_self_contained(&page);
     let data = embedded(&page);
+    assert_valid(&data);
     assert_eq!(data["schema"], "report/1");
     let file = &data["files"][0];
+    // In percent, as `stats` gives it.
+    assert_eq!(file["snapshot_tolerance"], 20.0);
+    let (_, stats, _) = run(&["stats", C17, "--format", "json", "--quiet"]);
+    let stats: Value = serde_json::from_str(&stats).unwrap();
+    assert_eq!(
+        file["snapshot_tolerance"],
+        stats["config"]["snapshot_tolerance"]
+    );
     assert_eq!(file["file"], C17);
     assert_eq!(
         file["profile"],
@@ -162,7 +202,16 @@ fn report_is_self_contained_and_embeds_the_profile() {
             .as_array()
             .unwrap_or_else(|| panic!("frames of {}", f["id"]));
         assert!(!frames.is_empty() && frames.len() <= 16);
+        // The one conversation's frames.
+        assert!(frames
+            .iter()
+            .all(|x| x["conversation"] == 1 && x["frame"].is_u64()));
     }
+    // As `packets --violation session.entity-after-destroy` lists it.
+    assert_eq!(
+        file["finding_frames"]["session.entity-after-destroy"],
+        serde_json::json!([{"frame": 1465, "conversation": 1}])
+    );
     // Bounded by the buckets, not the capture: 15 s of capture.
     let size = page.len();
     assert!((60_000..400_000).contains(&size), "{size} bytes");
@@ -175,12 +224,31 @@ fn report_is_self_contained_and_embeds_the_profile() {
 }
 
 #[test]
+fn every_sample_and_real_captures_report_follows_the_schema() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files: Vec<String> = ["samples", "tests/fixtures"]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(root.join(d)).unwrap())
+        .map(|e| e.unwrap().path().display().to_string())
+        .filter(|p| p.ends_with(".pcap") || p.ends_with(".pcapng") || p.ends_with(".pcap.gz"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 18, "{files:?}");
+    let names: Vec<&str> = files.iter().map(String::as_str).collect();
+    let dir = scratch("schema");
+    let data = embedded(&report(&dir.join("all.html"), &names, &[]));
+    assert_eq!(data["files"].as_array().unwrap().len(), files.len());
+    assert_valid(&data);
+}
+
+#[test]
 fn several_files_make_one_page_with_a_tab_each() {
     let dir = scratch("tabs");
     let out = dir.join("report.html");
     let page = report(&out, &[RT, RTNP], &[]);
     assert_self_contained(&page);
     let data = embedded(&page);
+    assert_valid(&data);
     let files = data["files"].as_array().unwrap();
     assert_eq!(files.len(), 2);
     for (file, name) in files.iter().zip([RT, RTNP]) {
@@ -218,7 +286,9 @@ fn budgets_are_drawn_and_judged() {
     .unwrap();
     let cfg = config.display().to_string();
     let page = report(&dir.join("r.html"), &[C17], &["--config", &cfg]);
-    let file = &embedded(&page)["files"][0];
+    let data = embedded(&page);
+    assert_valid(&data);
+    let file = &data["files"][0];
     assert_eq!(
         file["budgets"],
         serde_json::json!({"snapshot_kbps_per_client": 1.0, "rtt_p95_ms_max": 1000.0})
@@ -409,14 +479,84 @@ fn chromium_draws_every_graph_and_lists_a_clicked_buckets_frames() {
     let click_url = format!("{url}#selftest-click");
     let (dom, stderr) = chromium(&dir, &["--dump-dom", &click_url]).unwrap();
     no_errors(&dom, &stderr);
-    let bucket: usize = status(&dom, "data-click-bucket").unwrap().parse().unwrap();
-    let kept = &data["files"][0]["buckets"][0];
-    let lines = kept["lines"][bucket].as_array().unwrap();
-    assert!(!lines.is_empty());
-    assert_eq!(
-        status(&dom, "data-click"),
-        Some(format!("{bucket}:{}", lines.len()))
+    let file = &data["files"][0];
+    let kept = &file["buckets"][0];
+    let conv = &file["profile"]["conversations"][0];
+    let series = &conv["series"];
+    // Each click lists the frames of the bucket clicked: "bucket clicked:bucket listed:lines".
+    let clicked = |name: &str, bucket: usize| {
+        let lines = kept["lines"][bucket].as_array().unwrap().len();
+        assert!(lines > 0, "{name}");
+        assert_eq!(
+            status(&dom, name),
+            Some(format!("{bucket}:{bucket}:{lines}")),
+            "{name}"
+        );
+    };
+    let busiest = |values: Vec<f64>| {
+        let max = values.iter().copied().fold(f64::MIN, f64::max);
+        values.iter().position(|v| *v == max).unwrap()
+    };
+    let value = |v: &Value| v.as_f64().unwrap_or(f64::MIN);
+    let datagrams = &series["datagrams"];
+    let bucket = busiest(
+        (0..series["snapshots"].as_array().unwrap().len())
+            .map(|i| {
+                value(&datagrams["client_to_server"][i]) + value(&datagrams["server_to_client"][i])
+            })
+            .collect(),
     );
+    clicked("data-click", bucket);
+    let lines = kept["lines"][bucket].as_array().unwrap();
+    let highest = |key: &str| busiest(series[key].as_array().unwrap().iter().map(value).collect());
+    // The stall of the snapshot stream, and the slowest round trips.
+    let gap = highest("snapshot_gap_ms_mean");
+    assert_eq!(gap, 2);
+    clicked("data-click-gap", gap);
+    clicked("data-click-rtt", highest("rtt_ms_mean"));
+    // The first finding's first frame: the IO graph zooms on its bucket (5 either side) and
+    // lists its frames, the finding's marked.
+    let finding = status(&dom, "data-click-finding").unwrap();
+    let parts: Vec<&str> = finding.split(':').collect();
+    let rule = file["profile"]["findings"][0]["id"].as_str().unwrap();
+    let first = &file["finding_frames"][rule][0];
+    assert_eq!(
+        parts[..3],
+        [rule.to_owned(), first["frame"].to_string(), "1".to_owned()]
+    );
+    let frame = first["frame"].as_u64().unwrap();
+    let shown: usize = parts[3].parse().unwrap();
+    assert!(kept["first"][shown].as_u64().unwrap() <= frame);
+    assert!(frame <= kept["last"][shown].as_u64().unwrap(), "{finding}");
+    let seconds = file["profile"]["series"]["interval_ms"].as_f64().unwrap() / 1000.0;
+    let (min, max): (f64, f64) = (parts[5].parse().unwrap(), parts[6].parse().unwrap());
+    let buckets = series["snapshots"].as_array().unwrap().len();
+    assert_eq!(min, shown.saturating_sub(5) as f64 * seconds, "{finding}");
+    assert_eq!(
+        max,
+        (shown + 5).min(buckets - 1) as f64 * seconds,
+        "{finding}"
+    );
+    // Marked when among the lines kept.
+    let listed = kept["lines"][shown]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|l| l.as_str().unwrap().split(' ').next() == Some(&frame.to_string()));
+    assert_eq!(
+        parts[4],
+        if listed {
+            frame.to_string()
+        } else {
+            String::new()
+        }
+    );
+    if listed {
+        assert!(
+            dom.contains(&format!("<mark>{frame} ")),
+            "the finding's line marked"
+        );
+    }
     let first_line = lines[0]
         .as_str()
         .unwrap()
@@ -490,4 +630,129 @@ fn the_lines_a_page_keeps_are_bounded() {
         rtype_inspect::report::html::MAX_LINES
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Per SVG file in `dir`, parsed by Python's `xml.etree` (a parse error fails the test): its
+/// series' points (`data-points` and the polylines' and dots' coordinates actually drawn) and
+/// its bars.
+fn svg_contents(dir: &Path) -> Value {
+    let script = r#"
+import json, os, sys
+import xml.etree.ElementTree as ET
+NS = "{http://www.w3.org/2000/svg}"
+out = {}
+for name in sorted(os.listdir(sys.argv[1])):
+    root = ET.parse(os.path.join(sys.argv[1], name)).getroot()
+    assert root.tag == NS + "svg", root.tag
+    series = {}
+    for g in root.iter(NS + "g"):
+        if g.get("class") == "series":
+            drawn = sum(len(p.get("points").split()) for p in g.iter(NS + "polyline"))
+            drawn += sum(1 for _ in g.iter(NS + "circle"))
+            series[g.get("data-series")] = [int(g.get("data-points")), drawn]
+    bars = [len([r for r in g.iter(NS + "rect") if r.get("class") == "bar"])
+            for g in root.iter(NS + "g") if g.get("class") == "bars"]
+    out[name] = {"series": series, "bars": bars}
+print(json.dumps(out))
+"#;
+    let out = Command::new("python3")
+        .args(["-c", script])
+        .arg(dir)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn svg_files_draw_the_profiles_series() {
+    let dir = scratch("svg");
+    let svg = dir.join("graphs");
+    let svg_arg = svg.display().to_string();
+    let (code, stdout, err) = run(&[
+        "report",
+        "--quiet",
+        "--format",
+        "svg",
+        "-o",
+        &svg_arg,
+        C17,
+        RT,
+        "--profile",
+        "reference-17byte",
+    ]);
+    assert_eq!((code, stdout.as_str()), (0, ""), "{err}");
+    let contents = svg_contents(&svg);
+    let mut expected = Vec::new();
+    for (file, stem) in [(C17, "reference-17byte-1client"), (RT, "rt-two-players")] {
+        let profile = profile(file, &["--profile", "reference-17byte"]);
+        let buckets = profile["series"]["buckets"].as_u64().unwrap();
+        for conv in profile["conversations"].as_array().unwrap() {
+            let id = conv["id"].as_u64().unwrap();
+            let mut graph = |name: &str| {
+                let file = format!("{stem}-c{id}-{name}.svg");
+                expected.push(file.clone());
+                contents[&file].clone()
+            };
+            let values = |key: &str| {
+                conv["series"][key]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|v| !v.is_null())
+                    .count() as u64
+            };
+            // Every message type over every bucket, and the datagram rate.
+            let io = graph("io");
+            let series = io["series"].as_object().unwrap();
+            let types = conv["series"]["bytes"].as_array().unwrap();
+            assert_eq!(series.len(), types.len() + 1, "{stem} {id}");
+            assert!(series.contains_key("datagrams/s"));
+            for (name, points) in series {
+                assert_eq!(
+                    points,
+                    &serde_json::json!([buckets, buckets]),
+                    "{stem} {id} {name}"
+                );
+            }
+            let gap = graph("gap");
+            let with_gap = values("snapshot_gap_ms_mean");
+            assert!(with_gap > 0);
+            assert_eq!(
+                gap["series"]["snapshot gap"],
+                serde_json::json!([with_gap, with_gap])
+            );
+            let rtt = values("rtt_ms_mean");
+            assert_eq!(graph("rtt")["series"]["RTT"], serde_json::json!([rtt, rtt]));
+            let rows = |key: &str| conv["snapshots"][key].as_array().unwrap().len();
+            assert_eq!(
+                graph("types")["bars"],
+                serde_json::json!([rows("entity_types")])
+            );
+            assert_eq!(graph("fields")["bars"], serde_json::json!([rows("fields")]));
+        }
+    }
+    expected.sort();
+    let written: Vec<&String> = contents.as_object().unwrap().keys().collect();
+    assert_eq!(
+        written,
+        expected.iter().collect::<Vec<_>>(),
+        "no other file"
+    );
+    // The gap graph draws the nominal 60 Hz line and the ±20 % jitter band.
+    let gap = std::fs::read_to_string(svg.join("reference-17byte-1client-c1-gap.svg")).unwrap();
+    assert!(gap.contains(">60 Hz (16.67 ms)<") && gap.contains(">jitter band ±20%<"));
+    // A browser opens one as an image: no XML error page.
+    let io = format!("file://{}", svg.join("rt-two-players-c2-io.svg").display());
+    if let Some((dom, stderr)) = chromium(&dir, &["--dump-dom", &io]) {
+        assert!(
+            dom.contains("<svg") && !dom.contains("parsererror"),
+            "{dom}"
+        );
+        assert!(!stderr.contains("Uncaught"), "{stderr}");
+    }
 }

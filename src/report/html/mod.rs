@@ -6,7 +6,7 @@
 //! Besides the profile, the page embeds what the profile does not keep: per conversation and
 //! time bucket, its first and last frame and the packet-list lines of its first datagrams
 //! ([`LINES_PER_BUCKET`], [`MAX_LINES`] in all), so that a click on a bucket lists its frames;
-//! the first frames of each rule's findings ([`FRAMES_PER_RULE`]); the budgets of the
+//! the first frames of each rule's findings and their conversations ([`FRAMES_PER_RULE`]); the budgets of the
 //! configuration file and the breaks [`budget::judge`] finds. Everything is bounded: the page
 //! grows with the profile's buckets, not with the capture.
 
@@ -26,6 +26,8 @@ use crate::session::analysis::Analysis;
 use crate::session::event::{DatagramEvent, LooseFinding, ReassembledEvent};
 use crate::session::Conversations;
 
+mod svg;
+
 /// Packet-list lines kept per conversation and time bucket.
 pub const LINES_PER_BUCKET: usize = 8;
 /// Packet-list lines kept per capture, all buckets together.
@@ -44,9 +46,13 @@ pub struct ReportArgs {
     /// Captures: one tab each.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
-    /// The HTML file to write.
+    /// The HTML file to write; with `--format svg`, the directory the SVG files go to.
     #[arg(short, long, value_name = "FILE")]
     output: PathBuf,
+    /// `html`: one page; `svg`: the main graphs as standalone SVG files in the `-o` directory,
+    /// named `<capture stem>-c<conversation>-{io,gap,rtt,types,fields}.svg`.
+    #[arg(long, value_enum, default_value = "html")]
+    format: ReportFormat,
     /// Width of the time buckets, e.g. 100ms or 1s (10 ms to 1 h), as for `profile`.
     #[arg(long, default_value = "1s", value_parser = profile::parse_interval)]
     interval: i64,
@@ -54,9 +60,19 @@ pub struct ReportArgs {
     read: ReadOpts,
 }
 
+/// The form of `rtype-inspect report`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    Html,
+    Svg,
+}
+
 /// Runs `rtype-inspect report`.
 pub fn run(args: ReportArgs) -> Result<ExitCode, String> {
     let reading = args.read.reading()?;
+    if args.format == ReportFormat::Svg {
+        return svg_files(&args, &reading);
+    }
     let inputs: Vec<&Path> = args.files.iter().map(PathBuf::as_path).collect();
     let mut out = OutputFile::create(&args.output, &inputs)?;
     let mut files = Vec::with_capacity(args.files.len());
@@ -79,9 +95,33 @@ pub fn run(args: ReportArgs) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `--format svg`: each capture's graphs in the `-o` directory (made if missing), each file
+/// written whole or not at all; a stem two captures share gets the capture's position
+/// (`<stem>-2-c1-io.svg`).
+fn svg_files(args: &ReportArgs, reading: &Reading) -> Result<ExitCode, String> {
+    let dir = &args.output;
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let stem = |f: &PathBuf| {
+        f.file_stem().map_or_else(
+            || "capture".to_owned(),
+            |s| s.to_string_lossy().into_owned(),
+        )
+    };
+    for (n, file) in args.files.iter().enumerate() {
+        let mut name = stem(file);
+        if args.files.iter().filter(|f| stem(f) == name).count() > 1 {
+            name = format!("{name}-{}", n + 1);
+        }
+        let data = summary_data(file, reading, args.interval)?;
+        svg::write_graphs(dir, &name, &data)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// One capture's part of the page: its profile, frames by bucket and rule, budgets.
 fn file_data(file: &Path, reading: &Reading, interval: i64) -> Result<Json, String> {
-    let profile = profile::profile_file(file, reading, interval)?;
+    let mut data = summary_data(file, reading, interval)?;
+    let profile = &data["profile"];
     let interval_nanos = (profile["series"]["interval_ms"].as_f64().unwrap_or(1000.0) * 1e6)
         .round()
         .max(1.0) as i64;
@@ -90,6 +130,16 @@ fn file_data(file: &Path, reading: &Reading, interval: i64) -> Result<Json, Stri
     let every = super::filter::FilterArgs::default().build()?;
     let mut frames = FrameLines::new(interval_nanos, buckets, every);
     crate::app::read_capture(file, reading, &mut frames)?;
+    data["buckets"] = frames.buckets_json();
+    data["finding_frames"] = frames.rules_json();
+    data["lines_per_bucket"] = json!(LINES_PER_BUCKET);
+    Ok(data)
+}
+
+/// What the page and the SVG files draw from: the capture's profile, the snapshot rate and
+/// tolerance (percent) the analysis used, the configuration's budgets and their breaks.
+fn summary_data(file: &Path, reading: &Reading, interval: i64) -> Result<Json, String> {
+    let profile = profile::profile_file(file, reading, interval)?;
     let budgets = &reading.config.budgets;
     let set: Map<String, Json> = budgets
         .entries()
@@ -107,12 +157,10 @@ fn file_data(file: &Path, reading: &Reading, interval: i64) -> Result<Json, Stri
     Ok(json!({
         "file": file.display().to_string(),
         "snapshot_hz": reading.analysis.snapshot_hz,
-        "snapshot_tolerance": reading.analysis.snapshot_tolerance,
+        // In percent, as --snapshot-tolerance, the configuration file and `stats` give it.
+        "snapshot_tolerance": (reading.analysis.snapshot_tolerance * 1e11).round() / 1e9,
         "budgets": set,
         "breaks": breaks,
-        "buckets": frames.buckets_json(),
-        "finding_frames": frames.rules_json(),
-        "lines_per_bucket": LINES_PER_BUCKET,
         "profile": profile,
     }))
 }
@@ -122,7 +170,7 @@ fn file_data(file: &Path, reading: &Reading, interval: i64) -> Result<Json, Stri
 fn page(out: &mut impl Write, title: &str, data: &Json) -> std::io::Result<()> {
     let data = serde_json::to_string(data).unwrap_or_default();
     let data = data.replace('<', "\\u003c");
-    let title = escape_html(title);
+    let title = svg::escape(title);
     write!(
         out,
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
@@ -134,20 +182,6 @@ fn page(out: &mut impl Write, title: &str, data: &Json) -> std::io::Result<()> {
 <script type=\"application/json\" id=\"report-data\">{data}</script>\n\
 <script>\n{UPLOT_JS}\n</script>\n<script>\n{PAGE_JS}</script>\n</body>\n</html>\n"
     )
-}
-
-fn escape_html(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            _ => out.push(c),
-        }
-    }
-    out
 }
 
 /// One conversation's time bucket: its frames, and the first datagrams' packet-list lines.
@@ -169,7 +203,8 @@ struct FrameLines {
     /// Indexed by conversation id − 1, for the conversations the profile gives series.
     conversations: Vec<Vec<Bucket>>,
     lines: usize,
-    rules: BTreeMap<&'static str, Vec<u64>>,
+    /// Per rule, its first findings' frames and conversations.
+    rules: BTreeMap<&'static str, Vec<(u64, u32)>>,
 }
 
 impl FrameLines {
@@ -191,10 +226,10 @@ impl FrameLines {
         }
     }
 
-    fn note_rule(&mut self, id: &'static str, frame: u64) {
+    fn note_rule(&mut self, id: &'static str, frame: u64, conversation: u32) {
         let frames = self.rules.entry(id).or_default();
-        if frames.len() < FRAMES_PER_RULE && frames.last() != Some(&frame) {
-            frames.push(frame);
+        if frames.len() < FRAMES_PER_RULE && frames.last().map(|f| f.0) != Some(frame) {
+            frames.push((frame, conversation));
         }
     }
 
@@ -226,8 +261,19 @@ impl FrameLines {
         json!(conversations)
     }
 
+    /// Per rule: `[{"frame", "conversation"}]`, the page finding the bucket of the frame.
     fn rules_json(&self) -> Json {
-        json!(self.rules)
+        let rules: Map<String, Json> = self
+            .rules
+            .iter()
+            .map(|(id, frames)| {
+                let frames = frames.iter().map(
+                    |(frame, conversation)| json!({"frame": frame, "conversation": conversation}),
+                );
+                (id.to_string(), frames.collect())
+            })
+            .collect();
+        Json::Object(rules)
     }
 }
 
@@ -246,10 +292,10 @@ impl Sink for FrameLines {
         self.packets.output().clear();
         self.packets.datagram(e);
         for f in e.findings {
-            self.note_rule(f.rule.id(), e.frame);
+            self.note_rule(f.rule.id(), e.frame, e.conversation);
         }
         for f in e.session {
-            self.note_rule(f.finding.rule.id(), f.frame);
+            self.note_rule(f.finding.rule.id(), f.frame, f.conversation);
         }
         let start = *self.start.get_or_insert(e.ts_nanos);
         let index = (e.conversation as usize).wrapping_sub(1);
@@ -279,7 +325,7 @@ impl Sink for FrameLines {
     }
 
     fn loose(&mut self, f: &LooseFinding) {
-        self.note_rule(f.finding.rule.id(), f.frame);
+        self.note_rule(f.finding.rule.id(), f.frame, f.conversation);
     }
 
     fn reassembled(&mut self, _: &ReassembledEvent<'_>) {}

@@ -6,7 +6,9 @@
   const status = document.getElementById("report-status");
   const errors = [];
   const charts = [];
-  const ioCharts = [];
+  // The IO graph of each conversation, by "file-conversation": [uPlot, conversation, frame list].
+  const ioCharts = new Map();
+  const clickable = {};
   window.onerror = function (message, source, line) {
     errors.push(message + " (line " + line + ")");
     status.setAttribute("data-errors", errors.join(" | "));
@@ -109,9 +111,11 @@
     record(name, rows.length);
   }
 
-  function frameList(file, conv, bucket, seconds, target) {
+  // Lists a bucket's frames in `target`; the line of frame `hit`, if kept, is marked.
+  function frameList(file, conv, bucket, seconds, target, hit) {
     const b = (file.buckets || []).find((x) => x.id === conv.id);
     target.textContent = "";
+    target.removeAttribute("data-hit");
     const from = (bucket * seconds).toFixed(3), to = ((bucket + 1) * seconds).toFixed(3);
     if (!b || b.datagrams[bucket] === 0) {
       target.append(el("div", {}, "Bucket " + bucket + " (" + from + "–" + to + " s): no datagram of conversation " + conv.id));
@@ -125,7 +129,57 @@
         ", " + b.datagrams[bucket] + " datagrams of conversation " + conv.id +
         (lines.length < b.datagrams[bucket] ? "; the first " + lines.length + " shown, all with " : "; also with ")),
       el("code", {}, "rtype-inspect packets " + file.file + " --conversation " + conv.id + " --frames " + b.first[bucket] + "-" + b.last[bucket]),
-      el("pre", {}, lines.join("\n")));
+      el("pre", {}, ...lines.map((l) => (hit !== undefined && l.split(" ", 1)[0] === String(hit)
+        ? el("mark", {}, l + "\n") : l + "\n"))));
+    if (hit !== undefined) {
+      const kept = lines.some((l) => l.split(" ", 1)[0] === String(hit));
+      target.setAttribute("data-hit", kept ? hit : "");
+      if (!kept) target.insertBefore(el("div", {}, "Frame " + hit + " is not among the lines kept: the command above lists it."), target.lastChild);
+    }
+  }
+
+  // The bucket of a conversation's frame: the one whose frames span it, else the last one
+  // that began before it.
+  function bucketOf(file, conv, frame) {
+    const b = (file.buckets || []).find((x) => x.id === conv.id);
+    if (!b) return null;
+    let best = null;
+    for (let i = 0; i < b.first.length; i++) {
+      if (b.first[i] === null) continue;
+      if (b.first[i] <= frame && frame <= b.last[i]) return i;
+      if (b.first[i] <= frame) best = i;
+    }
+    return best;
+  }
+
+  // A click on a time chart lists the frames of the bucket under the cursor.
+  function listOnClick(u, file, conv, seconds, frames) {
+    u.over.addEventListener("click", () => {
+      const i = u.cursor.idx;
+      if (i !== null && i !== undefined) frameList(file, conv, i, seconds, frames);
+    });
+    u.rtypeFrames = frames;
+  }
+
+  // A finding's frame: the IO graph of its conversation zooms on its bucket (5 buckets either
+  // side) and lists the bucket's frames, the finding's marked.
+  function showFrame(file, convId, frame) {
+    const entry = ioCharts.get(file.index + "-" + convId);
+    if (!entry) return null;
+    const [u, conv, frames] = entry;
+    const seconds = file.profile.series.interval_ms / 1000;
+    const bucket = bucketOf(file, conv, frame);
+    if (bucket === null) return null;
+    const xs = u.data[0];
+    u.setScale("x", { min: xs[Math.max(0, bucket - 5)], max: xs[Math.min(xs.length - 1, bucket + 5)] });
+    frameList(file, conv, bucket, seconds, frames, frame);
+    frames.scrollIntoView({ block: "center" });
+    return bucket;
+  }
+  function frameLink(file, frame, convId) {
+    const a = el("a", { href: "#", class: "frame", "data-frame": frame, "data-conversation": convId }, String(frame));
+    a.addEventListener("click", (e) => { e.preventDefault(); showFrame(file, convId, frame); });
+    return a;
   }
 
   function ioGraph(file, conv, target, seconds, xs) {
@@ -172,12 +226,8 @@
       axes: [{ label: "s" }, { label: "kbit/s" }, { scale: "dg", side: 1, label: "datagrams/s", grid: { show: false } }],
       series: series, plugins: plugins,
     }, arrays);
-    u.over.addEventListener("click", () => {
-      const i = u.cursor.idx;
-      if (i !== null && i !== undefined) frameList(file, conv, i, seconds, frames);
-    });
-    u.rtypeFrames = frames;
-    ioCharts.push([u, conv]);
+    listOnClick(u, file, conv, seconds, frames);
+    ioCharts.set(file.index + "-" + conv.id, [u, conv, frames]);
     target.append(frames);
     return u;
   }
@@ -189,7 +239,7 @@
       series.push({ label: label, stroke: color, width: 1, dash: [2, 3] });
       arrays.push(values);
     }
-    plot(name, target, {
+    return plot(name, target, {
       title: title, scales: { x: { time: false } }, axes: [{ label: "s" }, { label: unit }],
       series: series, plugins: plugins || [],
     }, arrays);
@@ -207,7 +257,7 @@
     if (s) {
       const xs = s.snapshots.map((_, i) => i * seconds);
       ioGraph(file, conv, box, seconds, xs);
-      const nominal = 1000 / file.snapshot_hz, tol = nominal * file.snapshot_tolerance;
+      const nominal = 1000 / file.snapshot_hz, tol = (nominal * file.snapshot_tolerance) / 100;
       const gapPlugins = [];
       const hzMin = file.budgets.snapshot_hz_min;
       if (hzMin !== undefined) {
@@ -217,10 +267,13 @@
       }
       const row1 = el("div", { class: "row" });
       box.append(row1);
-      timeLine("gap-" + file.index + "-" + conv.id, row1, "snapshot gap (mean per bucket)", "ms", xs, s.snapshot_gap_ms_mean,
+      const gap = timeLine("gap-" + file.index + "-" + conv.id, row1, "snapshot gap (mean per bucket)", "ms", xs, s.snapshot_gap_ms_mean,
         [[file.snapshot_hz + " Hz", xs.map(() => nominal), "#3aa676"], ["jitter band +", xs.map(() => nominal + tol), "#9bc34a"],
          ["jitter band −", xs.map(() => nominal - tol), "#9bc34a"]], gapPlugins);
       histogram("gap-hist-" + file.index + "-" + conv.id, row1, "snapshot gaps", "ms", conv.distributions.snapshot_gap_ms.buckets);
+      const gapFrames = el("div", { class: "frames" }, "Click a bucket of the snapshot gap to list its frames.");
+      box.append(gapFrames);
+      listOnClick(gap, file, conv, seconds, gapFrames);
       const rttPlugins = [];
       const rttMax = file.budgets.rtt_p95_ms_max;
       if (rttMax !== undefined) {
@@ -228,8 +281,12 @@
       }
       const row2 = el("div", { class: "row" });
       box.append(row2);
-      timeLine("rtt-" + file.index + "-" + conv.id, row2, "RTT (mean per bucket)", "ms", xs, s.rtt_ms_mean, [], rttPlugins);
+      const rtt = timeLine("rtt-" + file.index + "-" + conv.id, row2, "RTT (mean per bucket)", "ms", xs, s.rtt_ms_mean, [], rttPlugins);
       histogram("rtt-hist-" + file.index + "-" + conv.id, row2, "round trips", "ms", conv.distributions.rtt_ms.buckets);
+      const rttFrames = el("div", { class: "frames" }, "Click a bucket of the RTT to list its frames.");
+      box.append(rttFrames);
+      listOnClick(rtt, file, conv, seconds, rttFrames);
+      if (file.index === 0 && !clickable.gap) Object.assign(clickable, { gap: [gap, s.snapshot_gap_ms_mean], rtt: [rtt, s.rtt_ms_mean] });
     } else {
       box.append(el("p", { class: "note" }, "No time series: only the first conversations get them (see the profile's limits)."));
     }
@@ -295,14 +352,17 @@
     const p = file.profile;
     const rows = p.findings.map((f) => {
       const frames = file.finding_frames[f.id] || [];
-      return [el("td", { class: "sev-" + f.severity }, f.severity), el("td", {}, f.id), td(f.count),
-        el("td", {}, frames.join(", ") + (f.count > frames.length ? " …" : ""))];
+      const cell = el("td", { "data-rule": f.id });
+      frames.forEach((x, i) => cell.append(i ? ", " : "", frameLink(file, x.frame, x.conversation)));
+      if (f.count > frames.length) cell.append(" …");
+      return [el("td", { class: "sev-" + f.severity }, f.severity), el("td", {}, f.id), td(f.count), cell];
     });
     for (const b of file.breaks) {
-      rows.push([el("td", { class: "sev-error" }, "budget"), el("td", {}, b.id), td(1),
-        el("td", {}, b.first_frame === b.last_frame ? String(b.first_frame) : b.first_frame + "–" + b.last_frame)]);
+      const cell = el("td", {}, frameLink(file, b.first_frame, b.conversation));
+      if (b.first_frame !== b.last_frame) cell.append("–", frameLink(file, b.last_frame, b.conversation));
+      rows.push([el("td", { class: "sev-error" }, "budget"), el("td", {}, b.id), td(1), cell]);
     }
-    return rows.length ? table(["severity", "rule", "count", "frames (the first ones)"], rows) : el("p", {}, "No finding.");
+    return rows.length ? table(["severity", "rule", "count", "frames (the first ones: click to see them in the IO graph)"], rows) : el("p", {}, "No finding.");
   }
 
   function budgetsTable(file) {
@@ -347,25 +407,50 @@
   }
   show(0);
 
-  // #selftest-click: on the first IO graph, places the cursor on the busiest bucket (as a
-  // mouse move would) and clicks; records the bucket and the frame list shown.
-  // uPlot sets its scales in a microtask after it is made: wait for them.
+  // #selftest-click: on the first file's first conversation, places the cursor (as a mouse
+  // move would) and clicks: on the IO graph's busiest bucket, the snapshot gap's and the RTT's
+  // highest; then follows the first finding's first frame link. Records each bucket and the
+  // frame list shown. uPlot sets its scales in a microtask after it is made: wait for them.
   setTimeout(selfTest, 0);
-  function selfTest() {
-  if (location.hash === "#selftest-click" && ioCharts.length) {
-    const [u, conv] = ioCharts[0];
-    const s = conv.series;
-    const counts = s.datagrams.client_to_server.map((n, i) => n + s.datagrams.server_to_client[i]);
-    const best = counts.indexOf(Math.max(...counts));
+  function click(u, bucket) {
     // A user's click: move, press and release at one spot (uPlot takes a press and release
     // apart for a drag-zoom and swallows its click), then the click.
     const rect = u.over.getBoundingClientRect();
-    const at = { clientX: rect.left + u.valToPos(u.data[0][best], "x"), clientY: rect.top + rect.height / 2, bubbles: true, button: 0 };
+    const at = { clientX: rect.left + u.valToPos(u.data[0][bucket], "x"), clientY: rect.top + rect.height / 2, bubbles: true, button: 0 };
     for (const type of ["mousemove", "mousedown", "mouseup", "click"]) u.over.dispatchEvent(new MouseEvent(type, at));
     const list = u.rtypeFrames;
-    status.setAttribute("data-click-bucket", best);
-    status.setAttribute("data-click", list.getAttribute("data-bucket") + ":" + list.getAttribute("data-lines"));
+    return bucket + ":" + list.getAttribute("data-bucket") + ":" + list.getAttribute("data-lines");
   }
-  status.setAttribute("data-done", "1");
+  const highest = (values) => values.indexOf(Math.max(...values.map((v) => (v === null ? -Infinity : v))));
+  function selfTest() {
+    if (location.hash === "#selftest-click" && ioCharts.size) {
+      const [u, conv] = ioCharts.values().next().value;
+      const s = conv.series;
+      status.setAttribute("data-click", click(u, highest(s.datagrams.client_to_server.map((n, i) => n + s.datagrams.server_to_client[i]))));
+      for (const name of ["gap", "rtt"]) {
+        if (clickable[name]) status.setAttribute("data-click-" + name, click(clickable[name][0], highest(clickable[name][1])));
+      }
+      const link = document.querySelector("section.file a.frame");
+      if (link) {
+        link.click();
+        // uPlot applies a new scale in a microtask too.
+        setTimeout(() => recordFinding(link), 0);
+        return;
+      }
+    }
+    done();
+  }
+  // The end of the script: the milliseconds since the page began to load (parse, data, every
+  // chart drawn), for BENCHMARKS.md.
+  function done() {
+    status.setAttribute("data-ms", Math.round(performance.now()));
+    status.setAttribute("data-done", "1");
+  }
+  function recordFinding(link) {
+    const entry = ioCharts.get("0-" + link.getAttribute("data-conversation"));
+    const shown = entry ? [entry[2].getAttribute("data-bucket"), entry[2].getAttribute("data-hit"), entry[0].scales.x.min, entry[0].scales.x.max] : ["none"];
+    status.setAttribute("data-click-finding", [link.closest("td").getAttribute("data-rule"), link.getAttribute("data-frame"),
+      link.getAttribute("data-conversation"), ...shown].join(":"));
+    done();
   }
 })();

@@ -50,7 +50,7 @@ impl BudgetBreak {
 }
 
 /// A number with at most 2 decimals, without trailing zeros.
-fn short(v: f64) -> String {
+pub(crate) fn short(v: f64) -> String {
     let s = format!("{v:.2}");
     s.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
