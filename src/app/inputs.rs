@@ -214,9 +214,11 @@ fn walk(dir: &Path, below: &Path, depth: usize, out: &mut Vec<Input>) -> Result<
     Ok(())
 }
 
-/// The number of threads to use by default: the machine's cores.
+/// The number of threads that decode by default: one more than the machine's cores, as the
+/// reading thread and the ordered stage leave part of a core idle (summary of the 2 M-datagram
+/// benchmark on 2 cores: 2.26 M datagrams/s with 2 workers, 2.51 M/s with 3).
 pub fn default_threads() -> usize {
-    std::thread::available_parallelism().map_or(1, usize::from)
+    std::thread::available_parallelism().map_or(1, usize::from) + 1
 }
 
 /// Runs `job` on every item on up to `threads` threads, items taken in order; returns the
