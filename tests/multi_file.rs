@@ -245,4 +245,26 @@ fn profiles_by_file_name_from_the_configuration() {
         .map(|s| s["profile"].as_str().unwrap())
         .collect();
     assert_eq!(profiles, ["reference-15byte", "reference-17byte"]);
+    // `profile` and the report take the table's profile too (and `diff`, which profiles its
+    // captures the same way).
+    let fifteen = captures.join("reference-15byte-levelevents.pcap");
+    let made_with = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend(["--config", config.to_str().unwrap()]);
+        json(&ok(&all))["snapshot_profile"].as_str().unwrap().to_string()
+    };
+    let profile = ["profile", fifteen.to_str().unwrap(), "--format", "json"];
+    assert_eq!(made_with(&profile), "reference-15byte");
+    let html = d.join("report.html");
+    ok(&[
+        "report",
+        fifteen.to_str().unwrap(),
+        "-o",
+        html.to_str().unwrap(),
+        "--config",
+        config.to_str().unwrap(),
+    ]);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("\"snapshot_profile\":\"reference-15byte\""));
+    assert!(!page.contains("\"snapshot_profile\":\"document\""));
 }

@@ -129,7 +129,7 @@ fn file_data(file: &Path, reading: &Reading, interval: i64) -> Result<Json, Stri
     // No filter: every datagram listed (a default `Filter` would pass none).
     let every = super::filter::FilterArgs::default().build()?;
     let mut frames = FrameLines::new(interval_nanos, buckets, every);
-    crate::app::read_capture(file, reading, &mut frames)?;
+    crate::app::read_capture(file, &reading.for_file(file)?, &mut frames)?;
     data["buckets"] = frames.buckets_json();
     data["finding_frames"] = frames.rules_json();
     data["lines_per_bucket"] = json!(LINES_PER_BUCKET);

@@ -108,9 +108,9 @@ pub fn text(json: &Json, term: Term) -> String {
     text::render(json, term)
 }
 
-/// Profiles one capture into its JSON document.
+/// Profiles one capture into its JSON document (with the configuration's profile for its file).
 pub fn profile_file(file: &Path, reading: &Reading, interval_nanos: i64) -> Result<Json, String> {
-    let mut reading = reading.clone();
+    let mut reading = reading.for_file(file)?;
     reading.analysis.entity_figures = true;
     let mut profiler = Profiler::new(&file.display().to_string(), &reading, interval_nanos);
     read_capture(file, &reading, &mut profiler)?;
