@@ -648,16 +648,14 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
                 if output.as_os_str() == "-" {
                     let mut out =
                         std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-                    let failed = export_several(
-                        &captures, &reading, &filter, json_array, &mut out,
-                    )?;
+                    let failed =
+                        export_several(&captures, &reading, &filter, json_array, &mut out)?;
                     return Ok(exit_code(failed));
                 }
                 let paths: Vec<&std::path::Path> =
                     captures.inputs.iter().map(|i| i.path.as_path()).collect();
                 let mut out = OutputFile::create(&output, &paths)?;
-                let failed =
-                    export_several(&captures, &reading, &filter, json_array, &mut out)?;
+                let failed = export_several(&captures, &reading, &filter, json_array, &mut out)?;
                 out.commit()?;
                 return Ok(exit_code(failed));
             }

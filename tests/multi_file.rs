@@ -251,7 +251,10 @@ fn profiles_by_file_name_from_the_configuration() {
     let made_with = |args: &[&str]| {
         let mut all = args.to_vec();
         all.extend(["--config", config.to_str().unwrap()]);
-        json(&ok(&all))["snapshot_profile"].as_str().unwrap().to_string()
+        json(&ok(&all))["snapshot_profile"]
+            .as_str()
+            .unwrap()
+            .to_string()
     };
     let profile = ["profile", fifteen.to_str().unwrap(), "--format", "json"];
     assert_eq!(made_with(&profile), "reference-15byte");

@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 
 use super::config::{check_snapshot_hz, check_snapshot_tolerance, Config};
 use super::progress::Progress;
-use crate::capture::{CaptureInfo, CaptureReader, StageCpu};
+use crate::capture::{CaptureReader, StageCpu};
 use crate::display_filter::DisplayFilter;
-use crate::pipeline::{Pipeline, RunEnd, Sink};
+use crate::pipeline::{Pipeline, Sink, Watch, Watched};
 use crate::proto::profile::Profile;
 use crate::proto::registry::Registry;
 use crate::session::analysis;
@@ -186,10 +186,10 @@ pub fn read_capture<S: Sink>(file: &Path, reading: &Reading, sink: &mut S) -> Re
         .then(|| progress_bar(file, &reader))
         .flatten();
     let result = match reading.count {
-        Some(limit) => {
-            let mut limited = Limited {
-                inner: sink,
-                left: limit,
+        Some(left) => {
+            let mut limited = Watched {
+                sink,
+                watch: Limit { left },
             };
             reading.pipeline().run(&mut reader, &mut limited)
         }
@@ -223,64 +223,20 @@ fn stage_cpu_line(file: &Path, cpu: &StageCpu) -> String {
     )
 }
 
-/// A sink that takes `left` more datagrams, whether the filters pass them or not, then asks
-/// reading to stop: tshark's `-c N`.
-struct Limited<'a, S> {
-    inner: &'a mut S,
+/// Lets `left` more datagrams through, whether the filters pass them or not, then asks reading
+/// to stop: tshark's `-c N`.
+struct Limit {
     left: u64,
 }
 
-impl<S: Sink> Sink for Limited<'_, S> {
-    type Fields = S::Fields;
-    fn fields(&mut self) -> &mut S::Fields {
-        self.inner.fields()
+impl Watch for Limit {
+    fn datagram(&mut self, _: &crate::session::event::DatagramEvent<'_>, _: bool) -> bool {
+        let take = self.left > 0;
+        self.left = self.left.saturating_sub(1);
+        take
     }
-    fn start(&mut self, info: &CaptureInfo) {
-        self.inner.start(info);
-    }
-    fn begin(&mut self, conversations: &crate::session::Conversations, conversation: u32) {
-        self.inner.begin(conversations, conversation);
-    }
-    fn datagram(&mut self, event: &crate::session::event::DatagramEvent<'_>) {
-        if self.left > 0 {
-            self.left -= 1;
-            self.inner.datagram(event);
-        }
-    }
-    fn datagram_in(
-        &mut self,
-        event: &crate::session::event::DatagramEvent<'_>,
-        context: &crate::display_filter::Context<'_>,
-    ) {
-        if self.left > 0 {
-            self.left -= 1;
-            self.inner.datagram_in(event, context);
-        }
-    }
-    fn skipped(&mut self, event: &crate::session::event::DatagramEvent<'_>) {
-        if self.left > 0 {
-            self.left -= 1;
-            self.inner.skipped(event);
-        }
-    }
-    fn analysed(
-        &mut self,
-        event: &crate::session::event::DatagramEvent<'_>,
-        analysis: &analysis::Analysis,
-    ) {
-        self.inner.analysed(event, analysis);
-    }
-    fn reassembled(&mut self, event: &crate::session::event::ReassembledEvent<'_>) {
-        self.inner.reassembled(event);
-    }
-    fn loose(&mut self, finding: &crate::session::event::LooseFinding) {
-        self.inner.loose(finding);
-    }
-    fn end(&mut self, end: &RunEnd<'_>) {
-        self.inner.end(end);
-    }
-    fn done(&self) -> bool {
-        self.left == 0 || self.inner.done()
+    fn done(&self, sink_done: bool) -> bool {
+        self.left == 0 || sink_done
     }
 }
 

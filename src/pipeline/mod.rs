@@ -9,7 +9,9 @@ mod rt_arm;
 pub use rt_arm::MAX_SERVERS as RT_MAX_SERVERS;
 mod rtnp_arm;
 mod rtype_arm;
+mod watch;
 mod worker;
+pub use watch::{Watch, Watched};
 
 use std::net::SocketAddr;
 use std::ops::ControlFlow;

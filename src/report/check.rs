@@ -23,13 +23,10 @@ use super::table;
 use crate::app::config::unknown_rules;
 use crate::app::inputs::{capture_files, parallel, InputArgs};
 use crate::app::{read_capture, write_stdout, ReadOpts, Reading, Term};
-use crate::capture::CaptureInfo;
 use crate::message::NoFields;
-use crate::pipeline::{RunEnd, Sink};
+use crate::pipeline::{RunEnd, Sink, Watch, Watched};
 use crate::proto::{Rule, Severity};
-use crate::session::analysis::Analysis;
-use crate::session::event::{DatagramEvent, LooseFinding, ReassembledEvent};
-use crate::session::Conversations;
+use crate::session::event::{DatagramEvent, LooseFinding};
 
 /// Frames listed per rule in the text report (JSON and JUnit list up to [`MAX_FRAMES`]).
 const TEXT_FRAMES: usize = 8;
@@ -166,40 +163,22 @@ impl Sink for Judge {
 }
 
 /// Counts findings per rule while another sink makes its report (the profile, for budgets).
-struct Counted<S> {
+#[derive(Default)]
+struct Counted {
     rules: RuleCounts,
-    inner: S,
 }
 
-impl<S: Sink> Sink for Counted<S> {
-    type Fields = S::Fields;
-    fn fields(&mut self) -> &mut S::Fields {
-        self.inner.fields()
-    }
-    fn start(&mut self, info: &CaptureInfo) {
-        self.inner.start(info);
-    }
-    fn begin(&mut self, conversations: &Conversations, conversation: u32) {
-        self.inner.begin(conversations, conversation);
-    }
-    fn datagram(&mut self, e: &DatagramEvent<'_>) {
-        for f in e.findings {
-            self.rules.add_finding(f, e.frame);
+impl Watch for Counted {
+    fn datagram(&mut self, e: &DatagramEvent<'_>, shown: bool) -> bool {
+        if shown {
+            for f in e.findings {
+                self.rules.add_finding(f, e.frame);
+            }
         }
-        self.inner.datagram(e);
-    }
-    fn analysed(&mut self, e: &DatagramEvent<'_>, analysis: &Analysis) {
-        self.inner.analysed(e, analysis);
-    }
-    fn reassembled(&mut self, e: &ReassembledEvent<'_>) {
-        self.inner.reassembled(e);
+        true
     }
     fn loose(&mut self, f: &LooseFinding) {
         self.rules.add_finding(&f.finding, f.frame);
-        self.inner.loose(f);
-    }
-    fn end(&mut self, end: &RunEnd<'_>) {
-        self.inner.end(end);
     }
 }
 
@@ -304,23 +283,23 @@ fn judge_budgets(
 ) -> (Result<RuleCounts, String>, Vec<BudgetBreak>) {
     let mut reading = reading.clone();
     reading.analysis.entity_figures = true;
-    let profiler = Profiler::new(&file.display().to_string(), &reading, 1_000_000_000);
-    let mut counted = Counted {
-        rules: RuleCounts::default(),
-        inner: profiler,
+    let mut profiler = Profiler::new(&file.display().to_string(), &reading, 1_000_000_000);
+    let mut counted = Watched {
+        sink: &mut profiler,
+        watch: Counted::default(),
     };
     if let Err(e) = read_capture(file, &reading, &mut counted) {
         return (Err(e), Vec::new());
     }
-    let broken = counted
-        .inner
+    let mut rules = counted.watch.rules;
+    let broken = profiler
         .json()
         .map(|j| budget::judge(j, budgets))
         .unwrap_or_default();
     for b in &broken {
-        counted.rules.add(b.rule, b.first_frame);
+        rules.add(b.rule, b.first_frame);
     }
-    (Ok(counted.rules), broken)
+    (Ok(rules), broken)
 }
 
 /// Merges the command line with the configuration file's `fail_on` and `allow`.

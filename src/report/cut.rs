@@ -17,14 +17,9 @@ use crate::app::read::STDIN;
 use crate::app::{read_capture, OutputFile, Reading};
 use crate::capture::defrag::{MAX_FRAGMENTS, MAX_HELD_BYTES, MAX_SETS, SET_TIMEOUT_NANOS};
 use crate::capture::writer::{PcapWriter, Precision, DEFAULT_SNAPLEN};
-use crate::capture::{
-    CaptureInfo, CaptureReader, DefragOutcome, Defragmenter, Frame, LinkOutcome, LinkType,
-};
-use crate::display_filter::Context;
-use crate::pipeline::{RunEnd, Sink};
-use crate::session::analysis::Analysis;
-use crate::session::event::{DatagramEvent, LooseFinding, ReassembledEvent};
-use crate::session::Conversations;
+use crate::capture::{CaptureReader, DefragOutcome, Defragmenter, Frame, LinkOutcome, LinkType};
+use crate::pipeline::{RunEnd, Sink, Watch, Watched};
+use crate::session::event::{DatagramEvent, LooseFinding};
 
 /// Frame numbers, one bit each: memory an eighth of a byte per frame of the capture (a record is
 /// at least 16 bytes, so at most 1/128 of the file's size), whatever the filters select.
@@ -56,10 +51,9 @@ impl FrameSet {
     }
 }
 
-/// A sink that notes the frames of the datagrams that pass `filter` (as `packets` and `export`
-/// judge them), then passes everything on to `inner`, the report (if any) written beside the cut.
-pub struct Cut<S> {
-    pub inner: S,
+/// Notes the frames of the datagrams that pass `filter` (as `packets` and `export` judge them)
+/// while the report (if any) written beside the cut gets everything.
+struct Cut {
     filter: Filter,
     first_ts: Option<i64>,
     selected: FrameSet,
@@ -67,64 +61,23 @@ pub struct Cut<S> {
     fragments: bool,
 }
 
-impl<S: Sink> Cut<S> {
-    pub fn new(inner: S, filter: Filter) -> Self {
-        Cut {
-            inner,
-            filter,
-            first_ts: None,
-            selected: FrameSet::default(),
-            fragments: false,
-        }
-    }
-
-    fn select(&mut self, e: &DatagramEvent<'_>) {
+impl Watch for Cut {
+    fn datagram(&mut self, e: &DatagramEvent<'_>, shown: bool) -> bool {
         let first = *self.first_ts.get_or_insert(e.ts_nanos);
         let rel = e.ts_nanos.saturating_sub(first) as f64 / 1e9;
-        if self.filter.matches(e, rel) {
+        if shown && self.filter.matches(e, rel) {
             self.selected.insert(e.frame);
         }
-    }
-}
-
-impl<S: Sink> Sink for Cut<S> {
-    type Fields = S::Fields;
-    fn fields(&mut self) -> &mut S::Fields {
-        self.inner.fields()
-    }
-    fn start(&mut self, info: &CaptureInfo) {
-        self.inner.start(info);
-    }
-    fn begin(&mut self, conversations: &Conversations, conversation: u32) {
-        self.inner.begin(conversations, conversation);
-    }
-    fn datagram(&mut self, e: &DatagramEvent<'_>) {
-        self.select(e);
-        self.inner.datagram(e);
-    }
-    fn datagram_in(&mut self, e: &DatagramEvent<'_>, context: &Context<'_>) {
-        self.select(e);
-        self.inner.datagram_in(e, context);
-    }
-    fn skipped(&mut self, e: &DatagramEvent<'_>) {
-        self.first_ts.get_or_insert(e.ts_nanos);
-        self.inner.skipped(e);
-    }
-    fn analysed(&mut self, e: &DatagramEvent<'_>, analysis: &Analysis) {
-        self.inner.analysed(e, analysis);
-    }
-    fn reassembled(&mut self, e: &ReassembledEvent<'_>) {
-        self.inner.reassembled(e);
-    }
-    fn loose(&mut self, f: &LooseFinding) {
-        self.inner.loose(f);
+        true
     }
     fn end(&mut self, end: &RunEnd<'_>) {
         self.fragments = end.counts.reassembled_fragments > 0;
-        self.inner.end(end);
     }
-    // Never done early: the cut wants every selected frame, even when the report beside it has
-    // stopped (`export -w cut.pcap | head`).
+    /// Never done early: the cut wants every selected frame, even when the report beside it has
+    /// stopped (`export -w cut.pcap | head`).
+    fn done(&self, _: bool) -> bool {
+        false
+    }
 }
 
 /// A report that writes nothing: `packets -w` prints no packet list (as tshark's `-w`).
@@ -161,14 +114,22 @@ pub fn write<S: Sink>(
     }
     // Created first: a target that cannot be written fails before a long read.
     let out = OutputFile::create(target, &[file])?;
-    let mut cut = Cut::new(inner, filter);
+    let mut inner = inner;
+    let mut cut = Watched {
+        sink: &mut inner,
+        watch: Cut {
+            filter,
+            first_ts: None,
+            selected: FrameSet::default(),
+            fragments: false,
+        },
+    };
     read_capture(file, reading, &mut cut)?;
     let Cut {
-        inner,
         mut selected,
         fragments,
         ..
-    } = cut;
+    } = cut.watch;
     let open = || CaptureReader::open(file).map_err(|e| e.to_string());
     if fragments {
         add_fragments(&mut open()?, &mut selected).map_err(|e| e.to_string())?;
