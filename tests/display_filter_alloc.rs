@@ -31,11 +31,12 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
 
-/// Allocations of one summary of `capture`, with `filter`.
-fn allocations(capture: &Path, filter: Option<&str>) -> usize {
+/// Allocations of one summary of `capture`, with `filter`, on `threads` threads.
+fn allocations(capture: &Path, filter: Option<&str>, threads: u16) -> usize {
     let reading = ReadOpts {
         quiet: true,
         filter: filter.map(str::to_string),
+        threads: Some(threads),
         ..ReadOpts::default()
     }
     .reading()
@@ -62,10 +63,12 @@ fn a_filter_allocates_nothing_per_datagram() {
     let filter = "(rtype.msg_type == 0x14 && rtype.snapshot.entity.id > 3 && rtype.snapshot.entity.pos_x >= 0) \
                   || rtype.reassembled.entity_count > 1 || ip.src == 10.0.0.0/8 \
                   || rtype.violation contains \"chunk\" || udp.port in {1..1000}";
-    let plain: Vec<usize> = captures.iter().map(|c| allocations(c, None)).collect();
+    // On one thread, where the count is the same from run to run (with workers, how many batches
+    // are made depends on how the threads meet).
+    let plain: Vec<usize> = captures.iter().map(|c| allocations(c, None, 1)).collect();
     let filtered: Vec<usize> = captures
         .iter()
-        .map(|c| allocations(c, Some(filter)))
+        .map(|c| allocations(c, Some(filter), 1))
         .collect();
     let growth = |v: &[usize]| v[1] as i64 - v[0] as i64;
     // 20 000 more datagrams: the filter may add a few allocations (buffers reaching a larger
@@ -76,4 +79,16 @@ fn a_filter_allocates_nothing_per_datagram() {
     );
     // The filter did read the messages: the run with it matched some datagrams and not all.
     assert!(filtered[0] > plain[0], "{plain:?} {filtered:?}");
+    // On workers too, nothing is allocated per datagram: the batches are recycled, and at most
+    // a few per worker are ever made.
+    for threads in [2, 5] {
+        let runs: Vec<usize> = captures
+            .iter()
+            .map(|c| allocations(c, Some(filter), threads))
+            .collect();
+        assert!(
+            growth(&runs).abs() < 200,
+            "{threads} threads: allocations {runs:?}"
+        );
+    }
 }
