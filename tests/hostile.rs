@@ -1965,3 +1965,37 @@ fn a_block_with_intact_framing_is_skipped() {
         "{finding}"
     );
 }
+
+#[test]
+fn a_cut_holds_a_bit_per_frame_and_bounded_fragments() {
+    let _alone = one_test_at_a_time();
+    // 100,000 small datagrams, then 600 first fragments of 60 KB that never complete (36 MB,
+    // were they all kept), then 50 datagrams in two fragments each: `-w` keeps every datagram's
+    // frames, both fragments of each reassembled one, and holds one bit per frame and at most
+    // the defragmenters' 4 MiB (the pipeline's, then the cut's own while it finds fragments).
+    let small = server_datagram(&rtype(2, 0x10, 0, &[], None));
+    let mut frames = vec![small; 100_000];
+    let big = vec![0x5A; 60_000];
+    frames.extend((0..600).map(|id| ipv4(&big, id as u16, 0, true)));
+    for id in 1_000..1_050u16 {
+        let whole = udp(&rtype(2, 0x10, 0, &[7; 80], None), 49_316, 41_000);
+        frames.push(ipv4(&whole[..64], id, 0, true));
+        frames.push(ipv4(&whole[64..], id, 64, false));
+    }
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("hostile-cut");
+    std::fs::create_dir_all(&dir).unwrap();
+    let (file, target) = (dir.join("in.pcap"), dir.join("cut.pcap"));
+    std::fs::write(&file, raw_pcap(&frames, 65_535)).unwrap();
+    drop(frames);
+    let filter = FilterArgs::default().build().expect("the empty filter");
+    let none = rtype_inspect::report::cut::NoReport::default();
+    let (written, peak) = measured(|| {
+        rtype_inspect::report::cut::write(&file, &reading(), filter, &target, none).is_ok()
+    });
+    assert!(written);
+    let mut reader = CaptureReader::open(&target).unwrap();
+    let mut kept = 0u64;
+    reader.for_each_frame(|_| kept += 1).unwrap();
+    assert_eq!(kept, 100_000 + 2 * 50);
+    assert!(peak < 16 << 20, "peak {peak} bytes");
+}
