@@ -82,6 +82,7 @@ pub fn run(args: ReportArgs) -> Result<ExitCode, String> {
     let data = json!({
         "schema": "report/1",
         "tool": {"name": "rtype-inspect", "version": env!("CARGO_PKG_VERSION")},
+        "palette": svg::PALETTE,
         "files": files,
     });
     let title = args

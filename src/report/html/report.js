@@ -21,8 +21,7 @@
   const app = document.getElementById("app");
   const tabs = document.getElementById("tabs");
   const width = Math.max(480, Math.min(1180, (window.innerWidth || 1280) - 80));
-  const palette = ["#4f8ad8", "#e8833a", "#3aa676", "#c94f7c", "#8a6fd1", "#b5a22c", "#2fa3b5", "#d6564b",
-    "#6b7b8c", "#9bc34a", "#e0a03a", "#5a5fc7"];
+  const palette = data.palette;
 
   function el(tag, attrs, ...children) {
     const e = document.createElement(tag);

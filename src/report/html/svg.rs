@@ -18,7 +18,9 @@ use serde_json::Value as Json;
 use crate::app::output::write_file;
 use crate::report::profile::budget::short;
 
-const PALETTE: [&str; 12] = [
+/// The series' colours, in order: the page's charts take them from its data, so that the page
+/// and the SVG files colour a message type alike.
+pub const PALETTE: [&str; 12] = [
     "#4f8ad8", "#e8833a", "#3aa676", "#c94f7c", "#8a6fd1", "#b5a22c", "#2fa3b5", "#d6564b",
     "#6b7b8c", "#9bc34a", "#e0a03a", "#5a5fc7",
 ];
