@@ -13,6 +13,7 @@ const COMMANDS: &[&[&str]] = &[
     &["check", "--format", "json"],
     &["stats", "--format", "json"],
     &["export", "-o", "-"],
+    &["packets"],
     &["packets", "-V", "-x"],
     &["profile", "--format", "json"],
 ];

@@ -22,8 +22,16 @@ pub struct MaybeTree {
     tree: TreeFields,
 }
 
-/// The tree is made in order, on the decoding thread.
-impl RenderAhead for MaybeTree {}
+/// Off, it sees nothing of a message: the workers walk the messages for the ordered stage (its
+/// rendering ahead is empty). On, the tree is made in order, in the ordered stage.
+impl RenderAhead for MaybeTree {
+    fn ahead(&self) -> Option<Self> {
+        (!self.on).then(|| MaybeTree {
+            on: false,
+            tree: TreeFields::default(),
+        })
+    }
+}
 
 impl Visitor for MaybeTree {
     fn wants(&self, _: &'static Field) -> bool {
