@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
-use crate::app::inputs::{Captures, Input, InputArgs, Spool};
+use crate::app::inputs::{exit_code, Captures, Input, InputArgs, Spool};
 use crate::app::{
     read_capture, write_stdout, written, ColorChoice, Format, OutputFile, ReadOpts, Term,
 };
@@ -312,15 +312,6 @@ fn failed(e: &str) -> bool {
     true
 }
 
-/// 2 when a capture could not be read.
-fn exit_code(failed: bool) -> ExitCode {
-    if failed {
-        ExitCode::from(2)
-    } else {
-        ExitCode::SUCCESS
-    }
-}
-
 /// Several captures' JSON timelines as one stream to `out`, every record naming its capture in
 /// a `file` field (`export`, `packets --format json`); whether a capture could not be read.
 fn export_several<W: std::io::Write>(
@@ -397,24 +388,15 @@ fn packets_several(
         }
     };
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-    let (mut failed, mut error, mut first) = (false, None, true);
-    captures.read_each(reading, job, |input, spool| match spool {
-        Ok(spool) if error.is_none() => {
-            let separator = if first { "" } else { "\n" };
-            first = false;
-            let heading = format!("{separator}{}\n", input.path.display());
-            error = out
-                .write_all(heading.as_bytes())
-                .and_then(|()| std::io::copy(&mut spool.reader()?, &mut out).map(|_| ()))
-                .err();
-        }
-        Ok(_) => {}
-        Err(e) => failed |= self::failed(&e),
-    });
-    if let Some(e) = error.or_else(|| out.flush().err()) {
+    let heading = |input: &Input, copied: usize| {
+        let separator = if copied == 0 { "" } else { "\n" };
+        format!("{separator}{}\n", input.path.display()).into_bytes()
+    };
+    let done = captures.spool_each(reading, job, &mut out, heading);
+    if let Some(e) = done.error.or_else(|| out.flush().err()) {
         written(Some(e))?;
     }
-    Ok(failed)
+    Ok(done.failed)
 }
 
 /// The JSON timeline of `file` on standard output: `export -o -`, and `packets --format json`.

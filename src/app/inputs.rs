@@ -102,6 +102,56 @@ impl Captures {
         };
         self.run(at_once, job, emit);
     }
+
+    /// [`Captures::read_each`] for jobs that write their report to a [`Spool`]: each is copied to
+    /// `out` in argument order, after what `before` gives for it (a heading, a separator; the
+    /// number of reports copied before it is its second argument); a capture that cannot be
+    /// read has its error on standard error, and the others go on.
+    pub fn spool_each(
+        &self,
+        reading: &Reading,
+        job: impl Fn(&Input, &Reading) -> Result<Spool, String> + Sync,
+        out: &mut impl std::io::Write,
+        mut before: impl FnMut(&Input, usize) -> Vec<u8>,
+    ) -> Spooled {
+        let mut done = Spooled::default();
+        self.read_each(reading, job, |input, spool| match spool {
+            Ok(spool) if done.error.is_none() => {
+                let head = before(input, done.copied);
+                done.copied += 1;
+                done.error = out
+                    .write_all(&head)
+                    .and_then(|()| std::io::copy(&mut spool.reader()?, out).map(|_| ()))
+                    .err();
+            }
+            Ok(_) => {}
+            Err(e) => {
+                eprintln!("rtype-inspect: {e}");
+                done.failed = true;
+            }
+        });
+        done
+    }
+}
+
+/// How [`Captures::spool_each`] went.
+#[derive(Debug, Default)]
+pub struct Spooled {
+    /// Reports copied out.
+    pub copied: usize,
+    /// Whether a capture could not be read.
+    pub failed: bool,
+    /// The write error that stopped the output.
+    pub error: Option<std::io::Error>,
+}
+
+/// The exit code of a run over several captures: 2 when one could not be read.
+pub fn exit_code(failed: bool) -> std::process::ExitCode {
+    if failed {
+        std::process::ExitCode::from(2)
+    } else {
+        std::process::ExitCode::SUCCESS
+    }
 }
 
 /// A report's output kept in an unnamed temporary file (removed as soon as it is created), to be

@@ -16,7 +16,7 @@ use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{json, Value as Json};
 
 use super::table;
-use crate::app::inputs::{Input, InputArgs, Spool};
+use crate::app::inputs::{exit_code, Input, InputArgs, Spool};
 use crate::app::{read_capture, written, Format, ReadOpts, Reading, Term};
 use crate::datagram::Dialect;
 use crate::message::NoFields;
@@ -61,37 +61,22 @@ pub fn run(args: StatsArgs, term: Term) -> Result<ExitCode, String> {
             .map_err(|e| format!("temporary file: {e}"))
     };
     let mut out = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
-    let (mut failed, mut error, mut first) = (false, None, true);
     let json = args.format == Format::Json;
-    captures.read_each(&reading, job, |_, spool| match spool {
-        Ok(spool) if error.is_none() => {
-            let separator: &[u8] = match (json, first) {
-                (true, true) => b"[\n",
-                (true, false) => b",\n",
-                (false, true) => b"",
-                (false, false) => b"\n",
-            };
-            first = false;
-            error = out
-                .write_all(separator)
-                .and_then(|()| io::copy(&mut spool.reader()?, &mut out).map(|_| ()))
-                .err();
+    let separator = |_: &Input, copied: usize| -> Vec<u8> {
+        match (json, copied) {
+            (true, 0) => b"[\n".to_vec(),
+            (true, _) => b",\n".to_vec(),
+            (false, 0) => Vec::new(),
+            (false, _) => b"\n".to_vec(),
         }
-        Ok(_) => {}
-        Err(e) => {
-            eprintln!("rtype-inspect: {e}");
-            failed = true;
-        }
-    });
-    if json && error.is_none() {
-        error = out.write_all(if first { b"[]\n" } else { b"]\n" }).err();
+    };
+    let mut done = captures.spool_each(&reading, job, &mut out, separator);
+    if json && done.error.is_none() {
+        let closing: &[u8] = if done.copied == 0 { b"[]\n" } else { b"]\n" };
+        done.error = out.write_all(closing).err();
     }
-    written(error.or_else(|| out.flush().err()))?;
-    Ok(if failed {
-        ExitCode::from(2)
-    } else {
-        ExitCode::SUCCESS
-    })
+    written(done.error.or_else(|| out.flush().err()))?;
+    Ok(exit_code(done.failed))
 }
 
 /// Analyses one capture and writes its report to `out`: the output, or the error that stopped
