@@ -48,6 +48,8 @@ const SHB_MAGIC: u32 = 0x0a0d_0d0a;
 /// bytes, or this many frames.
 const BATCH_BYTES: usize = 256 * 1024;
 const BATCH_FRAMES: usize = 4096;
+/// The weight of a batch's results before any batch has been worked.
+const UNKNOWN_WEIGHT: usize = usize::MAX;
 
 /// Capture file format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -443,7 +445,7 @@ impl CaptureReader {
     ) -> Result<(ReadEnd, StageCpu), CaptureError> {
         let count = workers.len().max(1);
         // Results bytes per 16 bytes of frames in the last batch worked: how full a batch is.
-        let weight = AtomicUsize::new(0);
+        let weight = AtomicUsize::new(UNKNOWN_WEIGHT);
         // CPU nanoseconds of the reading thread, the workers and the ordered stage.
         let cpu: [AtomicU64; 3] = Default::default();
         // Frames `on_frame` saw, and whether it stopped the reading.
@@ -462,8 +464,7 @@ impl CaptureReader {
                 let (weight, cpu) = (&weight, &cpu);
                 scope.spawn(move || {
                     for mut batch in in_rx {
-                        batch.work(&mut worker);
-                        weight.store(batch.weight::<A>(), Ordering::Relaxed);
+                        weight.store(batch.work(&mut worker), Ordering::Relaxed);
                         if out_tx.send(batch).is_err() {
                             break;
                         }
@@ -827,7 +828,13 @@ impl<R> Batch<R> {
     }
 
     /// Whether the batch is full, its results weighing `weight` sixteenths of its frames' bytes.
+    /// Until a batch has been worked the weight is unknown, and batches are kept small: the
+    /// reading runs several batches ahead, and a batch whose results overflow leaves the rest
+    /// of its work to the ordered stage.
     fn is_full(&self, weight: usize) -> bool {
+        if weight == UNKNOWN_WEIGHT {
+            return self.data.len() >= BATCH_BYTES / 16 || self.frames.len() >= BATCH_FRAMES / 16;
+        }
         self.data.len() + self.data.len() * weight / 16 >= BATCH_BYTES
             || self.frames.len() >= BATCH_FRAMES
     }
@@ -869,19 +876,22 @@ impl<R> Batch<R> {
 }
 
 impl<R: Default + Send> Batch<R> {
-    /// Runs a worker's [`Ahead`] on every frame.
-    fn work<A: Ahead<Results = R>>(&mut self, worker: &mut A) {
+    /// Runs a worker's [`Ahead`] on every frame; returns the weight of the results, in bytes
+    /// per 16 bytes of the frames that had room (those of a batch that overflowed would
+    /// underrate it).
+    fn work<A: Ahead<Results = R>>(&mut self, worker: &mut A) -> usize {
         let mut results = std::mem::take(&mut self.results);
+        let mut worked = 0;
         for frame in self.each() {
             let room = A::size(&results) < MAX_RESULTS;
+            if room {
+                worked += frame.data.len();
+            }
             worker.frame(&frame, &mut results, room);
         }
+        let weight = (A::size(&results) * 16 / worked.max(1)).min(16 * 64);
         self.results = results;
-    }
-
-    /// The results' bytes per 16 bytes of frames.
-    fn weight<A: Ahead<Results = R>>(&self) -> usize {
-        (A::size(&self.results) * 16 / self.data.len().max(1)).min(16 * 64)
+        weight
     }
 }
 

@@ -125,19 +125,50 @@ pub trait RenderAhead: Visitor + Send + Sized {
     /// True for a visitor that sees nothing of a message (it takes no field, opens no group):
     /// the workers then walk the messages for the ordered stage.
     const UNSEEN: bool = false;
+    /// The renderings of a batch's datagrams, end to end (`()` for a visitor that does not
+    /// render ahead).
+    type Rendered: Renderings;
     /// A copy that renders on a worker thread, or `None` when this visitor cannot.
     fn ahead(&self) -> Option<Self> {
         None
     }
     /// In a copy: appends one datagram's rendering to `out`, and starts over.
-    fn drain_rendered(&mut self, _out: &mut Vec<u8>) {}
-    /// Takes one datagram's rendering (what [`RenderAhead::drain_rendered`] appended), in frame
-    /// order.
-    fn take_rendered(&mut self, _rendered: &[u8]) {}
+    fn drain_rendered(&mut self, _out: &mut Self::Rendered) {}
+    /// Takes rendering `index` of `all` (in the order [`RenderAhead::drain_rendered`] appended
+    /// them), in frame order.
+    fn take_rendered(&mut self, _all: &Self::Rendered, _index: usize) {}
 }
+
+/// A batch's renderings: what they hold counts toward the batch's bounded size.
+pub trait Renderings: Default + Send {
+    /// How many datagrams' renderings they hold.
+    fn count(&self) -> usize;
+    /// Bytes they hold.
+    fn size(&self) -> usize;
+    /// Bytes their buffers hold on to.
+    fn capacity(&self) -> usize;
+    fn clear(&mut self);
+}
+
+impl Renderings for () {
+    fn count(&self) -> usize {
+        0
+    }
+    fn size(&self) -> usize {
+        0
+    }
+    fn capacity(&self) -> usize {
+        0
+    }
+    fn clear(&mut self) {}
+}
+
+/// The renderings of the sink `S`'s fields.
+type RenderedOf<S> = <<S as Sink>::Fields as RenderAhead>::Rendered;
 
 impl RenderAhead for crate::message::NoFields {
     const UNSEEN: bool = true;
+    type Rendered = ();
 }
 
 /// Decoding state carried across datagrams.
@@ -274,11 +305,14 @@ impl Pipeline {
             let workers = (0..self.threads)
                 .map(|_| worker::Worker::new(sink.fields(), profile))
                 .collect();
-            reader.for_each_frame_parallel(workers, |frame, worked: &worker::Worked, index| {
-                let ahead = worked.frame(index, frame.data);
-                self.state.frame(&mut self.scratch, frame, ahead, sink);
-                flow(sink)
-            })?
+            reader.for_each_frame_parallel(
+                workers,
+                |frame, worked: &worker::Worked<_>, index| {
+                    let ahead = worked.frame(index, frame.data);
+                    self.state.frame(&mut self.scratch, frame, ahead, sink);
+                    flow(sink)
+                },
+            )?
         };
         self.finish(reader.info(), &read, sink);
         Ok(cpu)
@@ -479,11 +513,11 @@ fn recognise_cut(bytes: &[u8]) -> Option<Dialect> {
 pub const MAX_THREADS: usize = 16;
 
 /// Where an rtype datagram's CRC and decompression ([`rtype::unpack`]) are done.
-enum Unpack<'s> {
+enum Unpack<'s, R> {
     /// Here, decompressing into this scratch buffer.
     Here(&'s mut [u8]),
     /// Ahead, on a worker thread.
-    Ahead(worker::RtypeAhead<'s>),
+    Ahead(worker::RtypeAhead<'s, R>),
 }
 
 impl State {
@@ -492,7 +526,7 @@ impl State {
         &mut self,
         scratch: &mut [u8],
         frame: &Frame<'_>,
-        ahead: Option<worker::FrameAhead<'_>>,
+        ahead: Option<worker::FrameAhead<'_, RenderedOf<S>>>,
         sink: &mut S,
     ) {
         self.counts.frames += 1;
@@ -587,7 +621,12 @@ impl State {
 
     /// Judges a UDP payload that belongs to a recognised conversation, or that proves its
     /// dialect by itself (which starts a conversation); anything else is other UDP, not judged.
-    fn datagram<S: Sink>(&mut self, mut udp: Udp<'_>, unpack: Unpack<'_>, sink: &mut S) {
+    fn datagram<S: Sink>(
+        &mut self,
+        mut udp: Udp<'_>,
+        unpack: Unpack<'_, RenderedOf<S>>,
+        sink: &mut S,
+    ) {
         self.counts.udp += 1;
         if self
             .port

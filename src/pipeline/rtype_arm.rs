@@ -1,5 +1,7 @@
 //! The rtype dialect's part of the pipeline: checks, decoding, archetypes and chunk sets.
-use super::{names_entity, note_entity, RenderAhead, Sink, State, Udp, Unpack, HEADER_GROUP};
+use super::{
+    names_entity, note_entity, RenderAhead, RenderedOf, Sink, State, Udp, Unpack, HEADER_GROUP,
+};
 use crate::datagram::{rtype, Dialect};
 use crate::display_filter::Context;
 use crate::message::{
@@ -16,7 +18,12 @@ use crate::session::event::{DatagramEvent, Decoded, EntityRef, ReassembledEvent}
 use crate::session::Archetypes;
 
 impl State {
-    pub(super) fn rtype<S: Sink>(&mut self, udp: &Udp<'_>, unpack: Unpack<'_>, sink: &mut S) {
+    pub(super) fn rtype<S: Sink>(
+        &mut self,
+        udp: &Udp<'_>,
+        unpack: Unpack<'_, RenderedOf<S>>,
+        sink: &mut S,
+    ) {
         let Udp {
             frame,
             ts_nanos,
@@ -86,8 +93,8 @@ impl State {
             let walked = walked.filter(|w| w.layout.is_none_or(|l| l.whole || usual.is_none()));
             (layout, facts) = match walked {
                 Some(w) => {
-                    if let Some(rendered) = w.rendered {
-                        fields.take_rendered(rendered);
+                    if let Some((all, index)) = w.rendered {
+                        fields.take_rendered(all, index);
                     }
                     self.findings.extend_from_slice(w.findings);
                     self.entities.extend_from_slice(w.entities);

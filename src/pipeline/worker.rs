@@ -8,7 +8,7 @@
 use std::ops::Range;
 
 use super::rtype_arm::{walk_ahead, EntityTypeAt};
-use super::RenderAhead;
+use super::{RenderAhead, Renderings};
 use crate::capture::{self, Detached, Frame, LinkOutcome};
 use crate::datagram::{rtype, Dialect};
 use crate::message::{Facts, Finding, Layout, NoFields};
@@ -55,7 +55,7 @@ impl<F: RenderAhead> Worker<F> {
     }
 
     /// The work on an rtype datagram's bytes.
-    fn rtype(&mut self, bytes: &[u8], out: &mut Worked) -> RtypeWork {
+    fn rtype(&mut self, bytes: &[u8], out: &mut Worked<F::Rendered>) -> RtypeWork {
         let unpacked = rtype::unpack(bytes, &mut self.scratch);
         let payload = &self.scratch[..unpacked.decompressed().unwrap_or(0)];
         let payload = span(&mut out.payloads, payload);
@@ -70,7 +70,12 @@ impl<F: RenderAhead> Worker<F> {
 
     /// The message's walk, as the ordered stage would make it for a conversation that has no
     /// usual layout and no archetypes (it checks the entity types against them).
-    fn walk(&mut self, bytes: &[u8], unpacked: rtype::Unpacked, out: &mut Worked) -> Option<Walk> {
+    fn walk(
+        &mut self,
+        bytes: &[u8],
+        unpacked: rtype::Unpacked,
+        out: &mut Worked<F::Rendered>,
+    ) -> Option<Walk> {
         if matches!(self.walking, Walking::No) {
             return None;
         }
@@ -85,9 +90,9 @@ impl<F: RenderAhead> Worker<F> {
         let (layout, facts, rendered) = match &mut self.walking {
             Walking::Render(fields) => {
                 let (layout, facts) = walk_ahead(&d, &self.scratch, &self.profile, fields, found);
-                let start = out.rendered.len();
+                let index = out.rendered.count();
                 fields.drain_rendered(&mut out.rendered);
-                (layout, facts, Some(as_u32(start..out.rendered.len())))
+                (layout, facts, Some(index))
             }
             _ => {
                 let walked = walk_ahead(&d, &self.scratch, &self.profile, &mut NoFields, found);
@@ -106,9 +111,9 @@ impl<F: RenderAhead> Worker<F> {
 }
 
 impl<F: RenderAhead> capture::Ahead for Worker<F> {
-    type Results = Worked;
+    type Results = Worked<F::Rendered>;
 
-    fn frame(&mut self, frame: &Frame<'_>, out: &mut Worked, room: bool) {
+    fn frame(&mut self, frame: &Frame<'_>, out: &mut Self::Results, room: bool) {
         let link = capture::udp_from_frame(frame.link_type, frame.data);
         let rtype = match &link {
             LinkOutcome::Udp(udp)
@@ -124,16 +129,16 @@ impl<F: RenderAhead> capture::Ahead for Worker<F> {
         });
     }
 
-    fn size(out: &Worked) -> usize {
+    fn size(out: &Self::Results) -> usize {
         out.frames.len() * size_of::<FrameWork>()
             + out.payloads.len()
-            + out.rendered.len()
+            + out.rendered.size()
             + out.findings.len() * size_of::<Finding>()
             + out.entities.len() * size_of::<EntityRef>()
             + out.types.len() * size_of::<EntityTypeAt>()
     }
 
-    fn clear(out: &mut Worked) {
+    fn clear(out: &mut Self::Results) {
         // A batch of hostile datagrams (each decompressing to 64 KiB, or naming thousands of
         // entities) gives its memory back.
         if out.capacity() > 2 * capture::reader::MAX_RESULTS {
@@ -150,10 +155,10 @@ impl<F: RenderAhead> capture::Ahead for Worker<F> {
 
 /// A batch's work: each frame's, with the bytes and lists they point into end to end.
 #[derive(Default)]
-pub(super) struct Worked {
+pub(super) struct Worked<R> {
     frames: Vec<FrameWork>,
     payloads: Vec<u8>,
-    rendered: Vec<u8>,
+    rendered: R,
     findings: Vec<Finding>,
     entities: Vec<EntityRef>,
     types: Vec<EntityTypeAt>,
@@ -181,39 +186,39 @@ struct Walk {
     findings: Range<u32>,
     entities: Range<u32>,
     types: Range<u32>,
-    rendered: Option<Range<u32>>,
+    /// The index of its rendering.
+    rendered: Option<usize>,
 }
 
 /// What the ordered stage gets of a frame's work.
-pub(super) struct FrameAhead<'w> {
+pub(super) struct FrameAhead<'w, R> {
     pub link: LinkOutcome<'w>,
-    pub rtype: Option<RtypeAhead<'w>>,
+    pub rtype: Option<RtypeAhead<'w, R>>,
 }
 
 /// An rtype datagram's work done ahead.
-#[derive(Clone, Copy)]
-pub(super) struct RtypeAhead<'w> {
+pub(super) struct RtypeAhead<'w, R> {
     pub unpacked: rtype::Unpacked,
     /// The datagram's [`bytes_hash`].
     pub hash: u64,
     pub payload: &'w [u8],
-    pub walked: Option<Walked<'w>>,
+    pub walked: Option<Walked<'w, R>>,
 }
 
 /// A message's walk done ahead, for a conversation with no usual layout and no archetypes.
-#[derive(Clone, Copy)]
-pub(super) struct Walked<'w> {
+pub(super) struct Walked<'w, R> {
     pub layout: Option<Layout>,
     pub facts: Facts,
     /// The walk's findings (not the header's), before the entity types are checked.
     pub findings: &'w [Finding],
     pub entities: &'w [EntityRef],
     pub types: &'w [EntityTypeAt],
-    /// The sink's rendering of the fields, when it renders ahead.
-    pub rendered: Option<&'w [u8]>,
+    /// The sink's rendering of the fields, when it renders ahead: the batch's renderings, and
+    /// its index in them.
+    pub rendered: Option<(&'w R, usize)>,
 }
 
-impl Worked {
+impl<R: Renderings> Worked<R> {
     /// The bytes its buffers hold on to.
     fn capacity(&self) -> usize {
         self.frames.capacity() * size_of::<FrameWork>()
@@ -225,7 +230,7 @@ impl Worked {
     }
 
     /// Frame `index`'s work; `data` is the frame's bytes.
-    pub(super) fn frame<'w>(&'w self, index: usize, data: &'w [u8]) -> Option<FrameAhead<'w>> {
+    pub(super) fn frame<'w>(&'w self, index: usize, data: &'w [u8]) -> Option<FrameAhead<'w, R>> {
         let work = self.frames.get(index)?;
         let rtype = work.rtype.as_ref().map(|r| RtypeAhead {
             unpacked: r.unpacked,
@@ -237,7 +242,7 @@ impl Worked {
                 findings: slice(&self.findings, &w.findings),
                 entities: slice(&self.entities, &w.entities),
                 types: slice(&self.types, &w.types),
-                rendered: w.rendered.as_ref().map(|r| slice(&self.rendered, r)),
+                rendered: w.rendered.map(|index| (&self.rendered, index)),
             }),
         });
         Some(FrameAhead {

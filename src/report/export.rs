@@ -5,12 +5,13 @@
 
 use std::fmt::Write as _;
 use std::io::{self, Write};
+use std::net::SocketAddr;
 
 use super::fields::{JsonFields, Omitted, MAX_FIELDS_JSON};
 use super::filter::Filter;
 use super::render::{self, json_str};
 use super::summary::Summary;
-use super::time::write_rfc3339;
+use super::time::Rfc3339;
 use crate::capture::CaptureInfo;
 use crate::message::Finding;
 use crate::pipeline::{RunEnd, Sink};
@@ -28,6 +29,10 @@ pub struct Export<W: Write> {
     tail: String,
     filter: Filter,
     first_ts: Option<i64>,
+    time: Rfc3339,
+    /// The last datagram's addresses, and their members (`,"src_ip":…`): the same pair comes
+    /// back datagram after datagram.
+    addresses: (Option<(SocketAddr, SocketAddr)>, String),
     summary: Summary,
     /// Whether the last datagram passed the filter (its reassembled snapshot follows it).
     shown: bool,
@@ -65,11 +70,13 @@ impl<W: Write> Output<W> {
             }
             _ => (None, parts),
         };
-        let result = std::iter::once(separator)
-            .chain(capture.iter().flatten().copied())
-            .chain(parts.iter().copied())
-            .chain(std::iter::once(end))
-            .try_for_each(|part| self.out.write_all(part));
+        let capture = capture.as_ref().map_or(&[][..], |c| &c[..]);
+        let mut result = self.out.write_all(separator);
+        for part in capture.iter().chain(parts).chain([&end]) {
+            if result.is_ok() {
+                result = self.out.write_all(part);
+            }
+        }
         self.records += 1;
         if let Err(e) = result {
             self.error = Some(e);
@@ -92,6 +99,8 @@ impl<W: Write> Export<W> {
             tail: String::new(),
             filter,
             first_ts: None,
+            time: Rfc3339::default(),
+            addresses: (None, String::new()),
             summary: Summary::default(),
             shown: false,
             unmatched: None,
@@ -123,6 +132,14 @@ impl<W: Write> Export<W> {
 
     fn relative(&mut self, ts: i64) -> f64 {
         ts.saturating_sub(*self.first_ts.get_or_insert(ts)) as f64 / 1e9
+    }
+}
+
+fn json_bool(b: bool) -> &'static str {
+    if b {
+        "true"
+    } else {
+        "false"
     }
 }
 
@@ -193,17 +210,23 @@ impl<W: Write> Sink for Export<W> {
         line.push_str("{\"kind\":\"datagram\",\"frame\":");
         render::push_u64(line, e.frame);
         line.push_str(",\"time\":\"");
-        write_rfc3339(line, e.ts_nanos);
+        self.time.push(line, e.ts_nanos);
         line.push_str("\",\"time_rel\":");
         render::push_f64(line, rel);
-        line.push_str(",\"src_ip\":\"");
-        render::push_ip(line, e.src.ip());
-        line.push_str("\",\"src_port\":");
-        render::push_u64(line, e.src.port().into());
-        line.push_str(",\"dst_ip\":\"");
-        render::push_ip(line, e.dst.ip());
-        line.push_str("\",\"dst_port\":");
-        render::push_u64(line, e.dst.port().into());
+        let (addresses, members) = &mut self.addresses;
+        if *addresses != Some((e.src, e.dst)) {
+            *addresses = Some((e.src, e.dst));
+            members.clear();
+            members.push_str(",\"src_ip\":\"");
+            render::push_ip(members, e.src.ip());
+            members.push_str("\",\"src_port\":");
+            render::push_u64(members, e.src.port().into());
+            members.push_str(",\"dst_ip\":\"");
+            render::push_ip(members, e.dst.ip());
+            members.push_str("\",\"dst_port\":");
+            render::push_u64(members, e.dst.port().into());
+        }
+        line.push_str(members);
         line.push_str(",\"conversation\":");
         render::push_u64(line, e.conversation.into());
         line.push_str(",\"dialect\":\"");
@@ -213,21 +236,24 @@ impl<W: Write> Sink for Export<W> {
         line.push_str("\",\"length\":");
         render::push_u64(line, e.bytes.len() as u64);
         if let Some(code) = e.code {
-            let _ = write!(line, ",\"code\":{code}");
+            line.push_str(",\"code\":");
+            render::push_u64(line, code.into());
         }
         line.push_str(",\"name\":");
         json_str(line, e.name);
         match e.decoded {
             Some(Decoded::Rtype(d)) => {
-                let _ = write!(
-                    line,
-                    ",\"header_len\":{},\"compressed\":{},\"crc\":{{\"stored\":{},\"computed\":{},\"ok\":{}}}",
-                    d.header.layout().len(),
-                    d.header.compressed(),
-                    d.crc_stored,
-                    d.crc_computed,
-                    d.crc_ok()
-                );
+                line.push_str(",\"header_len\":");
+                render::push_u64(line, d.header.layout().len() as u64);
+                line.push_str(",\"compressed\":");
+                line.push_str(json_bool(d.header.compressed()));
+                line.push_str(",\"crc\":{\"stored\":");
+                render::push_u64(line, d.crc_stored.into());
+                line.push_str(",\"computed\":");
+                render::push_u64(line, d.crc_computed.into());
+                line.push_str(",\"ok\":");
+                line.push_str(json_bool(d.crc_ok()));
+                line.push('}');
             }
             Some(Decoded::Rt(_)) => {}
             // rtnp has no described fields: its header is the framing, its fields the JSON message

@@ -7,27 +7,59 @@ use std::fmt::Write as _;
 use super::render;
 use crate::datagram::Dialect;
 use crate::message::{Open, Value, Visitor};
-use crate::pipeline::{RenderAhead, HEADER_GROUP};
+use crate::pipeline::{RenderAhead, Renderings, HEADER_GROUP};
 use crate::proto::schema::{Display, Field, Group, Role};
 use crate::session::{Archetypes, Conversations};
 
-/// LevelInit sprites of the conversation being decoded, copied when they change.
+/// LevelInit sprites of the conversation being decoded, copied when they change, with each
+/// type's JSON member (`,"sprite":"…"`) written once for the records that repeat it.
 #[derive(Default)]
 pub struct Sprites {
     key: (u32, usize),
     list: Archetypes,
+    /// The members, end to end.
+    members: String,
+    /// Each named type's member in `members`, in the archetypes' order (the first of a type
+    /// wins, as in [`Archetypes::sprite`]).
+    spans: Vec<(u64, u32, u32)>,
 }
 
 impl Sprites {
     pub fn refresh(&mut self, conversations: &Conversations, conversation: u32) {
         let Some(c) = conversations.get(conversation) else {
             self.list.clear();
+            self.key = (0, 0);
+            self.members.clear();
+            self.spans.clear();
             return;
         };
-        if self.key != (conversation, c.archetypes.len()) {
-            self.key = (conversation, c.archetypes.len());
+        // The conversations of one server mostly share their LevelInit: when the datagrams
+        // alternate between them, the members are kept.
+        let key = (conversation, c.archetypes.len());
+        if self.key != key {
+            self.key = key;
+            if self.list == c.archetypes {
+                return;
+            }
             self.list.clone_from(&c.archetypes);
+            self.members.clear();
+            self.spans.clear();
+            for t in self.list.types() {
+                if self.spans.iter().any(|s| s.0 == t) {
+                    continue;
+                }
+                if let Some(sprite) = self.list.sprite(t) {
+                    let start = self.members.len() as u32;
+                    push_sprite(&mut self.members, sprite);
+                    self.spans.push((t, start, self.members.len() as u32));
+                }
+            }
         }
+    }
+    /// The `,"sprite":"…"` member of entity type `t`'s sprite.
+    fn member(&self, t: u64) -> Option<&str> {
+        let &(_, start, end) = self.spans.iter().find(|s| s.0 == t)?;
+        self.members.get(start as usize..end as usize)
     }
     fn of(&self, field: &Field, value: Value<'_>) -> Option<&str> {
         if field.role != Role::EntityType {
@@ -122,14 +154,42 @@ impl Default for JsonFields {
     }
 }
 
-/// A rendering crosses threads as the number of sprite points (4 bytes), what was omitted (the
-/// offset + 1, or 0, then fields and bytes: 8 bytes each; sprites are only omitted once the
-/// rendering is taken), the points (offset, 4 bytes, and entity
-/// type, 8 bytes, little-endian), then the JSON.
-const POINT: usize = 12;
-const HEAD: usize = 4 + 3 * 8;
+/// JSON renderings made on a worker thread, end to end: each datagram's text, with the points
+/// where a sprite name goes after an entity type (the sprites are the conversation's, known in
+/// the ordered stage), and what it left out.
+#[derive(Default)]
+pub struct RenderedJson {
+    json: String,
+    /// (offset in its datagram's text, entity type).
+    points: Vec<(u32, u64)>,
+    /// Where each datagram's text and points end, and what it omitted.
+    ends: Vec<(u32, u32, Omitted)>,
+}
+
+impl Renderings for RenderedJson {
+    fn count(&self) -> usize {
+        self.ends.len()
+    }
+    fn size(&self) -> usize {
+        self.json.len()
+            + self.points.len() * size_of::<(u32, u64)>()
+            + self.ends.len() * size_of::<(u32, u32, Omitted)>()
+    }
+    fn capacity(&self) -> usize {
+        self.json.capacity()
+            + self.points.capacity() * size_of::<(u32, u64)>()
+            + self.ends.capacity() * size_of::<(u32, u32, Omitted)>()
+    }
+    fn clear(&mut self) {
+        self.json.clear();
+        self.points.clear();
+        self.ends.clear();
+    }
+}
 
 impl RenderAhead for JsonFields {
+    type Rendered = RenderedJson;
+
     fn ahead(&self) -> Option<Self> {
         Some(JsonFields {
             dialect: self.dialect,
@@ -138,52 +198,44 @@ impl RenderAhead for JsonFields {
         })
     }
 
-    fn drain_rendered(&mut self, out: &mut Vec<u8>) {
+    fn drain_rendered(&mut self, all: &mut RenderedJson) {
         self.close_levels();
         let points = self.sprite_points.get_or_insert_with(Vec::new);
-        out.extend_from_slice(&(points.len() as u32).to_le_bytes());
-        let o = self.omitted;
-        for v in [o.offset.map_or(0, |at| at + 1), o.fields, o.bytes] {
-            out.extend_from_slice(&v.to_le_bytes());
-        }
-        for (at, t) in points.drain(..) {
-            out.extend_from_slice(&at.to_le_bytes());
-            out.extend_from_slice(&t.to_le_bytes());
-        }
-        out.extend_from_slice(self.out.as_bytes());
+        all.points.append(points);
+        all.json.push_str(&self.out);
+        // Sprites are only omitted once the rendering is taken.
+        let omitted = self.omitted;
+        all.ends
+            .push((all.json.len() as u32, all.points.len() as u32, omitted));
         self.clear();
     }
 
-    fn take_rendered(&mut self, rendered: &[u8]) {
+    fn take_rendered(&mut self, all: &RenderedJson, index: usize) {
         self.clear();
-        let (head, rest) = rendered.split_at_checked(HEAD).unwrap_or_default();
-        let word = |i: usize| {
-            head.get(4 + 8 * i..12 + 8 * i)
-                .map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or_default()))
+        let Some(&(json_end, points_end, omitted)) = all.ends.get(index) else {
+            return;
         };
-        let count = head
-            .first_chunk::<4>()
-            .map_or(0, |n| u32::from_le_bytes(*n) as usize);
-        self.omitted = Omitted {
-            offset: word(0).checked_sub(1),
-            fields: word(1),
-            bytes: word(2),
-            sprites: 0,
+        let (json_start, points_start) = match index.checked_sub(1).map(|i| all.ends[i]) {
+            Some((json, points, _)) => (json, points),
+            None => (0, 0),
         };
-        let (points, json) = rest.split_at_checked(count * POINT).unwrap_or_default();
-        // Made by `drain_rendered` from a `String`: always UTF-8, and a point is always at a
-        // character boundary (after a number).
-        let json = std::str::from_utf8(json).unwrap_or_default();
+        self.omitted = omitted;
+        let json = all
+            .json
+            .get(json_start as usize..json_end as usize)
+            .unwrap_or_default();
+        let points = all
+            .points
+            .get(points_start as usize..points_end as usize)
+            .unwrap_or_default();
         let mut from = 0;
-        for point in points.chunks_exact(POINT) {
-            let (at, t) = point.split_at(4);
-            let at = u32::from_le_bytes(at.try_into().unwrap_or_default()) as usize;
-            let t = u64::from_le_bytes(t.try_into().unwrap_or_default());
-            let Some(before) = json.get(from..at) else {
+        for &(at, t) in points {
+            // A point is always at a character boundary (after a number).
+            let Some(before) = json.get(from..at as usize) else {
                 break;
             };
             self.out.push_str(before);
-            from = at;
+            from = at as usize;
             self.sprite_after(t);
         }
         self.out.push_str(json.get(from..).unwrap_or_default());
@@ -228,17 +280,14 @@ impl JsonFields {
 
     /// The sprite of entity type `t` after its field, within [`MAX_SPRITES_JSON`].
     fn sprite_after(&mut self, t: u64) {
-        let Some(sprite) = self.sprites.of_type(t) else {
+        let Some(member) = self.sprites.member(t) else {
             return;
         };
-        let before = self.out.len();
-        push_sprite(&mut self.out, sprite);
-        let added = self.out.len() - before;
-        if self.sprite_bytes + added > MAX_SPRITES_JSON {
-            self.out.truncate(before);
+        if self.sprite_bytes + member.len() > MAX_SPRITES_JSON {
             self.omitted.sprites += 1;
         } else {
-            self.sprite_bytes += added;
+            self.sprite_bytes += member.len();
+            self.out.push_str(member);
         }
     }
 

@@ -25,6 +25,7 @@ pub struct MaybeTree {
 /// Off, it sees nothing of a message: the workers walk the messages for the ordered stage (its
 /// rendering ahead is empty). On, the tree is made in order, in the ordered stage.
 impl RenderAhead for MaybeTree {
+    type Rendered = ();
     fn ahead(&self) -> Option<Self> {
         (!self.on).then(|| MaybeTree {
             on: false,

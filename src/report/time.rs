@@ -11,13 +11,39 @@ pub fn rfc3339(nanos: i64) -> String {
 
 /// Appends the RFC 3339 form of `nanos` to `out` (no allocation once `out` has room).
 pub fn write_rfc3339(out: &mut String, nanos: i64) {
-    let secs = nanos.div_euclid(1_000_000_000);
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let rem = rem as u32;
+    push_whole_second(out, nanos.div_euclid(1_000_000_000));
+    push_fraction(out, nanos.rem_euclid(1_000_000_000) as u64, 9);
+    out.push('Z');
+}
+
+/// [`write_rfc3339`] for a stream of times, keeping the text of the last whole second: a
+/// capture's datagrams come many to a second, so the calendar is worked out once a second.
+#[derive(Default)]
+pub struct Rfc3339 {
+    second: Option<i64>,
+    whole: String,
+}
+
+impl Rfc3339 {
+    pub fn push(&mut self, out: &mut String, nanos: i64) {
+        let secs = nanos.div_euclid(1_000_000_000);
+        if self.second != Some(secs) {
+            self.second = Some(secs);
+            self.whole.clear();
+            push_whole_second(&mut self.whole, secs);
+        }
+        out.push_str(&self.whole);
+        push_fraction(out, nanos.rem_euclid(1_000_000_000) as u64, 9);
+        out.push('Z');
+    }
+}
+
+/// `2026-01-01T05:23:06`: the date and time of day of `secs` since the epoch, in UTC.
+fn push_whole_second(out: &mut String, secs: i64) {
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400) as u32);
     push_date(out, civil_from_days(days));
     out.push('T');
-    push_clock(out, (rem / 3600, rem / 60 % 60, rem % 60), nanos, 9);
-    out.push('Z');
+    push_hms(out, (rem / 3600, rem / 60 % 60, rem % 60));
 }
 
 // Nanoseconds in an i64 span the years 1677 to 2262: every part has a fixed number of digits
@@ -34,13 +60,18 @@ fn push_date(out: &mut String, (y, m, d): (i64, u32, u32)) {
 
 /// `05:23:06.179560`: the time of day, then the fraction of the second of `nanos` to `decimals`
 /// digits (6 or 9), cut as tshark cuts it.
-fn push_clock(out: &mut String, (h, mi, s): (u32, u32, u32), nanos: i64, decimals: u32) {
+fn push_clock(out: &mut String, hms: (u32, u32, u32), nanos: i64, decimals: u32) {
+    push_hms(out, hms);
+    push_fraction(out, nanos.rem_euclid(1_000_000_000) as u64, decimals);
+}
+
+/// `05:23:06`.
+fn push_hms(out: &mut String, (h, mi, s): (u32, u32, u32)) {
     push_padded(out, h.into(), 2);
     out.push(':');
     push_padded(out, mi.into(), 2);
     out.push(':');
     push_padded(out, s.into(), 2);
-    push_fraction(out, nanos.rem_euclid(1_000_000_000) as u64, decimals);
 }
 
 /// `.179560`: `frac` nanoseconds (below a second) to `decimals` digits (6 or 9).
@@ -193,6 +224,7 @@ mod tests {
     #[test]
     fn same_as_format() {
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut cached = super::Rfc3339::default();
         for _ in 0..100_000 {
             state ^= state << 13;
             state ^= state >> 7;
@@ -214,6 +246,12 @@ mod tests {
                 nanos.rem_euclid(1_000_000_000)
             );
             assert_eq!(super::rfc3339(nanos), expected, "{nanos}");
+            // The stream writer, on a new second and then within it.
+            for nanos in [nanos, nanos.saturating_add(1)] {
+                let mut out = String::new();
+                cached.push(&mut out, nanos);
+                assert_eq!(out, super::rfc3339(nanos), "{nanos}");
+            }
         }
     }
 }

@@ -155,6 +155,10 @@ impl Archetypes {
     pub fn len(&self) -> usize {
         self.types.len()
     }
+    /// The archetypes' type ids, in LevelInit's order.
+    pub fn types(&self) -> impl Iterator<Item = u64> + '_ {
+        self.types.iter().map(|a| u64::from(a.0))
+    }
     /// Whether LevelInit announced this entity type.
     pub fn contains(&self, type_id: u64) -> bool {
         match self

@@ -107,7 +107,9 @@ impl Visitor for Recorder {
     }
 }
 
-impl RenderAhead for Recorder {}
+impl RenderAhead for Recorder {
+    type Rendered = ();
+}
 
 /// Where the rows of a datagram's walk are: what its items' key columns say.
 pub struct Place<'a> {

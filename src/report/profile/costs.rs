@@ -365,7 +365,9 @@ impl Visitor for FieldCosts {
     fn undecoded(&mut self, _: usize, _: &[u8]) {}
 }
 
-impl RenderAhead for FieldCosts {}
+impl RenderAhead for FieldCosts {
+    type Rendered = ();
+}
 
 #[cfg(test)]
 mod tests {
