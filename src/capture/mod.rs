@@ -17,6 +17,7 @@ pub mod live;
 pub mod reader;
 mod source;
 mod timestamp;
+mod window;
 pub mod writer;
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! Streaming capture reader: pcap (both byte orders, µs and ns) and pcapng,
 //! optionally gzip-compressed, in constant memory.
 //!
-//! pcap-parser's streaming readers do the block parsing over a circular buffer.
+//! pcap-parser's block parsers read the records in place, in the buffer of a [`Window`].
 //! This module owns the policy around them, because the input is hostile:
 //! - before each record, its declared length is read from the bytes already in
 //!   the buffer; absurd lengths stop reading with a reason instead of growing
@@ -14,18 +14,19 @@
 use std::fmt;
 use std::fs::File;
 use std::io::{self, Read};
-use std::ops::ControlFlow;
+use std::ops::{ControlFlow, Range};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 
 use pcap_parser::pcapng::{Block, InterfaceDescriptionBlock, OptionCode};
-use pcap_parser::traits::{PcapNGPacketBlock, PcapReaderIterator};
-use pcap_parser::{create_reader, PcapBlockOwned, PcapError, PcapHeader};
+use pcap_parser::traits::PcapNGPacketBlock;
+use pcap_parser::{PcapBlockOwned, PcapError, PcapHeader};
 
 use super::linktype::LinkType;
 use super::source::{self, take_error, CountingReader, ErrorSlot, OpenFailure};
 use super::timestamp::{pcap_nanos, pcapng_nanos};
+use super::window::Window;
 
 /// Initial read buffer: large enough for any ordinary packet and many per refill.
 const INITIAL_BUFFER: usize = 256 * 1024;
@@ -217,12 +218,10 @@ enum Layout {
 pub struct CaptureReader {
     path: PathBuf,
     info: CaptureInfo,
-    parser: Box<dyn PcapReaderIterator + Send>,
+    window: Window,
     layout: Layout,
     progress: Arc<AtomicU64>,
     io_errors: ErrorSlot,
-    /// Capacity of the parser's buffer: it changes only through our `grow` calls.
-    capacity: usize,
     frames: u64,
     skipped: Vec<Skipped>,
     end: Option<ReadEnd>,
@@ -300,7 +299,7 @@ impl CaptureReader {
             Some(len) => INITIAL_BUFFER.max(len + 1),
             None => INITIAL_BUFFER,
         };
-        let created = create_reader(capacity, opened.source);
+        let created = Window::open(capacity, opened.source);
         if created.is_err() {
             // An I/O error cut the header: it is the cause, whatever the parser says.
             if let Some(source) = take_error(&io_errors) {
@@ -317,7 +316,7 @@ impl CaptureReader {
                 });
             }
         }
-        let mut parser = match created {
+        let mut window = match created {
             Ok(p) => p,
             Err(PcapError::Incomplete(_)) | Err(PcapError::Eof) if !looks_ng => {
                 return Err(not_capture(format!(
@@ -335,7 +334,7 @@ impl CaptureReader {
                 )))
             }
         };
-        let (info, layout, header_len) = match parser.next() {
+        let (info, layout, header_len) = match window.next() {
             Ok((n, PcapBlockOwned::LegacyHeader(h))) => {
                 let (info, layout) = legacy_layout(&h, gzip);
                 (info, layout, n)
@@ -358,22 +357,21 @@ impl CaptureReader {
             }
             _ => return Err(not_capture("unreadable capture header".into())),
         };
-        parser.consume(header_len);
+        window.consume(header_len);
         let mut reader = CaptureReader {
             path,
             info,
-            parser,
+            window,
             layout,
             progress,
             io_errors,
-            capacity,
             frames: 0,
             skipped: Vec::new(),
             end: None,
         };
         // pcapng: read the interface descriptions before the first packet, so
         // `info()` is meaningful before `for_each_frame`.
-        reader.pump(true, &mut |_: &Frame<'_>| ControlFlow::Continue(()));
+        reader.pump(true, &mut Each(|_: &Frame<'_>| ControlFlow::Continue(())));
         Ok(reader)
     }
 
@@ -399,7 +397,7 @@ impl CaptureReader {
     /// Current capacity of the read buffer: starts at 256 KiB, grows only to fit
     /// one record, never past 16 MiB + 64 KiB.
     pub fn buffer_capacity(&self) -> usize {
-        self.capacity
+        self.window.capacity()
     }
 
     /// Calls `on_frame` for every packet record, in file order.
@@ -423,18 +421,19 @@ impl CaptureReader {
         &mut self,
         mut on_frame: impl FnMut(&Frame<'_>) -> ControlFlow<()>,
     ) -> Result<ReadEnd, CaptureError> {
-        self.pump(false, &mut on_frame);
+        self.pump(false, &mut Each(&mut on_frame));
         Ok(self.read_end())
     }
 
-    /// [`CaptureReader::for_each_frame`] spread over threads: this one reads (and gunzips)
-    /// frames into batches of about 256 KiB, the `workers` (one thread each) do their
-    /// [`Ahead`] work on whole batches, batch `k` going to worker `k % workers.len()`, and the
-    /// calling thread takes the batches back from the workers in the same turn, so that
-    /// `on_frame` sees every frame in file order, with its batch's results and its index in the
-    /// batch. Batches are recycled and the channels hold at most one batch, so memory stays
-    /// bounded (at most 2 batches per worker + 3 exist) whatever the file; a batch's results count toward
-    /// its size, as far as the last batches worked show how much a frame's results weigh, and a
+    /// [`CaptureReader::for_each_frame`] spread over threads: a reading thread reads (and
+    /// gunzips) the capture into buffers of 256 KiB, and each batch of frames takes the buffer
+    /// they were read into, uncopied. The `workers` (one thread each) do their [`Ahead`] work
+    /// on whole batches, batch `k` going to worker `k % workers.len()`, and the calling thread
+    /// takes the batches back from the workers in the same turn, so that `on_frame` sees every
+    /// frame in file order, with its batch's results and its index in the batch. Batches are
+    /// recycled and the channels hold at most one batch, so memory stays bounded (at most 2
+    /// batches per worker + 3 exist) whatever the file; a batch's results count toward its
+    /// size, as far as the last batches worked show how much a frame's results weigh, and a
     /// worker leaves the rest of a batch whose results outgrow [`MAX_RESULTS`] to `on_frame`.
     /// When `on_frame` breaks, reading and working stop too. Returns how reading ended and the
     /// CPU time each stage used ([`StageCpu`]).
@@ -482,30 +481,17 @@ impl CaptureReader {
             let cpu_reading = &cpu[0];
             let weight = &weight;
             scope.spawn(move || {
-                let mut batch = Batch::default();
-                let mut sent = 0usize;
-                // False once the other side is gone (it stopped, or panicked): stop reading.
-                let mut open = true;
-                let send = |batch: Batch<A::Results>, sent: &mut usize| {
-                    let ok = to_workers[*sent % to_workers.len()].send(batch).is_ok();
-                    *sent += 1;
-                    ok
+                let mut batching = Batching {
+                    batch: Batch::default(),
+                    free: free_rx,
+                    to_workers,
+                    sent: 0,
+                    weight,
                 };
-                reader.pump(false, &mut |frame: &Frame<'_>| {
-                    batch.push(frame);
-                    if batch.is_full(weight.load(Ordering::Relaxed)) {
-                        let next = free_rx.try_recv().unwrap_or_default();
-                        open = send(std::mem::replace(&mut batch, next), &mut sent);
-                    }
-                    if open {
-                        ControlFlow::Continue(())
-                    } else {
-                        ControlFlow::Break(())
-                    }
-                });
-                if open && !batch.frames.is_empty() {
-                    send(batch, &mut sent);
-                }
+                reader.window.refill_to(batch_bytes(UNKNOWN_WEIGHT));
+                reader.pump(false, &mut batching);
+                // The last frames are still in the window.
+                let _ = batching.hand_over(&mut reader.window);
                 cpu_reading.fetch_add(thread_cpu_nanos(), Ordering::Relaxed);
             });
             let before = thread_cpu_nanos();
@@ -545,25 +531,22 @@ impl CaptureReader {
     /// The reading loop. With `stop_before_packet`, returns (without consuming)
     /// at the first packet record; otherwise runs to the end. Either way, an end
     /// of input is recorded in `self.end`.
-    fn pump<F: FnMut(&Frame<'_>) -> ControlFlow<()>>(
-        &mut self,
-        stop_before_packet: bool,
-        on_frame: &mut F,
-    ) {
+    fn pump(&mut self, stop_before_packet: bool, deliver: &mut impl Deliver) {
         if self.end.is_some() {
             return;
         }
         let mut stalls = 0u32;
         loop {
-            let offset = self.parser.consumed() as u64;
-            let available = self.parser.data().len();
-            let declared = match declared_len(&self.layout, self.parser.data()) {
+            let offset = self.window.consumed();
+            let available = self.window.data().len();
+            let declared = match declared_len(&self.layout, self.window.data()) {
                 Ok(d) => d,
                 Err(reason) => return self.finish(offset, Some(Corrupt(reason))),
             };
             let unit = self.unit();
-            let intact = intact_block(&self.layout, self.parser.data());
-            let step = match self.parser.next() {
+            let intact = intact_block(&self.layout, self.window.data());
+            let address = self.window.address();
+            let step = match self.window.next() {
                 Ok((size, block)) => {
                     let is_packet = matches!(
                         block,
@@ -582,7 +565,10 @@ impl CaptureReader {
                             &mut self.layout,
                             &mut self.info,
                             &mut self.frames,
-                            on_frame,
+                            &mut |frame: &Frame<'_>| {
+                                let at = (frame.data.as_ptr() as usize).wrapping_sub(address);
+                                deliver.frame(frame, at)
+                            },
                         );
                         match flow {
                             ControlFlow::Continue(()) => Step::Consume(size),
@@ -600,7 +586,7 @@ impl CaptureReader {
                     },
                     // Grow only once the buffer is full of this record: a cut
                     // file claiming a huge record never allocates for it.
-                    _ if available < self.capacity => Step::Refill,
+                    _ if available < self.window.capacity() => Step::Refill,
                     Some(len) => Step::Grow(len),
                     None => Step::End(Some(Corrupt(format!(
                         "the {unit} does not fit in the read buffer"
@@ -630,18 +616,21 @@ impl CaptureReader {
             match step {
                 Step::Consume(size) => {
                     stalls = 0;
-                    self.parser.consume(size);
+                    self.window.consume(size);
+                    if deliver.full() && deliver.hand_over(&mut self.window).is_break() {
+                        return;
+                    }
                 }
                 Step::Pause => return,
                 Step::Stop(size) => {
-                    self.parser.consume(size);
+                    self.window.consume(size);
                     return;
                 }
                 Step::Grow(len) => {
                     // pcap-parser wants strictly more room than the record;
                     // declared_len() already capped len at MAX_RECORD_LEN.
-                    let want = (self.capacity * 2).max(len + 1).min(MAX_BUFFER);
-                    if !self.parser.grow(want) {
+                    let want = (self.window.capacity() * 2).max(len + 1).min(MAX_BUFFER);
+                    if !self.window.grow(want) {
                         return self.finish(
                             offset,
                             Some(Corrupt(format!(
@@ -649,7 +638,6 @@ impl CaptureReader {
                             ))),
                         );
                     }
-                    self.capacity = want;
                 }
                 Step::Skip(len, kind) => {
                     let block = block_name(kind);
@@ -676,14 +664,17 @@ impl CaptureReader {
                         }
                     }
                     stalls = 0;
-                    self.parser.consume(len);
+                    self.window.consume(len);
                 }
                 Step::Refill => {
-                    let before = self.parser.data().len();
-                    if self.parser.refill().is_err() {
+                    if deliver.hand_over(&mut self.window).is_break() {
+                        return;
+                    }
+                    let before = self.window.data().len();
+                    if self.window.refill().is_err() {
                         return self.finish(offset, Some(Cut("a read error".into())));
                     }
-                    if self.parser.data().len() == before && !self.parser.reader_exhausted() {
+                    if self.window.data().len() == before && !self.window.exhausted() {
                         stalls += 1;
                         if stalls > MAX_STALLS {
                             return self
@@ -776,6 +767,30 @@ impl Ahead for () {
     fn clear(_: &mut ()) {}
 }
 
+/// What the reading loop hands its frames to.
+trait Deliver {
+    /// One frame; `at` is where its bytes lie in the window's buffer.
+    fn frame(&mut self, frame: &Frame<'_>, at: usize) -> ControlFlow<()>;
+    /// Whether to call [`Deliver::hand_over`] now rather than at the next refill.
+    fn full(&self) -> bool {
+        false
+    }
+    /// Called before each refill of the window, and when [`Deliver::full`]: the frames delivered
+    /// since the last call lie in the window's parsed bytes, which a refill moves.
+    fn hand_over(&mut self, _window: &mut Window) -> ControlFlow<()> {
+        ControlFlow::Continue(())
+    }
+}
+
+/// Frames one at a time to a closure, which borrows each only for the call.
+struct Each<F>(F);
+
+impl<F: FnMut(&Frame<'_>) -> ControlFlow<()>> Deliver for Each<F> {
+    fn frame(&mut self, frame: &Frame<'_>, _: usize) -> ControlFlow<()> {
+        (self.0)(frame)
+    }
+}
+
 /// A batch's results may grow to this many bytes; the worker leaves the rest of its frames to
 /// the consumer (a hostile batch whose every datagram decompresses to 64 KiB).
 pub const MAX_RESULTS: usize = BATCH_BYTES;
@@ -806,49 +821,33 @@ pub fn thread_cpu_nanos() -> u64 {
     }
 }
 
-/// Frames copied out of the reader's buffer to cross to another thread: their bytes end to end,
-/// for each the rest of its [`Frame`] with where its bytes end, and what [`Ahead`] found.
+/// Frames that cross to another thread in the buffer they were read into: the buffer, each
+/// frame's [`Frame`] but its bytes and where those lie in the buffer, and what [`Ahead`] found.
 #[derive(Default)]
 struct Batch<R> {
     data: Vec<u8>,
-    frames: Vec<(Frame<'static>, usize)>,
+    frames: Vec<(Frame<'static>, Range<usize>)>,
     results: R,
 }
 
+/// How many bytes a batch reads when its results weigh `weight` sixteenths of its frames' bytes.
+/// Until a batch has been worked the weight is unknown and batches are kept small: the reading
+/// runs several batches ahead, and a batch whose results overflow leaves the rest of its work
+/// to the ordered stage.
+fn batch_bytes(weight: usize) -> usize {
+    if weight == UNKNOWN_WEIGHT {
+        BATCH_BYTES / 16
+    } else {
+        BATCH_BYTES * 16 / (16 + weight)
+    }
+}
+
 impl<R> Batch<R> {
-    fn push(&mut self, frame: &Frame<'_>) {
-        self.data.extend_from_slice(frame.data);
-        self.frames.push((
-            Frame {
-                data: &[],
-                ..*frame
-            },
-            self.data.len(),
-        ));
-    }
-
-    /// Whether the batch is full, its results weighing `weight` sixteenths of its frames' bytes.
-    /// Until a batch has been worked the weight is unknown, and batches are kept small: the
-    /// reading runs several batches ahead, and a batch whose results overflow leaves the rest
-    /// of its work to the ordered stage.
-    fn is_full(&self, weight: usize) -> bool {
-        if weight == UNKNOWN_WEIGHT {
-            return self.data.len() >= BATCH_BYTES / 16 || self.frames.len() >= BATCH_FRAMES / 16;
-        }
-        self.data.len() + self.data.len() * weight / 16 >= BATCH_BYTES
-            || self.frames.len() >= BATCH_FRAMES
-    }
-
     /// The frames, as `on_frame` and the workers see them.
     fn each(&self) -> impl Iterator<Item = Frame<'_>> {
-        let mut start = 0;
-        self.frames.iter().map(move |(frame, end)| {
-            let frame = Frame {
-                data: &self.data[start..*end],
-                ..*frame
-            };
-            start = *end;
-            frame
+        self.frames.iter().map(|(frame, at)| Frame {
+            data: self.data.get(at.clone()).unwrap_or_default(),
+            ..*frame
         })
     }
 
@@ -865,13 +864,57 @@ impl<R> Batch<R> {
         ControlFlow::Continue(())
     }
 
-    /// Empties the batch for reuse; one that grew for a huge record gives the memory back.
+    /// Empties the batch for reuse (its buffer will be the window's); one that grew for a huge
+    /// record gives the memory back.
     fn clear(&mut self) {
-        self.data.clear();
         self.frames.clear();
         if self.data.capacity() > 2 * BATCH_BYTES {
             self.data = Vec::new();
         }
+    }
+}
+
+/// The reading thread's side of [`CaptureReader::for_each_frame_parallel`]: frames gathered in
+/// batches that take the window's buffer, sent to the workers in turn.
+struct Batching<'a, R> {
+    batch: Batch<R>,
+    /// Batches the consumer is done with.
+    free: mpsc::Receiver<Batch<R>>,
+    to_workers: Vec<mpsc::SyncSender<Batch<R>>>,
+    sent: usize,
+    /// The weight of the last batch worked.
+    weight: &'a AtomicUsize,
+}
+
+impl<R: Default> Deliver for Batching<'_, R> {
+    fn frame(&mut self, frame: &Frame<'_>, at: usize) -> ControlFlow<()> {
+        let meta = Frame {
+            data: &[],
+            ..*frame
+        };
+        self.batch.frames.push((meta, at..at + frame.data.len()));
+        ControlFlow::Continue(())
+    }
+
+    fn full(&self) -> bool {
+        self.batch.frames.len() >= BATCH_FRAMES
+    }
+
+    /// Sends the frames with the buffer they are in (the window goes on in a recycled one),
+    /// and sizes the next batch. Breaks when nobody receives any more (the consumer stopped).
+    fn hand_over(&mut self, window: &mut Window) -> ControlFlow<()> {
+        if !self.batch.frames.is_empty() {
+            let mut next = self.free.try_recv().unwrap_or_default();
+            self.batch.data = window.hand_over(std::mem::take(&mut next.data), INITIAL_BUFFER);
+            let batch = std::mem::replace(&mut self.batch, next);
+            let to = &self.to_workers[self.sent % self.to_workers.len()];
+            self.sent += 1;
+            if to.send(batch).is_err() {
+                return ControlFlow::Break(());
+            }
+        }
+        window.refill_to(batch_bytes(self.weight.load(Ordering::Relaxed)));
+        ControlFlow::Continue(())
     }
 }
 
@@ -1640,6 +1683,27 @@ mod tests {
         assert_eq!(r.bytes_read(), 24 + n * (16 + p.len() as u64));
     }
 
+    /// What the threaded reader delivers of `f`, and how it ends.
+    fn read_threaded(f: Vec<u8>) -> (Vec<Got>, ReadEnd) {
+        let mut reader =
+            CaptureReader::from_read(Path::new("test.pcap"), Box::new(Cursor::new(f))).unwrap();
+        let mut got = Vec::new();
+        let (end, _) = reader
+            .for_each_frame_parallel(vec![(), (), ()], |f, _, _| {
+                got.push(Got {
+                    number: f.number,
+                    ts: f.ts_nanos,
+                    link_type: f.link_type,
+                    data: f.data.to_vec(),
+                    orig_len: f.orig_len,
+                    offset: f.file_offset,
+                });
+                ControlFlow::Continue(())
+            })
+            .unwrap();
+        (got, end)
+    }
+
     #[test]
     fn threaded_reading_delivers_the_same_frames_in_order() {
         // More frames than a batch holds, sizes from 0 to 599 bytes, one record bigger than a
@@ -1657,24 +1721,25 @@ mod tests {
         }
         f.truncate(f.len() - 10);
         let plain = read_all(f.clone()).unwrap();
-        let mut reader =
-            CaptureReader::from_read(Path::new("test.pcap"), Box::new(Cursor::new(f))).unwrap();
-        let mut got = Vec::new();
-        let (end, _) = reader
-            .for_each_frame_parallel(vec![(), (), ()], |f, _, _| {
-                got.push(Got {
-                    number: f.number,
-                    ts: f.ts_nanos,
-                    link_type: f.link_type,
-                    data: f.data.to_vec(),
-                    orig_len: f.orig_len,
-                    offset: f.file_offset,
-                });
-                ControlFlow::Continue(())
-            })
-            .unwrap();
+        let (got, end) = read_threaded(f);
         assert_eq!(got.len(), 9_999);
         assert!(end.truncated.is_some());
+        assert_eq!((got, end), (plain.1, plain.2));
+    }
+
+    #[test]
+    fn threaded_reading_of_tiny_frames_hands_batches_over_mid_buffer() {
+        // Records of 16 to 23 bytes: a buffer holds more than BATCH_FRAMES of them, so batches
+        // are handed over before the buffer is parsed to its end.
+        let mut f = pcap_header(true, false, 1, 65535);
+        let n = 5 * BATCH_FRAMES as u32;
+        for i in 0..n {
+            let data: Vec<u8> = (0..i % 8).map(|b| (b ^ i) as u8).collect();
+            pcap_record(&mut f, true, i, i, &data, 60);
+        }
+        let plain = read_all(f.clone()).unwrap();
+        let (got, end) = read_threaded(f);
+        assert_eq!(got.len(), n as usize);
         assert_eq!((got, end), (plain.1, plain.2));
     }
 
