@@ -123,8 +123,11 @@ pub trait Sink {
 /// do not render keep the defaults.
 pub trait RenderAhead: Visitor + Send + Sized {
     /// True for a visitor that sees nothing of a message (it takes no field, opens no group):
-    /// the workers then walk the messages for the ordered stage.
-    const UNSEEN: bool = false;
+    /// the workers then walk the messages for the ordered stage, as fast as the walk goes for
+    /// nobody.
+    fn unseen(&self) -> bool {
+        false
+    }
     /// The renderings of a batch's datagrams, end to end (`()` for a visitor that does not
     /// render ahead).
     type Rendered: Renderings;
@@ -167,7 +170,9 @@ impl Renderings for () {
 type RenderedOf<S> = <<S as Sink>::Fields as RenderAhead>::Rendered;
 
 impl RenderAhead for crate::message::NoFields {
-    const UNSEEN: bool = true;
+    fn unseen(&self) -> bool {
+        true
+    }
     type Rendered = ();
 }
 

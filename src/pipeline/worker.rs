@@ -30,7 +30,8 @@ pub(super) struct Worker<F> {
 /// make, which holds for a sink whose fields see nothing, or that renders them ahead.
 enum Walking<F> {
     No,
-    /// The sink's fields see nothing of a message (the summary, `check`, `stats`).
+    /// The sink's fields see nothing of a message (the summary, `check`, `stats`, `packets`
+    /// without `-V`).
     Unseen,
     /// The sink's renderer (export's JSON).
     Render(F),
@@ -39,10 +40,10 @@ enum Walking<F> {
 impl<F: RenderAhead> Worker<F> {
     /// A worker for a sink with these fields.
     pub(super) fn new(fields: &F, profile: &Profile) -> Worker<F> {
-        let walking = match fields.ahead() {
-            Some(renderer) => Walking::Render(renderer),
-            None if F::UNSEEN => Walking::Unseen,
-            None => Walking::No,
+        let walking = if fields.unseen() {
+            Walking::Unseen
+        } else {
+            fields.ahead().map_or(Walking::No, Walking::Render)
         };
         Worker {
             scratch: vec![0; rtype::MAX_PAYLOAD],

@@ -22,15 +22,12 @@ pub struct MaybeTree {
     tree: TreeFields,
 }
 
-/// Off, it sees nothing of a message: the workers walk the messages for the ordered stage (its
-/// rendering ahead is empty). On, the tree is made in order, in the ordered stage.
+/// Off, it sees nothing of a message: the workers walk the messages for the ordered stage. On,
+/// the tree is made in order, in the ordered stage.
 impl RenderAhead for MaybeTree {
     type Rendered = ();
-    fn ahead(&self) -> Option<Self> {
-        (!self.on).then(|| MaybeTree {
-            on: false,
-            tree: TreeFields::default(),
-        })
+    fn unseen(&self) -> bool {
+        !self.on
     }
 }
 
@@ -155,34 +152,51 @@ pub(super) fn end_list(
 /// The key fields of a message, for the one-line list.
 fn key_fields(line: &mut String, e: &DatagramEvent<'_>) {
     let f: &Facts = &e.facts;
-    if let Some(seq) = e.sequence {
-        let _ = write!(line, " seq={seq}");
-    }
-    if let Some(tick) = e.tick {
-        let _ = write!(line, " tick={tick}");
-    }
+    let number = |line: &mut String, key: &str, n: Option<u64>| {
+        if let Some(n) = n {
+            line.push_str(key);
+            render::push_u64(line, n);
+        }
+    };
+    number(line, " seq=", e.sequence.map(u64::from));
+    number(line, " tick=", e.tick.map(u64::from));
     if let (Some(i), Some(n)) = (f.chunk_index, f.total_chunks) {
-        let _ = write!(line, " chunk={}/{n}", u32::from(i) + 1);
+        line.push_str(" chunk=");
+        render::push_u64(line, u64::from(i) + 1);
+        line.push('/');
+        render::push_u64(line, n.into());
     }
-    if let Some(n) = f.entity_count {
-        let _ = write!(line, " entities={n}");
-    }
+    number(line, " entities=", f.entity_count.map(u64::from));
     if let Some(t) = f.event_type {
         let name =
             render::enum_name(crate::proto::rtype::EVENT_TYPES, t.into()).unwrap_or("unknown");
-        let _ = write!(line, " event={name}");
+        line.push_str(" event=");
+        line.push_str(name);
     }
-    if let Some(p) = f.player_id {
-        let _ = write!(line, " player={p}");
-    }
+    number(line, " player=", f.player_id.map(u64::from));
     if let (Some(s), Some(t)) = (f.ack_sequence, f.ack_msg_type) {
         let _ = write!(line, " ack={s}/0x{t:02X}");
     }
     if let Some(r) = f.reason {
         let name =
             render::enum_name(crate::proto::rtype::REASON_CODES, r.into()).unwrap_or("unknown");
-        let _ = write!(line, " reason={name}");
+        line.push_str(" reason=");
+        line.push_str(name);
     }
+}
+
+/// Appends `n` right-aligned in `width` columns, as `{n:>width$}` does.
+fn push_right(line: &mut String, n: u64, width: usize) {
+    let mut digits = itoa::Buffer::new();
+    let digits = digits.format(n);
+    line.extend(std::iter::repeat_n(' ', width.saturating_sub(digits.len())));
+    line.push_str(digits);
+}
+
+/// Appends ASCII `text` left-aligned in `width` columns, as `{text:<width$}` does.
+fn push_left(line: &mut String, text: &str, width: usize) {
+    line.push_str(text);
+    line.extend(std::iter::repeat_n(' ', width.saturating_sub(text.len())));
 }
 
 /// Cuts `line` (one line, no newline) to `width` characters, marking the cut; leaves it whole
@@ -313,7 +327,8 @@ impl<W: Write> Sink for Packets<W> {
         let line = &mut self.line;
         line.clear();
         let dir = e.direction.map_or("?→?", Direction::arrow);
-        let _ = write!(line, "{:>7} ", e.frame);
+        push_right(line, e.frame, 7);
+        line.push(' ');
         let since = |t: Option<i64>| e.ts_nanos.saturating_sub(t.unwrap_or(e.ts_nanos));
         let (decimals, width) = (self.decimals, time::seconds_width(self.decimals));
         match self.options.time {
@@ -332,13 +347,14 @@ impl<W: Write> Sink for Packets<W> {
                 decimals,
             ),
         }
-        let _ = write!(
-            line,
-            " #{:<3} {dir} {:<5} {}",
-            e.conversation,
-            e.dialect.name(),
-            e.name
-        );
+        line.push_str(" #");
+        push_left(line, itoa::Buffer::new().format(e.conversation), 3);
+        line.push(' ');
+        line.push_str(dir);
+        line.push(' ');
+        push_left(line, e.dialect.name(), 5);
+        line.push(' ');
+        line.push_str(e.name);
         key_fields(line, e);
         if !e.findings.is_empty() {
             line.push_str(" [");
