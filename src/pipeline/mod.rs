@@ -138,8 +138,11 @@ pub trait RenderAhead: Visitor + Send + Sized {
     /// In a copy: appends one datagram's rendering to `out`, and starts over.
     fn drain_rendered(&mut self, _out: &mut Self::Rendered) {}
     /// Takes rendering `index` of `all` (in the order [`RenderAhead::drain_rendered`] appended
-    /// them), in frame order.
-    fn take_rendered(&mut self, _all: &Self::Rendered, _index: usize) {}
+    /// them), in frame order; or declines it (false), when this datagram must be walked for
+    /// this visitor as it stands (the profile samples positions now and then).
+    fn take_rendered(&mut self, _all: &Self::Rendered, _index: usize) -> bool {
+        true
+    }
 }
 
 /// A batch's renderings: what they hold counts toward the batch's bounded size.

@@ -210,10 +210,10 @@ impl RenderAhead for JsonFields {
         self.clear();
     }
 
-    fn take_rendered(&mut self, all: &RenderedJson, index: usize) {
+    fn take_rendered(&mut self, all: &RenderedJson, index: usize) -> bool {
         self.clear();
         let Some(&(json_end, points_end, omitted)) = all.ends.get(index) else {
-            return;
+            return true;
         };
         let (json_start, points_start) = match index.checked_sub(1).map(|i| all.ends[i]) {
             Some((json, points, _)) => (json, points),
@@ -239,6 +239,7 @@ impl RenderAhead for JsonFields {
             self.sprite_after(t);
         }
         self.out.push_str(json.get(from..).unwrap_or_default());
+        true
     }
 }
 

@@ -6,11 +6,11 @@
 //! (an unknown bit, a cut) leaves its fields to the undecoded bytes.
 //!
 //! Nothing is allocated per datagram once the buffers have grown to the largest snapshot. The
-//! visitor runs on the decoding thread: rendering it ahead on the reading thread
-//! ([`RenderAhead`]) was measured to cost more CPU than it saved (the walk twice).
+//! walk runs on the worker threads ([`RenderAhead`], [`CostsAhead`]), but for the datagrams
+//! whose positions are sampled.
 
 use crate::message::{Open, Value, Visitor};
-use crate::pipeline::RenderAhead;
+use crate::pipeline::{RenderAhead, Renderings};
 use crate::proto::profile::{Profile, MASK_BITS};
 use crate::proto::schema::{Field, Group, Role};
 use crate::session::entities::IdMap;
@@ -365,8 +365,104 @@ impl Visitor for FieldCosts {
     fn undecoded(&mut self, _: usize, _: &[u8]) {}
 }
 
+/// Field costs found on the worker threads, datagram after datagram: each one's head, framing
+/// and bytes past the slots, its entity blocks, and the bytes and presences of the fields outside
+/// update masks (by field: each worker numbers its slots its own way).
+#[derive(Default)]
+pub struct CostsAhead {
+    /// (head, framing, unslotted, a masked block was read, end of its blocks, end of its fields).
+    datagrams: Vec<(u32, u32, u32, bool, u32, u32)>,
+    blocks: Vec<Block>,
+    fields: Vec<(&'static Field, u32, u32)>,
+}
+
+impl Renderings for CostsAhead {
+    fn count(&self) -> usize {
+        self.datagrams.len()
+    }
+    fn size(&self) -> usize {
+        self.datagrams.len() * size_of::<(u32, u32, u32, bool, u32, u32)>()
+            + self.blocks.len() * size_of::<Block>()
+            + self.fields.len() * size_of::<(&'static Field, u32, u32)>()
+    }
+    fn capacity(&self) -> usize {
+        self.datagrams.capacity() * size_of::<(u32, u32, u32, bool, u32, u32)>()
+            + self.blocks.capacity() * size_of::<Block>()
+            + self.fields.capacity() * size_of::<(&'static Field, u32, u32)>()
+    }
+    fn clear(&mut self) {
+        self.datagrams.clear();
+        self.blocks.clear();
+        self.fields.clear();
+    }
+}
+
+/// The costs are found on the workers, without positions: a datagram whose positions are
+/// sampled (one in many) is walked again in the ordered stage, where the sampling is decided.
 impl RenderAhead for FieldCosts {
-    type Rendered = ();
+    type Rendered = CostsAhead;
+
+    fn ahead(&self) -> Option<Self> {
+        let mut copy = FieldCosts::empty();
+        copy.widths = self.widths;
+        for slot in &self.slots {
+            copy.register(slot.field, slot.bit);
+        }
+        Some(copy)
+    }
+
+    fn drain_rendered(&mut self, out: &mut CostsAhead) {
+        out.blocks.extend_from_slice(&self.blocks);
+        for &s in &self.touched {
+            let (bytes, present) = self.cost(s);
+            out.fields
+                .push((self.slots[usize::from(s)].field, bytes, present));
+        }
+        out.datagrams.push((
+            self.head,
+            self.framing,
+            self.unslotted,
+            self.masked_blocks,
+            out.blocks.len() as u32,
+            out.fields.len() as u32,
+        ));
+        self.reset();
+    }
+
+    fn take_rendered(&mut self, all: &CostsAhead, index: usize) -> bool {
+        if self.positions {
+            return false;
+        }
+        let Some(&(head, framing, unslotted, masked_blocks, blocks_end, fields_end)) =
+            all.datagrams.get(index)
+        else {
+            return true;
+        };
+        let (blocks_start, fields_start) = match index.checked_sub(1).map(|i| all.datagrams[i]) {
+            Some((.., blocks, fields)) => (blocks, fields),
+            None => (0, 0),
+        };
+        self.head = head;
+        self.framing = framing;
+        self.unslotted = unslotted;
+        self.masked_blocks = masked_blocks;
+        let blocks = all.blocks.get(blocks_start as usize..blocks_end as usize);
+        self.blocks.extend_from_slice(blocks.unwrap_or_default());
+        let fields = all.fields.get(fields_start as usize..fields_end as usize);
+        for &(field, bytes, present) in fields.unwrap_or_default() {
+            match self.slot(field) {
+                Some((s, _)) => {
+                    if self.present[s] == 0 {
+                        self.touched.push(s as u16);
+                    }
+                    self.bytes[s] += bytes;
+                    self.present[s] += present;
+                }
+                None => self.unslotted += bytes,
+            }
+        }
+        true
+    }
 }
 
 #[cfg(test)]
