@@ -1231,6 +1231,19 @@ mod tests {
         offset: u64,
     }
 
+    impl Got {
+        fn of(f: &Frame<'_>) -> Got {
+            Got {
+                number: f.number,
+                ts: f.ts_nanos,
+                link_type: f.link_type,
+                data: f.data.to_vec(),
+                orig_len: f.orig_len,
+                offset: f.file_offset,
+            }
+        }
+    }
+
     fn read_all(bytes: Vec<u8>) -> Result<(CaptureInfo, Vec<Got>, ReadEnd), CaptureError> {
         read_from(Box::new(Cursor::new(bytes)))
     }
@@ -1240,16 +1253,7 @@ mod tests {
     ) -> Result<(CaptureInfo, Vec<Got>, ReadEnd), CaptureError> {
         let mut reader = CaptureReader::from_read(Path::new("test.pcap"), r)?;
         let mut got = Vec::new();
-        let end = reader.for_each_frame(|f| {
-            got.push(Got {
-                number: f.number,
-                ts: f.ts_nanos,
-                link_type: f.link_type,
-                data: f.data.to_vec(),
-                orig_len: f.orig_len,
-                offset: f.file_offset,
-            })
-        })?;
+        let end = reader.for_each_frame(|f| got.push(Got::of(f)))?;
         // Reading again after the end delivers nothing and ends the same way.
         assert_eq!(reader.for_each_frame(|_| panic!("frame after end"))?, end);
         Ok((reader.info().clone(), got, end))
@@ -1690,14 +1694,7 @@ mod tests {
         let mut got = Vec::new();
         let (end, _) = reader
             .for_each_frame_parallel(vec![(), (), ()], |f, _, _| {
-                got.push(Got {
-                    number: f.number,
-                    ts: f.ts_nanos,
-                    link_type: f.link_type,
-                    data: f.data.to_vec(),
-                    orig_len: f.orig_len,
-                    offset: f.file_offset,
-                });
+                got.push(Got::of(f));
                 ControlFlow::Continue(())
             })
             .unwrap();
