@@ -8,7 +8,7 @@ use std::io::{self, Write};
 use super::fields::TreeFields;
 use super::filter::Filter;
 use super::render;
-use super::time::{self, write_local, write_rfc3339, TimeFormat};
+use super::time::{self, write_rfc3339, TimeFormat};
 use crate::message::{Facts, Finding, Open, Value, Visitor};
 use crate::pipeline::{RenderAhead, RunEnd, Sink};
 use crate::proto::schema::{Field, Group};
@@ -81,6 +81,7 @@ pub struct Packets<W: Write> {
     previous_shown: Option<i64>,
     /// The decimals of the times: the capture's resolution, as tshark writes it.
     decimals: u32,
+    local: time::Local,
     /// Whether the last datagram was shown (its reassembled snapshot is shown with it).
     shown: bool,
     pub error: Option<io::Error>,
@@ -103,6 +104,7 @@ impl<W: Write> Packets<W> {
             previous: None,
             previous_shown: None,
             decimals: time::decimals(false),
+            local: time::Local::default(),
             shown: false,
             error: None,
             unmatched: None,
@@ -340,7 +342,7 @@ impl<W: Write> Sink for Packets<W> {
                 time::write_seconds(line, since(previous_shown), decimals, width);
             }
             TimeFormat::Epoch => time::write_seconds(line, e.ts_nanos, decimals, 0),
-            TimeFormat::Absolute | TimeFormat::AbsoluteDate => write_local(
+            TimeFormat::Absolute | TimeFormat::AbsoluteDate => self.local.push(
                 line,
                 e.ts_nanos,
                 self.options.time == TimeFormat::AbsoluteDate,

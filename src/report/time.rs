@@ -16,25 +16,48 @@ pub fn write_rfc3339(out: &mut String, nanos: i64) {
     out.push('Z');
 }
 
-/// [`write_rfc3339`] for a stream of times, keeping the text of the last whole second: a
-/// capture's datagrams come many to a second, so the calendar is worked out once a second.
+/// The text of a time's whole second, kept from one call to the next: a capture's datagrams
+/// come many to a second, so the calendar (or the C library's time zone) is asked once a second.
 #[derive(Default)]
-pub struct Rfc3339 {
-    second: Option<i64>,
-    whole: String,
+struct WholeSecond {
+    key: Option<(i64, bool)>,
+    text: String,
 }
+
+impl WholeSecond {
+    /// The text `write` makes of second `secs` (with `date` or not).
+    fn get(&mut self, secs: i64, date: bool, write: impl FnOnce(&mut String)) -> &str {
+        if self.key != Some((secs, date)) {
+            self.key = Some((secs, date));
+            self.text.clear();
+            write(&mut self.text);
+        }
+        &self.text
+    }
+}
+
+/// [`write_rfc3339`] for a stream of times.
+#[derive(Default)]
+pub struct Rfc3339(WholeSecond);
 
 impl Rfc3339 {
     pub fn push(&mut self, out: &mut String, nanos: i64) {
         let secs = nanos.div_euclid(1_000_000_000);
-        if self.second != Some(secs) {
-            self.second = Some(secs);
-            self.whole.clear();
-            push_whole_second(&mut self.whole, secs);
-        }
-        out.push_str(&self.whole);
+        out.push_str(self.0.get(secs, true, |t| push_whole_second(t, secs)));
         push_fraction(out, nanos.rem_euclid(1_000_000_000) as u64, 9);
         out.push('Z');
+    }
+}
+
+/// [`write_local`] for a stream of times.
+#[derive(Default)]
+pub struct Local(WholeSecond);
+
+impl Local {
+    pub fn push(&mut self, out: &mut String, nanos: i64, date: bool, decimals: u32) {
+        let secs = nanos.div_euclid(1_000_000_000);
+        out.push_str(self.0.get(secs, date, |t| push_local_second(t, secs, date)));
+        push_fraction(out, nanos.rem_euclid(1_000_000_000) as u64, decimals);
     }
 }
 
@@ -56,13 +79,6 @@ fn push_date(out: &mut String, (y, m, d): (i64, u32, u32)) {
     push_padded(out, m.into(), 2);
     out.push('-');
     push_padded(out, d.into(), 2);
-}
-
-/// `05:23:06.179560`: the time of day, then the fraction of the second of `nanos` to `decimals`
-/// digits (6 or 9), cut as tshark cuts it.
-fn push_clock(out: &mut String, hms: (u32, u32, u32), nanos: i64, decimals: u32) {
-    push_hms(out, hms);
-    push_fraction(out, nanos.rem_euclid(1_000_000_000) as u64, decimals);
 }
 
 /// `05:23:06`.
@@ -136,12 +152,18 @@ pub fn write_seconds(out: &mut String, nanos: i64, decimals: u32, width: usize) 
 /// Appends `nanos` (since the epoch) as local time, with the date or not, to `decimals` digits
 /// (6 or 9), as tshark's `-t ad` and `-t a` write it.
 pub fn write_local(out: &mut String, nanos: i64, date: bool, decimals: u32) {
-    let (y, mo, d, h, mi, s) = local_civil(nanos.div_euclid(1_000_000_000));
+    push_local_second(out, nanos.div_euclid(1_000_000_000), date);
+    push_fraction(out, nanos.rem_euclid(1_000_000_000) as u64, decimals);
+}
+
+/// `2026-01-01 05:23:06` (or without the date): `secs` since the epoch in local time.
+fn push_local_second(out: &mut String, secs: i64, date: bool) {
+    let (y, mo, d, h, mi, s) = local_civil(secs);
     if date {
         push_date(out, (y, mo, d));
         out.push(' ');
     }
-    push_clock(out, (h, mi, s), nanos, decimals);
+    push_hms(out, (h, mi, s));
 }
 
 /// The local calendar date and time of `secs` since the epoch (the C library's time zone, TZ);
@@ -225,6 +247,7 @@ mod tests {
     fn same_as_format() {
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
         let mut cached = super::Rfc3339::default();
+        let mut local = super::Local::default();
         for _ in 0..100_000 {
             state ^= state << 13;
             state ^= state >> 7;
@@ -246,11 +269,16 @@ mod tests {
                 nanos.rem_euclid(1_000_000_000)
             );
             assert_eq!(super::rfc3339(nanos), expected, "{nanos}");
-            // The stream writer, on a new second and then within it.
+            // The stream writers, on a new second and then within it.
             for nanos in [nanos, nanos.saturating_add(1)] {
                 let mut out = String::new();
                 cached.push(&mut out, nanos);
                 assert_eq!(out, super::rfc3339(nanos), "{nanos}");
+                let date = state.is_multiple_of(2);
+                let (mut out, mut expected) = (String::new(), String::new());
+                local.push(&mut out, nanos, date, 6);
+                super::write_local(&mut expected, nanos, date, 6);
+                assert_eq!(out, expected, "{nanos}");
             }
         }
     }
