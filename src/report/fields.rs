@@ -124,8 +124,10 @@ impl Omitted {
 /// [`MAX_FIELDS_JSON`].
 pub struct JsonFields {
     pub out: String,
-    /// For each open level: whether it is a list, and whether it has members yet.
-    stack: Vec<(bool, bool)>,
+    /// For each open level, whether it is a list.
+    levels: Vec<bool>,
+    /// Whether the innermost open level (the caller's object when none is) has no member yet.
+    first: bool,
     pub dialect: Dialect,
     pub sprites: Sprites,
     /// In a copy rendering on a worker thread ([`RenderAhead`]), which knows no conversation:
@@ -143,7 +145,8 @@ impl Default for JsonFields {
     fn default() -> Self {
         JsonFields {
             out: String::with_capacity(4096),
-            stack: Vec::new(),
+            levels: Vec::new(),
+            first: false,
             dialect: Dialect::Rtype,
             sprites: Sprites::default(),
             sprite_points: None,
@@ -254,7 +257,8 @@ impl JsonFields {
     /// Starts a new datagram.
     pub fn clear(&mut self) {
         self.out.clear();
-        self.stack.clear();
+        self.levels.clear();
+        self.first = false;
         self.sprite_bytes = 0;
         self.skipped = 0;
         self.omitted = Omitted::default();
@@ -269,8 +273,23 @@ impl JsonFields {
     }
 
     fn close_levels(&mut self) {
-        while let Some((list, _)) = self.stack.pop() {
+        while self.levels.last().is_some() {
+            self.close_level();
+        }
+    }
+
+    /// Opens a level with `bracket` (`{` or `[`) after its key, if any.
+    fn open_level(&mut self, bracket: char) {
+        self.out.push(bracket);
+        self.levels.push(bracket == '[');
+        self.first = true;
+    }
+
+    /// Closes the innermost level, a member of the one around it.
+    fn close_level(&mut self) {
+        if let Some(list) = self.levels.pop() {
             self.out.push(if list { ']' } else { '}' });
+            self.first = false;
         }
     }
 
@@ -294,28 +313,40 @@ impl JsonFields {
 
     /// Opens `"fields":{` before the first member outside the header.
     fn ensure_fields(&mut self) {
-        if self.stack.is_empty() {
-            self.out.push_str(",\"fields\":{");
-            self.stack.push((false, false));
+        if self.levels.is_empty() {
+            self.out.push_str(",\"fields\":");
+            self.open_level('{');
         }
     }
 
     /// A comma unless this is the level's first member (the caller's object always has members).
     fn separate(&mut self) {
-        match self.stack.last_mut() {
-            Some((_, has)) => {
-                if *has {
-                    self.out.push(',');
-                }
-                *has = true;
-            }
-            None => self.out.push(','),
+        if !self.first {
+            self.out.push(',');
         }
+        self.first = false;
     }
 
     fn key(&mut self, name: &str) {
         self.separate();
         render::json_key(&mut self.out, name);
+    }
+
+    /// The `"…_name"` member after an enum's or a message type's number, when it names one.
+    #[inline(never)]
+    fn value_name(&mut self, field: &Field, value: Value<'_>) {
+        let name = match (field.display, value.as_u64()) {
+            (Display::Enum(table), Some(n)) => render::enum_name(table, n),
+            (Display::MessageType, Some(n)) => render::message_name(self.dialect, n),
+            _ => None,
+        };
+        if let Some(name) = name {
+            self.separate();
+            self.out.push('"');
+            self.out.push_str(field.name);
+            self.out.push_str("_name\":");
+            render::json_str(&mut self.out, name);
+        }
     }
 }
 
@@ -328,23 +359,14 @@ impl Visitor for JsonFields {
         self.ensure_fields();
         self.key(field.name);
         render::json_value(&mut self.out, field, value);
-        let n = value.as_u64();
-        let name = match (field.display, n) {
-            (Display::Enum(table), Some(n)) => render::enum_name(table, n),
-            (Display::MessageType, Some(n)) => render::message_name(self.dialect, n),
-            _ => None,
-        };
-        if let Some(name) = name {
-            self.separate();
-            self.out.push('"');
-            self.out.push_str(field.name);
-            self.out.push_str("_name\":");
-            render::json_str(&mut self.out, name);
+        // Most fields have neither a name for their value nor a sprite after it.
+        if matches!(field.display, Display::Enum(_) | Display::MessageType) {
+            self.value_name(field, value);
         }
         if field.role != Role::EntityType {
             return;
         }
-        match (&mut self.sprite_points, n) {
+        match (&mut self.sprite_points, value.as_u64()) {
             (Some(points), Some(t)) => points.push((self.out.len() as u32, t)),
             (None, Some(t)) => self.sprite_after(t),
             (_, None) => {}
@@ -359,26 +381,22 @@ impl Visitor for JsonFields {
         }
         if std::ptr::eq(group, &HEADER_GROUP) {
             self.key("header");
-            self.out.push('{');
-            self.stack.push((false, false));
+            self.open_level('{');
             return;
         }
         self.ensure_fields();
         match how {
             Open::List { .. } => {
                 self.key(group.name);
-                self.out.push('[');
-                self.stack.push((true, false));
+                self.open_level('[');
             }
             Open::Item { .. } => {
                 self.separate();
-                self.out.push('{');
-                self.stack.push((false, false));
+                self.open_level('{');
             }
             Open::Case => {
                 self.key(group.name);
-                self.out.push('{');
-                self.stack.push((false, false));
+                self.open_level('{');
             }
         }
     }
@@ -386,8 +404,8 @@ impl Visitor for JsonFields {
     fn close(&mut self, _how: Open) {
         if self.skipped > 0 {
             self.skipped -= 1;
-        } else if let Some((list, _)) = self.stack.pop() {
-            self.out.push(if list { ']' } else { '}' });
+        } else {
+            self.close_level();
         }
     }
 
