@@ -119,6 +119,41 @@ impl Omitted {
     }
 }
 
+/// Each field's key with its separator, `,"name":`, written once from the description and kept
+/// by the field's address: a member's key is then one copy. A slot holds the last field that
+/// came to it (two fields sharing a slot only make each other's keys be written again).
+struct Keys {
+    slots: Box<[(usize, String); KEY_SLOTS]>,
+}
+
+/// Slots of [`Keys`]: more than the fields of a dialect's messages and the profile's mask bits.
+const KEY_SLOTS: usize = 256;
+
+impl Default for Keys {
+    fn default() -> Self {
+        Keys {
+            slots: Box::new(std::array::from_fn(|_| (0, String::new()))),
+        }
+    }
+}
+
+impl Keys {
+    /// `,"name":` of `field`.
+    #[inline]
+    fn of(&mut self, field: &'static Field) -> &str {
+        let address = std::ptr::from_ref(field) as usize;
+        // Fibonacci hashing: the top 8 bits of the address times 2^64 / φ.
+        let slot = &mut self.slots[address.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56];
+        if slot.0 != address {
+            slot.0 = address;
+            slot.1.clear();
+            slot.1.push(',');
+            render::json_key(&mut slot.1, field.name);
+        }
+        &slot.1
+    }
+}
+
 /// Writes a message's fields as JSON members: `,"header":{…},"fields":{…}`, to follow the
 /// members of an object the caller has opened; then `,"omitted":{…}` when the fields went past
 /// [`MAX_FIELDS_JSON`].
@@ -128,6 +163,7 @@ pub struct JsonFields {
     levels: Vec<bool>,
     /// Whether the innermost open level (the caller's object when none is) has no member yet.
     first: bool,
+    keys: Keys,
     pub dialect: Dialect,
     pub sprites: Sprites,
     /// In a copy rendering on a worker thread ([`RenderAhead`]), which knows no conversation:
@@ -147,6 +183,7 @@ impl Default for JsonFields {
             out: String::with_capacity(4096),
             levels: Vec::new(),
             first: false,
+            keys: Keys::default(),
             dialect: Dialect::Rtype,
             sprites: Sprites::default(),
             sprite_points: None,
@@ -357,7 +394,11 @@ impl Visitor for JsonFields {
             return;
         }
         self.ensure_fields();
-        self.key(field.name);
+        let key = self.keys.of(field);
+        // The separator is the key's first character.
+        self.out
+            .push_str(if self.first { &key[1..] } else { key });
+        self.first = false;
         render::json_value(&mut self.out, field, value);
         // Most fields have neither a name for their value nor a sprite after it.
         if matches!(field.display, Display::Enum(_) | Display::MessageType) {

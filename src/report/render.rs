@@ -196,7 +196,10 @@ fn push_small(out: &mut String, n: u32) {
 /// Appends the last decimal digit of `n`.
 #[inline(always)]
 fn push_digit(out: &mut String, n: u32) {
-    out.push(char::from(b'0' + (n % 10) as u8));
+    // A one-byte slice copies as one byte, where `String::push` of a char is not always inlined.
+    const DIGITS: &str = "0123456789";
+    let d = (n % 10) as usize;
+    out.push_str(&DIGITS[d..d + 1]);
 }
 
 /// Decimal places in the exact value of `m * 2^e`: a binary fraction `odd / 2^k` has exactly
