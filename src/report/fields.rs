@@ -119,38 +119,40 @@ impl Omitted {
     }
 }
 
-/// Each field's key with its separator, `,"name":`, written once from the description and kept
-/// by the field's address: a member's key is then one copy. A slot holds the last field that
-/// came to it (two fields sharing a slot only make each other's keys be written again).
-struct Keys {
-    slots: Box<[(usize, String); KEY_SLOTS]>,
+/// JSON text a field renders to, written once from the description and kept by the field's
+/// address and a value: each field's key with its separator (`,"name":`), each enum value's name
+/// member (`,"name_name":"…"`). A member is then one copy. Direct-mapped: a slot holds the last
+/// text that came to it (two that share a slot only make each other be written again), and its
+/// buffer is reused, so the memory is bounded by the slots and the longest text.
+struct Memo {
+    slots: Box<[(usize, u64, String); MEMO_SLOTS]>,
 }
 
-/// Slots of [`Keys`]: more than the fields of a dialect's messages and the profile's mask bits.
-const KEY_SLOTS: usize = 256;
+/// Slots of a [`Memo`]: more than the fields of a dialect's messages and the profile's mask bits.
+const MEMO_SLOTS: usize = 256;
 
-impl Default for Keys {
+impl Default for Memo {
     fn default() -> Self {
-        Keys {
-            slots: Box::new(std::array::from_fn(|_| (0, String::new()))),
+        Memo {
+            slots: Box::new(std::array::from_fn(|_| (0, 0, String::new()))),
         }
     }
 }
 
-impl Keys {
-    /// `,"name":` of `field`.
+impl Memo {
+    /// The text of `field` with `value`, rendered by `render` the first time.
     #[inline]
-    fn of(&mut self, field: &'static Field) -> &str {
+    fn get(&mut self, field: &'static Field, value: u64, render: impl FnOnce(&mut String)) -> &str {
         let address = std::ptr::from_ref(field) as usize;
-        // Fibonacci hashing: the top 8 bits of the address times 2^64 / φ.
-        let slot = &mut self.slots[address.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56];
-        if slot.0 != address {
-            slot.0 = address;
-            slot.1.clear();
-            slot.1.push(',');
-            render::json_key(&mut slot.1, field.name);
+        // Fibonacci hashing: the top 8 bits of the product with 2^64 / φ.
+        let hash = (address as u64 ^ value.rotate_left(32)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let slot = &mut self.slots[(hash >> 56) as usize];
+        if slot.0 != address || slot.1 != value {
+            (slot.0, slot.1) = (address, value);
+            slot.2.clear();
+            render(&mut slot.2);
         }
-        &slot.1
+        &slot.2
     }
 }
 
@@ -163,7 +165,9 @@ pub struct JsonFields {
     levels: Vec<bool>,
     /// Whether the innermost open level (the caller's object when none is) has no member yet.
     first: bool,
-    keys: Keys,
+    /// Keys with their separator, and the name members of enum values.
+    keys: Memo,
+    names: Memo,
     pub dialect: Dialect,
     pub sprites: Sprites,
     /// In a copy rendering on a worker thread ([`RenderAhead`]), which knows no conversation:
@@ -183,7 +187,8 @@ impl Default for JsonFields {
             out: String::with_capacity(4096),
             levels: Vec::new(),
             first: false,
-            keys: Keys::default(),
+            keys: Memo::default(),
+            names: Memo::default(),
             dialect: Dialect::Rtype,
             sprites: Sprites::default(),
             sprite_points: None,
@@ -369,21 +374,32 @@ impl JsonFields {
         render::json_key(&mut self.out, name);
     }
 
-    /// The `"…_name"` member after an enum's or a message type's number, when it names one.
-    #[inline(never)]
-    fn value_name(&mut self, field: &Field, value: Value<'_>) {
-        let name = match (field.display, value.as_u64()) {
-            (Display::Enum(table), Some(n)) => render::enum_name(table, n),
-            (Display::MessageType, Some(n)) => render::message_name(self.dialect, n),
-            _ => None,
+    /// The `"…_name"` member after an enum's or a message type's number (a member of the same
+    /// level, so after a comma), when it names one.
+    fn value_name(&mut self, field: &'static Field, value: Value<'_>) {
+        let Some(n) = value.as_u64() else {
+            return;
         };
-        if let Some(name) = name {
-            self.separate();
-            self.out.push('"');
-            self.out.push_str(field.name);
-            self.out.push_str("_name\":");
-            render::json_str(&mut self.out, name);
-        }
+        let dialect = self.dialect;
+        // A message type's name is the dialect's: the dialect is kept above the type's bits.
+        let id = match field.display {
+            Display::MessageType => n | (dialect as u64) << 32,
+            _ => n,
+        };
+        let member = self.names.get(field, id, |member| {
+            let name = match field.display {
+                Display::Enum(table) => render::enum_name(table, n),
+                Display::MessageType => render::message_name(dialect, n),
+                _ => None,
+            };
+            if let Some(name) = name {
+                member.push_str(",\"");
+                member.push_str(field.name);
+                member.push_str("_name\":");
+                render::json_str(member, name);
+            }
+        });
+        self.out.push_str(member);
     }
 }
 
@@ -394,7 +410,10 @@ impl Visitor for JsonFields {
             return;
         }
         self.ensure_fields();
-        let key = self.keys.of(field);
+        let key = self.keys.get(field, 0, |key| {
+            key.push(',');
+            render::json_key(key, field.name);
+        });
         // The separator is the key's first character.
         self.out
             .push_str(if self.first { &key[1..] } else { key });

@@ -145,8 +145,6 @@ pub fn push_f32(out: &mut String, x: f32) {
 /// from the next one, so no shorter number reads back as `x`.
 #[inline(always)]
 fn push_eighths(out: &mut String, x: f32) -> bool {
-    /// `Display` of each eighth's fraction.
-    const FRACTIONS: [&str; 8] = ["", ".125", ".25", ".375", ".5", ".625", ".75", ".875"];
     // Exact: times a power of two; NaN and infinities are no whole number.
     let scaled = x * 8.0;
     let eighths = scaled as i32;
@@ -154,11 +152,23 @@ fn push_eighths(out: &mut String, x: f32) -> bool {
         return false;
     }
     if x.is_sign_negative() {
-        out.push('-');
+        out.push_str("-");
     }
     let eighths = eighths.unsigned_abs();
     push_u64(out, u64::from(eighths >> 3));
-    out.push_str(FRACTIONS[(eighths & 7) as usize]);
+    // An eighth is 0.125: the fraction's digits are those of 125 × its eighths, without the
+    // trailing zeros (.5, .25, .375).
+    let thousandths = (eighths & 7) * 125;
+    if thousandths != 0 {
+        out.push_str(".");
+        push_digit(out, thousandths / 100);
+        if thousandths % 100 != 0 {
+            push_digit(out, thousandths / 10);
+            if thousandths % 10 != 0 {
+                push_digit(out, thousandths);
+            }
+        }
+    }
     true
 }
 
@@ -263,7 +273,7 @@ fn push_large(out: &mut String, n: u64) {
 #[inline]
 pub fn push_i64(out: &mut String, n: i64) {
     if n < 0 {
-        out.push('-');
+        out.push_str("-");
     }
     push_u64(out, n.unsigned_abs());
 }
