@@ -415,8 +415,7 @@ impl Visitor for JsonFields {
             render::json_key(key, field.name);
         });
         // The separator is the key's first character.
-        self.out
-            .push_str(if self.first { &key[1..] } else { key });
+        self.out.push_str(if self.first { &key[1..] } else { key });
         self.first = false;
         render::json_value(&mut self.out, field, value);
         // Most fields have neither a name for their value nor a sprite after it.
@@ -584,5 +583,54 @@ impl Visitor for TreeFields {
             "{}",
             if shown.len() < bytes.len() { "…" } else { "" }
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::schema::Node;
+
+    /// A memo gives each field and value its own text, also when many share its slots (more
+    /// pairs than slots, asked for in turn, so that they evict each other).
+    #[test]
+    fn memo_texts_are_each_pairs_own() {
+        let fields: Vec<&'static Field> = (0..=255)
+            .filter_map(crate::proto::rtype::message)
+            .flat_map(|m| m.body)
+            .chain(crate::proto::rtype::HEADER)
+            .filter_map(|node| match node {
+                Node::Field(f) => Some(f),
+                _ => None,
+            })
+            .collect();
+        assert!(fields.len() > 20, "{} fields", fields.len());
+        let mut memo = Memo::default();
+        let mut rendered = 0;
+        for round in 0..3 {
+            for value in 0..40u64 {
+                for &field in &fields {
+                    let expected = format!("{}={value}", field.name);
+                    let text = memo.get(field, value, |s| {
+                        rendered += 1;
+                        s.push_str(&expected);
+                    });
+                    assert_eq!(text, expected, "round {round}");
+                }
+            }
+        }
+        // More pairs than slots: some were written again, but not all of them every time.
+        let pairs = fields.len() * 40;
+        assert!(pairs > MEMO_SLOTS);
+        assert!(rendered > pairs && rendered <= 3 * pairs, "{rendered}");
+        // Asked again at once, a pair's text is kept.
+        let before = rendered;
+        for _ in 0..2 {
+            memo.get(fields[0], 7, |s| {
+                rendered += 1;
+                s.push_str("x");
+            });
+        }
+        assert_eq!(rendered, before + 1);
     }
 }

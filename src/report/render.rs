@@ -685,6 +685,11 @@ mod tests {
             push_u64(&mut s, n);
             assert_eq!(s, n.to_string());
         }
+        for n in (-100_100..100_100).chain([i64::MIN, i64::MAX, -99_999_999]) {
+            let mut s = String::new();
+            push_i64(&mut s, n);
+            assert_eq!(s, n.to_string());
+        }
         let mut s = String::new();
         push_i64(&mut s, i64::MIN);
         json_key(&mut s, "pos_x");
