@@ -172,8 +172,7 @@ fn push_eighths(out: &mut String, x: f32) -> bool {
     true
 }
 
-/// Appends the last `width` (at most 9) decimal digits of `n`, zero-padded: a fraction's places,
-/// a timestamp's parts.
+/// Appends the last `width` (at most 9) decimal digits of `n`, zero-padded: a timestamp's parts.
 pub fn push_padded(out: &mut String, mut n: u64, width: usize) {
     let mut digits = [b'0'; 9];
     let width = width.min(digits.len());
@@ -301,9 +300,12 @@ pub fn json_value(out: &mut String, field: &Field, value: Value<'_>) {
     match value {
         Value::U(n) => push_u64(out, n),
         Value::I(n) => push_i64(out, n),
-        // Most floats of a game are eighths: those are written here, without a call.
-        Value::F(f) if field.ty == Ty::F32 && push_eighths(out, f as f32) => {}
-        Value::F(f) => float(out, field, f, true),
+        Value::F(f) => {
+            // Most floats of a game are eighths: those are written here, without a call.
+            if field.ty != Ty::F32 || !push_eighths(out, f as f32) {
+                float(out, field, f, true);
+            }
+        }
         Value::Str(s) => json_str(out, s),
         Value::Bytes(b) => {
             out.push_str("{\"hex\":\"");
