@@ -628,7 +628,7 @@ mod tests {
         for _ in 0..2 {
             memo.get(fields[0], 7, |s| {
                 rendered += 1;
-                s.push_str("x");
+                s.push('x');
             });
         }
         assert_eq!(rendered, before + 1);

@@ -152,7 +152,7 @@ fn push_eighths(out: &mut String, x: f32) -> bool {
         return false;
     }
     if x.is_sign_negative() {
-        out.push_str("-");
+        out.push('-');
     }
     let eighths = eighths.unsigned_abs();
     push_u64(out, u64::from(eighths >> 3));
@@ -160,11 +160,11 @@ fn push_eighths(out: &mut String, x: f32) -> bool {
     // trailing zeros (.5, .25, .375).
     let thousandths = (eighths & 7) * 125;
     if thousandths != 0 {
-        out.push_str(".");
+        out.push('.');
         push_digit(out, thousandths / 100);
-        if thousandths % 100 != 0 {
+        if !thousandths.is_multiple_of(100) {
             push_digit(out, thousandths / 10);
-            if thousandths % 10 != 0 {
+            if !thousandths.is_multiple_of(10) {
                 push_digit(out, thousandths);
             }
         }
@@ -272,7 +272,7 @@ fn push_large(out: &mut String, n: u64) {
 #[inline]
 pub fn push_i64(out: &mut String, n: i64) {
     if n < 0 {
-        out.push_str("-");
+        out.push('-');
     }
     push_u64(out, n.unsigned_abs());
 }
