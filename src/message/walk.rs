@@ -1,7 +1,7 @@
 //! The walker: reads a payload node by node, as the protocol description lays it out.
 
 use super::{add_finding, Detail, Facts, Finding, NoFields, Open, Value, Visitor};
-use crate::proto::profile::{BitSlot, Profile};
+use crate::proto::profile::{BitSlot, Profile, MASK_BITS};
 use crate::proto::schema::{
     nodes_fixed_size, Check, Display, Field, Group, Message, Node, Role, Ty,
 };
@@ -415,16 +415,19 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
             if V::WANTS_MASKS {
                 self.visitor.masked(self.item, mask, self.pos, width);
             }
-            let mut wanted = mask & plan.wanted;
-            while wanted != 0 {
-                let bit = wanted.trailing_zeros() as usize;
-                wanted &= wanted - 1;
-                if let BitSlot::Field(field) = self.profile.bits[bit] {
-                    let at = self.pos + plan.width(mask & ((1 << bit) - 1));
-                    let w = plan.width(1 << bit);
-                    let raw = self.raw(&self.buf[at..at + w]);
-                    self.visitor.field(field, at, w, number(field, raw));
+            // Up to the last wanted field, each one's place is the sum of the widths before it.
+            let (mut rest, mut at) = (mask, self.pos);
+            while rest & plan.wanted != 0 {
+                let bit = rest.trailing_zeros() as usize;
+                rest &= rest - 1;
+                let w = usize::from(plan.widths[bit]);
+                if plan.wanted & 1 << bit != 0 {
+                    if let BitSlot::Field(field) = self.profile.bits[bit] {
+                        let raw = self.raw(&self.buf[at..at + w]);
+                        self.visitor.field(field, at, w, number(field, raw));
+                    }
                 }
+                at += w;
             }
             self.pos += width;
             return Ok(());
@@ -477,6 +480,8 @@ struct MaskPlan {
     four: u16,
     /// The plain-number bits whose value the visitor wants (an entity type, for its check).
     wanted: u16,
+    /// The width of each plain-number bit's field.
+    widths: [u8; MASK_BITS],
     /// The other bits, read or reported one by one: checked or variable fields, unknown widths.
     other: u16,
 }
@@ -488,6 +493,7 @@ impl MaskPlan {
             two: 0,
             four: 0,
             wanted: 0,
+            widths: [0; MASK_BITS],
             other: 0,
         };
         for (bit, slot) in profile.bits.iter().enumerate() {
@@ -506,6 +512,7 @@ impl MaskPlan {
             };
             match plain {
                 Some((f, w)) => {
+                    plan.widths[bit] = w as u8;
                     *match w {
                         1 => &mut plan.one,
                         2 => &mut plan.two,

@@ -119,13 +119,55 @@ impl Omitted {
     }
 }
 
+/// JSON text a field renders to, written once from the description and kept by the field's
+/// address and a value: each field's key with its separator (`,"name":`), each enum value's name
+/// member (`,"name_name":"…"`). A member is then one copy. Direct-mapped: a slot holds the last
+/// text that came to it (two that share a slot only make each other be written again), and its
+/// buffer is reused, so the memory is bounded by the slots and the longest text.
+struct Memo {
+    slots: Box<[(usize, u64, String); MEMO_SLOTS]>,
+}
+
+/// Slots of a [`Memo`]: more than the fields of a dialect's messages and the profile's mask bits.
+const MEMO_SLOTS: usize = 256;
+
+impl Default for Memo {
+    fn default() -> Self {
+        Memo {
+            slots: Box::new(std::array::from_fn(|_| (0, 0, String::new()))),
+        }
+    }
+}
+
+impl Memo {
+    /// The text of `field` with `value`, rendered by `render` the first time.
+    #[inline]
+    fn get(&mut self, field: &'static Field, value: u64, render: impl FnOnce(&mut String)) -> &str {
+        let address = std::ptr::from_ref(field) as usize;
+        // Fibonacci hashing: the top 8 bits of the product with 2^64 / φ.
+        let hash = (address as u64 ^ value.rotate_left(32)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let slot = &mut self.slots[(hash >> 56) as usize];
+        if slot.0 != address || slot.1 != value {
+            (slot.0, slot.1) = (address, value);
+            slot.2.clear();
+            render(&mut slot.2);
+        }
+        &slot.2
+    }
+}
+
 /// Writes a message's fields as JSON members: `,"header":{…},"fields":{…}`, to follow the
 /// members of an object the caller has opened; then `,"omitted":{…}` when the fields went past
 /// [`MAX_FIELDS_JSON`].
 pub struct JsonFields {
     pub out: String,
-    /// For each open level: whether it is a list, and whether it has members yet.
-    stack: Vec<(bool, bool)>,
+    /// For each open level, whether it is a list.
+    levels: Vec<bool>,
+    /// Whether the innermost open level (the caller's object when none is) has no member yet.
+    first: bool,
+    /// Keys with their separator, and the name members of enum values.
+    keys: Memo,
+    names: Memo,
     pub dialect: Dialect,
     pub sprites: Sprites,
     /// In a copy rendering on a worker thread ([`RenderAhead`]), which knows no conversation:
@@ -143,7 +185,10 @@ impl Default for JsonFields {
     fn default() -> Self {
         JsonFields {
             out: String::with_capacity(4096),
-            stack: Vec::new(),
+            levels: Vec::new(),
+            first: false,
+            keys: Memo::default(),
+            names: Memo::default(),
             dialect: Dialect::Rtype,
             sprites: Sprites::default(),
             sprite_points: None,
@@ -254,7 +299,8 @@ impl JsonFields {
     /// Starts a new datagram.
     pub fn clear(&mut self) {
         self.out.clear();
-        self.stack.clear();
+        self.levels.clear();
+        self.first = false;
         self.sprite_bytes = 0;
         self.skipped = 0;
         self.omitted = Omitted::default();
@@ -269,8 +315,23 @@ impl JsonFields {
     }
 
     fn close_levels(&mut self) {
-        while let Some((list, _)) = self.stack.pop() {
+        while self.levels.last().is_some() {
+            self.close_level();
+        }
+    }
+
+    /// Opens a level with `bracket` (`{` or `[`) after its key, if any.
+    fn open_level(&mut self, bracket: char) {
+        self.out.push(bracket);
+        self.levels.push(bracket == '[');
+        self.first = true;
+    }
+
+    /// Closes the innermost level, a member of the one around it.
+    fn close_level(&mut self) {
+        if let Some(list) = self.levels.pop() {
             self.out.push(if list { ']' } else { '}' });
+            self.first = false;
         }
     }
 
@@ -294,28 +355,51 @@ impl JsonFields {
 
     /// Opens `"fields":{` before the first member outside the header.
     fn ensure_fields(&mut self) {
-        if self.stack.is_empty() {
-            self.out.push_str(",\"fields\":{");
-            self.stack.push((false, false));
+        if self.levels.is_empty() {
+            self.out.push_str(",\"fields\":");
+            self.open_level('{');
         }
     }
 
     /// A comma unless this is the level's first member (the caller's object always has members).
     fn separate(&mut self) {
-        match self.stack.last_mut() {
-            Some((_, has)) => {
-                if *has {
-                    self.out.push(',');
-                }
-                *has = true;
-            }
-            None => self.out.push(','),
+        if !self.first {
+            self.out.push(',');
         }
+        self.first = false;
     }
 
     fn key(&mut self, name: &str) {
         self.separate();
         render::json_key(&mut self.out, name);
+    }
+
+    /// The `"…_name"` member after an enum's or a message type's number (a member of the same
+    /// level, so after a comma), when it names one.
+    fn value_name(&mut self, field: &'static Field, value: Value<'_>) {
+        let Some(n) = value.as_u64() else {
+            return;
+        };
+        let dialect = self.dialect;
+        // A message type's name is the dialect's: the dialect is kept above the type's bits.
+        let id = match field.display {
+            Display::MessageType => n | (dialect as u64) << 32,
+            _ => n,
+        };
+        let member = self.names.get(field, id, |member| {
+            let name = match field.display {
+                Display::Enum(table) => render::enum_name(table, n),
+                Display::MessageType => render::message_name(dialect, n),
+                _ => None,
+            };
+            if let Some(name) = name {
+                member.push_str(",\"");
+                member.push_str(field.name);
+                member.push_str("_name\":");
+                render::json_str(member, name);
+            }
+        });
+        self.out.push_str(member);
     }
 }
 
@@ -326,25 +410,22 @@ impl Visitor for JsonFields {
             return;
         }
         self.ensure_fields();
-        self.key(field.name);
+        let key = self.keys.get(field, 0, |key| {
+            key.push(',');
+            render::json_key(key, field.name);
+        });
+        // The separator is the key's first character.
+        self.out.push_str(if self.first { &key[1..] } else { key });
+        self.first = false;
         render::json_value(&mut self.out, field, value);
-        let n = value.as_u64();
-        let name = match (field.display, n) {
-            (Display::Enum(table), Some(n)) => render::enum_name(table, n),
-            (Display::MessageType, Some(n)) => render::message_name(self.dialect, n),
-            _ => None,
-        };
-        if let Some(name) = name {
-            self.separate();
-            self.out.push('"');
-            self.out.push_str(field.name);
-            self.out.push_str("_name\":");
-            render::json_str(&mut self.out, name);
+        // Most fields have neither a name for their value nor a sprite after it.
+        if matches!(field.display, Display::Enum(_) | Display::MessageType) {
+            self.value_name(field, value);
         }
         if field.role != Role::EntityType {
             return;
         }
-        match (&mut self.sprite_points, n) {
+        match (&mut self.sprite_points, value.as_u64()) {
             (Some(points), Some(t)) => points.push((self.out.len() as u32, t)),
             (None, Some(t)) => self.sprite_after(t),
             (_, None) => {}
@@ -359,26 +440,22 @@ impl Visitor for JsonFields {
         }
         if std::ptr::eq(group, &HEADER_GROUP) {
             self.key("header");
-            self.out.push('{');
-            self.stack.push((false, false));
+            self.open_level('{');
             return;
         }
         self.ensure_fields();
         match how {
             Open::List { .. } => {
                 self.key(group.name);
-                self.out.push('[');
-                self.stack.push((true, false));
+                self.open_level('[');
             }
             Open::Item { .. } => {
                 self.separate();
-                self.out.push('{');
-                self.stack.push((false, false));
+                self.open_level('{');
             }
             Open::Case => {
                 self.key(group.name);
-                self.out.push('{');
-                self.stack.push((false, false));
+                self.open_level('{');
             }
         }
     }
@@ -386,8 +463,8 @@ impl Visitor for JsonFields {
     fn close(&mut self, _how: Open) {
         if self.skipped > 0 {
             self.skipped -= 1;
-        } else if let Some((list, _)) = self.stack.pop() {
-            self.out.push(if list { ']' } else { '}' });
+        } else {
+            self.close_level();
         }
     }
 
@@ -506,5 +583,54 @@ impl Visitor for TreeFields {
             "{}",
             if shown.len() < bytes.len() { "…" } else { "" }
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::schema::Node;
+
+    /// A memo gives each field and value its own text, also when many share its slots (more
+    /// pairs than slots, asked for in turn, so that they evict each other).
+    #[test]
+    fn memo_texts_are_each_pairs_own() {
+        let fields: Vec<&'static Field> = (0..=255)
+            .filter_map(crate::proto::rtype::message)
+            .flat_map(|m| m.body)
+            .chain(crate::proto::rtype::HEADER)
+            .filter_map(|node| match node {
+                Node::Field(f) => Some(f),
+                _ => None,
+            })
+            .collect();
+        assert!(fields.len() > 20, "{} fields", fields.len());
+        let mut memo = Memo::default();
+        let mut rendered = 0;
+        for round in 0..3 {
+            for value in 0..40u64 {
+                for &field in &fields {
+                    let expected = format!("{}={value}", field.name);
+                    let text = memo.get(field, value, |s| {
+                        rendered += 1;
+                        s.push_str(&expected);
+                    });
+                    assert_eq!(text, expected, "round {round}");
+                }
+            }
+        }
+        // More pairs than slots: some were written again, but not all of them every time.
+        let pairs = fields.len() * 40;
+        assert!(pairs > MEMO_SLOTS);
+        assert!(rendered > pairs && rendered <= 3 * pairs, "{rendered}");
+        // Asked again at once, a pair's text is kept.
+        let before = rendered;
+        for _ in 0..2 {
+            memo.get(fields[0], 7, |s| {
+                rendered += 1;
+                s.push('x');
+            });
+        }
+        assert_eq!(rendered, before + 1);
     }
 }

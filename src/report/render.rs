@@ -122,6 +122,9 @@ pub fn push_f64(out: &mut String, x: f64) {
 
 /// [`push_f64`] for `f32`, whose `Display` gives the shortest digits at single precision.
 pub fn push_f32(out: &mut String, x: f32) {
+    if push_eighths(out, x) {
+        return;
+    }
     let bits = x.to_bits();
     let exp = ((bits >> 23) & 0xff) as i32;
     let frac = u64::from(bits & 0x7f_ffff);
@@ -130,41 +133,46 @@ pub fn push_f32(out: &mut String, x: f32) {
     } else {
         exact_places(frac | 1 << 23, exp - 150)
     };
-    if !push_short_exact(out, x, places)
-        && (!x.is_finite() || !push_shortest(out, zmij::Buffer::new().format_finite(x), places))
-    {
+    if !x.is_finite() || !push_shortest(out, zmij::Buffer::new().format_finite(x), places) {
         let _ = write!(out, "{x}");
     }
 }
 
-/// Appends `x` from integers when it is below 16384 with at most 3 decimal places (whole
-/// numbers, halves, quarters, eighths: most of a game's positions, speeds and health); false
-/// otherwise. Such a value is its own shortest form: its last place is a 5, so a number with
-/// fewer places is at least 0.005 away, and below 16384 an f32 is less than 0.0005 from the
-/// next one, so no shorter number reads back as `x`.
-fn push_short_exact(out: &mut String, x: f32, places: usize) -> bool {
-    const SCALE: [u64; 4] = [1, 10, 100, 1000];
-    let Some(&scale) = SCALE.get(places) else {
-        return false;
-    };
-    if x.is_nan() || x.abs() >= 16384.0 {
+/// Appends `x` when it is a whole number of eighths below 16384 (whole numbers, halves,
+/// quarters, eighths: most of a game's positions, speeds and health), from integers; false
+/// otherwise. Such a value is its own shortest form: its last place (of at most 3) is a 5, so a
+/// number with fewer places is at least 0.005 away, and below 16384 an f32 is less than 0.0005
+/// from the next one, so no shorter number reads back as `x`.
+#[inline(always)]
+fn push_eighths(out: &mut String, x: f32) -> bool {
+    // Exact: times a power of two; NaN and infinities are no whole number.
+    let scaled = x * 8.0;
+    let eighths = scaled as i32;
+    if eighths as f32 != scaled || eighths.unsigned_abs() >= 16384 * 8 {
         return false;
     }
     if x.is_sign_negative() {
         out.push('-');
     }
-    // Exact: below 2^14 × 1000 < 2^24.
-    let scaled = (f64::from(x.abs()) * scale as f64) as u64;
-    push_u64(out, scaled / scale);
-    if places > 0 {
+    let eighths = eighths.unsigned_abs();
+    push_u64(out, u64::from(eighths >> 3));
+    // An eighth is 0.125: the fraction's digits are those of 125 × its eighths, without the
+    // trailing zeros (.5, .25, .375).
+    let thousandths = (eighths & 7) * 125;
+    if thousandths != 0 {
         out.push('.');
-        push_padded(out, scaled % scale, places);
+        push_digit(out, thousandths / 100);
+        if !thousandths.is_multiple_of(100) {
+            push_digit(out, thousandths / 10);
+            if !thousandths.is_multiple_of(10) {
+                push_digit(out, thousandths);
+            }
+        }
     }
     true
 }
 
-/// Appends the last `width` (at most 9) decimal digits of `n`, zero-padded: a fraction's places,
-/// a timestamp's parts.
+/// Appends the last `width` (at most 9) decimal digits of `n`, zero-padded: a timestamp's parts.
 pub fn push_padded(out: &mut String, mut n: u64, width: usize) {
     let mut digits = [b'0'; 9];
     let width = width.min(digits.len());
@@ -173,6 +181,34 @@ pub fn push_padded(out: &mut String, mut n: u64, width: usize) {
         n /= 10;
     }
     out.push_str(std::str::from_utf8(&digits[..width]).unwrap_or_default());
+}
+
+/// Appends `n` (below 100 000) in decimal, one character at a time: for the few digits of most
+/// values this is cheaper than formatting into a buffer and copying that.
+#[inline(always)]
+fn push_small(out: &mut String, n: u32) {
+    if n >= 10_000 {
+        push_digit(out, n / 10_000);
+    }
+    if n >= 1000 {
+        push_digit(out, n / 1000);
+    }
+    if n >= 100 {
+        push_digit(out, n / 100);
+    }
+    if n >= 10 {
+        push_digit(out, n / 10);
+    }
+    push_digit(out, n);
+}
+
+/// Appends the last decimal digit of `n`.
+#[inline(always)]
+fn push_digit(out: &mut String, n: u32) {
+    // A one-byte slice copies as one byte, where `String::push` of a char is not always inlined.
+    const DIGITS: &str = "0123456789";
+    let d = (n % 10) as usize;
+    out.push_str(&DIGITS[d..d + 1]);
 }
 
 /// Decimal places in the exact value of `m * 2^e`: a binary fraction `odd / 2^k` has exactly
@@ -216,13 +252,29 @@ fn push_shortest(out: &mut String, s: &str, places: usize) -> bool {
 
 /// Appends an integer in decimal, as `write!(out, "{n}")` does but without the formatting
 /// machinery (export writes dozens per datagram).
+#[inline]
 pub fn push_u64(out: &mut String, n: u64) {
+    // Most of a game's numbers (ids, masks, counts, health) have a few digits.
+    if n < 100_000 {
+        push_small(out, n as u32);
+    } else {
+        push_large(out, n);
+    }
+}
+
+/// [`push_u64`] of larger numbers.
+#[inline(never)]
+fn push_large(out: &mut String, n: u64) {
     out.push_str(itoa::Buffer::new().format(n));
 }
 
 /// [`push_u64`] for signed integers.
+#[inline]
 pub fn push_i64(out: &mut String, n: i64) {
-    out.push_str(itoa::Buffer::new().format(n));
+    if n < 0 {
+        out.push('-');
+    }
+    push_u64(out, n.unsigned_abs());
 }
 
 /// Appends an address as its `Display` does; IPv4 without the formatting machinery.
@@ -243,11 +295,17 @@ pub fn push_ip(out: &mut String, ip: IpAddr) {
 }
 
 /// Appends a value as JSON.
+#[inline]
 pub fn json_value(out: &mut String, field: &Field, value: Value<'_>) {
     match value {
         Value::U(n) => push_u64(out, n),
         Value::I(n) => push_i64(out, n),
-        Value::F(f) => float(out, field, f, true),
+        Value::F(f) => {
+            // Most floats of a game are eighths: those are written here, without a call.
+            if field.ty != Ty::F32 || !push_eighths(out, f as f32) {
+                float(out, field, f, true);
+            }
+        }
         Value::Str(s) => json_str(out, s),
         Value::Bytes(b) => {
             out.push_str("{\"hex\":\"");
@@ -608,11 +666,14 @@ mod tests {
         assert_eq!(s, "1.5-3");
         // And that the short path above took the values it should, and only those.
         let mut s = String::new();
-        assert!(push_short_exact(&mut s, -97.125, 3));
-        assert!(push_short_exact(&mut s, -0.0, 0));
-        assert!(!push_short_exact(&mut s, 16384.0, 0));
-        assert!(!push_short_exact(&mut s, 0.0625, 4));
-        assert_eq!(s, "-97.125-0");
+        assert!(push_eighths(&mut s, -97.125));
+        assert!(push_eighths(&mut s, -0.0));
+        assert!(push_eighths(&mut s, 16383.875));
+        assert!(!push_eighths(&mut s, 16384.0));
+        assert!(!push_eighths(&mut s, 0.0625));
+        assert!(!push_eighths(&mut s, f32::NAN));
+        assert!(!push_eighths(&mut s, f32::INFINITY));
+        assert_eq!(s, "-97.125-016383.875");
     }
 
     #[test]
@@ -624,6 +685,11 @@ mod tests {
         {
             let mut s = String::new();
             push_u64(&mut s, n);
+            assert_eq!(s, n.to_string());
+        }
+        for n in (-100_100..100_100).chain([i64::MIN, i64::MAX, -99_999_999]) {
+            let mut s = String::new();
+            push_i64(&mut s, n);
             assert_eq!(s, n.to_string());
         }
         let mut s = String::new();
