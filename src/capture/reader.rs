@@ -487,8 +487,10 @@ impl CaptureReader {
                     to_workers,
                     sent: 0,
                     weight,
+                    bytes: 0,
+                    limit: batch_bytes(UNKNOWN_WEIGHT),
                 };
-                reader.window.refill_to(batch_bytes(UNKNOWN_WEIGHT));
+                reader.window.refill_to(batching.limit);
                 reader.pump(false, &mut batching);
                 // The last frames are still in the window.
                 let _ = batching.hand_over(&mut reader.window);
@@ -884,6 +886,9 @@ struct Batching<'a, R> {
     sent: usize,
     /// The weight of the last batch worked.
     weight: &'a AtomicUsize,
+    /// Bytes of the frames in the batch, and how many it takes ([`batch_bytes`]).
+    bytes: usize,
+    limit: usize,
 }
 
 impl<R: Default> Deliver for Batching<'_, R> {
@@ -893,11 +898,14 @@ impl<R: Default> Deliver for Batching<'_, R> {
             ..*frame
         };
         self.batch.frames.push((meta, at..at + frame.data.len()));
+        self.bytes += frame.data.len();
         ControlFlow::Continue(())
     }
 
+    /// A batch may fill before the window's buffer is parsed to its end: the first buffer is
+    /// read whole, before any weight is known, and tiny frames are many to a buffer.
     fn full(&self) -> bool {
-        self.batch.frames.len() >= BATCH_FRAMES
+        self.bytes >= self.limit || self.batch.frames.len() >= BATCH_FRAMES
     }
 
     /// Sends the frames with the buffer they are in (the window goes on in a recycled one),
@@ -913,7 +921,9 @@ impl<R: Default> Deliver for Batching<'_, R> {
                 return ControlFlow::Break(());
             }
         }
-        window.refill_to(batch_bytes(self.weight.load(Ordering::Relaxed)));
+        self.bytes = 0;
+        self.limit = batch_bytes(self.weight.load(Ordering::Relaxed));
+        window.refill_to(self.limit);
         ControlFlow::Continue(())
     }
 }
@@ -1743,6 +1753,50 @@ mod tests {
         let (got, end) = read_threaded(f);
         assert_eq!(got.len(), n as usize);
         assert_eq!((got, end), (plain.1, plain.2));
+    }
+
+    /// Results eight times the size of their frames, as export's JSON; counts the frames left
+    /// to the consumer because their batch's results were full.
+    struct Heavy(Arc<AtomicU64>);
+
+    impl Ahead for Heavy {
+        type Results = Vec<u8>;
+        fn frame(&mut self, frame: &Frame<'_>, results: &mut Vec<u8>, room: bool) {
+            if room {
+                results.resize(results.len() + 8 * frame.data.len(), 0);
+            } else {
+                self.0.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        fn size(results: &Vec<u8>) -> usize {
+            results.len()
+        }
+        fn clear(results: &mut Vec<u8>) {
+            results.clear();
+        }
+    }
+
+    #[test]
+    fn batches_are_sized_for_their_results_from_the_first_one() {
+        // 5 MB of frames whose results weigh 8 times more: no batch may overflow, not even the
+        // first ones, read before any batch was worked.
+        let mut f = pcap_header(false, false, 1, 65535);
+        for i in 0..20_000u32 {
+            pcap_record(&mut f, false, i, 0, &[7u8; 250], 250);
+        }
+        let overflowed = Arc::new(AtomicU64::new(0));
+        let workers = (0..3).map(|_| Heavy(overflowed.clone())).collect();
+        let mut reader =
+            CaptureReader::from_read(Path::new("heavy.pcap"), Box::new(Cursor::new(f))).unwrap();
+        let mut delivered = 0;
+        let (end, _) = reader
+            .for_each_frame_parallel(workers, |_, _, _| {
+                delivered += 1;
+                ControlFlow::Continue(())
+            })
+            .unwrap();
+        assert_eq!((delivered, end.frames), (20_000, 20_000));
+        assert_eq!(overflowed.load(Ordering::Relaxed), 0);
     }
 
     #[test]
