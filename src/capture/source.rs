@@ -1,8 +1,8 @@
 //! The byte stream under the capture parser.
 //!
-//! pcap-parser reads through a plain `Read` and flattens every I/O failure into
-//! `PcapError::ReadError`, and it probes the file format from the result of a
-//! *single* `read` call. This module wraps the raw input so that:
+//! The reading window ([`super::window`]) reads through a plain `Read`, flattens every I/O
+//! failure into `PcapError::ReadError` as pcap-parser's readers do, and probes the file format
+//! from the result of a *single* `read` call. This module wraps the raw input so that:
 //! - compressed bytes are counted for the progress bar ([`CountingReader`]);
 //! - gzip is detected from its magic (1f 8b), not from the file name;
 //! - the first read fills the whole probe buffer, so a short read from a pipe or
@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 
 use flate2::read::MultiGzDecoder;
 
-/// Where [`Source`] leaves the last I/O error, since pcap-parser drops it.
+/// Where [`Source`] leaves the last I/O error, since the window's errors drop it.
 pub(crate) type ErrorSlot = Arc<Mutex<Option<io::Error>>>;
 
 /// Takes the error left in the slot, if any (a poisoned lock only loses the message).
@@ -44,7 +44,7 @@ impl<R: Read> Read for CountingReader<R> {
     }
 }
 
-/// The reader handed to pcap-parser.
+/// The reader the window reads.
 pub(crate) struct Source {
     inner: Box<dyn Read + Send>,
     /// The next read must fill the buffer (or reach end of input): see module doc.
@@ -74,8 +74,7 @@ impl Read for Source {
                 Err(e) => {
                     // Deliver what we have, then end of input. The reader names
                     // the kept error when reading ends, however it ends; failing
-                    // the read instead would lose the data before the error
-                    // (pcap-parser reads again while creating its reader).
+                    // the read instead would lose the data read before the error.
                     if let Ok(mut slot) = self.errors.lock() {
                         *slot = Some(e);
                     }
@@ -132,7 +131,7 @@ fn peek<const N: usize>(mut r: BoxRead) -> io::Result<([u8; N], usize, BoxRead)>
     Ok((head, len, Box::new(again)))
 }
 
-/// Wraps `raw` (already counted) into the stream pcap-parser will read.
+/// Wraps `raw` (already counted) into the stream the window will read.
 pub(crate) fn open_source(
     raw: Box<dyn Read + Send>,
     errors: ErrorSlot,

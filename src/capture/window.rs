@@ -34,6 +34,7 @@ enum Format {
     },
 }
 
+/// A capture's bytes being read: the buffer, where parsing stands in it, and the format.
 pub(super) struct Window {
     source: Source,
     /// `buf[..end]` holds bytes read; its length is the window's capacity.

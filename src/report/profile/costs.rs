@@ -224,6 +224,15 @@ impl FieldCosts {
         self.index.get(&key).copied()
     }
 
+    /// Adds bytes and presences to a slot's in this datagram.
+    fn add(&mut self, slot: usize, bytes: u32, present: u32) {
+        if self.present[slot] == 0 {
+            self.touched.push(slot as u16);
+        }
+        self.bytes[slot] += bytes;
+        self.present[slot] += present;
+    }
+
     /// The slot of a field, registered the first time it is met.
     fn slot(&mut self, field: &'static Field) -> Option<(usize, Slot)> {
         let slot = match self.known(field) {
@@ -344,11 +353,7 @@ impl Visitor for FieldCosts {
                     return;
                 }
                 Some((s, slot)) => {
-                    if self.present[s] == 0 {
-                        self.touched.push(s as u16);
-                    }
-                    self.bytes[s] += len as u32;
-                    self.present[s] += 1;
+                    self.add(s, len as u32, 1);
                     if let Some(block) = self.blocks.last_mut() {
                         block.place(slot.kind, value);
                     }
@@ -451,13 +456,7 @@ impl RenderAhead for FieldCosts {
         let fields = all.fields.get(fields_start as usize..fields_end as usize);
         for &(field, bytes, present) in fields.unwrap_or_default() {
             match self.slot(field) {
-                Some((s, _)) => {
-                    if self.present[s] == 0 {
-                        self.touched.push(s as u16);
-                    }
-                    self.bytes[s] += bytes;
-                    self.present[s] += present;
-                }
+                Some((s, _)) => self.add(s, bytes, present),
                 None => self.unslotted += bytes,
             }
         }
