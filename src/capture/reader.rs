@@ -289,17 +289,19 @@ impl CaptureReader {
         let shown = shown.join(" ");
         let looks_ng = magic == [0x0a, 0x0d, 0x0d, 0x0a];
         // The section header must fit in the buffer whole: make room for one longer than it
-        // (its comments can take hundreds of KB), up to the largest block accepted.
-        let capacity = match section_header_len(head) {
+        // (its comments can take hundreds of KB), up to the largest block accepted. The first
+        // read brings it, or no more than a first batch (the frames after it are the first
+        // batch's, sized before any weight is known).
+        let (capacity, first_read) = match section_header_len(head) {
             Some(len) if len > MAX_RECORD_LEN => {
                 return Err(not_capture(format!(
                     "the pcapng section header block's length of {len} bytes exceeds the maximum of {MAX_RECORD_LEN}"
                 )))
             }
-            Some(len) => INITIAL_BUFFER.max(len + 1),
-            None => INITIAL_BUFFER,
+            Some(len) => (INITIAL_BUFFER.max(len + 1), batch_bytes(UNKNOWN_WEIGHT).max(len + 1)),
+            None => (INITIAL_BUFFER, batch_bytes(UNKNOWN_WEIGHT)),
         };
-        let created = Window::open(capacity, opened.source);
+        let created = Window::open(capacity, first_read, opened.source);
         if created.is_err() {
             // An I/O error cut the header: it is the cause, whatever the parser says.
             if let Some(source) = take_error(&io_errors) {
@@ -487,10 +489,8 @@ impl CaptureReader {
                     to_workers,
                     sent: 0,
                     weight,
-                    bytes: 0,
-                    limit: batch_bytes(UNKNOWN_WEIGHT),
                 };
-                reader.window.refill_to(batching.limit);
+                reader.window.refill_to(batch_bytes(UNKNOWN_WEIGHT));
                 reader.pump(false, &mut batching);
                 // The last frames are still in the window.
                 let _ = batching.hand_over(&mut reader.window);
@@ -886,9 +886,6 @@ struct Batching<'a, R> {
     sent: usize,
     /// The weight of the last batch worked.
     weight: &'a AtomicUsize,
-    /// Bytes of the frames in the batch, and how many it takes ([`batch_bytes`]).
-    bytes: usize,
-    limit: usize,
 }
 
 impl<R: Default> Deliver for Batching<'_, R> {
@@ -898,22 +895,20 @@ impl<R: Default> Deliver for Batching<'_, R> {
             ..*frame
         };
         self.batch.frames.push((meta, at..at + frame.data.len()));
-        self.bytes += frame.data.len();
         ControlFlow::Continue(())
     }
 
-    /// A batch may fill before the window's buffer is parsed to its end: the first buffer is
-    /// read whole, before any weight is known, and tiny frames are many to a buffer.
     fn full(&self) -> bool {
-        self.bytes >= self.limit || self.batch.frames.len() >= BATCH_FRAMES
+        self.batch.frames.len() >= BATCH_FRAMES
     }
 
-    /// Sends the frames with the buffer they are in (the window goes on in a recycled one),
-    /// and sizes the next batch. Breaks when nobody receives any more (the consumer stopped).
+    /// Sends the frames with the buffer they are in (the window goes on in a recycled one, of
+    /// the next batch's size), and sizes the next batch. Breaks when nobody receives any more (the consumer stopped).
     fn hand_over(&mut self, window: &mut Window) -> ControlFlow<()> {
+        let size = batch_bytes(self.weight.load(Ordering::Relaxed));
         if !self.batch.frames.is_empty() {
             let mut next = self.free.try_recv().unwrap_or_default();
-            self.batch.data = window.hand_over(std::mem::take(&mut next.data), INITIAL_BUFFER);
+            self.batch.data = window.hand_over(std::mem::take(&mut next.data), size);
             let batch = std::mem::replace(&mut self.batch, next);
             let to = &self.to_workers[self.sent % self.to_workers.len()];
             self.sent += 1;
@@ -921,9 +916,7 @@ impl<R: Default> Deliver for Batching<'_, R> {
                 return ControlFlow::Break(());
             }
         }
-        self.bytes = 0;
-        self.limit = batch_bytes(self.weight.load(Ordering::Relaxed));
-        window.refill_to(self.limit);
+        window.refill_to(size);
         ControlFlow::Continue(())
     }
 }

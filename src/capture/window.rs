@@ -51,14 +51,18 @@ pub(super) struct Window {
 }
 
 impl Window {
-    /// Reads the first bytes (one read, which [`Source`] makes fill the buffer) and recognises
-    /// the format, as pcap-parser's `create_reader` does.
+    /// Reads the first bytes (one read of `first` at most, which [`Source`] makes fill them) and
+    /// recognises the format, as pcap-parser's `create_reader` does.
     pub(super) fn open(
         capacity: usize,
+        first: usize,
         mut source: Source,
     ) -> Result<Window, PcapError<&'static [u8]>> {
         let mut buf = vec![0; capacity];
-        let end = source.read(&mut buf).or(Err(PcapError::ReadError))?;
+        let first = first.min(capacity);
+        let end = source
+            .read(&mut buf[..first])
+            .or(Err(PcapError::ReadError))?;
         if end == 0 {
             return Err(PcapError::Eof);
         }
@@ -202,12 +206,17 @@ impl Window {
         true
     }
 
-    /// Gives the buffer away with what was parsed in it, and goes on in `fresh` (at the
-    /// window's usual capacity, or more for the unparsed bytes), which takes those bytes.
-    pub(super) fn hand_over(&mut self, mut fresh: Vec<u8>, usual: usize) -> Vec<u8> {
+    /// Gives the buffer away with what was parsed in it, and goes on in `fresh`, of `size`
+    /// bytes (or more for the unparsed bytes), which takes those bytes. A batch's buffer is
+    /// thus the size of the batch: batches in flight hold no more than they read.
+    pub(super) fn hand_over(&mut self, mut fresh: Vec<u8>, size: usize) -> Vec<u8> {
         let left = self.end - self.pos;
+        let size = size.max(left + 1);
+        if fresh.capacity() > 2 * size {
+            fresh = Vec::new();
+        }
         // A recycled buffer keeps its length: no need to zero it again.
-        fresh.resize(usual.max(left + 1), 0);
+        fresh.resize(size, 0);
         fresh[..left].copy_from_slice(&self.buf[self.pos..self.end]);
         self.base += self.pos as u64;
         self.pos = 0;
