@@ -66,6 +66,16 @@ pub trait Visitor {
     /// field, this is one call per entity instead of one per field.
     #[inline]
     fn masked(&mut self, _item: usize, _mask: u16, _at: usize, _len: usize) {}
+    /// Whether the visitor follows the entities a message names (see [`Visitor::entity`]).
+    const WANTS_ENTITIES: bool = false;
+    /// A field of role `EntityId`, at `at` in the payload, whether or not the visitor
+    /// [`wants`](Visitor::wants) it: the walk reads entity ids anyway and hands them over as
+    /// numbers, which costs a follower of entities nothing per field it does not want.
+    #[inline]
+    fn entity(&mut self, _id: u32, _at: usize) {}
+    /// A field of role `EntityType` (a whole number; its entity's id came before it).
+    #[inline]
+    fn entity_type(&mut self, _type_id: u64, _at: usize) {}
     /// A field's value; `at` and `len` locate it in the payload.
     fn field(&mut self, field: &'static Field, at: usize, len: usize, value: Value<'_>);
     fn open(&mut self, group: &'static Group, how: Open, at: usize);

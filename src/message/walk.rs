@@ -131,18 +131,7 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
 
     /// The integer in `bytes` (1, 2 or 4 of them: the widths of [`Ty`]).
     fn raw(&self, bytes: &[u8]) -> u64 {
-        match (self.endian, bytes) {
-            (_, [b]) => u64::from(*b),
-            (Endian::Big, [a, b]) => u16::from_be_bytes([*a, *b]).into(),
-            (Endian::Little, [a, b]) => u16::from_le_bytes([*a, *b]).into(),
-            (Endian::Big, [a, b, c, d]) => u32::from_be_bytes([*a, *b, *c, *d]).into(),
-            (Endian::Little, [a, b, c, d]) => u32::from_le_bytes([*a, *b, *c, *d]).into(),
-            (Endian::Big, _) => bytes.iter().fold(0u64, |acc, b| acc << 8 | u64::from(*b)),
-            (Endian::Little, _) => bytes
-                .iter()
-                .rev()
-                .fold(0u64, |acc, b| acc << 8 | u64::from(*b)),
-        }
+        raw(self.endian, bytes)
     }
 
     /// Reads one field; returns its raw integer (0 for text).
@@ -156,6 +145,9 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
                 let raw = self.raw(&self.buf[at..at + width]);
                 self.pos += width;
                 self.note(field.role, raw);
+                if V::WANTS_ENTITIES && matches!(field.role, Role::EntityId | Role::EntityType) {
+                    self.name_entity(field.role, at, number(field, raw));
+                }
                 if self.visitor.wants(field) {
                     self.visitor.field(field, at, width, number(field, raw));
                 }
@@ -210,6 +202,9 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
         };
         self.check(field, at, value);
         self.note(field.role, raw);
+        if V::WANTS_ENTITIES {
+            self.name_entity(field.role, at, value);
+        }
         if wanted {
             self.visitor.field(field, at, self.pos - at, value);
         }
@@ -255,6 +250,22 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
             Role::EventType => f.event_type = Some(raw as u8),
             Role::UpdateMask => self.mask = raw as u16,
             Role::EntityId => self.entity = raw as u32,
+            _ => {}
+        }
+    }
+
+    /// Hands an entity's id or type to a visitor that follows entities.
+    #[inline]
+    fn name_entity(&mut self, role: Role, at: usize, value: Value<'_>) {
+        match role {
+            Role::EntityId => self
+                .visitor
+                .entity(value.as_u64().map_or(0, |v| v as u32), at),
+            Role::EntityType => {
+                if let Some(t) = value.as_u64() {
+                    self.visitor.entity_type(t, at);
+                }
+            }
             _ => {}
         }
     }
@@ -344,17 +355,23 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
             }
             width += w;
         }
-        // Kept here rather than re-read from `self` in every item.
+        // Kept here rather than re-read from `self` in every item, as is the position: the
+        // walker's own fields are written back only where another path takes over.
         let plan = self.mask_plan();
+        let (buf, endian, mut pos) = (self.buf, self.endian, self.pos);
         for index in 0..n {
-            let item_at = self.pos;
-            self.item = item_at;
-            let Some(bytes) = self.buf.get(item_at..item_at + width) else {
+            let item_at = pos;
+            let Some(bytes) = buf.get(item_at..item_at + width) else {
+                self.pos = pos;
                 return Ok(index);
             };
+            let mut entity = 0;
             if let Some((at, w, field, wanted)) = id {
-                let raw = self.raw(&bytes[at..at + w]);
-                self.entity = raw as u32;
+                let raw = raw(endian, &bytes[at..at + w]);
+                entity = raw as u32;
+                if V::WANTS_ENTITIES {
+                    self.name_entity(Role::EntityId, item_at + at, number(field, raw));
+                }
                 if wanted {
                     self.visitor
                         .field(field, item_at + at, w, number(field, raw));
@@ -362,19 +379,27 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
             }
             let mut mask = 0;
             if let Some((at, w, field, wanted)) = mask_at {
-                let raw = self.raw(&bytes[at..at + w]);
+                let raw = raw(endian, &bytes[at..at + w]);
                 mask = raw as u16;
                 if wanted {
                     self.visitor
                         .field(field, item_at + at, w, number(field, raw));
                 }
             }
-            self.mask = mask;
-            self.pos += width;
+            pos += width;
             if masked {
-                self.masked_fields(plan, mask)?;
+                let block = plan.width(mask);
+                if plan.plain(mask) && buf.len() - pos >= block {
+                    self.plain_block(&plan, item_at, mask, pos);
+                    pos += block;
+                } else {
+                    (self.pos, self.item, self.mask, self.entity) = (pos, item_at, mask, entity);
+                    self.masked_fields(plan, mask)?;
+                    pos = self.pos;
+                }
             }
         }
+        (self.pos, self.item) = (pos, pos);
         Ok(n)
     }
 
@@ -408,27 +433,9 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
 
     /// The fields `mask` gates, laid out by the profile.
     fn masked_fields(&mut self, plan: MaskPlan, mask: u16) -> Result<(), Stop> {
-        // Mostly every set bit gates a plain number and all of them fit: the block's width is
-        // then known at once, and only the numbers the visitor wants are read.
         let width = plan.width(mask);
-        if mask & plan.other == 0 && self.left() >= width {
-            if V::WANTS_MASKS {
-                self.visitor.masked(self.item, mask, self.pos, width);
-            }
-            // Up to the last wanted field, each one's place is the sum of the widths before it.
-            let (mut rest, mut at) = (mask, self.pos);
-            while rest & plan.wanted != 0 {
-                let bit = rest.trailing_zeros() as usize;
-                rest &= rest - 1;
-                let w = usize::from(plan.widths[bit]);
-                if plan.wanted & 1 << bit != 0 {
-                    if let BitSlot::Field(field) = self.profile.bits[bit] {
-                        let raw = self.raw(&self.buf[at..at + w]);
-                        self.visitor.field(field, at, w, number(field, raw));
-                    }
-                }
-                at += w;
-            }
+        if plan.plain(mask) && self.left() >= width {
+            self.plain_block(&plan, self.item, mask, self.pos);
             self.pos += width;
             return Ok(());
         }
@@ -440,6 +447,42 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
             self.bit(bit)?;
         }
         Ok(())
+    }
+
+    /// The fields of `mask`, every one a plain number, which fit at `at` (in the item at `item`):
+    /// the block's width is known at once, and only the numbers the visitor wants are read, each
+    /// one placed by the widths of the fields before it. The caller steps over the block.
+    #[inline(always)]
+    fn plain_block(&mut self, plan: &MaskPlan, item: usize, mask: u16, at: usize) {
+        let (buf, endian) = (self.buf, self.endian);
+        if V::WANTS_MASKS {
+            self.visitor.masked(item, mask, at, plan.width(mask));
+        }
+        let mut typed = mask & plan.typed;
+        while V::WANTS_ENTITIES && typed != 0 {
+            let bit = typed.trailing_zeros() as usize;
+            typed &= typed - 1;
+            let at = at + plan.width(mask & ((1 << bit) - 1));
+            let raw = raw(endian, &buf[at..at + usize::from(plan.widths[bit])]);
+            if plan.whole & 1 << bit != 0 {
+                self.visitor.entity_type(raw, at);
+            } else if let BitSlot::Field(field) = self.profile.bits[bit] {
+                self.name_entity(Role::EntityType, at, number(field, raw));
+            }
+        }
+        let (mut rest, mut at) = (mask, at);
+        while rest & plan.wanted != 0 {
+            let bit = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            let w = usize::from(plan.widths[bit]);
+            if plan.wanted & 1 << bit != 0 {
+                if let BitSlot::Field(field) = self.profile.bits[bit] {
+                    let raw = raw(endian, &buf[at..at + w]);
+                    self.visitor.field(field, at, w, number(field, raw));
+                }
+            }
+            at += w;
+        }
     }
 
     /// Reads the field of a set mask bit, or reports a bit of unknown width and stops.
@@ -478,8 +521,12 @@ struct MaskPlan {
     one: u16,
     two: u16,
     four: u16,
-    /// The plain-number bits whose value the visitor wants (an entity type, for its check).
+    /// The plain-number bits whose value the visitor wants.
     wanted: u16,
+    /// The plain-number bits of role `EntityType`, for a visitor that follows entities.
+    typed: u16,
+    /// The plain-number bits whose value is their raw integer (unsigned, not divided).
+    whole: u16,
     /// The width of each plain-number bit's field.
     widths: [u8; MASK_BITS],
     /// The other bits, read or reported one by one: checked or variable fields, unknown widths.
@@ -493,6 +540,8 @@ impl MaskPlan {
             two: 0,
             four: 0,
             wanted: 0,
+            typed: 0,
+            whole: 0,
             widths: [0; MASK_BITS],
             other: 0,
         };
@@ -521,6 +570,12 @@ impl MaskPlan {
                     if visitor.wants(f) {
                         plan.wanted |= 1 << bit;
                     }
+                    if f.role == Role::EntityType {
+                        plan.typed |= 1 << bit;
+                    }
+                    if matches!(f.ty, Ty::U8 | Ty::U16 | Ty::U32) && f.divisor == 1 {
+                        plan.whole |= 1 << bit;
+                    }
                 }
                 None => plan.other |= 1 << bit,
             }
@@ -528,11 +583,33 @@ impl MaskPlan {
         plan
     }
 
+    /// Whether every bit of `mask` gates a plain number.
+    fn plain(&self, mask: u16) -> bool {
+        mask & self.other == 0
+    }
+
     /// Bytes taken by the fields of `bits`, all plain numbers.
     fn width(&self, bits: u16) -> usize {
         ((bits & self.one).count_ones()
             + 2 * (bits & self.two).count_ones()
             + 4 * (bits & self.four).count_ones()) as usize
+    }
+}
+
+/// The integer in `bytes` (1, 2 or 4 of them: the widths of [`Ty`]) in byte order `endian`.
+#[inline(always)]
+fn raw(endian: Endian, bytes: &[u8]) -> u64 {
+    match (endian, bytes) {
+        (_, [b]) => u64::from(*b),
+        (Endian::Big, [a, b]) => u16::from_be_bytes([*a, *b]).into(),
+        (Endian::Little, [a, b]) => u16::from_le_bytes([*a, *b]).into(),
+        (Endian::Big, [a, b, c, d]) => u32::from_be_bytes([*a, *b, *c, *d]).into(),
+        (Endian::Little, [a, b, c, d]) => u32::from_le_bytes([*a, *b, *c, *d]).into(),
+        (Endian::Big, _) => bytes.iter().fold(0u64, |acc, b| acc << 8 | u64::from(*b)),
+        (Endian::Little, _) => bytes
+            .iter()
+            .rev()
+            .fold(0u64, |acc, b| acc << 8 | u64::from(*b)),
     }
 }
 
@@ -763,6 +840,25 @@ mod tests {
         fn undecoded(&mut self, _: usize, _: &[u8]) {}
     }
 
+    /// A visitor that follows entities and wants no field, as the pipeline's summary.
+    #[derive(Default)]
+    struct Followed(Vec<(&'static str, u64, usize)>);
+
+    impl Visitor for Followed {
+        const WANTS_FIELDS: bool = false;
+        const WANTS_ENTITIES: bool = true;
+        fn entity(&mut self, id: u32, at: usize) {
+            self.0.push(("id", id.into(), at));
+        }
+        fn entity_type(&mut self, type_id: u64, at: usize) {
+            self.0.push(("entity_type", type_id, at));
+        }
+        fn field(&mut self, _: &'static Field, _: usize, _: usize, _: Value<'_>) {}
+        fn open(&mut self, _: &'static Group, _: Open, _: usize) {}
+        fn close(&mut self, _: Open) {}
+        fn undecoded(&mut self, _: usize, _: &[u8]) {}
+    }
+
     /// A visitor that takes masked blocks whole.
     #[derive(Default)]
     struct Blocks(Vec<(usize, u16, usize, usize)>);
@@ -798,6 +894,52 @@ mod tests {
         (facts, findings)
     }
 
+    /// An entity type that is not a whole number as the profile lays it out (signed and
+    /// negative, or divided) is followed as the node-by-node walk reads it: a type only when its
+    /// value is a whole number.
+    #[test]
+    fn entity_types_are_followed_as_their_profile_reads_them() {
+        let snapshot = desc::message(desc::SNAPSHOT).unwrap();
+        // Two entities with bit 0 (the type) and bit 9 (lives, one byte) set.
+        let mut payload = vec![0, 2];
+        for (id, ty) in [(7u32, [0xFF, 0xFE]), (8, [0x00, 0x14])] {
+            payload.extend(id.to_be_bytes());
+            payload.extend(0x0201u16.to_be_bytes());
+            payload.extend(ty);
+            payload.push(3);
+        }
+        let (one, two) = (("id", 7, 2), ("id", 8, 11));
+        for (ty, divisor, expected) in [
+            (
+                "u16",
+                1,
+                vec![one, ("entity_type", 65534, 8), two, ("entity_type", 20, 17)],
+            ),
+            ("i16", 1, vec![one, two, ("entity_type", 20, 17)]),
+            ("u16", 10, vec![one, two]),
+            ("i16", 10, vec![one, two]),
+        ] {
+            let profile = Profile::parse(&format!(
+                "name = \"t\"\n[bits]\n0 = {{ name = \"entity_type\", type = \"{ty}\", divisor = {divisor} }}\n"
+            ))
+            .unwrap();
+            let mut followed = Followed::default();
+            let mut findings = Vec::new();
+            decode_message(
+                snapshot,
+                &payload,
+                0,
+                rtype::ENDIAN,
+                &profile,
+                &rtype::MESSAGE_RULES,
+                &mut followed,
+                &mut findings,
+            );
+            assert_eq!(findings, []);
+            assert_eq!(followed.0, expected, "{ty} / {divisor}");
+        }
+    }
+
     /// The walk that steps over a summary's unwanted fields finds exactly what the node-by-node
     /// walk finds, on every cut of a snapshot whose entities use skippable, read, reserved and
     /// undefined mask bits.
@@ -829,6 +971,19 @@ mod tests {
             decode(cut, &mut every);
             every.0.retain(|f| matches!(f.0, "id" | "update_mask"));
             assert_eq!(framing.0, every.0, "cut at {len}");
+            // Entities are followed where they are, whichever walk reads them.
+            let mut followed = Followed::default();
+            assert_eq!(skipped, decode(cut, &mut followed), "cut at {len}");
+            let mut every = Everything::default();
+            decode(cut, &mut every);
+            let named: Vec<(&str, usize)> = every
+                .0
+                .iter()
+                .filter(|f| matches!(f.0, "id" | "entity_type"))
+                .map(|f| (f.0, f.1))
+                .collect();
+            let seen: Vec<(&str, usize)> = followed.0.iter().map(|f| (f.0, f.2)).collect();
+            assert_eq!(seen, named, "cut at {len}");
         }
         // Fields are visited at their offsets, whichever way the walk reads them.
         let mut every = Everything::default();
@@ -862,6 +1017,18 @@ mod tests {
         assert_eq!(
             blocks.0,
             [(2, 0x027F, 8, 21), (29, 0x001E, 35, 16), (51, 0, 57, 0)]
+        );
+        let mut followed = Followed::default();
+        decode(&payload, &mut followed);
+        assert_eq!(
+            followed.0,
+            [
+                ("id", 1, 2),
+                ("entity_type", 0, 8),
+                ("id", 2, 29),
+                ("id", 3, 51),
+                ("id", 4, 57)
+            ]
         );
         let mut types = Types::default();
         decode(&payload, &mut types);

@@ -21,10 +21,10 @@ use crate::capture::{
 };
 use crate::datagram::{rtype, Dialect};
 use crate::display_filter::{Context, DisplayFilter};
-use crate::message::{Detail, Finding, Value, Visitor};
+use crate::message::{Detail, Finding, Open, Value, Visitor};
 use crate::proto::profile::Profile;
 use crate::proto::rtype as desc;
-use crate::proto::schema::{Field, Group, Role};
+use crate::proto::schema::{Field, Group};
 use crate::proto::Rule;
 use crate::session::analysis::{self, Analysis};
 use crate::session::chunks::{ChunkSets, Closed};
@@ -42,27 +42,65 @@ pub static HEADER_GROUP: Group = Group {
     nodes: desc::HEADER,
 };
 
-/// Whether a field names an entity: its id, or its type.
-fn names_entity(field: &Field) -> bool {
-    matches!(field.role, Role::EntityId | Role::EntityType)
+/// Passes a message's structure on to `inner` and collects the entities it names: an id starts
+/// an [`EntityRef`] (located `at` + its offset in the datagram), the entity type that follows
+/// gives it its type and, when `types` is given, is listed there too (for the check against
+/// LevelInit's archetypes).
+struct Named<'a, V> {
+    inner: &'a mut V,
+    at: usize,
+    entities: &'a mut Vec<EntityRef>,
+    types: Option<&'a mut Vec<EntityTypeAt>>,
 }
 
-/// Notes a field that names an entity: an id starts an [`EntityRef`] (located at `at` in the
-/// datagram), the entity type that follows gives it its type.
-fn note_entity(entities: &mut Vec<EntityRef>, field: &Field, at: usize, value: Value<'_>) {
-    match field.role {
-        Role::EntityId => entities.push(EntityRef {
-            id: value.as_u64().map_or(0, |v| v as u32),
+/// An entity type a message names, and where (its byte offset in the datagram).
+type EntityTypeAt = (u64, u32);
+
+impl<V: Visitor> Visitor for Named<'_, V> {
+    const WANTS_FIELDS: bool = V::WANTS_FIELDS;
+    const WANTS_MASKS: bool = V::WANTS_MASKS;
+    const WANTS_ENTITIES: bool = true;
+    #[inline]
+    fn wants(&self, field: &'static Field) -> bool {
+        self.inner.wants(field)
+    }
+    #[inline]
+    fn masked(&mut self, item: usize, mask: u16, at: usize, len: usize) {
+        self.inner.masked(item, mask, at, len);
+    }
+    #[inline]
+    fn entity(&mut self, id: u32, at: usize) {
+        self.entities.push(EntityRef {
+            id,
             event: EntityEvent::Update,
             type_id: None,
-            at: at as u32,
-        }),
-        Role::EntityType => {
-            if let Some(last) = entities.last_mut() {
-                last.type_id = value.as_u64().map(|t| t as u16);
-            }
+            at: (self.at + at) as u32,
+        });
+    }
+    #[inline]
+    fn entity_type(&mut self, type_id: u64, at: usize) {
+        if let Some(last) = self.entities.last_mut() {
+            last.type_id = Some(type_id as u16);
         }
-        _ => {}
+        if let Some(types) = self.types.as_deref_mut() {
+            types.push((type_id, (self.at + at) as u32));
+        }
+    }
+    #[inline]
+    fn field(&mut self, field: &'static Field, at: usize, len: usize, value: Value<'_>) {
+        self.inner.field(field, at, len, value);
+    }
+    #[inline]
+    fn open(&mut self, group: &'static Group, how: Open, at: usize) {
+        self.inner.open(group, how, at);
+    }
+    #[inline]
+    fn close(&mut self, how: Open) {
+        self.inner.close(how);
+    }
+    #[inline]
+    fn undecoded(&mut self, at: usize, bytes: &[u8]) {
+        self.inner.undecoded(at, bytes);
     }
 }
 
@@ -199,7 +237,7 @@ struct State {
     /// The entities the current datagram names.
     entities: Vec<EntityRef>,
     /// The entity types it names, checked against its conversation's archetypes.
-    types: Vec<rtype_arm::EntityTypeAt>,
+    types: Vec<EntityTypeAt>,
     closed: Vec<Closed>,
     conversations: Conversations,
     analysis: Analysis,

@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::SocketAddr;
 
-use super::{names_entity, note_entity, Sink, State, Udp, HEADER_GROUP};
+use super::{Named, Sink, State, Udp, HEADER_GROUP};
 use crate::datagram::{rt, Dialect};
 use crate::display_filter::Context;
 use crate::message::{
@@ -250,9 +250,12 @@ impl State {
                 }
                 Some(m) if d.decodable() => {
                     let (entities, at) = (&mut self.entities, d.payload_at);
-                    let mut named = Tap::new(fields, names_entity, |field, offset, value| {
-                        note_entity(entities, field, at + offset, value)
-                    });
+                    let mut named = Named {
+                        inner: fields,
+                        at,
+                        entities,
+                        types: None,
+                    };
                     facts = decode_message_as(
                         m,
                         variant,

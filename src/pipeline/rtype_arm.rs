@@ -1,12 +1,10 @@
 //! The rtype dialect's part of the pipeline: checks, decoding, archetypes and chunk sets.
-use super::{
-    names_entity, note_entity, RenderAhead, RenderedOf, Sink, State, Udp, Unpack, HEADER_GROUP,
-};
+use super::{EntityTypeAt, Named, RenderAhead, RenderedOf, Sink, State, Udp, Unpack, HEADER_GROUP};
 use crate::datagram::{rtype, Dialect};
 use crate::display_filter::Context;
 use crate::message::{
     add_finding, choose_layout, decode_message, decode_message_as, decode_nodes, Detail, Facts,
-    Finding, Layout, Open, Tap, Value, Visitor,
+    Finding, Layout, Open, Value, Visitor,
 };
 use crate::proto::profile::Profile;
 use crate::proto::rtype as desc;
@@ -297,9 +295,6 @@ fn header_fields<V: Visitor>(d: &rtype::Datagram<'_>, profile: &Profile, fields:
     }
 }
 
-/// An entity type a message names, and where (its byte offset in the datagram).
-pub(super) type EntityTypeAt = (u64, u32);
-
 /// Walks a datagram's message on a worker thread as the ordered stage would for a conversation
 /// with no usual layout (`scratch` holds its decompressed payload), into `fields` after the
 /// header's: the walk's findings, entities and entity types are collected for the ordered stage,
@@ -380,18 +375,12 @@ impl Walk<'_, '_> {
             return Facts::default();
         };
         let (at, entities, types) = (self.d.payload_at, self.entities, self.types);
-        let mut collect = Tap::new(
-            fields,
-            names_entity,
-            |field: &'static Field, offset, value: Value<'_>| {
-                note_entity(entities, field, at + offset, value);
-                if field.role == Role::EntityType {
-                    if let Some(t) = value.as_u64() {
-                        types.push((t, (at + offset) as u32));
-                    }
-                }
-            },
-        );
+        let mut collect = Named {
+            inner: fields,
+            at,
+            entities,
+            types: Some(types),
+        };
         decode_message_as(
             message,
             layout.variant,

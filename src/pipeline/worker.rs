@@ -7,7 +7,8 @@
 
 use std::ops::Range;
 
-use super::rtype_arm::{walk_ahead, EntityTypeAt};
+use super::rtype_arm::walk_ahead;
+use super::EntityTypeAt;
 use super::{RenderAhead, Renderings};
 use crate::capture::{self, Detached, Frame, LinkOutcome};
 use crate::datagram::{rtype, Dialect};
