@@ -13,7 +13,7 @@ use crate::proto::{Direction, Message, Rule};
 use crate::session::analysis::bytes_hash;
 use crate::session::chunks::{Chunk, Reassembled};
 use crate::session::event::{DatagramEvent, Decoded, EntityRef, ReassembledEvent};
-use crate::session::Archetypes;
+use crate::session::{Archetypes, TypeSet};
 
 impl State {
     pub(super) fn rtype<S: Sink>(
@@ -97,7 +97,7 @@ impl State {
                 Some(w) => {
                     self.findings.extend_from_slice(w.findings);
                     self.entities.extend_from_slice(w.entities);
-                    check_entity_types(w.types, archetypes, &mut self.findings);
+                    check_entity_types(w.types, Some(&w.type_set), archetypes, &mut self.findings);
                     (w.layout, w.facts)
                 }
                 None => {
@@ -112,7 +112,7 @@ impl State {
                     let layout = walk.layout(usual);
                     header_fields(d, &self.profile, fields);
                     let facts = walk.checked(layout, fields);
-                    check_entity_types(&self.types, archetypes, &mut self.findings);
+                    check_entity_types(&self.types, None, archetypes, &mut self.findings);
                     (layout, facts)
                 }
             };
@@ -325,12 +325,14 @@ pub(super) fn walk_ahead<V: Visitor>(
 
 /// Every entity of a type LevelInit did not declare breaks the rule: one finding at the first,
 /// counted, after the walk's findings. Before any LevelInit every type is allowed.
-fn check_entity_types(
+/// A worker's `set` of the types answers at once for most messages.
+pub(super) fn check_entity_types(
     types: &[EntityTypeAt],
+    set: Option<&TypeSet>,
     archetypes: &Archetypes,
     findings: &mut Vec<Finding>,
 ) {
-    if archetypes.is_empty() {
+    if archetypes.is_empty() || set.is_some_and(|s| archetypes.covers(s)) {
         return;
     }
     let mut unknown = types.iter().filter(|(t, _)| !archetypes.contains(*t));

@@ -16,6 +16,7 @@ use crate::message::{Facts, Finding, Layout, NoFields};
 use crate::proto::profile::Profile;
 use crate::session::analysis::bytes_hash;
 use crate::session::event::EntityRef;
+use crate::session::TypeSet;
 
 /// One worker: its buffers, and what it does with a message.
 pub(super) struct Worker<F> {
@@ -107,6 +108,7 @@ impl<F: RenderAhead> Worker<F> {
             findings: span(&mut out.findings, &self.findings[header_findings..]),
             entities: span(&mut out.entities, &self.entities),
             types: span(&mut out.types, &self.types),
+            type_set: TypeSet::of(self.types.iter().map(|t| t.0)),
             rendered,
         })
     }
@@ -188,6 +190,7 @@ struct Walk {
     findings: Range<u32>,
     entities: Range<u32>,
     types: Range<u32>,
+    type_set: TypeSet,
     /// The index of its rendering.
     rendered: Option<usize>,
 }
@@ -215,6 +218,8 @@ pub(super) struct Walked<'w, R> {
     pub findings: &'w [Finding],
     pub entities: &'w [EntityRef],
     pub types: &'w [EntityTypeAt],
+    /// The types as a set.
+    pub type_set: TypeSet,
     /// The sink's rendering of the fields, when it renders ahead: the batch's renderings, and
     /// its index in them.
     pub rendered: Option<(&'w R, usize)>,
@@ -244,6 +249,7 @@ impl<R: Renderings> Worked<R> {
                 findings: slice(&self.findings, &w.findings),
                 entities: slice(&self.entities, &w.entities),
                 types: slice(&self.types, &w.types),
+                type_set: w.type_set,
                 rendered: w.rendered.map(|index| (&self.rendered, index)),
             }),
         });

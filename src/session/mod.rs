@@ -87,6 +87,28 @@ pub struct Archetypes {
     small: [u64; 4],
 }
 
+/// The entity types a message names, as a set: those below 256 a bit each, and whether there
+/// is any other. Made on a worker, it lets the ordered stage check a whole message's types
+/// against a conversation's archetypes in four steps ([`Archetypes::covers`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TypeSet {
+    small: [u64; 4],
+    large: bool,
+}
+
+impl TypeSet {
+    pub fn of(types: impl Iterator<Item = u64>) -> TypeSet {
+        let mut set = TypeSet::default();
+        for t in types {
+            match set.small.get_mut(t as usize / 64).filter(|_| t < 256) {
+                Some(bits) => *bits |= 1 << (t % 64),
+                None => set.large = true,
+            }
+        }
+        set
+    }
+}
+
 /// The bit of an archetype's name end that says its name did not fit.
 const UNNAMED: u16 = 0x8000;
 const _: () = assert!(MAX_SPRITE_BYTES < UNNAMED as usize);
@@ -169,6 +191,11 @@ impl Archetypes {
             Some(bits) => bits & (1 << (type_id % 64)) != 0,
             None => self.types.iter().any(|a| u64::from(a.0) == type_id),
         }
+    }
+    /// Whether LevelInit announced every type of `set` (false when unsure: a type of 256 or
+    /// more, which only [`Archetypes::contains`] can tell).
+    pub fn covers(&self, set: &TypeSet) -> bool {
+        !set.large && set.small.iter().zip(self.small).all(|(s, a)| s & !a == 0)
     }
     /// The sprite name of the first archetype of this type, when one was remembered.
     pub fn sprite(&self, type_id: u64) -> Option<&str> {
@@ -284,6 +311,22 @@ mod tests {
         assert!(copy.contains(255) && copy.contains(300));
         a.clear();
         assert!(!a.contains(3) && !a.contains(300));
+    }
+
+    #[test]
+    fn archetypes_cover_a_set_of_small_types_they_all_know() {
+        let mut a = Archetypes::new();
+        for t in [3, 70, 255, 300] {
+            a.push(t);
+        }
+        let covers = |types: &[u64]| a.covers(&TypeSet::of(types.iter().copied()));
+        assert!(covers(&[]));
+        assert!(covers(&[3, 70, 3, 255]));
+        assert!(!covers(&[3, 71]));
+        assert!(!covers(&[0]));
+        // A type of 256 or more is left to `contains`, known or not.
+        assert!(!covers(&[300]));
+        assert!(!covers(&[3, (1 << 32) + 3]));
     }
 
     #[test]
