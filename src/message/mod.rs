@@ -219,8 +219,8 @@ pub struct Facts {
 }
 
 /// Passes a message's structure on to `inner` while `on_field` also sees the fields `watch`
-/// selects: how the pipeline reads a few fields on their way to a report (entity types against
-/// LevelInit, rt's acknowledged sequence) without a forwarding visitor of its own for each.
+/// selects: how the pipeline reads a field on its way to a report (rt's acknowledged sequence)
+/// without a forwarding visitor of its own. Entities have their own calls ([`Visitor::entity`]).
 pub struct Tap<'a, V, W, F> {
     inner: &'a mut V,
     watch: W,
