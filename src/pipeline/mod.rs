@@ -554,8 +554,8 @@ fn recognise_cut(bytes: &[u8]) -> Option<Dialect> {
     })
 }
 
-/// The most worker threads a run takes: each holds up to two batches of frames (about 256 KiB of
-/// frames, and their results).
+/// The most worker threads a run takes: each holds up to two batches of frames and their
+/// results (256 KiB each, with this many workers).
 pub const MAX_THREADS: usize = 16;
 
 /// Where an rtype datagram's CRC and decompression ([`rtype::unpack`]) are done.

@@ -142,10 +142,10 @@ impl<F: RenderAhead> capture::Ahead for Worker<F> {
             + out.types.len() * size_of::<EntityTypeAt>()
     }
 
-    fn clear(out: &mut Self::Results) {
+    fn clear(out: &mut Self::Results, limit: usize) {
         // A batch of hostile datagrams (each decompressing to 64 KiB, or naming thousands of
         // entities) gives its memory back.
-        if out.capacity() > 2 * capture::reader::MAX_RESULTS {
+        if out.capacity() > 2 * limit {
             *out = Worked::default();
         }
         out.frames.clear();
@@ -267,7 +267,7 @@ fn span<T: Copy>(all: &mut Vec<T>, items: &[T]) -> Range<u32> {
     as_u32(start..all.len())
 }
 
-/// A batch's results stay far below 4 GiB ([`capture::reader::MAX_RESULTS`] and one frame).
+/// A batch's results stay far below 4 GiB ([`capture::reader::MAX_BATCH_BYTES`] and one frame).
 fn as_u32(r: Range<usize>) -> Range<u32> {
     r.start as u32..r.end as u32
 }
