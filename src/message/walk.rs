@@ -358,6 +358,25 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
         // Kept here rather than re-read from `self` in every item, as is the position: the
         // walker's own fields are written back only where another path takes over.
         let plan = self.mask_plan();
+        if let (true, Some((id_at, 4, id, false)), Some((mask_at, 2, _, false))) =
+            (masked, id, mask_at)
+        {
+            let whole_id = id.ty == Ty::U32 && id.divisor == 1;
+            let one_type = plan.typed & !plan.whole == 0 && plan.typed.count_ones() <= 1;
+            if !V::WANTS_MASKS
+                && self.endian == Endian::Big
+                && whole_id
+                && one_type
+                && plan.wanted == 0
+            {
+                let layout = Framed {
+                    id_at,
+                    mask_at,
+                    width,
+                };
+                return self.framed_items(&plan, layout, n);
+            }
+        }
         let (buf, endian, mut pos) = (self.buf, self.endian, self.pos);
         for index in 0..n {
             let item_at = pos;
@@ -398,6 +417,56 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
                     pos = self.pos;
                 }
             }
+        }
+        (self.pos, self.item) = (pos, pos);
+        Ok(n)
+    }
+
+    /// [`Walker::plain_items`] when the visitor wants none of the items' fields and their
+    /// framing is the document's (a big-endian 32-bit entity id, a 16-bit update mask, at most
+    /// one entity type, a whole number): the walk of a summary, `check` or the packet list
+    /// through a snapshot, with its widths known here and nothing but the entities handed over.
+    fn framed_items(&mut self, plan: &MaskPlan, layout: Framed, n: u32) -> Result<u32, Stop> {
+        let Framed {
+            id_at,
+            mask_at,
+            width,
+        } = layout;
+        let typed = plan.typed;
+        let type_bit = typed.trailing_zeros() as usize % MASK_BITS;
+        let (before_type, type_width) =
+            ((1u16 << type_bit) - 1, usize::from(plan.widths[type_bit]));
+        let (buf, mut pos) = (self.buf, self.pos);
+        for index in 0..n {
+            let item_at = pos;
+            let Some(head) = buf.get(item_at..item_at + width) else {
+                self.pos = pos;
+                return Ok(index);
+            };
+            let id = u32::from_be_bytes([
+                head[id_at],
+                head[id_at + 1],
+                head[id_at + 2],
+                head[id_at + 3],
+            ]);
+            let mask = u16::from_be_bytes([head[mask_at], head[mask_at + 1]]);
+            if V::WANTS_ENTITIES {
+                self.visitor.entity(id, item_at + id_at);
+            }
+            pos += width;
+            let block = plan.width(mask);
+            if !plan.plain(mask) || buf.len() - pos < block {
+                (self.pos, self.item, self.mask, self.entity) = (pos, item_at, mask, id);
+                self.masked_fields(*plan, mask)?;
+                pos = self.pos;
+                continue;
+            }
+            if V::WANTS_ENTITIES && mask & typed != 0 {
+                let at = pos + plan.width(mask & before_type);
+                let type_id = raw(Endian::Big, &buf[at..at + type_width]);
+                self.visitor.entity_type(type_id, at);
+            }
+            pos += block;
         }
         (self.pos, self.item) = (pos, pos);
         Ok(n)
@@ -509,6 +578,14 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
         self.pos = self.buf.len();
         Err(Stop::Undecodable)
     }
+}
+
+/// Where a repeated item's entity id and update mask are, and its width up to its masked fields.
+#[derive(Clone, Copy)]
+struct Framed {
+    id_at: usize,
+    mask_at: usize,
+    width: usize,
 }
 
 /// How a walk treats each update-mask bit. A field can be stepped over unread when reading it
