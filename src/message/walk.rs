@@ -1,7 +1,7 @@
 //! The walker: reads a payload node by node, as the protocol description lays it out.
 
 use super::{add_finding, Detail, Facts, Finding, NoFields, Open, Value, Visitor};
-use crate::proto::profile::{BitSlot, Profile, MASK_BITS};
+use crate::proto::profile::{BitSlot, PlainBits, Profile, MASK_BITS};
 use crate::proto::schema::{
     nodes_fixed_size, Check, Display, Field, Group, Message, Node, Role, Ty,
 };
@@ -535,7 +535,7 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
             let raw = raw(endian, &buf[at..at + usize::from(plan.widths[bit])]);
             if plan.whole & 1 << bit != 0 {
                 self.visitor.entity_type(raw, at);
-            } else if let BitSlot::Field(field) = self.profile.bits[bit] {
+            } else if let BitSlot::Field(field) = self.profile.bits()[bit] {
                 self.name_entity(Role::EntityType, at, number(field, raw));
             }
         }
@@ -545,7 +545,7 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
             rest &= rest - 1;
             let w = usize::from(plan.widths[bit]);
             if plan.wanted & 1 << bit != 0 {
-                if let BitSlot::Field(field) = self.profile.bits[bit] {
+                if let BitSlot::Field(field) = self.profile.bits()[bit] {
                     let raw = raw(endian, &buf[at..at + w]);
                     self.visitor.field(field, at, w, number(field, raw));
                 }
@@ -556,7 +556,7 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
 
     /// Reads the field of a set mask bit, or reports a bit of unknown width and stops.
     fn bit(&mut self, bit: usize) -> Result<(), Stop> {
-        let rule = match self.profile.bits[bit] {
+        let rule = match self.profile.bits()[bit] {
             BitSlot::Field(field) => return self.field(field).map(drop),
             BitSlot::Reserved => self.rules.reserved_bit,
             BitSlot::Undefined => self.rules.undefined_bit,
@@ -588,88 +588,38 @@ struct Framed {
     width: usize,
 }
 
-/// How a walk treats each update-mask bit. A field can be stepped over unread when reading it
-/// would change nothing: a number of 1, 2 or 4 bytes that is not checked and has no role the
-/// walk notes (most of a snapshot's fields). The width of any set of such bits is then three
-/// population counts, with no branch per bit; of those, only the ones the visitor wants are read.
+/// How a walk treats each update-mask bit: the profile's plain bits ([`PlainBits`]: a field can
+/// be stepped over unread when reading it would change nothing), and of those, the ones whose
+/// value the visitor wants. For a visitor that wants no field this costs nothing per message.
 #[derive(Clone, Copy, Debug)]
 struct MaskPlan {
-    /// The plain-number bits, by width.
-    one: u16,
-    two: u16,
-    four: u16,
-    /// The plain-number bits whose value the visitor wants.
+    bits: PlainBits,
+    /// The plain bits whose value the visitor wants.
     wanted: u16,
-    /// The plain-number bits of role `EntityType`, for a visitor that follows entities.
-    typed: u16,
-    /// The plain-number bits whose value is their raw integer (unsigned, not divided).
-    whole: u16,
-    /// The width of each plain-number bit's field.
-    widths: [u8; MASK_BITS],
-    /// The other bits, read or reported one by one: checked or variable fields, unknown widths.
-    other: u16,
 }
 
 impl MaskPlan {
     fn new<V: Visitor>(profile: &Profile, visitor: &V) -> MaskPlan {
-        let mut plan = MaskPlan {
-            one: 0,
-            two: 0,
-            four: 0,
-            wanted: 0,
-            typed: 0,
-            whole: 0,
-            widths: [0; MASK_BITS],
-            other: 0,
-        };
-        for (bit, slot) in profile.bits.iter().enumerate() {
-            // A number of 1, 2 or 4 bytes, unchecked, with a role [`Walker::note`] ignores.
-            let plain = match slot {
-                BitSlot::Field(f)
-                    if f.array == 0
-                        && f.check == Check::None
-                        && matches!(f.role, Role::None | Role::EntityType) =>
-                {
-                    f.width()
-                        .filter(|w| matches!(w, 1 | 2 | 4))
-                        .map(|w| (*f, w))
+        let bits = *profile.plain();
+        let mut wanted = 0;
+        let mut plain = !bits.other;
+        while plain != 0 {
+            let bit = plain.trailing_zeros() as usize;
+            plain &= plain - 1;
+            if let BitSlot::Field(f) = profile.bits()[bit] {
+                if visitor.wants(f) {
+                    wanted |= 1 << bit;
                 }
-                _ => None,
-            };
-            match plain {
-                Some((f, w)) => {
-                    plan.widths[bit] = w as u8;
-                    *match w {
-                        1 => &mut plan.one,
-                        2 => &mut plan.two,
-                        _ => &mut plan.four,
-                    } |= 1 << bit;
-                    if visitor.wants(f) {
-                        plan.wanted |= 1 << bit;
-                    }
-                    if f.role == Role::EntityType {
-                        plan.typed |= 1 << bit;
-                    }
-                    if matches!(f.ty, Ty::U8 | Ty::U16 | Ty::U32) && f.divisor == 1 {
-                        plan.whole |= 1 << bit;
-                    }
-                }
-                None => plan.other |= 1 << bit,
             }
         }
-        plan
+        MaskPlan { bits, wanted }
     }
+}
 
-    /// Whether every bit of `mask` gates a plain number.
-    fn plain(&self, mask: u16) -> bool {
-        mask & self.other == 0
-    }
-
-    /// Bytes taken by the fields of `bits`, all plain numbers.
-    fn width(&self, bits: u16) -> usize {
-        ((bits & self.one).count_ones()
-            + 2 * (bits & self.two).count_ones()
-            + 4 * (bits & self.four).count_ones()) as usize
+impl std::ops::Deref for MaskPlan {
+    type Target = PlainBits;
+    fn deref(&self) -> &PlainBits {
+        &self.bits
     }
 }
 

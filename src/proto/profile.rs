@@ -18,7 +18,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::rtype::STATUS_FLAGS;
-use super::schema::{Display, Field, Named, Role, Ty};
+use super::schema::{Check, Display, Field, Named, Role, Ty};
 
 /// Number of bits in the update mask.
 pub const MASK_BITS: usize = 16;
@@ -54,7 +54,78 @@ pub enum BitSlot {
 #[derive(Clone, Debug)]
 pub struct Profile {
     pub name: String,
-    pub bits: [BitSlot; MASK_BITS],
+    bits: [BitSlot; MASK_BITS],
+    /// Made from `bits` once, when they are set.
+    plain: PlainBits,
+}
+
+/// The mask bits that gate a plain number: 1, 2 or 4 bytes, not checked, and with no role but
+/// the entity type's. The width of any set of them is three population counts, so a walk steps
+/// over a block of them without reading it; each profile works them out once, not each
+/// message its walk.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PlainBits {
+    /// The plain bits, by width.
+    pub one: u16,
+    pub two: u16,
+    pub four: u16,
+    /// The width of each plain bit's field (0 for the others).
+    pub widths: [u8; MASK_BITS],
+    /// The bits that are not plain: checked or variable fields, unknown widths.
+    pub other: u16,
+    /// The plain bits of role `EntityType`.
+    pub typed: u16,
+    /// The plain bits whose value is their raw integer (unsigned, not divided).
+    pub whole: u16,
+}
+
+impl PlainBits {
+    fn of(bits: &[BitSlot; MASK_BITS]) -> PlainBits {
+        let mut plain = PlainBits::default();
+        for (bit, slot) in bits.iter().enumerate() {
+            let field = match slot {
+                BitSlot::Field(f)
+                    if f.array == 0
+                        && f.check == Check::None
+                        && matches!(f.role, Role::None | Role::EntityType) =>
+                {
+                    f.width()
+                        .filter(|w| matches!(w, 1 | 2 | 4))
+                        .map(|w| (*f, w))
+                }
+                _ => None,
+            };
+            let Some((f, w)) = field else {
+                plain.other |= 1 << bit;
+                continue;
+            };
+            plain.widths[bit] = w as u8;
+            *match w {
+                1 => &mut plain.one,
+                2 => &mut plain.two,
+                _ => &mut plain.four,
+            } |= 1 << bit;
+            if f.role == Role::EntityType {
+                plain.typed |= 1 << bit;
+            }
+            if matches!(f.ty, Ty::U8 | Ty::U16 | Ty::U32) && f.divisor == 1 {
+                plain.whole |= 1 << bit;
+            }
+        }
+        plain
+    }
+
+    /// Bytes taken by the fields of `bits`, all plain numbers.
+    pub fn width(&self, bits: u16) -> usize {
+        ((bits & self.one).count_ones()
+            + 2 * (bits & self.two).count_ones()
+            + 4 * (bits & self.four).count_ones()) as usize
+    }
+
+    /// Whether every bit of `mask` gates a plain number.
+    pub fn plain(&self, mask: u16) -> bool {
+        mask & self.other == 0
+    }
 }
 
 static DOCUMENT_FIELDS: [Field; 8] = [
@@ -81,7 +152,18 @@ impl Profile {
         Profile {
             name: "document".into(),
             bits,
+            plain: PlainBits::of(&bits),
         }
+    }
+
+    /// What each mask bit means.
+    pub fn bits(&self) -> &[BitSlot; MASK_BITS] {
+        &self.bits
+    }
+
+    /// The bits that gate plain numbers.
+    pub fn plain(&self) -> &PlainBits {
+        &self.plain
     }
 
     /// A profile shipped in the binary ([`BUNDLED`]). Each is parsed once per process: parsing
@@ -167,6 +249,7 @@ impl Profile {
                 ));
             }
         }
+        profile.plain = PlainBits::of(&profile.bits);
         Ok(profile)
     }
 
@@ -297,6 +380,36 @@ mod tests {
         assert_eq!(p.field(9).unwrap().name, "lives");
         assert!(matches!(p.bits[7], BitSlot::Reserved));
         assert!(matches!(p.bits[10], BitSlot::Undefined));
+    }
+
+    #[test]
+    fn plain_bits_are_worked_out_once_per_profile() {
+        let p = Profile::document();
+        let plain = *p.plain();
+        assert_eq!(
+            (plain.one, plain.two, plain.four, plain.other),
+            (0b10_0100_0001, 0b10_0000, 0b1_1110, 0xFD80)
+        );
+        assert_eq!(
+            plain.widths,
+            [1, 4, 4, 4, 4, 2, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0]
+        );
+        assert_eq!((plain.typed, plain.whole), (1, 0b10_0110_0001));
+        assert_eq!(plain.width(0b10_0111_1111), 21);
+        assert!(plain.plain(0x027F) && !plain.plain(0x0080));
+        // A profile's bits are its own: a divided i16 and an i32 on a bit the document leaves
+        // undefined are plain, not whole.
+        let p = Profile::parse(
+            "[bits]\n1 = { name = \"pos_x\", type = \"i16\", divisor = 10 }\n10 = { name = \"score\", type = \"i32\" }\n",
+        )
+        .unwrap();
+        let plain = *p.plain();
+        assert_eq!((plain.two & 0b10, plain.four & 1 << 10), (0b10, 1 << 10));
+        assert_eq!((plain.widths[1], plain.widths[10]), (2, 4));
+        assert_eq!(
+            (plain.other & 1 << 10, plain.whole & (0b10 | 1 << 10)),
+            (0, 0)
+        );
     }
 
     #[test]

@@ -974,7 +974,7 @@ impl<'p> Builder<'p> {
                 }
                 Node::Masked => {
                     for bit in 0..MASK_BITS {
-                        if let BitSlot::Field(f) = self.profile.bits[bit] {
+                        if let BitSlot::Field(f) = self.profile.bits()[bit] {
                             self.declare(format!("{prefix}.{}", f.name), f, "", scope, path);
                         }
                     }

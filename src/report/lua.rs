@@ -711,7 +711,7 @@ impl Gen {
                 (profile.name.clone(), label)
             };
             let skip: Vec<String> = self.profiles[p]
-                .bits
+                .bits()
                 .iter()
                 .enumerate()
                 .map(|(bit, slot)| {
@@ -1131,7 +1131,7 @@ impl Gen {
         let _ = writeln!(out, "{p}    if w and c.len - at >= w then");
         if let Some((bit, f)) =
             self.profiles[profile]
-                .bits
+                .bits()
                 .iter()
                 .enumerate()
                 .find_map(|(bit, slot)| match slot {
@@ -1159,7 +1159,7 @@ impl Gen {
         let last = MASK_BITS - 1;
         for bit in 0..MASK_BITS {
             let test = format!("{p}if m % {} >= {} then", 1u32 << (bit + 1), 1u32 << bit);
-            match self.profiles[profile].bits[bit] {
+            match self.profiles[profile].bits()[bit] {
                 BitSlot::Field(f) => {
                     let _ = writeln!(out, "{test}");
                     let saved = std::mem::take(&mut self.context);

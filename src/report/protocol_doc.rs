@@ -203,7 +203,7 @@ fn masked(out: &mut String) {
     out.push_str(
         "| bit | JSON key | filter | type | label | display |\n|---|---|---|---|---|---|\n",
     );
-    for (bit, slot) in Profile::document().bits.iter().enumerate() {
+    for (bit, slot) in Profile::document().bits().iter().enumerate() {
         match slot {
             BitSlot::Field(f) => {
                 let _ = writeln!(

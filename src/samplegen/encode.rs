@@ -96,7 +96,7 @@ impl Encoder<'_> {
             if self.mask & (1 << bit) == 0 {
                 continue;
             }
-            match self.profile.bits[bit] {
+            match self.profile.bits()[bit] {
                 BitSlot::Field(field) => {
                     self.field(field, member(obj, field.name)?)?;
                 }
