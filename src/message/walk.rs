@@ -532,10 +532,8 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
             let bit = typed.trailing_zeros() as usize;
             typed &= typed - 1;
             let at = at + plan.width(mask & ((1 << bit) - 1));
-            let raw = raw(endian, &buf[at..at + usize::from(plan.widths[bit])]);
-            if plan.whole & 1 << bit != 0 {
-                self.visitor.entity_type(raw, at);
-            } else if let BitSlot::Field(field) = self.profile.bits()[bit] {
+            if let BitSlot::Field(field) = self.profile.bits()[bit] {
+                let raw = raw(endian, &buf[at..at + usize::from(plan.widths[bit])]);
                 self.name_entity(Role::EntityType, at, number(field, raw));
             }
         }

@@ -324,9 +324,9 @@ pub(super) fn walk_ahead<V: Visitor>(
 }
 
 /// Every entity of a type LevelInit did not declare breaks the rule: one finding at the first,
-/// counted, after the walk's findings. Before any LevelInit every type is allowed.
-/// A worker's `set` of the types answers at once for most messages.
-pub(super) fn check_entity_types(
+/// counted, after the walk's findings. Before any LevelInit every type is allowed. A worker's
+/// `set` of the types answers at once for most messages.
+fn check_entity_types(
     types: &[EntityTypeAt],
     set: Option<&TypeSet>,
     archetypes: &Archetypes,

@@ -82,9 +82,33 @@ pub struct Archetypes {
     /// its name was not remembered).
     types: Vec<(u16, u16)>,
     names: String,
-    /// The type ids below 256 that are in `types`, a bit each: every entity of every snapshot
-    /// is checked against them.
-    small: [u64; 4],
+    /// The type ids below 256 that are in `types`: every entity of every snapshot is checked
+    /// against them.
+    small: SmallTypes,
+}
+
+/// Entity type ids below 256, a bit each.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct SmallTypes([u64; 4]);
+
+impl SmallTypes {
+    /// Adds `type_id`; false when it is 256 or more, which these bits cannot hold.
+    fn insert(&mut self, type_id: u64) -> bool {
+        let word = self
+            .0
+            .get_mut(type_id as usize / 64)
+            .filter(|_| type_id < 256);
+        word.map(|bits| *bits |= 1 << (type_id % 64)).is_some()
+    }
+    /// Whether `type_id` is in; None when it is 256 or more.
+    fn contains(&self, type_id: u64) -> Option<bool> {
+        let word = self.0.get(type_id as usize / 64).filter(|_| type_id < 256);
+        word.map(|bits| bits & (1 << (type_id % 64)) != 0)
+    }
+    /// Whether every type of `self` is in `all`.
+    fn within(&self, all: &SmallTypes) -> bool {
+        self.0.iter().zip(all.0).all(|(s, a)| s & !a == 0)
+    }
 }
 
 /// The entity types a message names, as a set: those below 256 a bit each, and whether there
@@ -92,7 +116,7 @@ pub struct Archetypes {
 /// against a conversation's archetypes in four steps ([`Archetypes::covers`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TypeSet {
-    small: [u64; 4],
+    small: SmallTypes,
     large: bool,
 }
 
@@ -100,10 +124,7 @@ impl TypeSet {
     pub fn of(types: impl Iterator<Item = u64>) -> TypeSet {
         let mut set = TypeSet::default();
         for t in types {
-            match set.small.get_mut(t as usize / 64).filter(|_| t < 256) {
-                Some(bits) => *bits |= 1 << (t % 64),
-                None => set.large = true,
-            }
+            set.large |= !set.small.insert(t);
         }
         set
     }
@@ -132,7 +153,7 @@ impl Archetypes {
         Archetypes {
             types: Vec::new(),
             names: String::new(),
-            small: [0; 4],
+            small: SmallTypes([0; 4]),
         }
     }
     /// Adds an archetype, with an empty sprite name until [`Archetypes::name_last`] (past
@@ -140,9 +161,7 @@ impl Archetypes {
     pub fn push(&mut self, type_id: u16) {
         if self.types.len() < MAX_ARCHETYPES {
             self.types.push((type_id, self.names.len() as u16));
-            if let Some(bits) = self.small.get_mut(usize::from(type_id) / 64) {
-                *bits |= 1 << (type_id % 64);
-            }
+            self.small.insert(type_id.into());
         }
     }
     /// Names the last archetype's sprite; a name that does not fit in [`MAX_SPRITE_BYTES`] is
@@ -164,7 +183,7 @@ impl Archetypes {
     pub fn clear(&mut self) {
         self.types.clear();
         self.names.clear();
-        self.small = [0; 4];
+        self.small = SmallTypes::default();
     }
     /// Gives back what collecting them reserved beyond what they hold.
     pub fn shrink_to_fit(&mut self) {
@@ -183,19 +202,14 @@ impl Archetypes {
     }
     /// Whether LevelInit announced this entity type.
     pub fn contains(&self, type_id: u64) -> bool {
-        match self
-            .small
-            .get(type_id as usize / 64)
-            .filter(|_| type_id < 256)
-        {
-            Some(bits) => bits & (1 << (type_id % 64)) != 0,
-            None => self.types.iter().any(|a| u64::from(a.0) == type_id),
-        }
+        self.small
+            .contains(type_id)
+            .unwrap_or_else(|| self.types.iter().any(|a| u64::from(a.0) == type_id))
     }
     /// Whether LevelInit announced every type of `set` (false when unsure: a type of 256 or
     /// more, which only [`Archetypes::contains`] can tell).
     pub fn covers(&self, set: &TypeSet) -> bool {
-        !set.large && set.small.iter().zip(self.small).all(|(s, a)| s & !a == 0)
+        !set.large && set.small.within(&self.small)
     }
     /// The sprite name of the first archetype of this type, when one was remembered.
     pub fn sprite(&self, type_id: u64) -> Option<&str> {
