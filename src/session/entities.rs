@@ -328,6 +328,10 @@ struct Conversation {
     /// The arena slots of the last snapshot's entities, in its order; the next one's so far.
     order: Vec<u32>,
     next_order: Vec<u32>,
+    /// The last snapshot's entities ([`steady_key`]) when following them again would change no
+    /// record: each was alive and had been updated, and nothing has touched the records since.
+    /// Empty otherwise. Most snapshots repeat the one before, so most need no record looked at.
+    steady: Vec<u64>,
     retired: Lives,
     sweep_at: usize,
 }
@@ -406,6 +410,11 @@ impl Entities {
             ts_nanos: event.ts_nanos,
         };
         let figures = self.figures;
+        // Figures count every update, so with them no snapshot is a repeat.
+        if !figures && c.repeats_steady(refs) {
+            return;
+        }
+        let mut steady = !figures;
         let implicit = event.dialect == Dialect::Rtnp;
         c.next_order.clear();
         for (i, r) in refs.iter().enumerate() {
@@ -449,6 +458,7 @@ impl Entities {
                     }
                 }
             }
+            steady = false;
             let k = match c.index.get(&r.id) {
                 Some(k) => *k,
                 None => {
@@ -494,6 +504,10 @@ impl Entities {
         }
         if !c.next_order.is_empty() {
             std::mem::swap(&mut c.order, &mut c.next_order);
+        }
+        c.steady.clear();
+        if steady {
+            c.steady.extend(refs.iter().map(steady_key));
         }
     }
 
@@ -581,7 +595,22 @@ impl Entities {
     }
 }
 
+/// An updated entity's id and type, as [`Conversation::steady`] keeps them.
+fn steady_key(r: &EntityRef) -> u64 {
+    u64::from(r.id) | r.type_id.map_or(0, |t| u64::from(t) + 1) << 32
+}
+
 impl Conversation {
+    /// Whether `refs` update the entities of the last snapshot, steady, in the same order and
+    /// with the same types: then they change nothing.
+    fn repeats_steady(&self, refs: &[EntityRef]) -> bool {
+        self.steady.len() == refs.len()
+            && refs
+                .iter()
+                .zip(&self.steady)
+                .all(|(r, key)| r.event == EntityEvent::Update && steady_key(r) == *key)
+    }
+
     /// Puts a record in the arena (with empty figures when they are kept); returns its slot.
     fn hold(&mut self, record: Record, figures: bool) -> u32 {
         let id = record.id;
@@ -786,6 +815,14 @@ mod tests {
             }
         }
 
+        /// A feed that keeps the lifecycles only, as the summary and `check` do.
+        fn lifecycles(dialect: Dialect) -> Feed {
+            Feed {
+                entities: Entities::new(false),
+                ..Feed::new(dialect)
+            }
+        }
+
         fn send(&mut self, ms: i64, refs: &[(EntityEvent, u32, Option<u16>)]) -> Vec<Resolved> {
             self.frame += 1;
             let refs: Vec<EntityRef> = refs
@@ -902,6 +939,41 @@ mod tests {
                 (Rule::SessionEntityNeverDestroyed, 9, 2),
             ]
         );
+    }
+
+    /// A snapshot that repeats a steady one changes nothing and is passed over; anything that
+    /// touched its entities in between, or a different type, order or length, is followed.
+    #[test]
+    fn repeated_snapshots_change_nothing_but_are_still_judged() {
+        let script: &[&[(EntityEvent, u32, Option<u16>)]] = &[
+            &[(Spawn, 7, Some(2))],
+            &[(Update, 7, Some(2)), (Update, 8, Some(1))], // 8 seen: its life begins at 2
+            &[(Update, 7, Some(2)), (Update, 8, Some(1))], // steady from here
+            &[(Update, 7, Some(2)), (Update, 8, Some(1))],
+            &[(Destroy, 8, None)],
+            &[(Update, 7, Some(2)), (Update, 8, Some(1))], // 8 after its destruction
+            &[(Update, 7, Some(2)), (Update, 8, Some(1))], // reported once
+            &[(Spawn, 8, Some(1))],                        // a new life for 8
+            &[(Update, 7, Some(2)), (Update, 8, Some(1))],
+            &[(Update, 7, Some(3)), (Update, 8, Some(1))], // 7 changes type
+            &[(Update, 8, Some(1)), (Update, 7, Some(3))], // another order
+            &[(Update, 8, Some(1))],
+            &[(Destroy, 7, None)],
+            &[(Update, 8, Some(1))],
+            &[(Update, 8, Some(1)), (Update, 7, Some(3))], // 7 after its destruction
+        ];
+        let expected = [
+            (Rule::SessionEntityAfterDestroy, 6, 8),
+            (Rule::SessionEntityAfterDestroy, 15, 7),
+            // 8 is alive, its life begun by its spawn at frame 8.
+            (Rule::SessionEntityNeverDestroyed, 8, 1),
+        ];
+        for mut f in [Feed::lifecycles(Dialect::Rtype), Feed::new(Dialect::Rtype)] {
+            for (i, refs) in script.iter().enumerate() {
+                f.send(16 * i as i64, refs);
+            }
+            assert_eq!(f.finish(), expected);
+        }
     }
 
     #[test]
