@@ -328,9 +328,10 @@ struct Conversation {
     /// The arena slots of the last snapshot's entities, in its order; the next one's so far.
     order: Vec<u32>,
     next_order: Vec<u32>,
-    /// The last snapshot's entities ([`steady_key`]) when following them again would change no
-    /// record: each was alive and had been updated, and nothing has touched the records since.
-    /// Empty otherwise. Most snapshots repeat the one before, so most need no record looked at.
+    /// The last snapshot's entities ([`steady_key`], in the order of [`Conversation::order`])
+    /// when following them again would change no record: each was alive and had been updated,
+    /// and nothing has touched their records since. Empty otherwise. Most snapshots repeat the
+    /// one before, or add an entity at its end, so most need few records looked at.
     steady: Vec<u64>,
     retired: Lives,
     sweep_at: usize,
@@ -410,14 +411,19 @@ impl Entities {
             ts_nanos: event.ts_nanos,
         };
         let figures = self.figures;
-        // Figures count every update, so with them no snapshot is a repeat.
-        if !figures && c.repeats_steady(refs) {
+        // The start that repeats the last snapshot, steady, changes nothing. (Figures count
+        // every update, so with them nothing is a repeat.)
+        let repeated = if figures { 0 } else { c.steady_start(refs) };
+        if repeated == refs.len() && repeated == c.steady.len() {
             return;
         }
-        let mut steady = !figures;
+        // Whether each reference is a plain update of an entity alive (whose record is then
+        // steady), and whether one changed a record held before.
+        let (mut steady, mut touched) = (!figures, false);
         let implicit = event.dialect == Dialect::Rtnp;
         c.next_order.clear();
-        for (i, r) in refs.iter().enumerate() {
+        c.next_order.extend_from_slice(&c.order[..repeated]);
+        for (i, r) in refs.iter().enumerate().skip(repeated) {
             // Most references update an entity alive and known, found at its place in the last
             // snapshot, else by its id.
             if r.event == EntityEvent::Update {
@@ -460,7 +466,10 @@ impl Entities {
             }
             steady = false;
             let k = match c.index.get(&r.id) {
-                Some(k) => *k,
+                Some(k) => {
+                    touched = true;
+                    *k
+                }
                 None => {
                     if self.records >= MAX_ENTITIES {
                         self.records -= c.sweep(at.ts_nanos);
@@ -502,12 +511,16 @@ impl Entities {
                 self.last.push(resolved);
             }
         }
-        if !c.next_order.is_empty() {
+        let reordered = !c.next_order.is_empty();
+        if reordered {
             std::mem::swap(&mut c.order, &mut c.next_order);
         }
-        c.steady.clear();
+        // A message that only made new records (a spawn) leaves the last snapshot steady.
         if steady {
+            c.steady.clear();
             c.steady.extend(refs.iter().map(steady_key));
+        } else if touched || reordered {
+            c.steady.clear();
         }
     }
 
@@ -601,14 +614,14 @@ fn steady_key(r: &EntityRef) -> u64 {
 }
 
 impl Conversation {
-    /// Whether `refs` update the entities of the last snapshot, steady, in the same order and
-    /// with the same types: then they change nothing.
-    fn repeats_steady(&self, refs: &[EntityRef]) -> bool {
-        self.steady.len() == refs.len()
-            && refs
-                .iter()
-                .zip(&self.steady)
-                .all(|(r, key)| r.event == EntityEvent::Update && steady_key(r) == *key)
+    /// How many of `refs`, from the first, update the entities of the last snapshot, steady, in
+    /// the same order and with the same types: those change nothing.
+    fn steady_start(&self, refs: &[EntityRef]) -> usize {
+        refs.iter()
+            .zip(&self.steady)
+            .zip(&self.order)
+            .take_while(|((r, key), _)| r.event == EntityEvent::Update && steady_key(r) == **key)
+            .count()
     }
 
     /// Puts a record in the arena (with empty figures when they are kept); returns its slot.
@@ -941,8 +954,8 @@ mod tests {
         );
     }
 
-    /// A snapshot that repeats a steady one changes nothing and is passed over; anything that
-    /// touched its entities in between, or a different type, order or length, is followed.
+    /// The start of a snapshot that repeats a steady one changes nothing and is passed over;
+    /// anything that touched its entities in between, or a different type or order, is followed.
     #[test]
     fn repeated_snapshots_change_nothing_but_are_still_judged() {
         let script: &[&[(EntityEvent, u32, Option<u16>)]] = &[
@@ -961,10 +974,27 @@ mod tests {
             &[(Destroy, 7, None)],
             &[(Update, 8, Some(1))],
             &[(Update, 8, Some(1)), (Update, 7, Some(3))], // 7 after its destruction
+            &[(Update, 8, Some(1))],
+            &[(Update, 8, Some(1))],
+            &[(Spawn, 9, Some(4))], // a new record: 8 stays steady
+            &[(Update, 8, Some(1)), (Update, 9, Some(4))],
+            &[(Update, 8, Some(1)), (Update, 9, Some(5))], // 9 changes type
+            &[(Destroy, 30, None)],                        // a new record, destroyed
+            &[
+                (Update, 8, Some(1)),
+                (Update, 9, Some(5)),
+                (Update, 30, None),
+            ],
+            &[(Update, 8, Some(1)), (Update, 9, Some(5))],
+            &[(Update, 8, Some(1))], // 9 left out: the list is shorter
+            &[(Destroy, 9, None)],
+            &[(Update, 8, Some(1)), (Update, 9, Some(5))], // 9 after its destruction
         ];
         let expected = [
             (Rule::SessionEntityAfterDestroy, 6, 8),
             (Rule::SessionEntityAfterDestroy, 15, 7),
+            (Rule::SessionEntityAfterDestroy, 22, 30),
+            (Rule::SessionEntityAfterDestroy, 26, 9),
             // 8 is alive, its life begun by its spawn at frame 8.
             (Rule::SessionEntityNeverDestroyed, 8, 1),
         ];
