@@ -189,16 +189,14 @@ fn key_fields(line: &mut String, e: &DatagramEvent<'_>) {
 
 /// Appends `n` right-aligned in `width` columns, as `{n:>width$}` does.
 fn push_right(line: &mut String, n: u64, width: usize) {
-    let mut digits = itoa::Buffer::new();
-    let digits = digits.format(n);
-    line.extend(std::iter::repeat_n(' ', width.saturating_sub(digits.len())));
-    line.push_str(digits);
+    render::push_spaces(line, width.saturating_sub(render::decimal_len(n)));
+    render::push_u64(line, n);
 }
 
 /// Appends ASCII `text` left-aligned in `width` columns, as `{text:<width$}` does.
 fn push_left(line: &mut String, text: &str, width: usize) {
     line.push_str(text);
-    line.extend(std::iter::repeat_n(' ', width.saturating_sub(text.len())));
+    render::push_spaces(line, width.saturating_sub(text.len()));
 }
 
 /// Cuts `line` (one line, no newline) to `width` characters, marking the cut; leaves it whole
@@ -350,7 +348,12 @@ impl<W: Write> Sink for Packets<W> {
             ),
         }
         line.push_str(" #");
-        push_left(line, itoa::Buffer::new().format(e.conversation), 3);
+        let conversation = u64::from(e.conversation);
+        render::push_u64(line, conversation);
+        render::push_spaces(
+            line,
+            3usize.saturating_sub(render::decimal_len(conversation)),
+        );
         line.push(' ');
         line.push_str(dir);
         line.push(' ');

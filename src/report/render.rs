@@ -173,14 +173,38 @@ fn push_eighths(out: &mut String, x: f32) -> bool {
 }
 
 /// Appends the last `width` (at most 9) decimal digits of `n`, zero-padded: a timestamp's parts.
-pub fn push_padded(out: &mut String, mut n: u64, width: usize) {
-    let mut digits = [b'0'; 9];
-    let width = width.min(digits.len());
-    for d in digits[..width].iter_mut().rev() {
-        *d = b'0' + (n % 10) as u8;
-        n /= 10;
+pub fn push_padded(out: &mut String, n: u64, width: usize) {
+    const POWERS: [u64; 10] = [
+        1,
+        10,
+        100,
+        1_000,
+        10_000,
+        100_000,
+        1_000_000,
+        10_000_000,
+        100_000_000,
+        1_000_000_000,
+    ];
+    let power = POWERS[width.min(9)];
+    // 10^width + n, less its leading 1: the zeros come with the digits, in one formatting.
+    let mut digits = itoa::Buffer::new();
+    out.push_str(&digits.format(power + n % power)[1..]);
+}
+
+/// Appends `n` spaces: padding to a column, copied from one slice rather than char by char.
+pub fn push_spaces(out: &mut String, mut n: usize) {
+    const SPACES: &str = "                                ";
+    while n > 0 {
+        let run = n.min(SPACES.len());
+        out.push_str(&SPACES[..run]);
+        n -= run;
     }
-    out.push_str(std::str::from_utf8(&digits[..width]).unwrap_or_default());
+}
+
+/// Digits of `n` in decimal.
+pub fn decimal_len(n: u64) -> usize {
+    n.checked_ilog10().unwrap_or(0) as usize + 1
 }
 
 /// Appends `n` (below 100 000) in decimal, one character at a time: for the few digits of most
@@ -568,6 +592,28 @@ mod tests {
         let mut s = String::new();
         push_f64(&mut s, x);
         assert_eq!(s, format!("{x}"), "f64 {:#018x}", x.to_bits());
+    }
+
+    #[test]
+    fn padded_numbers_keep_their_last_digits() {
+        let padded = |n: u64, width: usize| {
+            let mut s = String::from("<");
+            push_padded(&mut s, n, width);
+            s
+        };
+        assert_eq!(padded(7, 2), "<07");
+        assert_eq!(padded(2026, 4), "<2026");
+        assert_eq!(padded(912_345, 6), "<912345");
+        assert_eq!(padded(45, 9), "<000000045");
+        assert_eq!(padded(1_795_325_308, 9), "<795325308");
+        assert_eq!(padded(u64::MAX, 9), "<709551615");
+        assert_eq!(padded(5, 0), "<");
+        assert_eq!(padded(5, 12), "<000000005", "at most 9 digits");
+        let mut s = String::new();
+        push_spaces(&mut s, 70);
+        assert_eq!(s, " ".repeat(70));
+        assert_eq!((decimal_len(0), decimal_len(9), decimal_len(10)), (1, 1, 2));
+        assert_eq!(decimal_len(u64::MAX), 20);
     }
 
     /// xorshift64: reproducible pseudo-random bits without a dependency.

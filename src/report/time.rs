@@ -1,6 +1,6 @@
 //! Timestamps as RFC 3339 text, without a calendar crate.
 
-use super::render::{push_padded, push_u64};
+use super::render::{decimal_len, push_padded, push_spaces, push_u64};
 
 /// `2026-01-01T00:00:00.000000000Z` for nanoseconds since the Unix epoch.
 pub fn rfc3339(nanos: i64) -> String {
@@ -139,9 +139,8 @@ pub const fn seconds_width(decimals: u32) -> usize {
 /// tshark writes `-t r`, `d`, `dd` (width 10) and `e` (width 0): exact, from the integer.
 pub fn write_seconds(out: &mut String, nanos: i64, decimals: u32, width: usize) {
     let secs = nanos.unsigned_abs() / 1_000_000_000;
-    let digits = secs.checked_ilog10().unwrap_or(0) as usize + 1;
-    let len = usize::from(nanos < 0) + digits + 1 + decimals as usize;
-    out.extend(std::iter::repeat_n(' ', width.saturating_sub(len)));
+    let len = usize::from(nanos < 0) + decimal_len(secs) + 1 + decimals as usize;
+    push_spaces(out, width.saturating_sub(len));
     if nanos < 0 {
         out.push('-');
     }
