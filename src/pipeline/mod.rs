@@ -173,7 +173,11 @@ pub trait RenderAhead: Visitor + Send + Sized {
     fn ahead(&self) -> Option<Self> {
         None
     }
-    /// In a copy: appends one datagram's rendering to `out`, and starts over.
+    /// In a copy, before a datagram's walk: where its rendering may go straight into `out`
+    /// (rather than be copied there by [`RenderAhead::drain_rendered`]).
+    fn start_rendering(&mut self, _out: &mut Self::Rendered) {}
+    /// In a copy, after the walk that [`RenderAhead::start_rendering`] began: ends the
+    /// datagram's rendering in `out`, and starts over.
     fn drain_rendered(&mut self, _out: &mut Self::Rendered) {}
     /// Takes rendering `index` of `all` (in the order [`RenderAhead::drain_rendered`] appended
     /// them), in frame order; or declines it (false), when this datagram must be walked for

@@ -92,6 +92,7 @@ impl<F: RenderAhead> Worker<F> {
         let found = (&mut self.findings, &mut self.entities, &mut self.types);
         let (layout, facts, rendered) = match &mut self.walking {
             Walking::Render(fields) => {
+                fields.start_rendering(&mut out.rendered);
                 let (layout, facts) = walk_ahead(&d, &self.scratch, &self.profile, fields, found);
                 let index = out.rendered.count();
                 fields.drain_rendered(&mut out.rendered);

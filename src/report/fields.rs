@@ -173,6 +173,9 @@ pub struct JsonFields {
     /// In a copy rendering on a worker thread ([`RenderAhead`]), which knows no conversation:
     /// where a sprite would follow, and the entity type it would be of.
     sprite_points: Option<Vec<(u32, u64)>>,
+    /// Where this datagram's text starts in `out`: after the batch's text before it, in a copy
+    /// rendering on a worker thread (`out` is then the batch's, [`RenderAhead::start_rendering`]).
+    base: usize,
     /// Bytes of `out` that are sprite names (not counted in [`MAX_FIELDS_JSON`], so that a
     /// rendering ahead, which has none, stops where this one does).
     sprite_bytes: usize,
@@ -192,6 +195,7 @@ impl Default for JsonFields {
             dialect: Dialect::Rtype,
             sprites: Sprites::default(),
             sprite_points: None,
+            base: 0,
             sprite_bytes: 0,
             skipped: 0,
             omitted: Omitted::default(),
@@ -243,11 +247,18 @@ impl RenderAhead for JsonFields {
         })
     }
 
+    fn start_rendering(&mut self, all: &mut RenderedJson) {
+        self.clear();
+        std::mem::swap(&mut self.out, &mut all.json);
+        self.base = self.out.len();
+    }
+
     fn drain_rendered(&mut self, all: &mut RenderedJson) {
         self.close_levels();
         let points = self.sprite_points.get_or_insert_with(Vec::new);
         all.points.append(points);
-        all.json.push_str(&self.out);
+        // The text is in place: the batch's buffer goes back to it.
+        std::mem::swap(&mut self.out, &mut all.json);
         // Sprites are only omitted once the rendering is taken.
         let omitted = self.omitted;
         all.ends
@@ -299,6 +310,7 @@ impl JsonFields {
     /// Starts a new datagram.
     pub fn clear(&mut self) {
         self.out.clear();
+        self.base = 0;
         self.levels.clear();
         self.first = false;
         self.sprite_bytes = 0;
@@ -335,9 +347,15 @@ impl JsonFields {
         }
     }
 
+    /// Bytes of this datagram's fields so far, sprite names aside (what [`MAX_FIELDS_JSON`]
+    /// bounds).
+    fn len(&self) -> usize {
+        self.out.len() - self.base - self.sprite_bytes
+    }
+
     /// Whether the fields reached [`MAX_FIELDS_JSON`] (or a group opened past it is open).
     fn full(&self) -> bool {
-        self.skipped > 0 || self.out.len() - self.sprite_bytes >= MAX_FIELDS_JSON
+        self.skipped > 0 || self.len() >= MAX_FIELDS_JSON
     }
 
     /// The sprite of entity type `t` after its field, within [`MAX_SPRITES_JSON`].
@@ -426,7 +444,7 @@ impl Visitor for JsonFields {
             return;
         }
         match (&mut self.sprite_points, value.as_u64()) {
-            (Some(points), Some(t)) => points.push((self.out.len() as u32, t)),
+            (Some(points), Some(t)) => points.push(((self.out.len() - self.base) as u32, t)),
             (None, Some(t)) => self.sprite_after(t),
             (_, None) => {}
         }
@@ -481,7 +499,7 @@ impl Visitor for JsonFields {
             bytes.len()
         );
         // Two characters a byte: as many as the limit leaves room for.
-        let room = MAX_FIELDS_JSON.saturating_sub(self.out.len() - self.sprite_bytes) / 2;
+        let room = MAX_FIELDS_JSON.saturating_sub(self.len()) / 2;
         let shown = bytes.len().min(room);
         render::hex(&mut self.out, &bytes[..shown]);
         self.out.push_str("\"}");
