@@ -121,15 +121,19 @@ impl Omitted {
 
 /// JSON text a field renders to, written once from the description and kept by the field's
 /// address and a value: each field's key with its separator (`,"name":`), each enum value's name
-/// member (`,"name_name":"…"`). A member is then one copy. Direct-mapped: a slot holds the last
-/// text that came to it (two that share a slot only make each other be written again), and its
-/// buffer is reused, so the memory is bounded by the slots and the longest text.
+/// member (`,"name_name":"…"`). A member is then one copy. Set-associative: a set holds the last
+/// [`MEMO_WAYS`] texts that came to it, the last used first, so that only more pairs than that
+/// sharing a set make each other be written again (with one way, where the fields' addresses
+/// happened to fall decided how many of every record's keys were written again). Buffers are
+/// reused, so the memory is bounded by the slots and the longest text.
 struct Memo {
     slots: Box<[(usize, u64, String); MEMO_SLOTS]>,
 }
 
 /// Slots of a [`Memo`]: more than the fields of a dialect's messages and the profile's mask bits.
-const MEMO_SLOTS: usize = 256;
+const MEMO_SLOTS: usize = 1024;
+/// Slots of a set.
+const MEMO_WAYS: usize = 4;
 
 impl Default for Memo {
     fn default() -> Self {
@@ -144,15 +148,23 @@ impl Memo {
     #[inline]
     fn get(&mut self, field: &'static Field, value: u64, render: impl FnOnce(&mut String)) -> &str {
         let address = std::ptr::from_ref(field) as usize;
-        // Fibonacci hashing: the top 8 bits of the product with 2^64 / φ.
+        // Fibonacci hashing: the top bits of the product with 2^64 / φ pick the set.
         let hash = (address as u64 ^ value.rotate_left(32)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        let slot = &mut self.slots[(hash >> 56) as usize];
-        if slot.0 != address || slot.1 != value {
-            (slot.0, slot.1) = (address, value);
-            slot.2.clear();
-            render(&mut slot.2);
+        let sets = (MEMO_SLOTS / MEMO_WAYS).trailing_zeros();
+        let start = (hash >> (64 - sets)) as usize * MEMO_WAYS;
+        let set = &mut self.slots[start..start + MEMO_WAYS];
+        let is = |slot: &(usize, u64, String)| slot.0 == address && slot.1 == value;
+        if !is(&set[0]) {
+            // Found further on, or written over the least recently used: it comes first.
+            let way = set.iter().position(is).unwrap_or(MEMO_WAYS - 1);
+            set[..=way].rotate_right(1);
+            if !is(&set[0]) {
+                (set[0].0, set[0].1) = (address, value);
+                set[0].2.clear();
+                render(&mut set[0].2);
+            }
         }
-        &slot.2
+        &set[0].2
     }
 }
 
@@ -641,10 +653,26 @@ mod tests {
         let pairs = fields.len() * 40;
         assert!(pairs > MEMO_SLOTS);
         assert!(rendered > pairs && rendered <= 3 * pairs, "{rendered}");
+        // A dialect's keys are each written once, wherever their fields lie.
+        let mut keys = Memo::default();
+        let mut written = 0;
+        for _ in 0..3 {
+            for &field in &fields {
+                keys.get(field, 0, |s| {
+                    written += 1;
+                    s.push_str(field.name);
+                });
+            }
+        }
+        let mut distinct: Vec<*const Field> =
+            fields.iter().map(|f| std::ptr::from_ref(*f)).collect();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(written, distinct.len());
         // Asked again at once, a pair's text is kept.
         let before = rendered;
         for _ in 0..2 {
-            memo.get(fields[0], 7, |s| {
+            memo.get(fields[0], 1000, |s| {
                 rendered += 1;
                 s.push('x');
             });
