@@ -144,14 +144,18 @@ impl Default for Memo {
 }
 
 impl Memo {
+    /// The set of the pair (`field`'s address, `value`): Fibonacci hashing, the top bits of the
+    /// product with 2^64 / φ.
+    fn set(address: usize, value: u64) -> usize {
+        let hash = (address as u64 ^ value.rotate_left(32)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        (hash >> (64 - (MEMO_SLOTS / MEMO_WAYS).trailing_zeros())) as usize
+    }
+
     /// The text of `field` with `value`, rendered by `render` the first time.
     #[inline]
     fn get(&mut self, field: &'static Field, value: u64, render: impl FnOnce(&mut String)) -> &str {
         let address = std::ptr::from_ref(field) as usize;
-        // Fibonacci hashing: the top bits of the product with 2^64 / φ pick the set.
-        let hash = (address as u64 ^ value.rotate_left(32)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        let sets = (MEMO_SLOTS / MEMO_WAYS).trailing_zeros();
-        let start = (hash >> (64 - sets)) as usize * MEMO_WAYS;
+        let start = Memo::set(address, value) * MEMO_WAYS;
         let set = &mut self.slots[start..start + MEMO_WAYS];
         let is = |slot: &(usize, u64, String)| slot.0 == address && slot.1 == value;
         if !is(&set[0]) {
@@ -669,6 +673,25 @@ mod tests {
         distinct.sort_unstable();
         distinct.dedup();
         assert_eq!(written, distinct.len());
+        // As many keys as a set holds, all in one set, are each written once too.
+        let pool: &'static [Field] = (0..64 * MEMO_SLOTS)
+            .map(|_| Field::new("crowd", "Crowd", crate::proto::schema::Ty::U32))
+            .collect::<Vec<_>>()
+            .leak();
+        let set = Memo::set(std::ptr::from_ref(&pool[0]) as usize, 0);
+        let crowd: Vec<&'static Field> = pool
+            .iter()
+            .filter(|f| Memo::set(std::ptr::from_ref(*f) as usize, 0) == set)
+            .take(MEMO_WAYS)
+            .collect();
+        assert_eq!(crowd.len(), MEMO_WAYS);
+        let (mut crowded, mut written) = (Memo::default(), 0);
+        for _ in 0..3 {
+            for &field in &crowd {
+                crowded.get(field, 0, |_| written += 1);
+            }
+        }
+        assert_eq!(written, MEMO_WAYS);
         // Asked again at once, a pair's text is kept.
         let before = rendered;
         for _ in 0..2 {
