@@ -441,70 +441,46 @@ impl Json {
         num(o, be16(d, ORIG_SIZE.start).unwrap_or(0).into());
         o.push(b'}');
         // The walk checked the message's length: its fields are all there.
-        let (u16_at, u32_at) = (
-            |at| be16(payload, at).unwrap_or(0).into(),
-            |at| be32(payload, at).unwrap_or(0).into(),
-        );
-        let f32_at = |o: &mut Vec<u8>, at| {
-            float(
-                o,
-                zmij::Buffer::new().format_finite(bef32(payload, at).unwrap_or(0.0)),
-            )
-        };
+        let u16_at = |at| u64::from(be16(payload, at).unwrap_or(0));
+        let u32_at = |at| u64::from(be32(payload, at).unwrap_or(0));
+        let f32_at = |at| bef32(payload, at).unwrap_or(0.0);
         match code {
             INPUT => {
-                o.extend_from_slice(b",\"fields\":{\"player_id\":");
-                num(o, u32_at(0));
-                o.extend_from_slice(b",\"input_flags\":");
-                num(o, u16_at(4));
-                o.extend_from_slice(b",\"pos_x\":");
-                f32_at(o, 6);
-                o.extend_from_slice(b",\"pos_y\":");
-                f32_at(o, 10);
-                o.extend_from_slice(b",\"angle\":");
-                f32_at(o, 14);
+                member(o, b",\"fields\":{\"player_id\":", u32_at(0));
+                member(o, b",\"input_flags\":", u16_at(4));
+                float_member(o, b",\"pos_x\":", f32_at(6));
+                float_member(o, b",\"pos_y\":", f32_at(10));
+                float_member(o, b",\"angle\":", f32_at(14));
                 o.push(b'}');
             }
             SNAPSHOT => {
-                o.extend_from_slice(b",\"fields\":{\"entity_count\":");
-                num(o, u16_at(0));
+                member(o, b",\"fields\":{\"entity_count\":", u16_at(0));
                 items(o, &payload[2..], u16_at(0));
             }
             CHUNK => {
-                o.extend_from_slice(b",\"fields\":{\"total_chunks\":");
-                num(o, u16_at(0));
-                o.extend_from_slice(b",\"chunk_index\":");
-                num(o, u16_at(2));
-                o.extend_from_slice(b",\"entity_count\":");
-                num(o, u16_at(4));
+                member(o, b",\"fields\":{\"total_chunks\":", u16_at(0));
+                member(o, b",\"chunk_index\":", u16_at(2));
+                member(o, b",\"entity_count\":", u16_at(4));
                 items(o, &payload[6..], u16_at(4));
             }
             PING | PONG if !payload.is_empty() => {
-                o.extend_from_slice(b",\"fields\":{\"client_time\":");
-                num(o, u32_at(0));
+                member(o, b",\"fields\":{\"client_time\":", u32_at(0));
                 o.push(b'}');
             }
             SPAWN => {
-                o.extend_from_slice(b",\"fields\":{\"entity_id\":");
-                num(o, u32_at(0));
-                o.extend_from_slice(b",\"entity_type\":");
+                member(o, b",\"fields\":{\"entity_id\":", u32_at(0));
                 sprite(o, payload[4]);
-                o.extend_from_slice(b",\"pos_x\":");
-                f32_at(o, 5);
-                o.extend_from_slice(b",\"pos_y\":");
-                f32_at(o, 9);
+                float_member(o, b",\"pos_x\":", f32_at(5));
+                float_member(o, b",\"pos_y\":", f32_at(9));
                 o.push(b'}');
             }
             DESTROYED => {
-                o.extend_from_slice(b",\"fields\":{\"entity_id\":");
-                num(o, u32_at(0));
+                member(o, b",\"fields\":{\"entity_id\":", u32_at(0));
                 o.push(b'}');
             }
             ACK | SERVER_ACK => {
-                o.extend_from_slice(b",\"fields\":{\"ack_sequence\":");
-                num(o, u16_at(0));
-                o.extend_from_slice(b",\"ack_msg_type\":");
-                num(o, payload[2].into());
+                member(o, b",\"fields\":{\"ack_sequence\":", u16_at(0));
+                member(o, b",\"ack_msg_type\":", payload[2].into());
                 o.extend_from_slice(b",\"ack_msg_type_name\":\"");
                 o.extend_from_slice(self.names[payload[2] as usize].as_bytes());
                 o.extend_from_slice(b"\"}");
@@ -548,13 +524,11 @@ fn items(o: &mut Vec<u8>, rest: &[u8], count: u64) {
         let (Some(id), Some(mask)) = (be32(rest, at), be16(rest, at + 4)) else {
             break;
         };
-        o.extend_from_slice(if i == 0 { b"{\"id\":" } else { b",{\"id\":" });
-        num(o, id.into());
-        o.extend_from_slice(b",\"update_mask\":");
-        num(o, mask.into());
+        o.extend_from_slice(if i == 0 { b"{" } else { b",{" });
+        member(o, b"\"id\":", id.into());
+        member(o, b",\"update_mask\":", mask.into());
         at += 6;
         if mask & 0x001 != 0 {
-            o.extend_from_slice(b",\"entity_type\":");
             sprite(o, rest[at]);
             at += 1;
         }
@@ -565,27 +539,20 @@ fn items(o: &mut Vec<u8>, rest: &[u8], count: u64) {
             (0x010, b",\"vel_y\":"),
         ] {
             if mask & bit != 0 {
-                o.extend_from_slice(key);
-                float(
-                    o,
-                    zmij::Buffer::new().format_finite(bef32(rest, at).unwrap_or(0.0)),
-                );
+                float_member(o, key, bef32(rest, at).unwrap_or(0.0));
                 at += 4;
             }
         }
         if mask & 0x020 != 0 {
-            o.extend_from_slice(b",\"health\":");
-            num(o, be16(rest, at).unwrap_or(0).into());
+            member(o, b",\"health\":", be16(rest, at).unwrap_or(0).into());
             at += 2;
         }
         if mask & 0x040 != 0 {
-            o.extend_from_slice(b",\"status_flags\":");
-            num(o, rest[at].into());
+            member(o, b",\"status_flags\":", rest[at].into());
             at += 1;
         }
         if mask & 0x200 != 0 {
-            o.extend_from_slice(b",\"lives\":");
-            num(o, rest[at].into());
+            member(o, b",\"lives\":", rest[at].into());
             at += 1;
         }
         o.push(b'}');
@@ -593,9 +560,9 @@ fn items(o: &mut Vec<u8>, rest: &[u8], count: u64) {
     o.extend_from_slice(b"]}");
 }
 
-/// An entity type and its sprite member.
+/// An entity type member and its sprite member.
 fn sprite(o: &mut Vec<u8>, t: u8) {
-    num(o, t.into());
+    member(o, b",\"entity_type\":", t.into());
     if let Some(name) = SPRITES.get(usize::from(t)).filter(|n| !n.is_empty()) {
         o.extend_from_slice(b",\"sprite\":\"");
         o.extend_from_slice(name.as_bytes());
@@ -605,6 +572,18 @@ fn sprite(o: &mut Vec<u8>, t: u8) {
 
 fn num(o: &mut Vec<u8>, n: u64) {
     o.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+}
+
+/// A member: its key (with the comma before it and the colon after) and a number.
+fn member(o: &mut Vec<u8>, key: &[u8], n: u64) {
+    o.extend_from_slice(key);
+    num(o, n);
+}
+
+/// A member whose value is a float.
+fn float_member(o: &mut Vec<u8>, key: &[u8], x: f32) {
+    o.extend_from_slice(key);
+    float(o, zmij::Buffer::new().format_finite(x));
 }
 
 /// A float as `export` writes it: shortest, without zmij's `.0` on whole numbers.
