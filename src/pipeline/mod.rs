@@ -135,8 +135,19 @@ pub trait Sink {
     fn begin(&mut self, _conversations: &Conversations, _conversation: u32) {}
     fn datagram(&mut self, event: &DatagramEvent<'_>);
     /// [`Sink::datagram`], with what the display filter saw of it (the first frame's time, the
-    /// profile, the snapshot it completed): for a sink that reads fields as the filter does.
-    fn datagram_in(&mut self, event: &DatagramEvent<'_>, _context: &Context<'_>) {
+    /// profile, the snapshot it completed), for a sink that reads fields as the filter does; and
+    /// the fields' rendering, when a worker rendered them ahead ([`Rendering`]), for a sink that
+    /// writes it out from the batch it is in. By default the fields put it in their output
+    /// ([`RenderAhead::fill_rendered`]) and the sink takes it from there.
+    fn datagram_in(
+        &mut self,
+        event: &DatagramEvent<'_>,
+        _context: &Context<'_>,
+        rendered: Option<Rendering<'_, Self>>,
+    ) {
+        if let Some((all, index)) = rendered {
+            self.fields().fill_rendered(all, index);
+        }
         self.datagram(event);
     }
     /// A datagram the display filter did not pass (its fields were visited all the same): the
@@ -185,6 +196,9 @@ pub trait RenderAhead: Visitor + Send + Sized {
     fn take_rendered(&mut self, _all: &Self::Rendered, _index: usize) -> bool {
         true
     }
+    /// Puts the rendering taken ([`RenderAhead::take_rendered`]) in this visitor's output, for
+    /// a sink that reads it from there rather than from the batch ([`Sink::datagram_in`]).
+    fn fill_rendered(&mut self, _all: &Self::Rendered, _index: usize) {}
 }
 
 /// A batch's renderings: what they hold counts toward the batch's bounded size.
@@ -213,6 +227,8 @@ impl Renderings for () {
 
 /// The renderings of the sink `S`'s fields.
 type RenderedOf<S> = <<S as Sink>::Fields as RenderAhead>::Rendered;
+/// A datagram's fields rendered ahead: its batch's renderings, and its index in them.
+pub type Rendering<'a, S> = (&'a RenderedOf<S>, usize);
 
 impl RenderAhead for crate::message::NoFields {
     fn unseen(&self) -> bool {
@@ -471,7 +487,7 @@ fn report<'a, S: Sink>(
     analysis: &mut Analysis,
     raised: &'a mut Vec<LooseFinding>,
     shown: &mut Shown,
-    context: Context<'_>,
+    (context, rendered): (Context<'_>, Option<Rendering<'_, S>>),
     mut event: DatagramEvent<'a>,
     sink: &mut S,
 ) -> bool {
@@ -486,7 +502,7 @@ fn report<'a, S: Sink>(
         }
         shown.passed += 1;
     }
-    sink.datagram_in(&event, &context);
+    sink.datagram_in(&event, &context, rendered);
     for f in raised {
         sink.loose(f);
     }

@@ -314,7 +314,14 @@ impl State {
             reassembled: None,
         };
         let (raised, shown) = (&mut self.raised, &mut self.shown);
-        super::report(&mut self.analysis, raised, shown, context, event, sink);
+        super::report(
+            &mut self.analysis,
+            raised,
+            shown,
+            (context, None),
+            event,
+            sink,
+        );
         if let Some(d) = parsed {
             if d.header.reliable() {
                 self.rt.sent_reliable(

@@ -235,7 +235,14 @@ impl State {
             reassembled: None,
         };
         let (raised, shown) = (&mut self.raised, &mut self.shown);
-        super::report(&mut self.analysis, raised, shown, context, event, sink);
+        super::report(
+            &mut self.analysis,
+            raised,
+            shown,
+            (context, None),
+            event,
+            sink,
+        );
     }
 
     /// The checks that need the conversation: client_id against assign_id, player_name, the

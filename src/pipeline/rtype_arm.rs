@@ -82,6 +82,7 @@ impl State {
             .and_then(|(c, m)| c.usual_variant(m.code));
         let mut facts = Facts::default();
         let mut payload = None;
+        let mut rendered = None;
         let mut layout = None;
         if let Some(d) = &parsed {
             payload = d.payload(scratch);
@@ -95,6 +96,7 @@ impl State {
             });
             (layout, facts) = match walked {
                 Some(w) => {
+                    rendered = w.rendered;
                     self.findings.extend_from_slice(w.findings);
                     self.entities.extend_from_slice(w.entities);
                     check_entity_types(w.types, Some(&w.type_set), archetypes, &mut self.findings);
@@ -187,7 +189,14 @@ impl State {
             reassembled: reassembled.as_ref().map(|r| r.payload),
         };
         let (raised, shown) = (&mut self.raised, &mut self.shown);
-        let shown = super::report(&mut self.analysis, raised, shown, context, event, sink);
+        let shown = super::report(
+            &mut self.analysis,
+            raised,
+            shown,
+            (context, rendered),
+            event,
+            sink,
+        );
         if let (
             true,
             Some(Reassembled {

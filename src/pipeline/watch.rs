@@ -2,7 +2,7 @@
 //! stops after N datagrams, notes the frames a cut keeps) without being a sink itself, so that
 //! the forwarding of every [`Sink`] method is written once, here.
 
-use super::{RunEnd, Sink};
+use super::{Rendering, RunEnd, Sink};
 use crate::capture::CaptureInfo;
 use crate::display_filter::Context;
 use crate::session::analysis::Analysis;
@@ -46,9 +46,14 @@ impl<S: Sink, W: Watch> Sink for Watched<'_, S, W> {
             self.sink.datagram(event);
         }
     }
-    fn datagram_in(&mut self, event: &DatagramEvent<'_>, context: &Context<'_>) {
+    fn datagram_in(
+        &mut self,
+        event: &DatagramEvent<'_>,
+        context: &Context<'_>,
+        rendered: Option<Rendering<'_, Self>>,
+    ) {
         if self.watch.datagram(event, true) {
-            self.sink.datagram_in(event, context);
+            self.sink.datagram_in(event, context, rendered);
         }
     }
     fn skipped(&mut self, event: &DatagramEvent<'_>) {

@@ -7,14 +7,15 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::net::SocketAddr;
 
-use super::fields::{JsonFields, Omitted, MAX_FIELDS_JSON};
+use super::fields::{JsonFields, Omitted, RenderedJson, MAX_FIELDS_JSON};
 use super::filter::Filter;
 use super::render::{self, json_str};
 use super::summary::Summary;
 use super::time::Rfc3339;
 use crate::capture::CaptureInfo;
+use crate::display_filter::Context;
 use crate::message::Finding;
-use crate::pipeline::{RunEnd, Sink};
+use crate::pipeline::{Rendering, RunEnd, Sink};
 use crate::proto::Direction;
 use crate::session::event::{DatagramEvent, Decoded, LooseFinding, ReassembledEvent};
 use crate::session::Conversations;
@@ -54,32 +55,53 @@ impl<W: Write> Output<W> {
     /// Writes one record made of `parts` (a datagram's fields are written from where they were
     /// rendered, not copied into its line first).
     fn record(&mut self, parts: &[&[u8]]) {
-        if self.error.is_some() {
+        let [first, rest @ ..] = parts else {
             return;
+        };
+        self.start(first);
+        for part in rest {
+            self.part(part);
         }
+        self.end();
+    }
+
+    /// Starts a record with its first part, which opens its object.
+    fn start(&mut self, first: &[u8]) {
         let separator: &[u8] = match (self.array, self.records) {
             (true, 0) => b"[\n",
             (true, _) => b",\n",
             (false, _) => b"",
         };
-        let end: &[u8] = if self.array { b"" } else { b"\n" };
+        self.part(separator);
         // Every record is an object: the capture's name goes after its opening brace.
-        let (capture, parts) = match (&self.capture, parts) {
-            (Some(c), [first, rest @ ..]) if first.first() == Some(&b'{') => {
-                (Some([c.as_bytes(), &first[1..]]), rest)
+        match (&self.capture, first.split_first()) {
+            (Some(capture), Some((b'{', members))) => {
+                write(&mut self.out, &mut self.error, capture.as_bytes());
+                self.part(members);
             }
-            _ => (None, parts),
-        };
-        let capture = capture.as_ref().map_or(&[][..], |c| &c[..]);
-        let mut result = self.out.write_all(separator);
-        for part in capture.iter().chain(parts).chain([&end]) {
-            if result.is_ok() {
-                result = self.out.write_all(part);
-            }
+            _ => self.part(first),
+        }
+    }
+
+    /// The next part of the record started.
+    fn part(&mut self, part: &[u8]) {
+        write(&mut self.out, &mut self.error, part);
+    }
+
+    /// Ends the record started.
+    fn end(&mut self) {
+        if !self.array {
+            self.part(b"\n");
         }
         self.records += 1;
-        if let Err(e) = result {
-            self.error = Some(e);
+    }
+}
+
+/// Writes `part` unless an earlier write failed; keeps the first error.
+fn write(out: &mut impl Write, error: &mut Option<io::Error>, part: &[u8]) {
+    if error.is_none() {
+        if let Err(e) = out.write_all(part) {
+            *error = Some(e);
         }
     }
 }
@@ -125,80 +147,9 @@ impl<W: Write> Export<W> {
         }
     }
 
-    /// Writes the record in `self.line`.
-    fn emit(&mut self) {
-        self.output.record(&[self.line.as_bytes()]);
-    }
-
-    fn relative(&mut self, ts: i64) -> f64 {
-        ts.saturating_sub(*self.first_ts.get_or_insert(ts)) as f64 / 1e9
-    }
-}
-
-fn json_bool(b: bool) -> &'static str {
-    if b {
-        "true"
-    } else {
-        "false"
-    }
-}
-
-/// Appends `"violations":[…]` for these findings.
-fn violations(line: &mut String, findings: &[Finding]) {
-    line.push_str(",\"violations\":[");
-    for (i, f) in findings.iter().enumerate() {
-        if i > 0 {
-            line.push(',');
-        }
-        let info = f.rule.info();
-        let _ = write!(
-            line,
-            "{{\"id\":\"{}\",\"severity\":\"{}\",\"offset\":{},\"detail\":",
-            info.id,
-            info.severity.name(),
-            f.at
-        );
-        json_str(line, &render::detail(f));
-        if f.count > 1 {
-            let _ = write!(line, ",\"count\":{}", f.count);
-        }
-        line.push('}');
-    }
-    line.push(']');
-}
-
-impl<W: Write> Sink for Export<W> {
-    type Fields = JsonFields;
-
-    fn fields(&mut self) -> &mut JsonFields {
-        &mut self.fields
-    }
-
-    fn start(&mut self, info: &CaptureInfo) {
-        self.line.clear();
-        let _ = write!(self.line, "{{\"kind\":\"capture\",\"format\":\"{}\",\"gzip\":{},\"nanosecond\":{},\"link_types\":[", info.format, info.gzip, info.nanosecond);
-        for (i, l) in info.link_types.iter().enumerate() {
-            let _ = write!(
-                self.line,
-                "{}\"{}\"",
-                if i > 0 { "," } else { "" },
-                l.name()
-            );
-        }
-        self.line.push_str("]}");
-        self.emit();
-    }
-
-    fn begin(&mut self, conversations: &Conversations, conversation: u32) {
-        self.fields.clear();
-        self.fields.sprites.refresh(conversations, conversation);
-    }
-
-    fn skipped(&mut self, e: &DatagramEvent<'_>) {
-        self.first_ts.get_or_insert(e.ts_nanos);
-    }
-
-    fn datagram(&mut self, e: &DatagramEvent<'_>) {
+    /// Writes a datagram's record: its fields from the fields visitor, or, rendered ahead, from
+    /// their batch.
+    fn record(&mut self, e: &DatagramEvent<'_>, rendered: Option<(&RenderedJson, usize)>) {
         self.summary.datagram(e);
         let rel = self.relative(e.ts_nanos);
         self.shown = self.filter.matches(e, rel);
@@ -286,12 +237,115 @@ impl<W: Write> Sink for Export<W> {
             }
             None => {}
         }
-        let fields = self.fields.finish();
         self.tail.clear();
-        violations(&mut self.tail, e.findings);
-        self.tail.push('}');
-        self.output
-            .record(&[line.as_bytes(), fields.as_bytes(), self.tail.as_bytes()]);
+        match rendered {
+            None => {
+                let fields = self.fields.finish();
+                violations(&mut self.tail, e.findings);
+                self.tail.push('}');
+                self.output
+                    .record(&[line.as_bytes(), fields.as_bytes(), self.tail.as_bytes()]);
+            }
+            Some((all, index)) => {
+                self.output.start(line.as_bytes());
+                let output = &mut self.output;
+                let (omitted, _) = all.pieces(index, &self.fields.sprites, |piece| {
+                    output.part(piece.as_bytes())
+                });
+                omitted.push_json(&mut self.tail);
+                violations(&mut self.tail, e.findings);
+                self.tail.push('}');
+                self.output.part(self.tail.as_bytes());
+                self.output.end();
+            }
+        }
+    }
+
+    /// Writes the record in `self.line`.
+    fn emit(&mut self) {
+        self.output.record(&[self.line.as_bytes()]);
+    }
+
+    fn relative(&mut self, ts: i64) -> f64 {
+        ts.saturating_sub(*self.first_ts.get_or_insert(ts)) as f64 / 1e9
+    }
+}
+
+fn json_bool(b: bool) -> &'static str {
+    if b {
+        "true"
+    } else {
+        "false"
+    }
+}
+
+/// Appends `"violations":[…]` for these findings.
+fn violations(line: &mut String, findings: &[Finding]) {
+    line.push_str(",\"violations\":[");
+    for (i, f) in findings.iter().enumerate() {
+        if i > 0 {
+            line.push(',');
+        }
+        let info = f.rule.info();
+        let _ = write!(
+            line,
+            "{{\"id\":\"{}\",\"severity\":\"{}\",\"offset\":{},\"detail\":",
+            info.id,
+            info.severity.name(),
+            f.at
+        );
+        json_str(line, &render::detail(f));
+        if f.count > 1 {
+            let _ = write!(line, ",\"count\":{}", f.count);
+        }
+        line.push('}');
+    }
+    line.push(']');
+}
+
+impl<W: Write> Sink for Export<W> {
+    type Fields = JsonFields;
+
+    fn fields(&mut self) -> &mut JsonFields {
+        &mut self.fields
+    }
+
+    fn start(&mut self, info: &CaptureInfo) {
+        self.line.clear();
+        let _ = write!(self.line, "{{\"kind\":\"capture\",\"format\":\"{}\",\"gzip\":{},\"nanosecond\":{},\"link_types\":[", info.format, info.gzip, info.nanosecond);
+        for (i, l) in info.link_types.iter().enumerate() {
+            let _ = write!(
+                self.line,
+                "{}\"{}\"",
+                if i > 0 { "," } else { "" },
+                l.name()
+            );
+        }
+        self.line.push_str("]}");
+        self.emit();
+    }
+
+    fn begin(&mut self, conversations: &Conversations, conversation: u32) {
+        self.fields.clear();
+        self.fields.sprites.refresh(conversations, conversation);
+    }
+
+    fn skipped(&mut self, e: &DatagramEvent<'_>) {
+        self.first_ts.get_or_insert(e.ts_nanos);
+    }
+
+    fn datagram(&mut self, e: &DatagramEvent<'_>) {
+        self.record(e, None);
+    }
+
+    /// A datagram rendered ahead is written from its batch, uncopied.
+    fn datagram_in(
+        &mut self,
+        e: &DatagramEvent<'_>,
+        _context: &Context<'_>,
+        rendered: Option<Rendering<'_, Self>>,
+    ) {
+        self.record(e, rendered);
     }
 
     fn reassembled(&mut self, e: &ReassembledEvent<'_>) {

@@ -6,7 +6,7 @@ use std::io::{self, Write};
 use super::filter::Filter;
 use super::packets::{end_list, write_line};
 use crate::display_filter::{Context, DisplayFilter};
-use crate::pipeline::{RunEnd, Sink};
+use crate::pipeline::{Rendering, RunEnd, Sink};
 use crate::session::event::{DatagramEvent, LooseFinding};
 
 /// Which occurrences of a repeated field are printed (`-E occurrence=f|l|a`).
@@ -142,7 +142,12 @@ impl<W: Write> Sink for FieldLines<W> {
     /// Datagrams come with their context, through [`Sink::datagram_in`].
     fn datagram(&mut self, _e: &DatagramEvent<'_>) {}
 
-    fn datagram_in(&mut self, e: &DatagramEvent<'_>, context: &Context<'_>) {
+    fn datagram_in(
+        &mut self,
+        e: &DatagramEvent<'_>,
+        context: &Context<'_>,
+        _rendered: Option<Rendering<'_, Self>>,
+    ) {
         // The same relative time `packets`' --time filter judges by.
         let rel = e
             .ts_nanos

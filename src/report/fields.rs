@@ -61,6 +61,18 @@ impl Sprites {
         let &(_, start, end) = self.spans.iter().find(|s| s.0 == t)?;
         self.members.get(start as usize..end as usize)
     }
+
+    /// [`Sprites::member`] of a record whose sprite members took `bytes` so far: counted there,
+    /// or in `omitted` when it would take them past [`MAX_SPRITES_JSON`].
+    fn within(&self, t: u64, bytes: &mut usize, omitted: &mut Omitted) -> Option<&str> {
+        let member = self.member(t)?;
+        if *bytes + member.len() > MAX_SPRITES_JSON {
+            omitted.sprites += 1;
+            return None;
+        }
+        *bytes += member.len();
+        Some(member)
+    }
     fn of(&self, field: &Field, value: Value<'_>) -> Option<&str> {
         if field.role != Role::EntityType {
             return None;
@@ -282,36 +294,54 @@ impl RenderAhead for JsonFields {
         self.clear();
     }
 
-    fn take_rendered(&mut self, all: &RenderedJson, index: usize) -> bool {
+    fn fill_rendered(&mut self, all: &RenderedJson, index: usize) {
         self.clear();
-        let Some(&(json_end, points_end, omitted)) = all.ends.get(index) else {
-            return true;
+        let out = &mut self.out;
+        let (omitted, sprite_bytes) = all.pieces(index, &self.sprites, |piece| out.push_str(piece));
+        (self.omitted, self.sprite_bytes) = (omitted, sprite_bytes);
+    }
+}
+
+impl RenderedJson {
+    /// Rendering `index`, in the pieces a record is made of: its text between the points where
+    /// a sprite goes, and the conversation's sprite member at each point (within
+    /// [`MAX_SPRITES_JSON`]). Returns what it omitted (the worker's, and the sprites left out)
+    /// and the bytes of sprite members given.
+    pub fn pieces<'r>(
+        &'r self,
+        index: usize,
+        sprites: &'r Sprites,
+        mut piece: impl FnMut(&'r str),
+    ) -> (Omitted, usize) {
+        let Some(&(json_end, points_end, mut omitted)) = self.ends.get(index) else {
+            return (Omitted::default(), 0);
         };
-        let (json_start, points_start) = match index.checked_sub(1).map(|i| all.ends[i]) {
+        let (json_start, points_start) = match index.checked_sub(1).map(|i| self.ends[i]) {
             Some((json, points, _)) => (json, points),
             None => (0, 0),
         };
-        self.omitted = omitted;
-        let json = all
+        let json = self
             .json
             .get(json_start as usize..json_end as usize)
             .unwrap_or_default();
-        let points = all
+        let points = self
             .points
             .get(points_start as usize..points_end as usize)
             .unwrap_or_default();
-        let mut from = 0;
+        let (mut from, mut sprite_bytes) = (0, 0);
         for &(at, t) in points {
             // A point is always at a character boundary (after a number).
             let Some(before) = json.get(from..at as usize) else {
                 break;
             };
-            self.out.push_str(before);
+            piece(before);
             from = at as usize;
-            self.sprite_after(t);
+            if let Some(member) = sprites.within(t, &mut sprite_bytes, &mut omitted) {
+                piece(member);
+            }
         }
-        self.out.push_str(json.get(from..).unwrap_or_default());
-        true
+        piece(json.get(from..).unwrap_or_default());
+        (omitted, sprite_bytes)
     }
 }
 
@@ -376,13 +406,10 @@ impl JsonFields {
 
     /// The sprite of entity type `t` after its field, within [`MAX_SPRITES_JSON`].
     fn sprite_after(&mut self, t: u64) {
-        let Some(member) = self.sprites.member(t) else {
-            return;
-        };
-        if self.sprite_bytes + member.len() > MAX_SPRITES_JSON {
-            self.omitted.sprites += 1;
-        } else {
-            self.sprite_bytes += member.len();
+        if let Some(member) = self
+            .sprites
+            .within(t, &mut self.sprite_bytes, &mut self.omitted)
+        {
             self.out.push_str(member);
         }
     }
