@@ -149,7 +149,7 @@ impl<W: Write> Export<W> {
 
     /// Writes a datagram's record: its fields from the fields visitor, or, rendered ahead, from
     /// their batch.
-    fn record(&mut self, e: &DatagramEvent<'_>, rendered: Option<(&RenderedJson, usize)>) {
+    fn datagram_record(&mut self, e: &DatagramEvent<'_>, rendered: Option<(&RenderedJson, usize)>) {
         self.summary.datagram(e);
         let rel = self.relative(e.ts_nanos);
         self.shown = self.filter.matches(e, rel);
@@ -335,7 +335,7 @@ impl<W: Write> Sink for Export<W> {
     }
 
     fn datagram(&mut self, e: &DatagramEvent<'_>) {
-        self.record(e, None);
+        self.datagram_record(e, None);
     }
 
     /// A datagram rendered ahead is written from its batch, uncopied.
@@ -345,7 +345,7 @@ impl<W: Write> Sink for Export<W> {
         _context: &Context<'_>,
         rendered: Option<Rendering<'_, Self>>,
     ) {
-        self.record(e, rendered);
+        self.datagram_record(e, rendered);
     }
 
     fn reassembled(&mut self, e: &ReassembledEvent<'_>) {
