@@ -483,11 +483,25 @@ impl Pipeline {
 /// that a filter on them shows it), and those findings on their own after it. With a display
 /// filter, the analysis still sees every datagram (sessions are judged whole) and the sink only
 /// those the filter passes. Returns whether the sink got it.
+/// What [`report`] gets of a datagram beyond its event: what the display filter sees, and its
+/// fields rendered ahead, if they were.
+type Seen<'c, S> = (Context<'c>, Option<Rendering<'c, S>>);
+
+/// [`Seen`] of a datagram that completed no snapshot and was not rendered ahead (rt, rtnp).
+fn unrendered<S: Sink>(first_ts: i64, profile: &Profile) -> Seen<'_, S> {
+    let context = Context {
+        first_ts,
+        profile,
+        reassembled: None,
+    };
+    (context, None)
+}
+
 fn report<'a, S: Sink>(
     analysis: &mut Analysis,
     raised: &'a mut Vec<LooseFinding>,
     shown: &mut Shown,
-    (context, rendered): (Context<'_>, Option<Rendering<'_, S>>),
+    (context, rendered): Seen<'_, S>,
     mut event: DatagramEvent<'a>,
     sink: &mut S,
 ) -> bool {

@@ -7,7 +7,6 @@ use std::net::SocketAddr;
 
 use super::{Named, Sink, State, Udp, HEADER_GROUP};
 use crate::datagram::{rt, Dialect};
-use crate::display_filter::Context;
 use crate::message::{
     add_finding, choose_layout, decode_message_as, decode_nodes, Detail, Endian, Facts, Finding,
     Open, Tap, Value, Visitor,
@@ -308,20 +307,9 @@ impl State {
             session: &[],
             entities: &self.entities,
         };
-        let context = Context {
-            first_ts: self.first_ts.unwrap_or(ts_nanos),
-            profile: &self.profile,
-            reassembled: None,
-        };
+        let seen = super::unrendered::<S>(self.first_ts.unwrap_or(ts_nanos), &self.profile);
         let (raised, shown) = (&mut self.raised, &mut self.shown);
-        super::report(
-            &mut self.analysis,
-            raised,
-            shown,
-            (context, None),
-            event,
-            sink,
-        );
+        super::report(&mut self.analysis, raised, shown, seen, event, sink);
         if let Some(d) = parsed {
             if d.header.reliable() {
                 self.rt.sent_reliable(

@@ -10,7 +10,6 @@ use serde_json::Value;
 use super::rt_arm::{lower_port_is_server, Servers};
 use super::{Sink, State, Udp};
 use crate::datagram::{rtnp, Dialect};
-use crate::display_filter::Context;
 use crate::message::{add_finding, Detail, Facts, Finding};
 use crate::proto::rtnp::{
     self as desc, JsonMessage, CLIENT_TIMEOUT_NANOS, PING, PONG, SERVER_PORT,
@@ -229,20 +228,9 @@ impl State {
             session: &[],
             entities: &self.entities,
         };
-        let context = Context {
-            first_ts: self.first_ts.unwrap_or(ts_nanos),
-            profile: &self.profile,
-            reassembled: None,
-        };
+        let seen = super::unrendered::<S>(self.first_ts.unwrap_or(ts_nanos), &self.profile);
         let (raised, shown) = (&mut self.raised, &mut self.shown);
-        super::report(
-            &mut self.analysis,
-            raised,
-            shown,
-            (context, None),
-            event,
-            sink,
-        );
+        super::report(&mut self.analysis, raised, shown, seen, event, sink);
     }
 
     /// The checks that need the conversation: client_id against assign_id, player_name, the

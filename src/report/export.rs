@@ -147,6 +147,49 @@ impl<W: Write> Export<W> {
         }
     }
 
+    /// Writes the record in `self.line`.
+    fn emit(&mut self) {
+        self.output.record(&[self.line.as_bytes()]);
+    }
+
+    fn relative(&mut self, ts: i64) -> f64 {
+        ts.saturating_sub(*self.first_ts.get_or_insert(ts)) as f64 / 1e9
+    }
+}
+
+fn json_bool(b: bool) -> &'static str {
+    if b {
+        "true"
+    } else {
+        "false"
+    }
+}
+
+/// Appends `"violations":[…]` for these findings.
+fn violations(line: &mut String, findings: &[Finding]) {
+    line.push_str(",\"violations\":[");
+    for (i, f) in findings.iter().enumerate() {
+        if i > 0 {
+            line.push(',');
+        }
+        let info = f.rule.info();
+        let _ = write!(
+            line,
+            "{{\"id\":\"{}\",\"severity\":\"{}\",\"offset\":{},\"detail\":",
+            info.id,
+            info.severity.name(),
+            f.at
+        );
+        json_str(line, &render::detail(f));
+        if f.count > 1 {
+            let _ = write!(line, ",\"count\":{}", f.count);
+        }
+        line.push('}');
+    }
+    line.push(']');
+}
+
+impl<W: Write> Export<W> {
     /// Writes a datagram's record: its fields from the fields visitor, or, rendered ahead, from
     /// their batch.
     fn datagram_record(&mut self, e: &DatagramEvent<'_>, rendered: Option<(&RenderedJson, usize)>) {
@@ -260,47 +303,6 @@ impl<W: Write> Export<W> {
             }
         }
     }
-
-    /// Writes the record in `self.line`.
-    fn emit(&mut self) {
-        self.output.record(&[self.line.as_bytes()]);
-    }
-
-    fn relative(&mut self, ts: i64) -> f64 {
-        ts.saturating_sub(*self.first_ts.get_or_insert(ts)) as f64 / 1e9
-    }
-}
-
-fn json_bool(b: bool) -> &'static str {
-    if b {
-        "true"
-    } else {
-        "false"
-    }
-}
-
-/// Appends `"violations":[…]` for these findings.
-fn violations(line: &mut String, findings: &[Finding]) {
-    line.push_str(",\"violations\":[");
-    for (i, f) in findings.iter().enumerate() {
-        if i > 0 {
-            line.push(',');
-        }
-        let info = f.rule.info();
-        let _ = write!(
-            line,
-            "{{\"id\":\"{}\",\"severity\":\"{}\",\"offset\":{},\"detail\":",
-            info.id,
-            info.severity.name(),
-            f.at
-        );
-        json_str(line, &render::detail(f));
-        if f.count > 1 {
-            let _ = write!(line, ",\"count\":{}", f.count);
-        }
-        line.push('}');
-    }
-    line.push(']');
 }
 
 impl<W: Write> Sink for Export<W> {
