@@ -24,6 +24,11 @@ pub const RETIRE_AFTER_NANOS: i64 = 10_000_000_000;
 /// A conversation's records are swept for retired ones when they reach this many, then whenever
 /// they double.
 const FIRST_SWEEP: usize = 256;
+/// Entities of a snapshot remembered in their order (where to look for each in the next one, and
+/// the steady list): a snapshot naming more is followed by id alone and leaves nothing, so that
+/// these lists take at most 4 KiB per conversation (16 MiB at the conversations' cap) whatever a
+/// datagram lists.
+const MAX_REMEMBERED: usize = 256;
 
 /// Updates per second of an entity over its life: the upper edges of [`Lives::rates`]' buckets
 /// (the last bucket is open). A 60 Hz stream puts an entity updated every tick in `[55, 65)`.
@@ -420,9 +425,12 @@ impl Entities {
         // Whether each reference is a plain update of an entity alive (whose record is then
         // steady), and whether one changed a record held before.
         let (mut steady, mut touched) = (!figures, false);
+        let remember = refs.len() <= MAX_REMEMBERED;
         let implicit = event.dialect == Dialect::Rtnp;
         c.next_order.clear();
-        c.next_order.extend_from_slice(&c.order[..repeated]);
+        if remember {
+            c.next_order.extend_from_slice(&c.order[..repeated]);
+        }
         for (i, r) in refs.iter().enumerate().skip(repeated) {
             // Most references update an entity alive and known, found at its place in the last
             // snapshot, else by its id.
@@ -459,7 +467,9 @@ impl Entities {
                                 changed,
                             });
                         }
-                        c.next_order.push(k);
+                        if remember {
+                            c.next_order.push(k);
+                        }
                         continue;
                     }
                 }
@@ -497,7 +507,7 @@ impl Entities {
                     c.hold(Record::new(r.id, state), figures)
                 }
             };
-            if r.event == EntityEvent::Update {
+            if remember && r.event == EntityEvent::Update {
                 c.next_order.push(k);
             }
             let resolved = c.change(k, r, at, ticks, implicit, figures, &mut |rule| {
@@ -516,10 +526,10 @@ impl Entities {
             std::mem::swap(&mut c.order, &mut c.next_order);
         }
         // A message that only made new records (a spawn) leaves the last snapshot steady.
-        if steady {
+        if steady && remember {
             c.steady.clear();
             c.steady.extend(refs.iter().map(steady_key));
-        } else if touched || reordered {
+        } else if steady || touched || reordered || !remember {
             c.steady.clear();
         }
     }
@@ -1003,6 +1013,41 @@ mod tests {
                 f.send(16 * i as i64, refs);
             }
             assert_eq!(f.finish(), expected);
+        }
+    }
+
+    /// A snapshot naming more entities than are remembered is followed by id, judged the same,
+    /// and leaves the conversation's lists no longer than the limit.
+    #[test]
+    fn long_snapshots_are_followed_by_id_and_leave_short_lists() {
+        let long: Vec<(EntityEvent, u32, Option<u16>)> = (0..10_000)
+            .map(|i| (Update, 1 + i % 300, Some(1)))
+            .collect();
+        for mut f in [Feed::lifecycles(Dialect::Rtype), Feed::new(Dialect::Rtype)] {
+            f.send(0, &long);
+            f.send(16, &long);
+            f.send(33, &[(Destroy, 299, None)]);
+            f.send(50, &long); // 299 after its destruction, 33 times in the list: reported once
+            f.send(66, &long[..200]);
+            f.send(83, &long[..200]); // steady, and remembered
+            let c = f.entities.conversations[0].as_deref().unwrap();
+            for list in [
+                c.order.capacity(),
+                c.next_order.capacity(),
+                c.steady.capacity(),
+            ] {
+                assert!(list <= MAX_REMEMBERED, "{list}");
+            }
+            // With figures nothing is steady.
+            let steady = if f.entities.figures { 0 } else { 200 };
+            assert_eq!(c.steady.len(), steady);
+            assert_eq!(
+                f.finish(),
+                [
+                    (Rule::SessionEntityAfterDestroy, 4, 299),
+                    (Rule::SessionEntityNeverDestroyed, 1, 299),
+                ]
+            );
         }
     }
 
