@@ -479,10 +479,6 @@ impl Pipeline {
     }
 }
 
-/// Analyses a decoded datagram, then hands it to the sink with the session findings it raised (so
-/// that a filter on them shows it), and those findings on their own after it. With a display
-/// filter, the analysis still sees every datagram (sessions are judged whole) and the sink only
-/// those the filter passes. Returns whether the sink got it.
 /// What [`report`] gets of a datagram beyond its event: what the display filter sees, and its
 /// fields rendered ahead, if they were.
 type Seen<'c, S> = (Context<'c>, Option<Rendering<'c, S>>);
@@ -497,6 +493,10 @@ fn unrendered<S: Sink>(first_ts: i64, profile: &Profile) -> Seen<'_, S> {
     (context, None)
 }
 
+/// Analyses a decoded datagram, then hands it to the sink with the session findings it raised (so
+/// that a filter on them shows it), and those findings on their own after it. With a display
+/// filter, the analysis still sees every datagram (sessions are judged whole) and the sink only
+/// those the filter passes. Returns whether the sink got it.
 fn report<'a, S: Sink>(
     analysis: &mut Analysis,
     raised: &'a mut Vec<LooseFinding>,

@@ -292,7 +292,7 @@ impl<W: Write> Export<W> {
             Some((all, index)) => {
                 self.output.start(line.as_bytes());
                 let output = &mut self.output;
-                let (omitted, _) = all.pieces(index, &self.fields.sprites, |piece| {
+                let omitted = all.pieces(index, &self.fields.sprites, |piece| {
                     output.part(piece.as_bytes())
                 });
                 omitted.push_json(&mut self.tail);

@@ -276,7 +276,7 @@ impl RenderAhead for JsonFields {
     }
 
     fn start_rendering(&mut self, all: &mut RenderedJson) {
-        self.clear();
+        // A copy starts clear, and `drain_rendered` leaves it so.
         std::mem::swap(&mut self.out, &mut all.json);
         self.base = self.out.len();
     }
@@ -297,24 +297,22 @@ impl RenderAhead for JsonFields {
     fn fill_rendered(&mut self, all: &RenderedJson, index: usize) {
         self.clear();
         let out = &mut self.out;
-        let (omitted, sprite_bytes) = all.pieces(index, &self.sprites, |piece| out.push_str(piece));
-        (self.omitted, self.sprite_bytes) = (omitted, sprite_bytes);
+        self.omitted = all.pieces(index, &self.sprites, |piece| out.push_str(piece));
     }
 }
 
 impl RenderedJson {
     /// Rendering `index`, in the pieces a record is made of: its text between the points where
     /// a sprite goes, and the conversation's sprite member at each point (within
-    /// [`MAX_SPRITES_JSON`]). Returns what it omitted (the worker's, and the sprites left out)
-    /// and the bytes of sprite members given.
+    /// [`MAX_SPRITES_JSON`]). Returns what it omitted: the worker's, and the sprites left out.
     pub fn pieces<'r>(
         &'r self,
         index: usize,
         sprites: &'r Sprites,
         mut piece: impl FnMut(&'r str),
-    ) -> (Omitted, usize) {
+    ) -> Omitted {
         let Some(&(json_end, points_end, mut omitted)) = self.ends.get(index) else {
-            return (Omitted::default(), 0);
+            return Omitted::default();
         };
         let (json_start, points_start) = match index.checked_sub(1).map(|i| self.ends[i]) {
             Some((json, points, _)) => (json, points),
@@ -341,7 +339,7 @@ impl RenderedJson {
             }
         }
         piece(json.get(from..).unwrap_or_default());
-        (omitted, sprite_bytes)
+        omitted
     }
 }
 

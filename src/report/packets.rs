@@ -348,12 +348,7 @@ impl<W: Write> Sink for Packets<W> {
             ),
         }
         line.push_str(" #");
-        let conversation = u64::from(e.conversation);
-        render::push_u64(line, conversation);
-        render::push_spaces(
-            line,
-            3usize.saturating_sub(render::decimal_len(conversation)),
-        );
+        push_left(line, itoa::Buffer::new().format(e.conversation), 3);
         line.push(' ');
         line.push_str(dir);
         line.push(' ');

@@ -174,19 +174,7 @@ fn push_eighths(out: &mut String, x: f32) -> bool {
 
 /// Appends the last `width` (at most 9) decimal digits of `n`, zero-padded: a timestamp's parts.
 pub fn push_padded(out: &mut String, n: u64, width: usize) {
-    const POWERS: [u64; 10] = [
-        1,
-        10,
-        100,
-        1_000,
-        10_000,
-        100_000,
-        1_000_000,
-        10_000_000,
-        100_000_000,
-        1_000_000_000,
-    ];
-    let power = POWERS[width.min(9)];
+    let power = 10u64.pow(width.min(9) as u32);
     // 10^width + n, less its leading 1: the zeros come with the digits, in one formatting.
     let mut digits = itoa::Buffer::new();
     out.push_str(&digits.format(power + n % power)[1..]);
