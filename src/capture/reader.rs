@@ -245,6 +245,16 @@ enum Step {
     End(Option<Stop>),
 }
 
+impl Step {
+    /// The step after a block of `size` bytes was handled: on, or stop where the caller asked.
+    fn after(size: usize, flow: ControlFlow<()>) -> Step {
+        match flow {
+            ControlFlow::Continue(()) => Step::Consume(size),
+            ControlFlow::Break(()) => Step::Stop(size),
+        }
+    }
+}
+
 /// Why reading stopped before the end: the file is cut short, or corrupt from there on.
 enum Stop {
     Cut(String),
@@ -545,80 +555,98 @@ impl CaptureReader {
         let mut stalls = 0u32;
         loop {
             let offset = self.window.consumed();
-            let available = self.window.data().len();
-            let declared = match declared_len(&self.layout, self.window.data()) {
-                Ok(d) => d,
-                Err(reason) => return self.finish(offset, Some(Corrupt(reason))),
-            };
-            let unit = self.unit();
-            let intact = intact_block(&self.layout, self.window.data());
             let address = self.window.address();
-            let step = match self.window.next() {
-                Ok((size, block)) => {
-                    let is_packet = matches!(
-                        block,
-                        PcapBlockOwned::Legacy(_)
-                            | PcapBlockOwned::NG(Block::EnhancedPacket(_))
-                            | PcapBlockOwned::NG(Block::SimplePacket(_))
-                    );
-                    if size == 0 {
-                        Step::End(Some(Corrupt("the parser made no progress".into())))
-                    } else if stop_before_packet && is_packet {
-                        Step::Pause
-                    } else {
-                        let flow = handle_block(
+            let mut frame = |frame: &Frame<'_>| {
+                let at = (frame.data.as_ptr() as usize).wrapping_sub(address);
+                deliver.frame(frame, at)
+            };
+            // Most records of a pcap file lie whole in the buffer: such a record is read here,
+            // without the checks below, all of which it passes.
+            let record = match stop_before_packet {
+                false => self.window.whole_record(MAX_RECORD_LEN),
+                true => None,
+            };
+            let step = if let Some((size, record)) = record {
+                let block = PcapBlockOwned::from(record);
+                let (layout, info, frames) = (&mut self.layout, &mut self.info, &mut self.frames);
+                Step::after(
+                    size,
+                    handle_block(block, offset, layout, info, frames, &mut frame),
+                )
+            } else {
+                let available = self.window.data().len();
+                let declared = match declared_len(&self.layout, self.window.data()) {
+                    Ok(d) => d,
+                    Err(reason) => return self.finish(offset, Some(Corrupt(reason))),
+                };
+                let unit = self.unit();
+                let intact = intact_block(&self.layout, self.window.data());
+                match self.window.next() {
+                    Ok((size, block)) => {
+                        let is_packet = matches!(
                             block,
-                            offset,
-                            &mut self.layout,
-                            &mut self.info,
-                            &mut self.frames,
-                            &mut |frame: &Frame<'_>| {
-                                let at = (frame.data.as_ptr() as usize).wrapping_sub(address);
-                                deliver.frame(frame, at)
-                            },
+                            PcapBlockOwned::Legacy(_)
+                                | PcapBlockOwned::NG(Block::EnhancedPacket(_))
+                                | PcapBlockOwned::NG(Block::SimplePacket(_))
                         );
-                        match flow {
-                            ControlFlow::Continue(()) => Step::Consume(size),
-                            ControlFlow::Break(()) => Step::Stop(size),
+                        if size == 0 {
+                            Step::End(Some(Corrupt("the parser made no progress".into())))
+                        } else if stop_before_packet && is_packet {
+                            Step::Pause
+                        } else {
+                            let (layout, info) = (&mut self.layout, &mut self.info);
+                            let flow = handle_block(
+                                block,
+                                offset,
+                                layout,
+                                info,
+                                &mut self.frames,
+                                &mut frame,
+                            );
+                            Step::after(size, flow)
                         }
                     }
-                }
-                Err(PcapError::Eof) => Step::End(None),
-                Err(PcapError::Incomplete(_)) | Err(PcapError::BufferTooSmall) => match declared {
-                    Some(len) if len <= available => match intact {
-                        Some(kind) => Step::Skip(len, kind),
-                        None => Step::End(Some(Corrupt(format!(
-                            "the {unit}'s contents disagree with its length {len}"
+                    Err(PcapError::Eof) => Step::End(None),
+                    Err(PcapError::Incomplete(_)) | Err(PcapError::BufferTooSmall) => {
+                        match declared {
+                            Some(len) if len <= available => match intact {
+                                Some(kind) => Step::Skip(len, kind),
+                                None => Step::End(Some(Corrupt(format!(
+                                    "the {unit}'s contents disagree with its length {len}"
+                                )))),
+                            },
+                            // Grow only once the buffer is full of this record: a cut
+                            // file claiming a huge record never allocates for it.
+                            _ if available < self.window.capacity() => Step::Refill,
+                            Some(len) => Step::Grow(len),
+                            None => Step::End(Some(Corrupt(format!(
+                                "the {unit} does not fit in the read buffer"
+                            )))),
+                        }
+                    }
+                    Err(PcapError::UnexpectedEof) => {
+                        if available == 0 {
+                            Step::End(None)
+                        } else {
+                            Step::End(Some(Cut(match declared {
+                                Some(d) => {
+                                    format!(
+                                        "the file ends {available} bytes into a {d}-byte {unit}"
+                                    )
+                                }
+                                None => format!("the file ends {available} bytes into a {unit}"),
+                            })))
+                        }
+                    }
+                    Err(PcapError::ReadError) => Step::End(Some(Cut("a read error".into()))),
+                    Err(e) => match (intact, declared) {
+                        (Some(kind), Some(len)) => Step::Skip(len, kind),
+                        _ => Step::End(Some(Corrupt(format!(
+                            "the {unit} is corrupt: {}",
+                            describe(&e)
                         )))),
                     },
-                    // Grow only once the buffer is full of this record: a cut
-                    // file claiming a huge record never allocates for it.
-                    _ if available < self.window.capacity() => Step::Refill,
-                    Some(len) => Step::Grow(len),
-                    None => Step::End(Some(Corrupt(format!(
-                        "the {unit} does not fit in the read buffer"
-                    )))),
-                },
-                Err(PcapError::UnexpectedEof) => {
-                    if available == 0 {
-                        Step::End(None)
-                    } else {
-                        Step::End(Some(Cut(match declared {
-                            Some(d) => {
-                                format!("the file ends {available} bytes into a {d}-byte {unit}")
-                            }
-                            None => format!("the file ends {available} bytes into a {unit}"),
-                        })))
-                    }
                 }
-                Err(PcapError::ReadError) => Step::End(Some(Cut("a read error".into()))),
-                Err(e) => match (intact, declared) {
-                    (Some(kind), Some(len)) => Step::Skip(len, kind),
-                    _ => Step::End(Some(Corrupt(format!(
-                        "the {unit} is corrupt: {}",
-                        describe(&e)
-                    )))),
-                },
             };
             match step {
                 Step::Consume(size) => {
@@ -638,6 +666,7 @@ impl CaptureReader {
                     // declared_len() already capped len at MAX_RECORD_LEN.
                     let want = (self.window.capacity() * 2).max(len + 1).min(MAX_BUFFER);
                     if !self.window.grow(want) {
+                        let unit = self.unit();
                         return self.finish(
                             offset,
                             Some(Corrupt(format!(

@@ -19,6 +19,9 @@ use pcap_parser::{
 
 use super::source::Source;
 
+/// A pcap record's header, but in the "modified" format.
+const RECORD_HEADER: usize = 16;
+
 type LegacyParse = fn(&[u8]) -> nom::IResult<&[u8], LegacyPcapBlock<'_>, PcapError<&[u8]>>;
 
 /// What the file is: its header and record parser, or a pcapng section's byte order.
@@ -138,6 +141,47 @@ impl Window {
             }
         };
         Ok((data.offset(rem), block))
+    }
+
+    /// The next record of a pcap file with the standard record header, when the header is given
+    /// and the record lies whole in the buffer with a length within the file's snaplen and
+    /// `max`: the one [`Window::next`] would return, read without its general machinery (the
+    /// caller's checks before it, which such a record passes). None otherwise.
+    pub(super) fn whole_record(&self, max: usize) -> Option<(usize, LegacyPcapBlock<'_>)> {
+        let Format::Legacy {
+            header,
+            header_given: true,
+            ..
+        } = &self.format
+        else {
+            return None;
+        };
+        if header.is_modified_format() {
+            return None;
+        }
+        let data = &self.buf[self.pos..self.end];
+        let big_endian = header.is_bigendian();
+        let word = |at: usize| {
+            let bytes = data.get(at..at + 4)?.try_into().ok()?;
+            Some(match big_endian {
+                true => u32::from_be_bytes(bytes),
+                false => u32::from_le_bytes(bytes),
+            })
+        };
+        let caplen = word(8)?;
+        let within_snaplen = header.snaplen == 0 || caplen <= header.snaplen;
+        if caplen as usize > max || !within_snaplen {
+            return None;
+        }
+        let size = RECORD_HEADER + caplen as usize;
+        let record = LegacyPcapBlock {
+            ts_sec: word(0)?,
+            ts_usec: word(4)?,
+            caplen,
+            origlen: word(12)?,
+            data: data.get(RECORD_HEADER..size)?,
+        };
+        Some((size, record))
     }
 
     /// The bytes not parsed yet.
