@@ -156,6 +156,49 @@ impl<'a> Datagram<'a> {
             (true, None) => None,
         }
     }
+
+    /// The datagram without its bytes, to take back with them by [`Checked::attach`].
+    pub fn detach(&self) -> Checked {
+        Checked {
+            layout: self.header.layout,
+            payload_at: self.payload_at,
+            crc_stored: self.crc_stored,
+            crc_computed: self.crc_computed,
+            message: self.message,
+            decompressed: self.decompressed,
+        }
+    }
+}
+
+/// A datagram [`check`] passed, less its bytes: a worker checks the header, and the ordered
+/// stage takes the outcome back with the same bytes instead of checking it again.
+#[derive(Clone, Copy, Debug)]
+pub struct Checked {
+    layout: HeaderLayout,
+    payload_at: usize,
+    crc_stored: u32,
+    crc_computed: u32,
+    message: Option<&'static Message>,
+    decompressed: Option<usize>,
+}
+
+impl Checked {
+    /// The datagram again, over `bytes`: those it was checked on.
+    pub fn attach(self, bytes: &[u8]) -> Datagram<'_> {
+        let payload_end = bytes.len().saturating_sub(CRC_LEN);
+        Datagram {
+            header: Header {
+                buf: bytes,
+                layout: self.layout,
+            },
+            wire_payload: bytes.get(self.payload_at..payload_end).unwrap_or_default(),
+            payload_at: self.payload_at,
+            crc_stored: self.crc_stored,
+            crc_computed: self.crc_computed,
+            message: self.message,
+            decompressed: self.decompressed,
+        }
+    }
 }
 
 /// Largest payload a header can announce; the scratch buffer for decompression has this size.

@@ -596,8 +596,8 @@ pub const MAX_THREADS: usize = 16;
 enum Unpack<'s, R> {
     /// Here, decompressing into this scratch buffer.
     Here(&'s mut [u8]),
-    /// Ahead, on a worker thread.
-    Ahead(worker::RtypeAhead<'s, R>),
+    /// Ahead, on a worker thread (borrowed: the work is large, and read in place).
+    Ahead(&'s worker::RtypeAhead<'s, R>),
 }
 
 impl State {
@@ -621,10 +621,11 @@ impl State {
             };
             shown.loose(sink, &f);
         };
-        let (link, unpack) = match ahead {
-            Some(ahead) => (ahead.link, ahead.rtype.map(Unpack::Ahead)),
+        let (link, rtype) = match ahead {
+            Some(ahead) => (ahead.link, ahead.rtype),
             None => (capture::udp_from_frame(frame.link_type, frame.data), None),
         };
+        let unpack = rtype.as_ref().map(Unpack::Ahead);
         match link {
             LinkOutcome::Udp(udp) => {
                 if udp.truncated_by > 0 {

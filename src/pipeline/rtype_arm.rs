@@ -39,12 +39,11 @@ impl State {
                 None,
                 bytes_hash(bytes),
             ),
-            Unpack::Ahead(ahead) => (
-                rtype::check(bytes, ahead.unpacked, &mut self.findings),
-                ahead.payload,
-                ahead.walked,
-                ahead.hash,
-            ),
+            Unpack::Ahead(ahead) => {
+                self.findings.extend_from_slice(ahead.header_findings);
+                let parsed = ahead.checked.map(|c| c.attach(bytes));
+                (parsed, ahead.payload, ahead.walked.as_ref(), ahead.hash)
+            }
         };
         let message = parsed.and_then(|d| d.message);
         // Direction: the header's packet type (of a cut datagram, as far as the capture holds its

@@ -62,9 +62,13 @@ impl<F: RenderAhead> Worker<F> {
         let unpacked = rtype::unpack(bytes, &mut self.scratch);
         let payload = &self.scratch[..unpacked.decompressed().unwrap_or(0)];
         let payload = span(&mut out.payloads, payload);
-        let walked = self.walk(bytes, unpacked, out);
+        self.findings.clear();
+        let checked = rtype::check(bytes, unpacked, &mut self.findings);
+        let header_findings = span(&mut out.findings, &self.findings);
+        let walked = checked.as_ref().and_then(|d| self.walk(d, out));
         RtypeWork {
-            unpacked,
+            checked: checked.map(|d| d.detach()),
+            header_findings,
             hash: bytes_hash(bytes),
             payload,
             walked,
@@ -73,40 +77,31 @@ impl<F: RenderAhead> Worker<F> {
 
     /// The message's walk, as the ordered stage would make it for a conversation that has no
     /// usual layout and no archetypes (it checks the entity types against them).
-    fn walk(
-        &mut self,
-        bytes: &[u8],
-        unpacked: rtype::Unpacked,
-        out: &mut Worked<F::Rendered>,
-    ) -> Option<Walk> {
+    fn walk(&mut self, d: &rtype::Datagram<'_>, out: &mut Worked<F::Rendered>) -> Option<Walk> {
         if matches!(self.walking, Walking::No) {
             return None;
         }
-        // The header's findings are the ordered stage's: it checks the header again, to borrow
-        // the datagram's bytes.
         self.findings.clear();
-        let d = rtype::check(bytes, unpacked, &mut self.findings)?;
-        let header_findings = self.findings.len();
         self.entities.clear();
         self.types.clear();
         let found = (&mut self.findings, &mut self.entities, &mut self.types);
         let (layout, facts, rendered) = match &mut self.walking {
             Walking::Render(fields) => {
                 fields.start_rendering(&mut out.rendered);
-                let (layout, facts) = walk_ahead(&d, &self.scratch, &self.profile, fields, found);
+                let (layout, facts) = walk_ahead(d, &self.scratch, &self.profile, fields, found);
                 let index = out.rendered.count();
                 fields.drain_rendered(&mut out.rendered);
                 (layout, facts, Some(index))
             }
             _ => {
-                let walked = walk_ahead(&d, &self.scratch, &self.profile, &mut NoFields, found);
+                let walked = walk_ahead(d, &self.scratch, &self.profile, &mut NoFields, found);
                 (walked.0, walked.1, None)
             }
         };
         Some(Walk {
             layout,
             facts,
-            findings: span(&mut out.findings, &self.findings[header_findings..]),
+            findings: span(&mut out.findings, &self.findings),
             entities: span(&mut out.entities, &self.entities),
             types: span(&mut out.types, &self.types),
             type_set: TypeSet::of(self.types.iter().map(|t| t.0)),
@@ -177,7 +172,9 @@ struct FrameWork {
 }
 
 struct RtypeWork {
-    unpacked: rtype::Unpacked,
+    /// The header's check, and its findings in [`Worked::findings`].
+    checked: Option<rtype::Checked>,
+    header_findings: Range<u32>,
     hash: u64,
     /// The decompressed payload, in [`Worked::payloads`].
     payload: Range<u32>,
@@ -204,7 +201,9 @@ pub(super) struct FrameAhead<'w, R> {
 
 /// An rtype datagram's work done ahead.
 pub(super) struct RtypeAhead<'w, R> {
-    pub unpacked: rtype::Unpacked,
+    /// The header's check: the datagram (to take back with its bytes), and its findings.
+    pub checked: Option<rtype::Checked>,
+    pub header_findings: &'w [Finding],
     /// The datagram's [`bytes_hash`].
     pub hash: u64,
     pub payload: &'w [u8],
@@ -241,7 +240,8 @@ impl<R: Renderings> Worked<R> {
     pub(super) fn frame<'w>(&'w self, index: usize, data: &'w [u8]) -> Option<FrameAhead<'w, R>> {
         let work = self.frames.get(index)?;
         let rtype = work.rtype.as_ref().map(|r| RtypeAhead {
-            unpacked: r.unpacked,
+            checked: r.checked,
+            header_findings: slice(&self.findings, &r.header_findings),
             hash: r.hash,
             payload: slice(&self.payloads, &r.payload),
             walked: r.walked.as_ref().map(|w| Walked {
