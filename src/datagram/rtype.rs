@@ -526,6 +526,36 @@ mod tests {
     }
 
     #[test]
+    fn a_detached_check_attaches_to_the_same_datagram() {
+        let plain: Vec<u8> = (0..200u8).map(|i| i % 7).collect();
+        let packed = lz4_flex::block::compress(&plain);
+        let mut bytes = datagram(0x81, 2, 0x14, &packed, 200);
+        *bytes.last_mut().unwrap() ^= 1;
+        let mut scratch = vec![0; MAX_PAYLOAD];
+        let d = parse(&bytes, &mut scratch, &mut vec![]).unwrap();
+        let again = d.detach().attach(&bytes);
+        fn view<'a>(d: &Datagram<'a>) -> impl PartialEq + std::fmt::Debug + 'a {
+            let h = d.header;
+            let header = (
+                h.layout(),
+                h.sequence(),
+                h.tick(),
+                h.msg_type(),
+                h.compressed(),
+            );
+            let footer = (d.crc_stored, d.crc_computed, d.crc_ok());
+            let payload = (d.wire_payload, d.payload_at, d.decompressed);
+            (header, footer, payload, d.message.map(|m| m.name))
+        }
+        assert_eq!(view(&again), view(&d));
+        assert!(!again.crc_ok());
+        assert_eq!(again.payload(&scratch).unwrap(), &plain[..]);
+        // Other bytes than its own (never given) yield a datagram all the same, not a panic.
+        let short = d.detach().attach(&bytes[..3]);
+        assert_eq!(short.wire_payload, &[] as &[u8]);
+    }
+
+    #[test]
     fn old_header_and_short() {
         let mut d = MAGIC.to_vec();
         d.extend([1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0]);
