@@ -309,11 +309,7 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
         }
         self.previous = None;
         self.group(item, Open::List { count: n }, |w| {
-            let done = if V::WANTS_FIELDS {
-                0
-            } else {
-                w.plain_items(item, n)?
-            };
+            let done = w.plain_items(item, n)?;
             for index in done..n {
                 w.item = w.pos;
                 w.group(item, Open::Item { index }, |w| w.nodes(item.nodes))?;
@@ -324,13 +320,14 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
 
     /// Walks the items of a repeat made of fixed-width numbers that are not checked (a
     /// snapshot's entity id and update mask), then perhaps the masked fields, without going node
-    /// by node: most of a summary's time is spent in these items. Only the entity id and the
-    /// update mask are read, each at its place in the item, and handed to the visitor when it
-    /// wants them (the pipeline follows entity ids for their lifecycle); other numbers of the item
-    /// are stepped over, so a visitor that wants one of them gets the node-by-node walk. Every
-    /// branch here takes the same way for every item. Returns how many items it walked; the
-    /// node-by-node walk takes over from the first one that is cut short (to report it) or when
-    /// the items are not of this kind.
+    /// by node: most of a summary's time, and of export's, is spent in these items. Only the
+    /// entity id and the update mask are read, each at its place in the item, and handed to the
+    /// visitor when it wants them (the pipeline follows entity ids for their lifecycle, export
+    /// writes them), each item opened and closed for a visitor that sees the fields; other
+    /// numbers of the item are stepped over, so a visitor that wants one of them gets the
+    /// node-by-node walk. Every branch here takes the same way for every item. Returns how many
+    /// items it walked; the node-by-node walk takes over from the first one that is cut short
+    /// (to report it) or when the items are not of this kind.
     fn plain_items(&mut self, item: &'static Group, n: u32) -> Result<u32, Stop> {
         let (nodes, masked) = match item.nodes {
             [nodes @ .., Node::Masked] => (nodes, true),
@@ -384,6 +381,10 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
                 self.pos = pos;
                 return Ok(index);
             };
+            let how = Open::Item { index };
+            if V::WANTS_FIELDS {
+                self.visitor.open(item, how, item_at);
+            }
             let mut entity = 0;
             if let Some((at, w, field, wanted)) = id {
                 let raw = raw(endian, &bytes[at..at + w]);
@@ -413,9 +414,17 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
                     pos += block;
                 } else {
                     (self.pos, self.item, self.mask, self.entity) = (pos, item_at, mask, entity);
-                    self.masked_fields(plan, mask)?;
+                    let walked = self.masked_fields(plan, mask);
+                    if V::WANTS_FIELDS {
+                        self.visitor.close(how);
+                    }
+                    walked?;
                     pos = self.pos;
+                    continue;
                 }
+            }
+            if V::WANTS_FIELDS {
+                self.visitor.close(how);
             }
         }
         (self.pos, self.item) = (pos, pos);
@@ -903,6 +912,25 @@ mod tests {
         fn undecoded(&mut self, _: usize, _: &[u8]) {}
     }
 
+    /// Each group opened and closed, and each field, in the order visited.
+    #[derive(Default)]
+    struct Nesting(Vec<String>);
+
+    impl Visitor for Nesting {
+        fn field(&mut self, f: &'static Field, at: usize, _: usize, _: Value<'_>) {
+            self.0.push(format!("{}@{at}", f.name));
+        }
+        fn open(&mut self, _: &'static Group, how: Open, at: usize) {
+            self.0.push(format!("open {how:?}@{at}"));
+        }
+        fn close(&mut self, how: Open) {
+            self.0.push(format!("close {how:?}"));
+        }
+        fn undecoded(&mut self, at: usize, bytes: &[u8]) {
+            self.0.push(format!("undecoded {}@{at}", bytes.len()));
+        }
+    }
+
     fn decode<V: Visitor>(payload: &[u8], visitor: &mut V) -> (Facts, Vec<Finding>) {
         let snapshot = desc::message(desc::SNAPSHOT).unwrap();
         let mut findings = Vec::new();
@@ -962,6 +990,61 @@ mod tests {
             );
             assert_eq!(findings, []);
             assert_eq!(followed.0, expected, "{ty} / {divisor}");
+        }
+    }
+
+    /// A snapshot's items, read in one go for a visitor that sees the fields (export, the tree),
+    /// open and close around their own fields, on every cut of the payload: whatever stops the
+    /// walk, each item opened is closed before its list.
+    #[test]
+    fn items_open_and_close_around_their_fields_on_every_cut() {
+        let mut payload = vec![0, 3];
+        for (id, mask, body) in [(1u32, 0x0003u16, 5usize), (2, 0x0000, 0), (3, 0x0080, 3)] {
+            payload.extend(id.to_be_bytes());
+            payload.extend(mask.to_be_bytes());
+            payload.extend((0..body).map(|i| i as u8));
+        }
+        let mut whole = Nesting::default();
+        decode(&payload, &mut whole);
+        assert_eq!(
+            whole.0,
+            [
+                "entity_count@0",
+                "open List { count: 3 }@2",
+                "open Item { index: 0 }@2",
+                "id@2",
+                "update_mask@6",
+                "entity_type@8",
+                "pos_x@9",
+                "close Item { index: 0 }",
+                "open Item { index: 1 }@13",
+                "id@13",
+                "update_mask@17",
+                "close Item { index: 1 }",
+                "open Item { index: 2 }@19",
+                "id@19",
+                "update_mask@23",
+                "undecoded 3@25",
+                "close Item { index: 2 }",
+                "close List { count: 3 }",
+            ]
+        );
+        let all_fields: Vec<&String> = whole.0.iter().filter(|e| !e.contains(' ')).collect();
+        for len in 0..=payload.len() {
+            let mut nesting = Nesting::default();
+            decode(&payload[..len], &mut nesting);
+            let mut open = Vec::new();
+            for event in &nesting.0 {
+                if let Some(group) = event.strip_prefix("open ") {
+                    open.push(group.split('@').next().unwrap_or_default().to_string());
+                } else if let Some(group) = event.strip_prefix("close ") {
+                    assert_eq!(open.pop().as_deref(), Some(group), "cut at {len}");
+                }
+            }
+            assert_eq!(open, Vec::<String>::new(), "cut at {len}");
+            // The fields visited are the whole payload's, up to the cut.
+            let fields: Vec<&String> = nesting.0.iter().filter(|e| !e.contains(' ')).collect();
+            assert_eq!(fields, all_fields[..fields.len()], "cut at {len}");
         }
     }
 
