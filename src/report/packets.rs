@@ -154,12 +154,14 @@ pub(super) fn end_list(
 /// The key fields of a message, for the one-line list.
 fn key_fields(line: &mut String, e: &DatagramEvent<'_>) {
     let f: &Facts = &e.facts;
-    let number = |line: &mut String, key: &str, n: Option<u64>| {
+    // Inlined, so that each key is copied as the constant it is.
+    #[inline(always)]
+    fn number(line: &mut String, key: &str, n: Option<u64>) {
         if let Some(n) = n {
             line.push_str(key);
             render::push_u64(line, n);
         }
-    };
+    }
     number(line, " seq=", e.sequence.map(u64::from));
     number(line, " tick=", e.tick.map(u64::from));
     if let (Some(i), Some(n)) = (f.chunk_index, f.total_chunks) {
