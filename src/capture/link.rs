@@ -10,7 +10,7 @@ use super::ip::{self, IpContent};
 pub use super::linktype::LinkType;
 
 /// A UDP datagram found in a frame, borrowed from the frame's bytes.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct UdpDatagram<'a> {
     pub src: SocketAddr,
     pub dst: SocketAddr,
@@ -24,7 +24,7 @@ pub struct UdpDatagram<'a> {
 }
 
 /// What a frame holds, as far as a UDP analyzer cares.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LinkOutcome<'a> {
     Udp(UdpDatagram<'a>),
     /// Valid IP carrying another protocol, or a non-IP frame (ARP, LLC...).

@@ -375,7 +375,8 @@ impl Pipeline {
                 workers,
                 |frame, worked: &worker::Worked<_>, index| {
                     let ahead = worked.frame(index, frame.data);
-                    self.state.frame(&mut self.scratch, frame, ahead, sink);
+                    self.state
+                        .frame(&mut self.scratch, frame, ahead.as_ref(), sink);
                     flow(sink)
                 },
             )?
@@ -606,7 +607,7 @@ impl State {
         &mut self,
         scratch: &mut [u8],
         frame: &Frame<'_>,
-        ahead: Option<worker::FrameAhead<'_, RenderedOf<S>>>,
+        ahead: Option<&worker::FrameAhead<'_, RenderedOf<S>>>,
         sink: &mut S,
     ) {
         self.counts.frames += 1;
@@ -622,10 +623,10 @@ impl State {
             shown.loose(sink, &f);
         };
         let (link, rtype) = match ahead {
-            Some(ahead) => (ahead.link, ahead.rtype),
+            Some(ahead) => (ahead.link, ahead.rtype.as_ref()),
             None => (capture::udp_from_frame(frame.link_type, frame.data), None),
         };
-        let unpack = rtype.as_ref().map(Unpack::Ahead);
+        let unpack = rtype.map(Unpack::Ahead);
         match link {
             LinkOutcome::Udp(udp) => {
                 if udp.truncated_by > 0 {
