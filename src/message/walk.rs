@@ -137,13 +137,16 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
     /// Reads one field; returns its raw integer (0 for text).
     #[inline]
     fn field(&mut self, field: &'static Field) -> Result<u64, Stop> {
-        // Most fields are unchecked fixed-width numbers that fit: read them here, and build their
-        // value only for a visitor that wants it (a summary wants none of a snapshot's).
+        // Most fields are fixed-width numbers that fit: read them here, and build their value
+        // only for a check or a visitor that wants it (a summary wants none of a snapshot's).
         if let (0, Some(width)) = (field.array, field.ty.width()) {
-            if field.check == Check::None && self.left() >= width {
+            if self.left() >= width {
                 let at = self.pos;
                 let raw = self.raw(&self.buf[at..at + width]);
                 self.pos += width;
+                if field.check != Check::None {
+                    self.check(field, at, number(field, raw));
+                }
                 self.note(field.role, raw);
                 if V::WANTS_ENTITIES && matches!(field.role, Role::EntityId | Role::EntityType) {
                     self.name_entity(field.role, at, number(field, raw));
@@ -157,7 +160,7 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
         self.read_field(field)
     }
 
-    /// [`Walker::field`] for the rest: text, byte arrays, checked values, truncation.
+    /// [`Walker::field`] for the rest: text, byte arrays, truncation.
     #[inline(never)]
     fn read_field(&mut self, field: &'static Field) -> Result<u64, Stop> {
         let at = self.pos;
