@@ -19,7 +19,8 @@ use pcap_parser::{
 
 use super::source::Source;
 
-/// A pcap record's header, but in the "modified" format.
+/// The length of a pcap record's header (24 in the "modified" format, which
+/// [`Window::whole_record`] leaves to pcap-parser).
 const RECORD_HEADER: usize = 16;
 
 type LegacyParse = fn(&[u8]) -> nom::IResult<&[u8], LegacyPcapBlock<'_>, PcapError<&[u8]>>;

@@ -251,7 +251,7 @@ pub fn consistent(bytes: &[u8]) -> bool {
 }
 
 /// The costly part of checking an rtype datagram: its CRC, and the decompression of its payload.
-/// It needs nothing from other datagrams, so the pipeline runs it ahead on the reading thread.
+/// It needs nothing from other datagrams, so the pipeline runs it ahead on its workers.
 #[derive(Clone, Copy, Debug)]
 pub struct Unpacked {
     layout: HeaderLayout,

@@ -1,9 +1,10 @@
 //! The stateless part of each frame's work, done on worker threads ahead of the ordered stage
 //! ([`CaptureReader::for_each_frame_parallel`](crate::capture::CaptureReader)): its link layers,
-//! and for an rtype datagram its CRC, its decompression and, when the sink's fields allow, the
-//! walk of its message with all that walk finds without knowing the conversation (findings,
-//! facts, entities, entity types, the sink's rendering). The ordered stage then keeps only what
-//! needs the datagrams before it: conversations, archetypes, sessions, chunk sets, the sink.
+//! and for an rtype datagram its CRC, its decompression, its header's check and, when the sink's
+//! fields allow, the walk of its message with all that walk finds without knowing the
+//! conversation (findings, facts, entities, entity types, the sink's rendering). The ordered
+//! stage then keeps only what needs the datagrams before it: conversations, archetypes,
+//! sessions, chunk sets, the sink.
 
 use std::ops::Range;
 
