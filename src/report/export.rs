@@ -31,9 +31,8 @@ pub struct Export<W: Write> {
     filter: Filter,
     first_ts: Option<i64>,
     time: Rfc3339,
-    /// The last datagram's addresses, and their members (`,"src_ip":…`): the same pair comes
-    /// back datagram after datagram.
-    addresses: (Option<(SocketAddr, SocketAddr)>, String),
+    /// The address members (`,"src_ip":…`) of the last pairs of addresses seen.
+    addresses: AddressMembers,
     summary: Summary,
     /// Whether the last datagram passed the filter (its reassembled snapshot follows it).
     shown: bool,
@@ -106,6 +105,50 @@ fn write(out: &mut impl Write, error: &mut Option<io::Error>, part: &[u8]) {
     }
 }
 
+/// The address members of a record (`,"src_ip":…,"dst_port":…`) for the last pairs of addresses
+/// seen: a session's few pairs (a client and the server, each way) come back record after
+/// record, interleaved, so their text is written once per pair rather than once per record.
+#[derive(Default)]
+struct AddressMembers {
+    pairs: Vec<((SocketAddr, SocketAddr), String)>,
+    /// The pair replaced next once all are taken.
+    next: usize,
+}
+
+impl AddressMembers {
+    /// Pairs remembered: a few players' conversations, each way.
+    const PAIRS: usize = 16;
+
+    fn members(&mut self, src: SocketAddr, dst: SocketAddr) -> &str {
+        let key = (src, dst);
+        let index = match self.pairs.iter().position(|(pair, _)| *pair == key) {
+            Some(index) => index,
+            None => {
+                let index = if self.pairs.len() < Self::PAIRS {
+                    self.pairs.push((key, String::new()));
+                    self.pairs.len() - 1
+                } else {
+                    self.next = (self.next + 1) % Self::PAIRS;
+                    self.next
+                };
+                let (pair, members) = &mut self.pairs[index];
+                *pair = key;
+                members.clear();
+                members.push_str(",\"src_ip\":\"");
+                render::push_ip(members, src.ip());
+                members.push_str("\",\"src_port\":");
+                render::push_u64(members, src.port().into());
+                members.push_str(",\"dst_ip\":\"");
+                render::push_ip(members, dst.ip());
+                members.push_str("\",\"dst_port\":");
+                render::push_u64(members, dst.port().into());
+                index
+            }
+        };
+        &self.pairs[index].1
+    }
+}
+
 impl<W: Write> Export<W> {
     pub fn new(out: W, array: bool, filter: Filter) -> Self {
         Export {
@@ -122,7 +165,7 @@ impl<W: Write> Export<W> {
             filter,
             first_ts: None,
             time: Rfc3339::default(),
-            addresses: (None, String::new()),
+            addresses: AddressMembers::default(),
             summary: Summary::default(),
             shown: false,
             unmatched: None,
@@ -207,20 +250,7 @@ impl<W: Write> Export<W> {
         self.time.push(line, e.ts_nanos);
         line.push_str("\",\"time_rel\":");
         render::push_f64(line, rel);
-        let (addresses, members) = &mut self.addresses;
-        if *addresses != Some((e.src, e.dst)) {
-            *addresses = Some((e.src, e.dst));
-            members.clear();
-            members.push_str(",\"src_ip\":\"");
-            render::push_ip(members, e.src.ip());
-            members.push_str("\",\"src_port\":");
-            render::push_u64(members, e.src.port().into());
-            members.push_str(",\"dst_ip\":\"");
-            render::push_ip(members, e.dst.ip());
-            members.push_str("\",\"dst_port\":");
-            render::push_u64(members, e.dst.port().into());
-        }
-        line.push_str(members);
+        line.push_str(self.addresses.members(e.src, e.dst));
         line.push_str(",\"conversation\":");
         render::push_u64(line, e.conversation.into());
         line.push_str(",\"dialect\":\"");
@@ -425,5 +455,33 @@ impl<W: Write> Sink for Export<W> {
 
     fn done(&self) -> bool {
         self.output.error.is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn address_members_are_each_pairs_own_however_many_pairs_come_back() {
+        let mut members = AddressMembers::default();
+        let addr = |i: u16| SocketAddr::from(([10, 0, (i >> 8) as u8, i as u8], 4000 + i));
+        // More pairs than are remembered, each way, twice over: every lookup is its pair's text,
+        // remembered or written again.
+        for _ in 0..2 {
+            for i in 0..AddressMembers::PAIRS as u16 + 4 {
+                for (src, dst) in [(addr(i), addr(999)), (addr(999), addr(i))] {
+                    let expected = format!(
+                        ",\"src_ip\":\"{}\",\"src_port\":{},\"dst_ip\":\"{}\",\"dst_port\":{}",
+                        src.ip(),
+                        src.port(),
+                        dst.ip(),
+                        dst.port()
+                    );
+                    assert_eq!(members.members(src, dst), expected);
+                }
+            }
+        }
+        assert_eq!(members.pairs.len(), AddressMembers::PAIRS);
     }
 }
