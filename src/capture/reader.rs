@@ -560,14 +560,13 @@ impl CaptureReader {
                 let at = (frame.data.as_ptr() as usize).wrapping_sub(address);
                 deliver.frame(frame, at)
             };
-            // Most records of a pcap file lie whole in the buffer: such a record is read here,
-            // without the checks below, all of which it passes.
+            // Most packets of a file lie whole in the buffer in their plainest form: such a packet
+            // is read here, without the checks below, all of which it passes.
             let record = match stop_before_packet {
                 false => self.window.whole_record(MAX_RECORD_LEN),
                 true => None,
             };
-            let step = if let Some((size, record)) = record {
-                let block = PcapBlockOwned::from(record);
+            let step = if let Some((size, block)) = record {
                 let (layout, info, frames) = (&mut self.layout, &mut self.info, &mut self.frames);
                 Step::after(
                     size,
@@ -1536,6 +1535,56 @@ mod tests {
         // A cut exactly between records is a clean end.
         let (_, got, end) = read_all(full[..third_at].to_vec()).unwrap();
         assert_eq!((got.len(), end.truncated), (2, None));
+    }
+
+    /// Enhanced Packet Blocks in their plainest form (no options, as editcap and dumpcap write
+    /// them), read straight from their header, give the frames the same blocks with an option
+    /// give through pcap-parser, in both byte orders and whatever the padding; one whose
+    /// trailing length disagrees ends the reading as it does with an option.
+    #[test]
+    fn plain_enhanced_packets_read_as_those_with_options() {
+        for big in [false, true] {
+            let packets = [eth_v4_udp(b"one"), eth_v4_udp(b"second"), eth_v4_udp(b"x3")];
+            let build = |options: &[(u16, &[u8])]| {
+                let mut ng = PcapNg::new(big);
+                ng.idb(1, 0, Some(9), None);
+                for (i, p) in packets.iter().enumerate() {
+                    let ts = 1_700_000_000_000_000_000 + i as u64 * 1_001;
+                    ng.epb_with(0, ts, p, p.len() as u32 + 4, options);
+                }
+                ng.out
+            };
+            let (plain, with_option) = (build(&[]), build(&[(1, b"a comment")]));
+            let frames = |bytes: Vec<u8>| {
+                let (_, got, end) = read_all(bytes).unwrap();
+                let frames: Vec<(u64, i64, LinkType, Vec<u8>, u32)> = got
+                    .into_iter()
+                    .map(|g| (g.number, g.ts, g.link_type, g.data, g.orig_len))
+                    .collect();
+                (frames, end)
+            };
+            let (a, b) = (frames(plain.clone()), frames(with_option.clone()));
+            assert_eq!(a.0.len(), 3, "big-endian {big}");
+            assert_eq!(a, b, "big-endian {big}");
+            assert_eq!(a.0[2].3, packets[2], "big-endian {big}");
+            // The last block's trailing length, one more: pcap-parser's verdict either way.
+            let cut = |mut bytes: Vec<u8>| {
+                let last = bytes.len() - 4;
+                let len = u32::from_le_bytes(bytes[last..].try_into().unwrap());
+                let wrong = if big { len.swap_bytes() + 1 } else { len + 1 };
+                let wrong = if big { wrong.swap_bytes() } else { wrong };
+                bytes[last..].copy_from_slice(&wrong.to_le_bytes());
+                frames(bytes)
+            };
+            let (a, b) = (cut(plain), cut(with_option));
+            assert_eq!(a.0.len(), 2, "big-endian {big}");
+            assert_eq!((a.0, a.1.frames), (b.0, b.1.frames), "big-endian {big}");
+            assert_eq!(
+                a.1.truncated.map(|t| t.reason),
+                b.1.truncated.map(|t| t.reason),
+                "big-endian {big}"
+            );
+        }
     }
 
     #[test]

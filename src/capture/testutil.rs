@@ -242,7 +242,20 @@ impl PcapNg {
         self.block(1, &body)
     }
 
+    /// EPB with a comment option.
     pub fn epb(&mut self, if_id: u32, ts: u64, data: &[u8], orig_len: u32) -> &mut Self {
+        self.epb_with(if_id, ts, data, orig_len, &[(1, b"a comment")])
+    }
+
+    /// EPB with these options (none: the plainest form, as editcap and dumpcap write it).
+    pub fn epb_with(
+        &mut self,
+        if_id: u32,
+        ts: u64,
+        data: &[u8],
+        orig_len: u32,
+        options: &[(u16, &[u8])],
+    ) -> &mut Self {
         let big = self.big;
         let mut body = Vec::new();
         body.extend_from_slice(&u32b(big, if_id));
@@ -254,7 +267,7 @@ impl PcapNg {
         while !body.len().is_multiple_of(4) {
             body.push(0);
         }
-        body.extend_from_slice(&self.options(&[(1, b"a comment")]));
+        body.extend_from_slice(&self.options(options));
         self.block(6, &body)
     }
 

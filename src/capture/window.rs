@@ -11,10 +11,12 @@
 use std::io::Read;
 
 use pcap_parser::nom::{self, Needed, Offset};
-use pcap_parser::pcapng::{parse_block_be, parse_block_le, parse_sectionheaderblock, Block};
+use pcap_parser::pcapng::{
+    parse_block_be, parse_block_le, parse_sectionheaderblock, Block, EnhancedPacketBlock,
+};
 use pcap_parser::{
     parse_pcap_frame, parse_pcap_frame_be, parse_pcap_frame_modified, parse_pcap_header,
-    LegacyPcapBlock, PcapBlockOwned, PcapError, PcapHeader,
+    LegacyPcapBlock, PcapBlockOwned, PcapError, PcapHeader, EPB_MAGIC,
 };
 
 use super::source::Source;
@@ -22,6 +24,8 @@ use super::source::Source;
 /// The length of a pcap record's header (24 in the "modified" format, which
 /// [`Window::whole_record`] leaves to pcap-parser).
 const RECORD_HEADER: usize = 16;
+/// The length of a pcapng Enhanced Packet Block without its packet and options.
+const EPB_HEADER: usize = 32;
 
 type LegacyParse = fn(&[u8]) -> nom::IResult<&[u8], LegacyPcapBlock<'_>, PcapError<&[u8]>>;
 
@@ -144,45 +148,23 @@ impl Window {
         Ok((data.offset(rem), block))
     }
 
-    /// The next record of a pcap file with the standard record header, when the header is given
-    /// and the record lies whole in the buffer with a length within the file's snaplen and
-    /// `max`: the one [`Window::next`] would return, read without its general machinery (the
-    /// caller's checks before it, which such a record passes). None otherwise.
-    pub(super) fn whole_record(&self, max: usize) -> Option<(usize, LegacyPcapBlock<'_>)> {
-        let Format::Legacy {
-            header,
-            header_given: true,
-            ..
-        } = &self.format
-        else {
-            return None;
-        };
-        if header.is_modified_format() {
-            return None;
-        }
+    /// The next packet when it lies whole in the buffer in its plainest form, with a length
+    /// within `max`: a pcap record with the standard header and within the file's snaplen (once
+    /// the file header is given), or a pcapng Enhanced Packet Block without options. That is the
+    /// block [`Window::next`] would return, read without its general machinery and without the
+    /// caller's checks before it, all of which such a block passes. None otherwise: anything
+    /// else is left to the general path, which reports it as before.
+    pub(super) fn whole_record(&self, max: usize) -> Option<(usize, PcapBlockOwned<'_>)> {
         let data = &self.buf[self.pos..self.end];
-        let big_endian = header.is_bigendian();
-        let word = |at: usize| {
-            let bytes = data.get(at..at + 4)?.try_into().ok()?;
-            Some(match big_endian {
-                true => u32::from_be_bytes(bytes),
-                false => u32::from_le_bytes(bytes),
-            })
-        };
-        let caplen = word(8)?;
-        let within_snaplen = header.snaplen == 0 || caplen <= header.snaplen;
-        if caplen as usize > max || !within_snaplen {
-            return None;
+        match &self.format {
+            Format::Legacy {
+                header,
+                header_given: true,
+                ..
+            } if !header.is_modified_format() => pcap_record(data, header, max),
+            Format::Ng { big_endian } => enhanced_packet(data, *big_endian, max),
+            Format::Legacy { .. } => None,
         }
-        let size = RECORD_HEADER + caplen as usize;
-        let record = LegacyPcapBlock {
-            ts_sec: word(0)?,
-            ts_usec: word(4)?,
-            caplen,
-            origlen: word(12)?,
-            data: data.get(RECORD_HEADER..size)?,
-        };
-        Some((size, record))
     }
 
     /// The bytes not parsed yet.
@@ -268,6 +250,73 @@ impl Window {
         self.end = left;
         std::mem::replace(&mut self.buf, fresh)
     }
+}
+
+/// The `u32` at `at` in `data`, in the file's byte order.
+fn word(data: &[u8], at: usize, big_endian: bool) -> Option<u32> {
+    let bytes = data.get(at..at + 4)?.try_into().ok()?;
+    Some(match big_endian {
+        true => u32::from_be_bytes(bytes),
+        false => u32::from_le_bytes(bytes),
+    })
+}
+
+/// [`Window::whole_record`] of a pcap file (not the "modified" format) with this header.
+fn pcap_record<'a>(
+    data: &'a [u8],
+    header: &PcapHeader,
+    max: usize,
+) -> Option<(usize, PcapBlockOwned<'a>)> {
+    let word = |at| word(data, at, header.is_bigendian());
+    let caplen = word(8)?;
+    let within_snaplen = header.snaplen == 0 || caplen <= header.snaplen;
+    if caplen as usize > max || !within_snaplen {
+        return None;
+    }
+    let size = RECORD_HEADER + caplen as usize;
+    let record = LegacyPcapBlock {
+        ts_sec: word(0)?,
+        ts_usec: word(4)?,
+        caplen,
+        origlen: word(12)?,
+        data: data.get(RECORD_HEADER..size)?,
+    };
+    Some((size, PcapBlockOwned::from(record)))
+}
+
+/// [`Window::whole_record`] of a pcapng section in this byte order: an Enhanced Packet Block
+/// whose length is a multiple of 4, within `max`, repeated at its end, and exactly its header
+/// and its padded packet (no options).
+fn enhanced_packet(
+    data: &[u8],
+    big_endian: bool,
+    max: usize,
+) -> Option<(usize, PcapBlockOwned<'_>)> {
+    let word = |at| word(data, at, big_endian);
+    if word(0)? != EPB_MAGIC {
+        return None;
+    }
+    let len = word(4)?;
+    let size = len as usize;
+    let caplen = word(20)?;
+    let padded = (caplen as usize).checked_add(3)? & !3;
+    let plain = size == EPB_HEADER + padded && size.is_multiple_of(4) && size <= max;
+    if !plain || word(size - 4)? != len {
+        return None;
+    }
+    let block = EnhancedPacketBlock {
+        block_type: u32::from_le_bytes(data.get(..4)?.try_into().ok()?),
+        block_len1: len,
+        if_id: word(8)?,
+        ts_high: word(12)?,
+        ts_low: word(16)?,
+        caplen,
+        origlen: word(24)?,
+        data: data.get(28..28 + padded)?,
+        options: Vec::new(),
+        block_len2: len,
+    };
+    Some((size, PcapBlockOwned::NG(Block::EnhancedPacket(block))))
 }
 
 /// A parser's failure as pcap-parser's readers report it, with `available` bytes unparsed in a
