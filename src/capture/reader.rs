@@ -561,91 +561,21 @@ impl CaptureReader {
                 deliver.frame(frame, at)
             };
             // Most packets of a file lie whole in the buffer in their plainest form: such a packet
-            // is read here, without the checks below, all of which it passes.
+            // is read here, without the checks of `parsed_step`, all of which it passes.
             let record = match stop_before_packet {
                 false => self.window.whole_record(MAX_RECORD_LEN),
                 true => None,
             };
-            let step = if let Some((size, block)) = record {
-                let (layout, info, frames) = (&mut self.layout, &mut self.info, &mut self.frames);
-                Step::after(
-                    size,
-                    handle_block(block, offset, layout, info, frames, &mut frame),
-                )
-            } else {
-                let available = self.window.data().len();
-                let declared = match declared_len(&self.layout, self.window.data()) {
-                    Ok(d) => d,
-                    Err(reason) => return self.finish(offset, Some(Corrupt(reason))),
-                };
-                let unit = self.unit();
-                let intact = intact_block(&self.layout, self.window.data());
-                match self.window.next() {
-                    Ok((size, block)) => {
-                        let is_packet = matches!(
-                            block,
-                            PcapBlockOwned::Legacy(_)
-                                | PcapBlockOwned::NG(Block::EnhancedPacket(_))
-                                | PcapBlockOwned::NG(Block::SimplePacket(_))
-                        );
-                        if size == 0 {
-                            Step::End(Some(Corrupt("the parser made no progress".into())))
-                        } else if stop_before_packet && is_packet {
-                            Step::Pause
-                        } else {
-                            let (layout, info) = (&mut self.layout, &mut self.info);
-                            let flow = handle_block(
-                                block,
-                                offset,
-                                layout,
-                                info,
-                                &mut self.frames,
-                                &mut frame,
-                            );
-                            Step::after(size, flow)
-                        }
-                    }
-                    Err(PcapError::Eof) => Step::End(None),
-                    Err(PcapError::Incomplete(_)) | Err(PcapError::BufferTooSmall) => {
-                        match declared {
-                            Some(len) if len <= available => match intact {
-                                Some(kind) => Step::Skip(len, kind),
-                                None => Step::End(Some(Corrupt(format!(
-                                    "the {unit}'s contents disagree with its length {len}"
-                                )))),
-                            },
-                            // Grow only once the buffer is full of this record: a cut
-                            // file claiming a huge record never allocates for it.
-                            _ if available < self.window.capacity() => Step::Refill,
-                            Some(len) => Step::Grow(len),
-                            None => Step::End(Some(Corrupt(format!(
-                                "the {unit} does not fit in the read buffer"
-                            )))),
-                        }
-                    }
-                    Err(PcapError::UnexpectedEof) => {
-                        if available == 0 {
-                            Step::End(None)
-                        } else {
-                            Step::End(Some(Cut(match declared {
-                                Some(d) => {
-                                    format!(
-                                        "the file ends {available} bytes into a {d}-byte {unit}"
-                                    )
-                                }
-                                None => format!("the file ends {available} bytes into a {unit}"),
-                            })))
-                        }
-                    }
-                    Err(PcapError::ReadError) => Step::End(Some(Cut("a read error".into()))),
-                    Err(e) => match (intact, declared) {
-                        (Some(kind), Some(len)) => Step::Skip(len, kind),
-                        _ => Step::End(Some(Corrupt(format!(
-                            "the {unit} is corrupt: {}",
-                            describe(&e)
-                        )))),
-                    },
+            let step = match record {
+                Some((size, block)) => {
+                    let (layout, info, frames) =
+                        (&mut self.layout, &mut self.info, &mut self.frames);
+                    Step::after(
+                        size,
+                        handle_block(block, offset, layout, info, frames, &mut frame),
+                    )
                 }
+                None => self.parsed_step(offset, stop_before_packet, &mut frame),
             };
             match step {
                 Step::Consume(size) => {
@@ -719,6 +649,83 @@ impl CaptureReader {
                 }
                 Step::End(reason) => return self.finish(offset, reason),
             }
+        }
+    }
+
+    /// The step after the next block as pcap-parser reads it, with the checks around it: every
+    /// block [`Window::whole_record`] leaves, and the end of the input.
+    fn parsed_step(
+        &mut self,
+        offset: u64,
+        stop_before_packet: bool,
+        frame: &mut impl FnMut(&Frame<'_>) -> ControlFlow<()>,
+    ) -> Step {
+        let available = self.window.data().len();
+        let declared = match declared_len(&self.layout, self.window.data()) {
+            Ok(d) => d,
+            Err(reason) => return Step::End(Some(Corrupt(reason))),
+        };
+        let unit = self.unit();
+        let intact = intact_block(&self.layout, self.window.data());
+        match self.window.next() {
+            Ok((size, block)) => {
+                let is_packet = matches!(
+                    block,
+                    PcapBlockOwned::Legacy(_)
+                        | PcapBlockOwned::NG(Block::EnhancedPacket(_))
+                        | PcapBlockOwned::NG(Block::SimplePacket(_))
+                );
+                if size == 0 {
+                    Step::End(Some(Corrupt("the parser made no progress".into())))
+                } else if stop_before_packet && is_packet {
+                    Step::Pause
+                } else {
+                    let (layout, info, frames) =
+                        (&mut self.layout, &mut self.info, &mut self.frames);
+                    Step::after(
+                        size,
+                        handle_block(block, offset, layout, info, frames, frame),
+                    )
+                }
+            }
+            Err(PcapError::Eof) => Step::End(None),
+            Err(PcapError::Incomplete(_)) | Err(PcapError::BufferTooSmall) => {
+                match declared {
+                    Some(len) if len <= available => match intact {
+                        Some(kind) => Step::Skip(len, kind),
+                        None => Step::End(Some(Corrupt(format!(
+                            "the {unit}'s contents disagree with its length {len}"
+                        )))),
+                    },
+                    // Grow only once the buffer is full of this record: a cut
+                    // file claiming a huge record never allocates for it.
+                    _ if available < self.window.capacity() => Step::Refill,
+                    Some(len) => Step::Grow(len),
+                    None => Step::End(Some(Corrupt(format!(
+                        "the {unit} does not fit in the read buffer"
+                    )))),
+                }
+            }
+            Err(PcapError::UnexpectedEof) => {
+                if available == 0 {
+                    Step::End(None)
+                } else {
+                    Step::End(Some(Cut(match declared {
+                        Some(d) => {
+                            format!("the file ends {available} bytes into a {d}-byte {unit}")
+                        }
+                        None => format!("the file ends {available} bytes into a {unit}"),
+                    })))
+                }
+            }
+            Err(PcapError::ReadError) => Step::End(Some(Cut("a read error".into()))),
+            Err(e) => match (intact, declared) {
+                (Some(kind), Some(len)) => Step::Skip(len, kind),
+                _ => Step::End(Some(Corrupt(format!(
+                    "the {unit} is corrupt: {}",
+                    describe(&e)
+                )))),
+            },
         }
     }
 

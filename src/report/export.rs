@@ -9,6 +9,7 @@ use std::net::SocketAddr;
 
 use super::fields::{JsonFields, Omitted, RenderedJson, MAX_FIELDS_JSON};
 use super::filter::Filter;
+use super::packets::write_unless_failed;
 use super::render::{self, json_str};
 use super::summary::Summary;
 use super::time::Rfc3339;
@@ -75,7 +76,7 @@ impl<W: Write> Output<W> {
         // Every record is an object: the capture's name goes after its opening brace.
         match (&self.capture, first.split_first()) {
             (Some(capture), Some((b'{', members))) => {
-                write(&mut self.out, &mut self.error, capture.as_bytes());
+                write_unless_failed(&mut self.out, &mut self.error, capture.as_bytes());
                 self.part(members);
             }
             _ => self.part(first),
@@ -84,7 +85,7 @@ impl<W: Write> Output<W> {
 
     /// The next part of the record started.
     fn part(&mut self, part: &[u8]) {
-        write(&mut self.out, &mut self.error, part);
+        write_unless_failed(&mut self.out, &mut self.error, part);
     }
 
     /// Ends the record started.
@@ -93,15 +94,6 @@ impl<W: Write> Output<W> {
             self.part(b"\n");
         }
         self.records += 1;
-    }
-}
-
-/// Writes `part` unless an earlier write failed; keeps the first error.
-fn write(out: &mut impl Write, error: &mut Option<io::Error>, part: &[u8]) {
-    if error.is_none() {
-        if let Err(e) = out.write_all(part) {
-            *error = Some(e);
-        }
     }
 }
 

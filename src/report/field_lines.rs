@@ -4,7 +4,7 @@
 use std::io::{self, Write};
 
 use super::filter::Filter;
-use super::packets::{end_list, write_line};
+use super::packets::{end_list, write_unless_failed};
 use crate::display_filter::{Context, DisplayFilter};
 use crate::pipeline::{Rendering, RunEnd, Sink};
 use crate::session::event::{DatagramEvent, LooseFinding};
@@ -115,7 +115,7 @@ impl<W: Write> FieldLines<W> {
 
     fn write_line(&mut self) {
         self.line.push('\n');
-        write_line(&mut self.out, &mut self.error, &self.line);
+        write_unless_failed(&mut self.out, &mut self.error, self.line.as_bytes());
     }
 }
 

@@ -123,15 +123,20 @@ impl<W: Write> Packets<W> {
     }
 
     fn emit(&mut self) {
-        write_line(&mut self.out, &mut self.error, &self.line);
+        write_unless_failed(&mut self.out, &mut self.error, self.line.as_bytes());
     }
 }
 
-/// Writes a list's line (the packet list's, `-T fields`'), unless an earlier write failed: the
-/// first error is kept, and stops the run ([`Sink::done`]).
-pub(super) fn write_line(out: &mut impl Write, error: &mut Option<io::Error>, line: &str) {
+/// Writes a report's text (a list's line, the packet list's or `-T fields`', a part of an
+/// `export` record), unless an earlier write failed: the first error is kept, and stops the run
+/// ([`Sink::done`]).
+pub(super) fn write_unless_failed(
+    out: &mut impl Write,
+    error: &mut Option<io::Error>,
+    bytes: &[u8],
+) {
     if error.is_none() {
-        if let Err(e) = out.write_all(line.as_bytes()) {
+        if let Err(e) = out.write_all(bytes) {
             *error = Some(e);
         }
     }

@@ -529,7 +529,7 @@ impl Entities {
         if steady && remember {
             c.steady.clear();
             c.steady.extend(refs.iter().map(steady_key));
-        } else if steady || touched || reordered || !remember {
+        } else if touched || reordered || !remember {
             c.steady.clear();
         }
     }
