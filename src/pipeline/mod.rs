@@ -32,7 +32,7 @@ use crate::session::entities::lifecycle;
 use crate::session::event::{
     DatagramEvent, EntityEvent, EntityRef, FrameCounts, LooseFinding, ReassembledEvent,
 };
-use crate::session::Conversations;
+use crate::session::{Conversations, TypeSet};
 
 /// The group the header's fields are reported in.
 pub static HEADER_GROUP: Group = Group {
@@ -44,13 +44,23 @@ pub static HEADER_GROUP: Group = Group {
 
 /// Passes a message's structure on to `inner` and collects the entities it names: an id starts
 /// an [`EntityRef`] (located `at` + its offset in the datagram), the entity type that follows
-/// gives it its type and, when `types` is given, is listed there too (for the check against
-/// LevelInit's archetypes).
+/// gives it its type and goes to `types` too.
 struct Named<'a, V> {
     inner: &'a mut V,
     at: usize,
     entities: &'a mut Vec<EntityRef>,
-    types: Option<&'a mut Vec<EntityTypeAt>>,
+    types: Types<'a>,
+}
+
+/// Where the entity types a message names go, for the check against LevelInit's archetypes.
+enum Types<'a> {
+    /// Not checked (the rt dialect has no archetypes).
+    Unchecked,
+    /// Listed with where they are, for the findings of those LevelInit did not declare.
+    Listed(&'a mut Vec<EntityTypeAt>),
+    /// Gathered as a set on a worker, which knows no archetypes: a set the conversation's
+    /// archetypes cover needs no more, and the ordered stage walks any other message again.
+    Gathered(&'a mut TypeSet),
 }
 
 /// An entity type a message names, and where (its byte offset in the datagram).
@@ -82,8 +92,10 @@ impl<V: Visitor> Visitor for Named<'_, V> {
         if let Some(last) = self.entities.last_mut() {
             last.type_id = Some(type_id as u16);
         }
-        if let Some(types) = self.types.as_deref_mut() {
-            types.push((type_id, (self.at + at) as u32));
+        match &mut self.types {
+            Types::Unchecked => {}
+            Types::Listed(list) => list.push((type_id, (self.at + at) as u32)),
+            Types::Gathered(set) => set.insert(type_id),
         }
     }
     #[inline]

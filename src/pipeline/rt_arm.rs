@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::SocketAddr;
 
-use super::{Named, Sink, State, Udp, HEADER_GROUP};
+use super::{Named, Sink, State, Types, Udp, HEADER_GROUP};
 use crate::datagram::{rt, Dialect};
 use crate::message::{
     add_finding, choose_layout, decode_message_as, decode_nodes, Detail, Endian, Facts, Finding,
@@ -253,7 +253,7 @@ impl State {
                         inner: fields,
                         at,
                         entities,
-                        types: None,
+                        types: Types::Unchecked,
                     };
                     facts = decode_message_as(
                         m,

@@ -1,5 +1,7 @@
 //! The rtype dialect's part of the pipeline: checks, decoding, archetypes and chunk sets.
-use super::{EntityTypeAt, Named, RenderAhead, RenderedOf, Sink, State, Udp, Unpack, HEADER_GROUP};
+use super::{
+    EntityTypeAt, Named, RenderAhead, RenderedOf, Sink, State, Types, Udp, Unpack, HEADER_GROUP,
+};
 use crate::datagram::{rtype, Dialect};
 use crate::display_filter::Context;
 use crate::message::{
@@ -87,9 +89,12 @@ impl State {
             payload = d.payload(scratch);
             let fields = sink.fields();
             // The worker knew no conversation: its walk is this one's unless the conversation's
-            // usual layout decides how a payload that fits none is read.
+            // usual layout decides how a payload that fits none is read, or the message names an
+            // entity type the conversation's archetypes may not declare (the walk here finds
+            // where).
             let walked = walked.filter(|w| {
                 w.layout.is_none_or(|l| l.whole || usual.is_none())
+                    && (archetypes.is_empty() || archetypes.covers(&w.type_set))
                     && w.rendered
                         .is_none_or(|(all, index)| fields.take_rendered(all, index))
             });
@@ -98,7 +103,6 @@ impl State {
                     rendered = w.rendered;
                     self.findings.extend_from_slice(w.findings);
                     self.entities.extend_from_slice(w.entities);
-                    check_entity_types(w.types, Some(&w.type_set), archetypes, &mut self.findings);
                     (w.layout, w.facts)
                 }
                 None => {
@@ -108,12 +112,12 @@ impl State {
                         profile: &self.profile,
                         findings: &mut self.findings,
                         entities: &mut self.entities,
-                        types: &mut self.types,
+                        types: Types::Listed(&mut self.types),
                     };
                     let layout = walk.layout(usual);
                     header_fields(d, &self.profile, fields);
                     let facts = walk.checked(layout, fields);
-                    check_entity_types(&self.types, None, archetypes, &mut self.findings);
+                    check_entity_types(&self.types, archetypes, &mut self.findings);
                     (layout, facts)
                 }
             };
@@ -305,18 +309,14 @@ fn header_fields<V: Visitor>(d: &rtype::Datagram<'_>, profile: &Profile, fields:
 
 /// Walks a datagram's message on a worker thread as the ordered stage would for a conversation
 /// with no usual layout (`scratch` holds its decompressed payload), into `fields` after the
-/// header's: the walk's findings, entities and entity types are collected for the ordered stage,
-/// which checks the types against the conversation's archetypes.
+/// header's: the walk's findings and entities are collected for the ordered stage, and the
+/// entity types gathered in a set, which it checks against the conversation's archetypes.
 pub(super) fn walk_ahead<V: Visitor>(
     d: &rtype::Datagram<'_>,
     scratch: &[u8],
     profile: &Profile,
     fields: &mut V,
-    (findings, entities, types): (
-        &mut Vec<Finding>,
-        &mut Vec<EntityRef>,
-        &mut Vec<EntityTypeAt>,
-    ),
+    (findings, entities, types): (&mut Vec<Finding>, &mut Vec<EntityRef>, &mut TypeSet),
 ) -> (Option<Layout>, Facts) {
     header_fields(d, profile, fields);
     let walk = Walk {
@@ -325,22 +325,16 @@ pub(super) fn walk_ahead<V: Visitor>(
         profile,
         findings,
         entities,
-        types,
+        types: Types::Gathered(types),
     };
     let layout = walk.layout(None);
     (layout, walk.checked(layout, fields))
 }
 
 /// Every entity of a type LevelInit did not declare breaks the rule: one finding at the first,
-/// counted, after the walk's findings. Before any LevelInit every type is allowed. A worker's
-/// `set` of the types answers at once for most messages.
-fn check_entity_types(
-    types: &[EntityTypeAt],
-    set: Option<&TypeSet>,
-    archetypes: &Archetypes,
-    findings: &mut Vec<Finding>,
-) {
-    if archetypes.is_empty() || set.is_some_and(|s| archetypes.covers(s)) {
+/// counted, after the walk's findings. Before any LevelInit every type is allowed.
+fn check_entity_types(types: &[EntityTypeAt], archetypes: &Archetypes, findings: &mut Vec<Finding>) {
+    if archetypes.is_empty() {
         return;
     }
     let mut unknown = types.iter().filter(|(t, _)| !archetypes.contains(*t));
@@ -359,8 +353,8 @@ struct Walk<'a, 'd> {
     findings: &'a mut Vec<Finding>,
     /// Where the entities the message names are collected.
     entities: &'a mut Vec<EntityRef>,
-    /// Where the entity types it names are collected.
-    types: &'a mut Vec<EntityTypeAt>,
+    /// Where the entity types it names go.
+    types: Types<'a>,
 }
 
 impl Walk<'_, '_> {
@@ -389,7 +383,7 @@ impl Walk<'_, '_> {
             inner: fields,
             at,
             entities,
-            types: Some(types),
+            types,
         };
         decode_message_as(
             message,

@@ -9,7 +9,6 @@
 use std::ops::Range;
 
 use super::rtype_arm::walk_ahead;
-use super::EntityTypeAt;
 use super::{RenderAhead, Renderings};
 use crate::capture::{self, Detached, Frame, LinkOutcome};
 use crate::datagram::{rtype, Dialect};
@@ -26,7 +25,6 @@ pub(super) struct Worker<F> {
     walking: Walking<F>,
     findings: Vec<Finding>,
     entities: Vec<EntityRef>,
-    types: Vec<EntityTypeAt>,
 }
 
 /// Whether a worker walks the messages: only when its walk is the one the ordered stage would
@@ -54,7 +52,6 @@ impl<F: RenderAhead> Worker<F> {
             walking,
             findings: Vec::new(),
             entities: Vec::new(),
-            types: Vec::new(),
         }
     }
 
@@ -84,8 +81,8 @@ impl<F: RenderAhead> Worker<F> {
         }
         self.findings.clear();
         self.entities.clear();
-        self.types.clear();
-        let found = (&mut self.findings, &mut self.entities, &mut self.types);
+        let mut type_set = TypeSet::default();
+        let found = (&mut self.findings, &mut self.entities, &mut type_set);
         let (layout, facts, rendered) = match &mut self.walking {
             Walking::Render(fields) => {
                 fields.start_rendering(&mut out.rendered);
@@ -104,8 +101,7 @@ impl<F: RenderAhead> Worker<F> {
             facts,
             findings: span(&mut out.findings, &self.findings),
             entities: span(&mut out.entities, &self.entities),
-            types: span(&mut out.types, &self.types),
-            type_set: TypeSet::of(self.types.iter().map(|t| t.0)),
+            type_set,
             rendered,
         })
     }
@@ -136,7 +132,6 @@ impl<F: RenderAhead> capture::Ahead for Worker<F> {
             + out.rendered.size()
             + out.findings.len() * size_of::<Finding>()
             + out.entities.len() * size_of::<EntityRef>()
-            + out.types.len() * size_of::<EntityTypeAt>()
     }
 
     fn clear(out: &mut Self::Results, limit: usize) {
@@ -150,7 +145,6 @@ impl<F: RenderAhead> capture::Ahead for Worker<F> {
         out.rendered.clear();
         out.findings.clear();
         out.entities.clear();
-        out.types.clear();
     }
 }
 
@@ -162,7 +156,6 @@ pub(super) struct Worked<R> {
     rendered: R,
     findings: Vec<Finding>,
     entities: Vec<EntityRef>,
-    types: Vec<EntityTypeAt>,
 }
 
 /// One frame's work.
@@ -188,7 +181,7 @@ struct Walk {
     facts: Facts,
     findings: Range<u32>,
     entities: Range<u32>,
-    types: Range<u32>,
+    /// The entity types it names.
     type_set: TypeSet,
     /// The index of its rendering.
     rendered: Option<usize>,
@@ -218,8 +211,7 @@ pub(super) struct Walked<'w, R> {
     /// The walk's findings (not the header's), before the entity types are checked.
     pub findings: &'w [Finding],
     pub entities: &'w [EntityRef],
-    pub types: &'w [EntityTypeAt],
-    /// The types as a set.
+    /// The entity types it names.
     pub type_set: TypeSet,
     /// The sink's rendering of the fields, when it renders ahead: the batch's renderings, and
     /// its index in them.
@@ -234,7 +226,6 @@ impl<R: Renderings> Worked<R> {
             + self.rendered.capacity()
             + self.findings.capacity() * size_of::<Finding>()
             + self.entities.capacity() * size_of::<EntityRef>()
-            + self.types.capacity() * size_of::<EntityTypeAt>()
     }
 
     /// Frame `index`'s work; `data` is the frame's bytes.
@@ -250,7 +241,6 @@ impl<R: Renderings> Worked<R> {
                 facts: w.facts,
                 findings: slice(&self.findings, &w.findings),
                 entities: slice(&self.entities, &w.entities),
-                types: slice(&self.types, &w.types),
                 type_set: w.type_set,
                 rendered: w.rendered.map(|index| (&self.rendered, index)),
             }),

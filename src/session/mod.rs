@@ -121,12 +121,8 @@ pub struct TypeSet {
 }
 
 impl TypeSet {
-    pub fn of(types: impl Iterator<Item = u64>) -> TypeSet {
-        let mut set = TypeSet::default();
-        for t in types {
-            set.large |= !set.small.insert(t);
-        }
-        set
+    pub fn insert(&mut self, type_id: u64) {
+        self.large |= !self.small.insert(type_id);
     }
 }
 
@@ -333,7 +329,11 @@ mod tests {
         for t in [3, 70, 255, 300] {
             a.push(t);
         }
-        let covers = |types: &[u64]| a.covers(&TypeSet::of(types.iter().copied()));
+        let covers = |types: &[u64]| {
+            let mut set = TypeSet::default();
+            types.iter().for_each(|t| set.insert(*t));
+            a.covers(&set)
+        };
         assert!(covers(&[]));
         assert!(covers(&[3, 70, 3, 255]));
         assert!(!covers(&[3, 71]));
