@@ -48,7 +48,10 @@ pub static HEADER_GROUP: Group = Group {
 struct Named<'a, V> {
     inner: &'a mut V,
     at: usize,
+    /// Where the entities go, after those of other messages (a worker's batch).
     entities: &'a mut Vec<EntityRef>,
+    /// Where this message's start in `entities`.
+    first: usize,
     types: Types<'a>,
 }
 
@@ -89,8 +92,9 @@ impl<V: Visitor> Visitor for Named<'_, V> {
     }
     #[inline]
     fn entity_type(&mut self, type_id: u64, at: usize) {
-        if let Some(last) = self.entities.last_mut() {
-            last.type_id = Some(type_id as u16);
+        let named = self.entities.len();
+        if named > self.first {
+            self.entities[named - 1].type_id = Some(type_id as u16);
         }
         match &mut self.types {
             Types::Unchecked => {}

@@ -252,6 +252,7 @@ impl State {
                     let mut named = Named {
                         inner: fields,
                         at,
+                        first: entities.len(),
                         entities,
                         types: Types::Unchecked,
                     };

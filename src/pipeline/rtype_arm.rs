@@ -333,7 +333,11 @@ pub(super) fn walk_ahead<V: Visitor>(
 
 /// Every entity of a type LevelInit did not declare breaks the rule: one finding at the first,
 /// counted, after the walk's findings. Before any LevelInit every type is allowed.
-fn check_entity_types(types: &[EntityTypeAt], archetypes: &Archetypes, findings: &mut Vec<Finding>) {
+fn check_entity_types(
+    types: &[EntityTypeAt],
+    archetypes: &Archetypes,
+    findings: &mut Vec<Finding>,
+) {
     if archetypes.is_empty() {
         return;
     }
@@ -382,6 +386,7 @@ impl Walk<'_, '_> {
         let mut collect = Named {
             inner: fields,
             at,
+            first: entities.len(),
             entities,
             types,
         };

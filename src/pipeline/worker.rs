@@ -20,11 +20,9 @@ use crate::session::TypeSet;
 
 /// One worker: its buffers, and what it does with a message.
 pub(super) struct Worker<F> {
-    scratch: Vec<u8>,
     profile: Profile,
     walking: Walking<F>,
     findings: Vec<Finding>,
-    entities: Vec<EntityRef>,
 }
 
 /// Whether a worker walks the messages: only when its walk is the one the ordered stage would
@@ -47,23 +45,20 @@ impl<F: RenderAhead> Worker<F> {
             fields.ahead().map_or(Walking::No, Walking::Render)
         };
         Worker {
-            scratch: vec![0; rtype::MAX_PAYLOAD],
             profile: profile.clone(),
             walking,
             findings: Vec::new(),
-            entities: Vec::new(),
         }
     }
 
     /// The work on an rtype datagram's bytes.
     fn rtype(&mut self, bytes: &[u8], out: &mut Worked<F::Rendered>) -> RtypeWork {
-        let unpacked = rtype::unpack(bytes, &mut self.scratch);
-        let payload = &self.scratch[..unpacked.decompressed().unwrap_or(0)];
-        let payload = span(&mut out.payloads, payload);
+        let unpacked = rtype::unpack(bytes, out.payloads.room());
+        let payload = out.payloads.keep(unpacked.decompressed().unwrap_or(0));
         self.findings.clear();
         let checked = rtype::check(bytes, unpacked, &mut self.findings);
         let header_findings = span(&mut out.findings, &self.findings);
-        let walked = checked.as_ref().and_then(|d| self.walk(d, out));
+        let walked = checked.as_ref().and_then(|d| self.walk(d, &payload, out));
         RtypeWork {
             checked: checked.map(|d| d.detach()),
             header_findings,
@@ -74,25 +69,32 @@ impl<F: RenderAhead> Worker<F> {
     }
 
     /// The message's walk, as the ordered stage would make it for a conversation that has no
-    /// usual layout and no archetypes (it checks the entity types against them).
-    fn walk(&mut self, d: &rtype::Datagram<'_>, out: &mut Worked<F::Rendered>) -> Option<Walk> {
+    /// usual layout and no archetypes (it checks the entity types against them); `payload` is
+    /// where its decompressed payload is in [`Worked::payloads`].
+    fn walk(
+        &mut self,
+        d: &rtype::Datagram<'_>,
+        payload: &Range<u32>,
+        out: &mut Worked<F::Rendered>,
+    ) -> Option<Walk> {
         if matches!(self.walking, Walking::No) {
             return None;
         }
+        let decompressed = out.payloads.get(payload);
         self.findings.clear();
-        self.entities.clear();
+        let entities = out.entities.len();
         let mut type_set = TypeSet::default();
-        let found = (&mut self.findings, &mut self.entities, &mut type_set);
+        let found = (&mut self.findings, &mut out.entities, &mut type_set);
         let (layout, facts, rendered) = match &mut self.walking {
             Walking::Render(fields) => {
                 fields.start_rendering(&mut out.rendered);
-                let (layout, facts) = walk_ahead(d, &self.scratch, &self.profile, fields, found);
+                let (layout, facts) = walk_ahead(d, decompressed, &self.profile, fields, found);
                 let index = out.rendered.count();
                 fields.drain_rendered(&mut out.rendered);
                 (layout, facts, Some(index))
             }
             _ => {
-                let walked = walk_ahead(d, &self.scratch, &self.profile, &mut NoFields, found);
+                let walked = walk_ahead(d, decompressed, &self.profile, &mut NoFields, found);
                 (walked.0, walked.1, None)
             }
         };
@@ -100,7 +102,7 @@ impl<F: RenderAhead> Worker<F> {
             layout,
             facts,
             findings: span(&mut out.findings, &self.findings),
-            entities: span(&mut out.entities, &self.entities),
+            entities: as_u32(entities..out.entities.len()),
             type_set,
             rendered,
         })
@@ -128,7 +130,7 @@ impl<F: RenderAhead> capture::Ahead for Worker<F> {
 
     fn size(out: &Self::Results) -> usize {
         out.frames.len() * size_of::<FrameWork>()
-            + out.payloads.len()
+            + out.payloads.used
             + out.rendered.size()
             + out.findings.len() * size_of::<Finding>()
             + out.entities.len() * size_of::<EntityRef>()
@@ -141,7 +143,7 @@ impl<F: RenderAhead> capture::Ahead for Worker<F> {
             *out = Worked::default();
         }
         out.frames.clear();
-        out.payloads.clear();
+        out.payloads.used = 0;
         out.rendered.clear();
         out.findings.clear();
         out.entities.clear();
@@ -152,7 +154,7 @@ impl<F: RenderAhead> capture::Ahead for Worker<F> {
 #[derive(Default)]
 pub(super) struct Worked<R> {
     frames: Vec<FrameWork>,
-    payloads: Vec<u8>,
+    payloads: Payloads,
     rendered: R,
     findings: Vec<Finding>,
     entities: Vec<EntityRef>,
@@ -222,7 +224,7 @@ impl<R: Renderings> Worked<R> {
     /// The bytes its buffers hold on to.
     fn capacity(&self) -> usize {
         self.frames.capacity() * size_of::<FrameWork>()
-            + self.payloads.capacity()
+            + self.payloads.bytes.capacity()
             + self.rendered.capacity()
             + self.findings.capacity() * size_of::<Finding>()
             + self.entities.capacity() * size_of::<EntityRef>()
@@ -235,7 +237,7 @@ impl<R: Renderings> Worked<R> {
             checked: r.checked,
             header_findings: slice(&self.findings, &r.header_findings),
             hash: r.hash,
-            payload: slice(&self.payloads, &r.payload),
+            payload: self.payloads.get(&r.payload),
             walked: r.walked.as_ref().map(|w| Walked {
                 layout: w.layout,
                 facts: w.facts,
@@ -249,6 +251,38 @@ impl<R: Renderings> Worked<R> {
             link: work.link.attach(data),
             rtype,
         })
+    }
+}
+
+/// A batch's decompressed payloads, end to end. LZ4 writes each one in place, after those kept:
+/// the bytes past them stay initialised from one batch to the next, so that a payload is
+/// written once and never copied.
+#[derive(Default)]
+struct Payloads {
+    bytes: Vec<u8>,
+    /// How many of `bytes` the kept payloads take.
+    used: usize,
+}
+
+impl Payloads {
+    /// Room for the next payload: [`rtype::MAX_PAYLOAD`] bytes, as [`rtype::unpack`] takes.
+    fn room(&mut self) -> &mut [u8] {
+        let end = self.used + rtype::MAX_PAYLOAD;
+        if self.bytes.len() < end {
+            self.bytes.resize(end, 0);
+        }
+        &mut self.bytes[self.used..end]
+    }
+
+    /// Keeps the first `len` bytes of the room; returns where they are.
+    fn keep(&mut self, len: usize) -> Range<u32> {
+        let start = self.used;
+        self.used += len;
+        as_u32(start..self.used)
+    }
+
+    fn get(&self, r: &Range<u32>) -> &[u8] {
+        slice(&self.bytes[..self.used], r)
     }
 }
 
@@ -267,4 +301,72 @@ fn as_u32(r: Range<usize>) -> Range<u32> {
 fn slice<'a, T>(all: &'a [T], r: &Range<u32>) -> &'a [T] {
     all.get(r.start as usize..r.end as usize)
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::{Open, Value, Visitor};
+    use crate::pipeline::{Named, Types};
+    use crate::proto::schema::{Field, Group};
+    use crate::session::event::EntityEvent;
+
+    #[test]
+    fn payloads_kept_stay_whole_while_the_next_are_written() {
+        let mut p = Payloads::default();
+        p.room()[..3].copy_from_slice(b"abc");
+        let first = p.keep(3);
+        p.room()[..2].copy_from_slice(b"de");
+        // The room past a kept payload is written over by the next, never the payload.
+        p.room()[..4].copy_from_slice(b"fghi");
+        let second = p.keep(4);
+        let nothing = p.keep(0);
+        assert_eq!((p.get(&first), p.get(&second)), (&b"abc"[..], &b"fghi"[..]));
+        assert_eq!(p.get(&nothing), b"");
+        assert_eq!(p.used, 7);
+        assert_eq!(p.bytes.len(), 3 + rtype::MAX_PAYLOAD);
+        // A new batch writes from the start again, in the bytes already there.
+        p.used = 0;
+        p.room()[..1].copy_from_slice(b"j");
+        let third = p.keep(1);
+        assert_eq!(p.get(&third), b"j");
+        assert_eq!(p.bytes.len(), 3 + rtype::MAX_PAYLOAD);
+    }
+
+    struct Nobody;
+    impl Visitor for Nobody {
+        fn field(&mut self, _: &'static Field, _: usize, _: usize, _: Value<'_>) {}
+        fn open(&mut self, _: &'static Group, _: Open, _: usize) {}
+        fn close(&mut self, _: Open) {}
+        fn undecoded(&mut self, _: usize, _: &[u8]) {}
+    }
+
+    #[test]
+    fn an_entity_type_names_only_its_own_messages_entity() {
+        let other = EntityRef {
+            id: 7,
+            event: EntityEvent::Update,
+            type_id: None,
+            at: 20,
+        };
+        // A worker's batch: another message's entity is already there.
+        let mut entities = vec![other];
+        let mut set = TypeSet::default();
+        let mut named = Named {
+            inner: &mut Nobody,
+            at: 100,
+            first: 1,
+            entities: &mut entities,
+            types: Types::Gathered(&mut set),
+        };
+        named.entity_type(3, 4);
+        named.entity(9, 10);
+        named.entity_type(300, 14);
+        let typed: Vec<_> = entities.iter().map(|e| (e.id, e.type_id, e.at)).collect();
+        assert_eq!(typed, [(7, None, 20), (9, Some(300), 110)]);
+        let mut expected = TypeSet::default();
+        expected.insert(3);
+        expected.insert(300);
+        assert_eq!(set, expected);
+    }
 }

@@ -93,12 +93,13 @@ struct SmallTypes([u64; 4]);
 
 impl SmallTypes {
     /// Adds `type_id`; false when it is 256 or more, which these bits cannot hold.
+    #[inline]
     fn insert(&mut self, type_id: u64) -> bool {
-        let word = self
-            .0
-            .get_mut(type_id as usize / 64)
-            .filter(|_| type_id < 256);
-        word.map(|bits| *bits |= 1 << (type_id % 64)).is_some()
+        let small = type_id < 256;
+        if small {
+            self.0[type_id as usize / 64 % 4] |= 1 << (type_id % 64);
+        }
+        small
     }
     /// Whether `type_id` is in; None when it is 256 or more.
     fn contains(&self, type_id: u64) -> Option<bool> {
@@ -121,6 +122,7 @@ pub struct TypeSet {
 }
 
 impl TypeSet {
+    #[inline]
     pub fn insert(&mut self, type_id: u64) {
         self.large |= !self.small.insert(type_id);
     }
