@@ -411,7 +411,7 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
             }
             pos += width;
             if masked {
-                let block = self.profile.block_width(mask);
+                let block = plan.width(mask);
                 if plan.plain(mask) && buf.len() - pos >= block {
                     self.plain_block(&plan, item_at, mask, pos);
                     pos += block;
@@ -466,7 +466,7 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
                 self.visitor.entity(id, item_at + id_at);
             }
             pos += width;
-            let block = self.profile.block_width(mask);
+            let block = plan.width(mask);
             if !plan.plain(mask) || buf.len() - pos < block {
                 (self.pos, self.item, self.mask, self.entity) = (pos, item_at, mask, id);
                 self.masked_fields(*plan, mask)?;
@@ -474,7 +474,7 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
                 continue;
             }
             if V::WANTS_ENTITIES && mask & typed != 0 {
-                let at = pos + self.profile.block_width(mask & before_type);
+                let at = pos + plan.width(mask & before_type);
                 let type_id = raw(Endian::Big, &buf[at..at + type_width]);
                 self.visitor.entity_type(type_id, at);
             }
@@ -514,7 +514,7 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
 
     /// The fields `mask` gates, laid out by the profile.
     fn masked_fields(&mut self, plan: MaskPlan, mask: u16) -> Result<(), Stop> {
-        let width = self.profile.block_width(mask);
+        let width = plan.width(mask);
         if plan.plain(mask) && self.left() >= width {
             self.plain_block(&plan, self.item, mask, self.pos);
             self.pos += width;
@@ -537,14 +537,13 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
     fn plain_block(&mut self, plan: &MaskPlan, item: usize, mask: u16, at: usize) {
         let (buf, endian) = (self.buf, self.endian);
         if V::WANTS_MASKS {
-            self.visitor
-                .masked(item, mask, at, self.profile.block_width(mask));
+            self.visitor.masked(item, mask, at, plan.width(mask));
         }
         let mut typed = mask & plan.typed;
         while V::WANTS_ENTITIES && typed != 0 {
             let bit = typed.trailing_zeros() as usize;
             typed &= typed - 1;
-            let at = at + self.profile.block_width(mask & ((1 << bit) - 1));
+            let at = at + plan.width(mask & ((1 << bit) - 1));
             if let BitSlot::Field(field) = self.profile.bits()[bit] {
                 let raw = raw(endian, &buf[at..at + usize::from(plan.widths[bit])]);
                 self.name_entity(Role::EntityType, at, number(field, raw));

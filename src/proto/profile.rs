@@ -57,15 +57,12 @@ pub struct Profile {
     bits: [BitSlot; MASK_BITS],
     /// Made from `bits` once, when they are set.
     plain: PlainBits,
-    /// The width of the plain fields each byte of a mask gates (the low byte's, the high
-    /// byte's): a snapshot item's block is two lookups wide.
-    by_byte: [[u8; 256]; 2],
 }
 
 /// The mask bits that gate a plain number: 1, 2 or 4 bytes, not checked, and with no role but
-/// the entity type's. The width of any set of them is known without reading it (two lookups in
-/// the profile's table, [`Profile::block_width`]), so a walk steps over a block of them; each
-/// profile works them out once, not each message its walk.
+/// the entity type's. The width of any set of them is three population counts, so a walk steps
+/// over a block of them without reading it; each profile works them out once, not each
+/// message its walk.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PlainBits {
     /// The plain bits, by width.
@@ -118,17 +115,6 @@ impl PlainBits {
         plain
     }
 
-    /// [`PlainBits::width`] of each byte value, in the low byte and in the high one.
-    fn by_byte(&self) -> [[u8; 256]; 2] {
-        let mut table = [[0; 256]; 2];
-        for (half, widths) in table.iter_mut().enumerate() {
-            for (byte, width) in widths.iter_mut().enumerate() {
-                *width = self.width(((byte as u16) << (8 * half)) & !self.other) as u8;
-            }
-        }
-        table
-    }
-
     /// Bytes taken by the fields of `bits`, all plain numbers.
     pub fn width(&self, bits: u16) -> usize {
         ((bits & self.one).count_ones()
@@ -163,12 +149,10 @@ impl Profile {
         bits[7] = BitSlot::Reserved;
         bits[8] = BitSlot::Reserved;
         bits[9] = BitSlot::Field(&DOCUMENT_FIELDS[7]);
-        let plain = PlainBits::of(&bits);
         Profile {
             name: "document".into(),
             bits,
-            plain,
-            by_byte: plain.by_byte(),
+            plain: PlainBits::of(&bits),
         }
     }
 
@@ -180,14 +164,6 @@ impl Profile {
     /// The bits that gate plain numbers.
     pub fn plain(&self) -> &PlainBits {
         &self.plain
-    }
-
-    /// [`PlainBits::width`] by two lookups (instead of three population counts: 11 instructions
-    /// less per snapshot entity).
-    #[inline(always)]
-    pub fn block_width(&self, bits: u16) -> usize {
-        let [low, high] = &self.by_byte;
-        usize::from(low[usize::from(bits as u8)]) + usize::from(high[usize::from(bits >> 8)])
     }
 
     /// A profile shipped in the binary ([`BUNDLED`]). Each is parsed once per process: parsing
@@ -274,7 +250,6 @@ impl Profile {
             }
         }
         profile.plain = PlainBits::of(&profile.bits);
-        profile.by_byte = profile.plain.by_byte();
         Ok(profile)
     }
 
@@ -435,30 +410,6 @@ mod tests {
             (plain.other & 1 << 10, plain.whole & (0b10 | 1 << 10)),
             (0, 0)
         );
-    }
-
-    #[test]
-    fn a_blocks_width_by_lookup_is_its_width_by_counts_for_every_mask() {
-        let parsed = Profile::parse(
-            "[bits]\n1 = { name = \"pos_x\", type = \"i16\", divisor = 10 }\n10 = { name = \"score\", type = \"i32\" }\n15 = { name = \"tag\", type = \"u8\" }\n",
-        )
-        .unwrap();
-        let profiles = [Profile::document(), parsed];
-        let bundled = BUNDLED
-            .iter()
-            .map(|(name, _)| Profile::bundled(name).unwrap());
-        for p in profiles.into_iter().chain(bundled) {
-            for mask in 0..=u16::MAX {
-                assert_eq!(
-                    p.block_width(mask),
-                    p.plain().width(mask),
-                    "{} {mask:#06x}",
-                    p.name
-                );
-            }
-        }
-        // Both bytes count: the document's bits 0 (1 byte) and 9 (1 byte), and 1 to 4 (4 each).
-        assert_eq!(Profile::document().block_width(0b10_0001_1111), 18);
     }
 
     #[test]
