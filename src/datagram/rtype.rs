@@ -145,14 +145,15 @@ impl<'a> Datagram<'a> {
         self.crc_stored == self.crc_computed
     }
     /// The payload to decode: decompressed into `scratch`, or as on the wire. `None` when
-    /// decompression failed (the payload can only be shown as bytes).
+    /// decompression failed (the payload can only be shown as bytes), or when `scratch` does not
+    /// hold what was decompressed (a worker's batch that lost it: never a panic).
     pub fn payload<'s>(&self, scratch: &'s [u8]) -> Option<&'s [u8]>
     where
         'a: 's,
     {
         match (self.header.compressed(), self.decompressed) {
             (false, _) => Some(self.wire_payload),
-            (true, Some(n)) => Some(&scratch[..n]),
+            (true, Some(n)) => scratch.get(..n),
             (true, None) => None,
         }
     }
@@ -550,6 +551,8 @@ mod tests {
         assert_eq!(view(&again), view(&d));
         assert!(!again.crc_ok());
         assert_eq!(again.payload(&scratch).unwrap(), &plain[..]);
+        // A scratch that does not hold what was decompressed gives no payload, not a panic.
+        assert_eq!(again.payload(&scratch[..199]), None);
         // Other bytes than its own (never given) yield a datagram all the same, not a panic.
         let short = d.detach().attach(&bytes[..3]);
         assert_eq!(short.wire_payload, &[] as &[u8]);

@@ -50,7 +50,7 @@ struct Named<'a, V> {
     at: usize,
     /// Where the entities go, after those of other messages (a worker's batch).
     entities: &'a mut Vec<EntityRef>,
-    /// Where this message's start in `entities`.
+    /// Where this message's entities start in `entities`.
     first: usize,
     types: Types<'a>,
 }

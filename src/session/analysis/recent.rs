@@ -65,7 +65,7 @@ impl Recent {
     /// Remembers a datagram; returns the frame of an identical one sent within the window.
     pub fn push(&mut self, hash: u64, frame: u64, ts_nanos: i64) -> Option<u64> {
         let mut original: Option<(u64, i64)> = None;
-        if self.low_bits[low_bits(hash)] != 0 && self.hashes[..self.len].contains(&hash) {
+        if self.low_bits[bucket(hash)] != 0 && self.hashes[..self.len].contains(&hash) {
             for (h, &(f, ts)) in self.hashes[..self.len].iter().zip(&self.seen) {
                 let within = ts_nanos.saturating_sub(ts) <= WINDOW_NANOS;
                 // The latest of equals, as before the arrays were split.
@@ -76,9 +76,9 @@ impl Recent {
         }
         if self.len == RING {
             let gone = self.hashes[self.next];
-            self.low_bits[low_bits(gone)] -= 1;
+            self.low_bits[bucket(gone)] -= 1;
         }
-        self.low_bits[low_bits(hash)] += 1;
+        self.low_bits[bucket(hash)] += 1;
         self.hashes[self.next] = hash;
         self.seen[self.next] = (frame, ts_nanos);
         self.next = (self.next + 1) % RING;
@@ -87,8 +87,8 @@ impl Recent {
     }
 }
 
-/// The count of [`Recent::low_bits`] a hash is in.
-fn low_bits(hash: u64) -> usize {
+/// Which of [`Recent::low_bits`] counts a hash: its low six bits.
+fn bucket(hash: u64) -> usize {
     (hash % 64) as usize
 }
 
