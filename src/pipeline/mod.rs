@@ -61,9 +61,9 @@ enum Types<'a> {
     Unchecked,
     /// Listed with where they are, for the findings of those LevelInit did not declare.
     Listed(&'a mut Vec<EntityTypeAt>),
-    /// Gathered as a set on a worker, which knows no archetypes: a set the conversation's
-    /// archetypes cover needs no more, and the ordered stage walks any other message again.
-    Gathered(&'a mut TypeSet),
+    /// Listed, and gathered as a set, on a worker, which knows no archetypes: a set the
+    /// conversation's archetypes cover needs no look at the list.
+    Gathered(&'a mut Vec<EntityTypeAt>, &'a mut TypeSet),
 }
 
 /// An entity type a message names, and where (its byte offset in the datagram).
@@ -99,7 +99,10 @@ impl<V: Visitor> Visitor for Named<'_, V> {
         match &mut self.types {
             Types::Unchecked => {}
             Types::Listed(list) => list.push((type_id, (self.at + at) as u32)),
-            Types::Gathered(set) => set.insert(type_id),
+            Types::Gathered(list, set) => {
+                list.push((type_id, (self.at + at) as u32));
+                set.insert(type_id);
+            }
         }
     }
     #[inline]

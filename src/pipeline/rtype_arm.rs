@@ -89,12 +89,9 @@ impl State {
             payload = d.payload(scratch);
             let fields = sink.fields();
             // The worker knew no conversation: its walk is this one's unless the conversation's
-            // usual layout decides how a payload that fits none is read, or the message names an
-            // entity type the conversation's archetypes may not declare (the walk here finds
-            // where).
+            // usual layout decides how a payload that fits none is read.
             let walked = walked.filter(|w| {
                 w.layout.is_none_or(|l| l.whole || usual.is_none())
-                    && (archetypes.is_empty() || archetypes.covers(&w.type_set))
                     && w.rendered
                         .is_none_or(|(all, index)| fields.take_rendered(all, index))
             });
@@ -103,6 +100,7 @@ impl State {
                     rendered = w.rendered;
                     self.findings.extend_from_slice(w.findings);
                     self.entities.extend_from_slice(w.entities);
+                    check_entity_types(w.types, Some(&w.type_set), archetypes, &mut self.findings);
                     (w.layout, w.facts)
                 }
                 None => {
@@ -117,7 +115,7 @@ impl State {
                     let layout = walk.layout(usual);
                     header_fields(d, &self.profile, fields);
                     let facts = walk.checked(layout, fields);
-                    check_entity_types(&self.types, archetypes, &mut self.findings);
+                    check_entity_types(&self.types, None, archetypes, &mut self.findings);
                     (layout, facts)
                 }
             };
@@ -309,14 +307,18 @@ fn header_fields<V: Visitor>(d: &rtype::Datagram<'_>, profile: &Profile, fields:
 
 /// Walks a datagram's message on a worker thread as the ordered stage would for a conversation
 /// with no usual layout (`scratch` holds its decompressed payload), into `fields` after the
-/// header's: the walk's findings and entities are collected for the ordered stage, and the
-/// entity types gathered in a set, which it checks against the conversation's archetypes.
+/// header's: the walk's findings, entities and entity types are collected for the ordered stage,
+/// the types also gathered in a set, which it checks against the conversation's archetypes.
 pub(super) fn walk_ahead<V: Visitor>(
     d: &rtype::Datagram<'_>,
     scratch: &[u8],
     profile: &Profile,
     fields: &mut V,
-    (findings, entities, types): (&mut Vec<Finding>, &mut Vec<EntityRef>, &mut TypeSet),
+    (findings, entities, (types, type_set)): (
+        &mut Vec<Finding>,
+        &mut Vec<EntityRef>,
+        (&mut Vec<EntityTypeAt>, &mut TypeSet),
+    ),
 ) -> (Option<Layout>, Facts) {
     header_fields(d, profile, fields);
     let walk = Walk {
@@ -325,20 +327,22 @@ pub(super) fn walk_ahead<V: Visitor>(
         profile,
         findings,
         entities,
-        types: Types::Gathered(types),
+        types: Types::Gathered(types, type_set),
     };
     let layout = walk.layout(None);
     (layout, walk.checked(layout, fields))
 }
 
 /// Every entity of a type LevelInit did not declare breaks the rule: one finding at the first,
-/// counted, after the walk's findings. Before any LevelInit every type is allowed.
+/// counted, after the walk's findings. Before any LevelInit every type is allowed. A worker's
+/// `set` of the types answers at once for most messages.
 fn check_entity_types(
     types: &[EntityTypeAt],
+    set: Option<&TypeSet>,
     archetypes: &Archetypes,
     findings: &mut Vec<Finding>,
 ) {
-    if archetypes.is_empty() {
+    if archetypes.is_empty() || set.is_some_and(|s| archetypes.covers(s)) {
         return;
     }
     let mut unknown = types.iter().filter(|(t, _)| !archetypes.contains(*t));

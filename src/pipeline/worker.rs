@@ -9,7 +9,7 @@
 use std::ops::Range;
 
 use super::rtype_arm::walk_ahead;
-use super::{RenderAhead, Renderings};
+use super::{EntityTypeAt, RenderAhead, Renderings};
 use crate::capture::{self, Detached, Frame, LinkOutcome};
 use crate::datagram::{rtype, Dialect};
 use crate::message::{Facts, Finding, Layout, NoFields};
@@ -82,9 +82,13 @@ impl<F: RenderAhead> Worker<F> {
         }
         let decompressed = out.payloads.get(payload);
         self.findings.clear();
-        let entities = out.entities.len();
+        let (entities, types) = (out.entities.len(), out.types.len());
         let mut type_set = TypeSet::default();
-        let found = (&mut self.findings, &mut out.entities, &mut type_set);
+        let found = (
+            &mut self.findings,
+            &mut out.entities,
+            (&mut out.types, &mut type_set),
+        );
         let (layout, facts, rendered) = match &mut self.walking {
             Walking::Render(fields) => {
                 fields.start_rendering(&mut out.rendered);
@@ -103,6 +107,7 @@ impl<F: RenderAhead> Worker<F> {
             facts,
             findings: span(&mut out.findings, &self.findings),
             entities: as_u32(entities..out.entities.len()),
+            types: as_u32(types..out.types.len()),
             type_set,
             rendered,
         })
@@ -134,6 +139,7 @@ impl<F: RenderAhead> capture::Ahead for Worker<F> {
             + out.rendered.size()
             + out.findings.len() * size_of::<Finding>()
             + out.entities.len() * size_of::<EntityRef>()
+            + out.types.len() * size_of::<EntityTypeAt>()
     }
 
     fn clear(out: &mut Self::Results, limit: usize) {
@@ -147,6 +153,7 @@ impl<F: RenderAhead> capture::Ahead for Worker<F> {
         out.rendered.clear();
         out.findings.clear();
         out.entities.clear();
+        out.types.clear();
     }
 }
 
@@ -158,6 +165,7 @@ pub(super) struct Worked<R> {
     rendered: R,
     findings: Vec<Finding>,
     entities: Vec<EntityRef>,
+    types: Vec<EntityTypeAt>,
 }
 
 /// One frame's work.
@@ -183,7 +191,8 @@ struct Walk {
     facts: Facts,
     findings: Range<u32>,
     entities: Range<u32>,
-    /// The entity types it names.
+    types: Range<u32>,
+    /// The entity types it names, as a set.
     type_set: TypeSet,
     /// The index of its rendering.
     rendered: Option<usize>,
@@ -213,7 +222,8 @@ pub(super) struct Walked<'w, R> {
     /// The walk's findings (not the header's), before the entity types are checked.
     pub findings: &'w [Finding],
     pub entities: &'w [EntityRef],
-    /// The entity types it names.
+    pub types: &'w [EntityTypeAt],
+    /// The types as a set.
     pub type_set: TypeSet,
     /// The sink's rendering of the fields, when it renders ahead: the batch's renderings, and
     /// its index in them.
@@ -228,6 +238,7 @@ impl<R: Renderings> Worked<R> {
             + self.rendered.capacity()
             + self.findings.capacity() * size_of::<Finding>()
             + self.entities.capacity() * size_of::<EntityRef>()
+            + self.types.capacity() * size_of::<EntityTypeAt>()
     }
 
     /// Frame `index`'s work; `data` is the frame's bytes.
@@ -243,6 +254,7 @@ impl<R: Renderings> Worked<R> {
                 facts: w.facts,
                 findings: slice(&self.findings, &w.findings),
                 entities: slice(&self.entities, &w.entities),
+                types: slice(&self.types, &w.types),
                 type_set: w.type_set,
                 rendered: w.rendered.map(|index| (&self.rendered, index)),
             }),
@@ -351,19 +363,21 @@ mod tests {
         };
         // A worker's batch: another message's entity is already there.
         let mut entities = vec![other];
-        let mut set = TypeSet::default();
+        let (mut list, mut set) = (vec![(5, 60)], TypeSet::default());
         let mut named = Named {
             inner: &mut Nobody,
             at: 100,
             first: 1,
             entities: &mut entities,
-            types: Types::Gathered(&mut set),
+            types: Types::Gathered(&mut list, &mut set),
         };
         named.entity_type(3, 4);
         named.entity(9, 10);
         named.entity_type(300, 14);
         let typed: Vec<_> = entities.iter().map(|e| (e.id, e.type_id, e.at)).collect();
         assert_eq!(typed, [(7, None, 20), (9, Some(300), 110)]);
+        // Every type is listed where it is, after the batch's others, and gathered.
+        assert_eq!(list, [(5, 60), (3, 104), (300, 114)]);
         let mut expected = TypeSet::default();
         expected.insert(3);
         expected.insert(300);
