@@ -26,7 +26,7 @@ use pcap_parser::{PcapBlockOwned, PcapError, PcapHeader};
 use super::linktype::LinkType;
 use super::source::{self, take_error, CountingReader, ErrorSlot, OpenFailure};
 use super::timestamp::{pcap_nanos, pcapng_nanos};
-use super::window::Window;
+use super::window::{read_u32, Window};
 
 /// Initial read buffer: large enough for any ordinary packet and many per refill.
 const INITIAL_BUFFER: usize = 256 * 1024;
@@ -1027,15 +1027,6 @@ fn legacy_layout(h: &PcapHeader, gzip: bool) -> (CaptureInfo, Layout) {
         link_type,
     };
     (info, layout)
-}
-
-fn read_u32(bytes: &[u8], at: usize, big_endian: bool) -> Option<u32> {
-    let b: [u8; 4] = bytes.get(at..at + 4)?.try_into().ok()?;
-    Some(if big_endian {
-        u32::from_be_bytes(b)
-    } else {
-        u32::from_le_bytes(b)
-    })
 }
 
 /// The length of the next record or block, from the bytes already buffered:

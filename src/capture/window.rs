@@ -253,7 +253,7 @@ impl Window {
 }
 
 /// The `u32` at `at` in `data`, in the file's byte order.
-fn word(data: &[u8], at: usize, big_endian: bool) -> Option<u32> {
+pub(super) fn read_u32(data: &[u8], at: usize, big_endian: bool) -> Option<u32> {
     let bytes = data.get(at..at + 4)?.try_into().ok()?;
     Some(match big_endian {
         true => u32::from_be_bytes(bytes),
@@ -267,7 +267,7 @@ fn pcap_record<'a>(
     header: &PcapHeader,
     max: usize,
 ) -> Option<(usize, PcapBlockOwned<'a>)> {
-    let word = |at| word(data, at, header.is_bigendian());
+    let word = |at| read_u32(data, at, header.is_bigendian());
     let caplen = word(8)?;
     let within_snaplen = header.snaplen == 0 || caplen <= header.snaplen;
     if caplen as usize > max || !within_snaplen {
@@ -292,7 +292,7 @@ fn enhanced_packet(
     big_endian: bool,
     max: usize,
 ) -> Option<(usize, PcapBlockOwned<'_>)> {
-    let word = |at| word(data, at, big_endian);
+    let word = |at| read_u32(data, at, big_endian);
     if word(0)? != EPB_MAGIC {
         return None;
     }
@@ -300,12 +300,13 @@ fn enhanced_packet(
     let size = len as usize;
     let caplen = word(20)?;
     let padded = (caplen as usize).checked_add(3)? & !3;
-    let plain = size == EPB_HEADER + padded && size.is_multiple_of(4) && size <= max;
+    // A multiple of 4, as the header and the padded packet are.
+    let plain = size == EPB_HEADER + padded && size <= max;
     if !plain || word(size - 4)? != len {
         return None;
     }
     let block = EnhancedPacketBlock {
-        block_type: u32::from_le_bytes(data.get(..4)?.try_into().ok()?),
+        block_type: read_u32(data, 0, false)?,
         block_len1: len,
         if_id: word(8)?,
         ts_high: word(12)?,

@@ -318,9 +318,8 @@ fn slice<'a, T>(all: &'a [T], r: &Range<u32>) -> &'a [T] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::{Open, Value, Visitor};
+    use crate::message::Visitor;
     use crate::pipeline::{Named, Types};
-    use crate::proto::schema::{Field, Group};
     use crate::session::event::EntityEvent;
 
     #[test]
@@ -345,14 +344,6 @@ mod tests {
         assert_eq!(p.bytes.len(), 3 + rtype::MAX_PAYLOAD);
     }
 
-    struct Nobody;
-    impl Visitor for Nobody {
-        fn field(&mut self, _: &'static Field, _: usize, _: usize, _: Value<'_>) {}
-        fn open(&mut self, _: &'static Group, _: Open, _: usize) {}
-        fn close(&mut self, _: Open) {}
-        fn undecoded(&mut self, _: usize, _: &[u8]) {}
-    }
-
     #[test]
     fn an_entity_type_names_only_its_own_messages_entity() {
         let other = EntityRef {
@@ -365,7 +356,7 @@ mod tests {
         let mut entities = vec![other];
         let (mut list, mut set) = (vec![(5, 60)], TypeSet::default());
         let mut named = Named {
-            inner: &mut Nobody,
+            inner: &mut NoFields,
             at: 100,
             first: 1,
             entities: &mut entities,
