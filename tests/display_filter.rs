@@ -165,6 +165,10 @@ const CASES: &[Case] = &[
     same("rtype.message.truncated && rtype.snapshot_chunk.total_chunks", REAL17),
     // Frame, IP and UDP fields.
     same("frame.number <= 20 || frame.number in {100..110}", &["link-variety.pcapng"]),
+    same("frame.len > 100 && udp.length < 200", &["clean-session.pcap", "link-variety.pcapng", "rt-two-players.pcap"]),
+    same("frame.len in {60..90} || frame.cap_len > 1000", &["mixed-desktop.pcap", "rtnp-solo.pcap"]),
+    // A datagram reassembled from IP fragments: its UDP length, in its last fragment's frame.
+    same("udp.length >= 200 && frame.cap_len < 300", &["rtnp-fragmented.pcap"]),
     // Among other UDP traffic (the dissector's heuristics take some of it for rt and rtnp until
     // they follow issue 14's recognition, so the expression names rtype).
     same("rtype.msg_type == 0x14 || rtype && udp.srcport == 41002", &["mixed-desktop.pcap"]),
@@ -435,6 +439,36 @@ fn tshark_selects_the_same_frames() {
         CASES.len(),
         results.len()
     );
+}
+
+/// A capture cut by a snap length (`editcap -s 80`): the frame's length on the wire, as captured,
+/// and the UDP length field tell apart what was sent from what the capture holds, as in tshark.
+#[test]
+fn lengths_of_a_cut_capture_are_tsharks() {
+    if !have_tshark() {
+        eprintln!("skipping lengths_of_a_cut_capture_are_tsharks: tshark is not on PATH (apt-get install tshark)");
+        return;
+    }
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("display_filter");
+    std::fs::create_dir_all(&dir).unwrap();
+    let cut = dir.join("clean-session-cut80.pcap");
+    let status = Command::new("editcap")
+        .args(["-s", "80"])
+        .arg(capture("clean-session.pcap"))
+        .arg(&cut)
+        .status()
+        .expect("editcap runs");
+    assert!(status.success());
+    let script = script(None);
+    for (expr, frames) in [
+        ("frame.cap_len == 80 && frame.len > 100", 262),
+        ("udp.length > 100 && frame.cap_len < 81", 226),
+        ("frame.len <= 80 && udp.length < 40", 65),
+    ] {
+        let ours = ours(&cut, expr, None).unwrap();
+        assert_eq!(ours, theirs(&script, &cut, expr).unwrap(), "-Y {expr:?}");
+        assert_eq!(ours.len(), frames, "-Y {expr:?}");
+    }
 }
 
 /// Runs rtype-inspect; returns its exit code, stdout and stderr.

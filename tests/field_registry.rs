@@ -120,3 +120,47 @@ fn protocol_reference_names_registered_fields() {
     }
     assert!(checked > 400, "{checked}");
 }
+
+/// The fields Wireshark itself provides are listed by `rtype-inspect fields` as `tshark -G fields`
+/// lists them: the same kind (protocol or field), label and type, so that a filter written for
+/// one means the same in the other.
+#[test]
+fn wiresharks_own_fields_are_listed_as_tshark_lists_them() {
+    let Ok(tshark) = std::process::Command::new("tshark")
+        .args(["-G", "fields"])
+        .output()
+    else {
+        eprintln!("skipping: tshark is not on PATH (apt-get install tshark)");
+        return;
+    };
+    let ours = std::process::Command::new(env!("CARGO_BIN_EXE_rtype-inspect"))
+        .arg("fields")
+        .output()
+        .unwrap();
+    // name -> (kind, label, type): a protocol row has no type.
+    let rows = |text: &[u8]| -> BTreeMap<String, (String, String, String)> {
+        String::from_utf8_lossy(text)
+            .lines()
+            .filter_map(|line| {
+                let cols: Vec<&str> = line.split('\t').collect();
+                let ty = if cols[0] == "F" { cols.get(3)? } else { "" };
+                Some((
+                    cols.get(2)?.to_string(),
+                    (cols[0].into(), cols[1].into(), ty.into()),
+                ))
+            })
+            .collect()
+    };
+    let (ours, theirs) = (rows(&ours.stdout), rows(&tshark.stdout));
+    let wireshark: Vec<&String> = ours
+        .keys()
+        .filter(|name| {
+            let protocol = name.split('.').next().unwrap_or_default();
+            ["frame", "ip", "ipv6", "udp", "_ws"].contains(&protocol)
+        })
+        .collect();
+    assert_eq!(wireshark.len(), 20, "{wireshark:?}");
+    for name in wireshark {
+        assert_eq!(ours.get(name), theirs.get(name), "{name}");
+    }
+}

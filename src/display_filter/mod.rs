@@ -615,6 +615,8 @@ fn runtime_values(
         Runtime::Protocol(p) => one((p == protocol).then_some(Val::Present)),
         Runtime::Frame | Runtime::Udp => one(Some(Val::Present)),
         Runtime::FrameNumber => one(Some(Val::Int(e.frame as i64))),
+        Runtime::FrameLen => one(Some(Val::Int(e.lengths.frame.into()))),
+        Runtime::FrameCapLen => one(Some(Val::Int(e.lengths.captured.into()))),
         Runtime::TimeRelative => one(Some(Val::Time(e.ts_nanos.saturating_sub(ctx.first_ts)))),
         Runtime::Ip => one(e.src.is_ipv4().then_some(Val::Present)),
         Runtime::Ipv6 => one(e.src.is_ipv6().then_some(Val::Present)),
@@ -636,6 +638,7 @@ fn runtime_values(
             one(Some(Val::Int(e.src.port().into())));
             one(Some(Val::Int(e.dst.port().into())));
         }
+        Runtime::UdpLength => one(Some(Val::Int(e.lengths.udp.into()))),
         Runtime::Expert => {
             for _ in e.findings {
                 one(Some(Val::Present));

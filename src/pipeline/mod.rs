@@ -30,7 +30,7 @@ use crate::session::analysis::{self, Analysis};
 use crate::session::chunks::{ChunkSets, Closed};
 use crate::session::entities::lifecycle;
 use crate::session::event::{
-    DatagramEvent, EntityEvent, EntityRef, FrameCounts, LooseFinding, ReassembledEvent,
+    DatagramEvent, EntityEvent, EntityRef, FrameCounts, Lengths, LooseFinding, ReassembledEvent,
 };
 use crate::session::{Conversations, TypeSet};
 
@@ -552,6 +552,7 @@ struct Udp<'a> {
     src: SocketAddr,
     dst: SocketAddr,
     bytes: &'a [u8],
+    lengths: Lengths,
     /// The recognised conversation it belongs to; `None` for the first datagram of a new one.
     conversation: Option<u32>,
     /// The capture holds less of it than was sent (its snap length): what the missing bytes would
@@ -664,6 +665,11 @@ impl State {
                     src: udp.src,
                     dst: udp.dst,
                     bytes: udp.payload,
+                    lengths: Lengths {
+                        frame: frame.orig_len,
+                        captured: frame.data.len() as u32,
+                        udp: (8 + udp.payload.len() as u32).saturating_add(udp.truncated_by),
+                    },
                     conversation: None,
                     cut: udp.truncated_by > 0,
                 };
@@ -699,6 +705,11 @@ impl State {
                         src: udp.src,
                         dst: udp.dst,
                         bytes: &udp.payload,
+                        lengths: Lengths {
+                            frame: frame.orig_len,
+                            captured: frame.data.len() as u32,
+                            udp: 8 + udp.payload.len() as u32,
+                        },
                         conversation: None,
                         cut: false,
                     };

@@ -161,6 +161,7 @@ impl State {
             src,
             dst,
             bytes,
+            lengths,
             conversation,
             cut,
         } = *udp;
@@ -290,6 +291,7 @@ impl State {
             src,
             dst,
             bytes,
+            lengths,
             hash: bytes_hash(bytes),
             dialect: Dialect::Rt,
             conversation,

@@ -116,6 +116,7 @@ impl State {
             src,
             dst,
             bytes,
+            lengths,
             conversation,
             cut,
         } = *udp;
@@ -208,6 +209,7 @@ impl State {
             src,
             dst,
             bytes,
+            lengths,
             hash: bytes_hash(bytes),
             dialect: Dialect::Rtnp,
             conversation,

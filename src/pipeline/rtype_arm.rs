@@ -30,6 +30,7 @@ impl State {
             src,
             dst,
             bytes,
+            lengths,
             conversation,
             cut,
         } = *udp;
@@ -168,6 +169,7 @@ impl State {
             src,
             dst,
             bytes,
+            lengths,
             hash,
             dialect: Dialect::Rtype,
             conversation,

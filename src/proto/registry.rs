@@ -197,6 +197,9 @@ pub enum Runtime {
     Protocol(Protocol),
     Frame,
     FrameNumber,
+    /// The frame's length on the wire, and as captured.
+    FrameLen,
+    FrameCapLen,
     TimeRelative,
     Ip,
     IpSrc,
@@ -211,6 +214,8 @@ pub enum Runtime {
     UdpSrcPort,
     UdpDstPort,
     UdpPort,
+    /// The UDP length field: the header's 8 bytes and the payload.
+    UdpLength,
     /// Any expert info (the datagram's own findings, as the dissector raises them).
     Expert,
     ExpertSeverity,
@@ -589,8 +594,20 @@ const WIRESHARK_FIELDS: &[RuntimeField] = &[
     runtime(
         "frame.number",
         "Frame Number",
-        FieldType::FrameNum,
+        FieldType::Unsigned(32),
         Runtime::FrameNumber,
+    ),
+    runtime(
+        "frame.len",
+        "Frame length on the wire",
+        FieldType::Unsigned(32),
+        Runtime::FrameLen,
+    ),
+    runtime(
+        "frame.cap_len",
+        "Frame length stored into the capture file",
+        FieldType::Unsigned(32),
+        Runtime::FrameCapLen,
     ),
     runtime(
         "frame.time_relative",
@@ -666,9 +683,15 @@ const WIRESHARK_FIELDS: &[RuntimeField] = &[
         Runtime::UdpPort,
     ),
     runtime(
+        "udp.length",
+        "Length",
+        FieldType::Unsigned(16),
+        Runtime::UdpLength,
+    ),
+    runtime(
         "_ws.expert",
         "Expert Info",
-        FieldType::None,
+        FieldType::Protocol,
         Runtime::Expert,
     ),
     RuntimeField {

@@ -17,6 +17,8 @@ pub struct DatagramEvent<'a> {
     pub dst: SocketAddr,
     /// The UDP payload.
     pub bytes: &'a [u8],
+    /// The frame's and the UDP datagram's lengths, for filters.
+    pub lengths: Lengths,
     /// `bytes`' [`bytes_hash`](crate::session::analysis::bytes_hash), by which duplicates are
     /// found: computed where the bytes are first read (an rtype datagram's, on a worker thread).
     pub hash: u64,
@@ -42,6 +44,16 @@ pub struct DatagramEvent<'a> {
     pub session: &'a [LooseFinding],
     /// The entities the message spawns, updates or destroys, in payload order.
     pub entities: &'a [EntityRef],
+}
+
+/// A datagram's lengths as the capture gives them (Wireshark's `frame.len`, `frame.cap_len`
+/// and `udp.length`): the frame's on the wire and as captured, and the UDP length field's (for a
+/// datagram reassembled from IP fragments, the frame is the last fragment's).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Lengths {
+    pub frame: u32,
+    pub captured: u32,
+    pub udp: u32,
 }
 
 /// What a message does to an entity.
