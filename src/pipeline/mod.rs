@@ -560,6 +560,15 @@ struct Udp<'a> {
     cut: bool,
 }
 
+/// The lengths of a datagram of `payload` bytes (as sent) in `frame`.
+fn lengths(frame: &Frame<'_>, payload: u32) -> Lengths {
+    Lengths {
+        frame: frame.orig_len,
+        captured: frame.data.len() as u32,
+        udp: payload.saturating_add(8),
+    }
+}
+
 /// Whether a datagram the capture cut short is still judged on `rule`: only its header's rules
 /// are (`capture.snaplen` says the rest is missing); its lengths, CRC, compressed block, message
 /// and chunk are not, nor (rtnp) its text.
@@ -665,11 +674,7 @@ impl State {
                     src: udp.src,
                     dst: udp.dst,
                     bytes: udp.payload,
-                    lengths: Lengths {
-                        frame: frame.orig_len,
-                        captured: frame.data.len() as u32,
-                        udp: (8 + udp.payload.len() as u32).saturating_add(udp.truncated_by),
-                    },
+                    lengths: lengths(frame, udp.payload.len() as u32 + udp.truncated_by),
                     conversation: None,
                     cut: udp.truncated_by > 0,
                 };
@@ -705,11 +710,7 @@ impl State {
                         src: udp.src,
                         dst: udp.dst,
                         bytes: &udp.payload,
-                        lengths: Lengths {
-                            frame: frame.orig_len,
-                            captured: frame.data.len() as u32,
-                            udp: 8 + udp.payload.len() as u32,
-                        },
+                        lengths: lengths(frame, udp.payload.len() as u32),
                         conversation: None,
                         cut: false,
                     };
