@@ -504,11 +504,12 @@ impl Pipeline {
 type Seen<'c, S> = (Context<'c>, Option<Rendering<'c, S>>);
 
 /// [`Seen`] of a datagram that completed no snapshot and was not rendered ahead (rt, rtnp).
-fn unrendered<S: Sink>(first_ts: i64, profile: &Profile) -> Seen<'_, S> {
+fn unrendered<S: Sink>(first_ts: i64, profile: &Profile, lengths: Lengths) -> Seen<'_, S> {
     let context = Context {
         first_ts,
         profile,
         reassembled: None,
+        lengths,
     };
     (context, None)
 }

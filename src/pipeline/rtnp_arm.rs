@@ -209,7 +209,6 @@ impl State {
             src,
             dst,
             bytes,
-            lengths,
             hash: bytes_hash(bytes),
             dialect: Dialect::Rtnp,
             conversation,
@@ -230,7 +229,8 @@ impl State {
             session: &[],
             entities: &self.entities,
         };
-        let seen = super::unrendered::<S>(self.first_ts.unwrap_or(ts_nanos), &self.profile);
+        let seen =
+            super::unrendered::<S>(self.first_ts.unwrap_or(ts_nanos), &self.profile, lengths);
         let (raised, shown) = (&mut self.raised, &mut self.shown);
         super::report(&mut self.analysis, raised, shown, seen, event, sink);
     }

@@ -169,7 +169,6 @@ impl State {
             src,
             dst,
             bytes,
-            lengths,
             hash,
             dialect: Dialect::Rtype,
             conversation,
@@ -190,6 +189,7 @@ impl State {
             first_ts: self.first_ts.unwrap_or(ts_nanos),
             profile: &self.profile,
             reassembled: reassembled.as_ref().map(|r| r.payload),
+            lengths,
         };
         let (raised, shown) = (&mut self.raised, &mut self.shown);
         let shown = super::report(

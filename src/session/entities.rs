@@ -863,7 +863,6 @@ mod tests {
                 src: "10.0.0.1:49316".parse().unwrap(),
                 dst: "10.0.0.2:41000".parse().unwrap(),
                 bytes: &[],
-                lengths: Default::default(),
                 hash: 0,
                 dialect: self.dialect,
                 conversation: 1,

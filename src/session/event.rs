@@ -17,8 +17,6 @@ pub struct DatagramEvent<'a> {
     pub dst: SocketAddr,
     /// The UDP payload.
     pub bytes: &'a [u8],
-    /// The frame's and the UDP datagram's lengths, for filters.
-    pub lengths: Lengths,
     /// `bytes`' [`bytes_hash`](crate::session::analysis::bytes_hash), by which duplicates are
     /// found: computed where the bytes are first read (an rtype datagram's, on a worker thread).
     pub hash: u64,
