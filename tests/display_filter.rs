@@ -173,6 +173,16 @@ const CASES: &[Case] = &[
     // they follow issue 14's recognition, so the expression names rtype).
     same("rtype.msg_type == 0x14 || rtype && udp.srcport == 41002", &["mixed-desktop.pcap"]),
     same("frame.time_relative > 5.25", CLEAN),
+    // Gaps in the stream, and the wall-clock time.
+    same(
+        "frame.time_delta > 0.05 || frame.time_delta == 0",
+        &["clean-session.pcap", "mixed-desktop.pcap", "link-variety.pcapng", "rt-two-players.pcap"],
+    ),
+    same(
+        "frame.time_epoch < 1767225600.5 && frame.time_delta >= 0.00004",
+        &["clean-session.pcap", "link-variety.pcapng", "rtnp-fragmented.pcap"],
+    ),
+    same("frame.time_epoch > 1767225605", &["clean-session.pcap", "reference-17byte-1client.pcap"]),
     same("frame.time_relative >= 1.5 && frame.time_relative < 2", REAL17),
     same("ip.src == 10.0.0.2", CLEAN),
     same("ip.addr == 10.0.0.0/24 && ip.dst != 10.0.0.1", &["clean-session.pcap.gz"]),

@@ -159,7 +159,7 @@ fn wiresharks_own_fields_are_listed_as_tshark_lists_them() {
             ["frame", "ip", "ipv6", "udp", "_ws"].contains(&protocol)
         })
         .collect();
-    assert_eq!(wireshark.len(), 20, "{wireshark:?}");
+    assert_eq!(wireshark.len(), 22, "{wireshark:?}");
     for name in wireshark {
         assert_eq!(ours.get(name), theirs.get(name), "{name}");
     }

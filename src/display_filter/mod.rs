@@ -29,7 +29,7 @@ use crate::proto::registry::{
 use crate::proto::rtnp::{PING, PONG};
 use crate::proto::schema::{Field, Message, Node};
 use crate::proto::{Rule, Severity};
-use crate::session::event::{DatagramEvent, Decoded, Lengths, LooseFinding};
+use crate::session::event::{DatagramEvent, Decoded, FrameFields, LooseFinding};
 
 /// A filter that does not compile: what is wrong, and where in the text.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -71,7 +71,7 @@ pub struct Context<'a> {
     pub profile: &'a Profile,
     /// The snapshot this datagram completed, when it was the last of a chunk set.
     pub reassembled: Option<&'a [u8]>,
-    pub lengths: Lengths,
+    pub frame: FrameFields,
 }
 
 /// A compiled display filter, with its evaluation state.
@@ -616,9 +616,11 @@ fn runtime_values(
         Runtime::Protocol(p) => one((p == protocol).then_some(Val::Present)),
         Runtime::Frame | Runtime::Udp => one(Some(Val::Present)),
         Runtime::FrameNumber => one(Some(Val::Int(e.frame as i64))),
-        Runtime::FrameLen => one(Some(Val::Int(ctx.lengths.frame.into()))),
-        Runtime::FrameCapLen => one(Some(Val::Int(ctx.lengths.captured.into()))),
+        Runtime::FrameLen => one(Some(Val::Int(ctx.frame.len.into()))),
+        Runtime::FrameCapLen => one(Some(Val::Int(ctx.frame.cap_len.into()))),
         Runtime::TimeRelative => one(Some(Val::Time(e.ts_nanos.saturating_sub(ctx.first_ts)))),
+        Runtime::TimeDelta => one(Some(Val::Time(ctx.frame.time_delta))),
+        Runtime::TimeEpoch => one(Some(Val::Time(e.ts_nanos))),
         Runtime::Ip => one(e.src.is_ipv4().then_some(Val::Present)),
         Runtime::Ipv6 => one(e.src.is_ipv6().then_some(Val::Present)),
         Runtime::IpSrc => one(v4(e.src.ip())),
@@ -639,7 +641,7 @@ fn runtime_values(
             one(Some(Val::Int(e.src.port().into())));
             one(Some(Val::Int(e.dst.port().into())));
         }
-        Runtime::UdpLength => one(Some(Val::Int(ctx.lengths.udp.into()))),
+        Runtime::UdpLength => one(Some(Val::Int(ctx.frame.udp_len.into()))),
         Runtime::Expert => {
             for _ in e.findings {
                 one(Some(Val::Present));

@@ -30,7 +30,7 @@ use crate::session::analysis::{self, Analysis};
 use crate::session::chunks::{ChunkSets, Closed};
 use crate::session::entities::lifecycle;
 use crate::session::event::{
-    DatagramEvent, EntityEvent, EntityRef, FrameCounts, Lengths, LooseFinding, ReassembledEvent,
+    DatagramEvent, EntityEvent, EntityRef, FrameCounts, FrameFields, LooseFinding, ReassembledEvent,
 };
 use crate::session::{Conversations, TypeSet};
 
@@ -504,12 +504,12 @@ impl Pipeline {
 type Seen<'c, S> = (Context<'c>, Option<Rendering<'c, S>>);
 
 /// [`Seen`] of a datagram that completed no snapshot and was not rendered ahead (rt, rtnp).
-fn unrendered<S: Sink>(first_ts: i64, profile: &Profile, lengths: Lengths) -> Seen<'_, S> {
+fn unrendered<S: Sink>(first_ts: i64, profile: &Profile, frame: FrameFields) -> Seen<'_, S> {
     let context = Context {
         first_ts,
         profile,
         reassembled: None,
-        lengths,
+        frame,
     };
     (context, None)
 }
@@ -553,7 +553,7 @@ struct Udp<'a> {
     src: SocketAddr,
     dst: SocketAddr,
     bytes: &'a [u8],
-    lengths: Lengths,
+    frame_fields: FrameFields,
     /// The recognised conversation it belongs to; `None` for the first datagram of a new one.
     conversation: Option<u32>,
     /// The capture holds less of it than was sent (its snap length): what the missing bytes would
@@ -561,12 +561,14 @@ struct Udp<'a> {
     cut: bool,
 }
 
-/// The lengths of a datagram of `payload` bytes (as sent) in `frame`.
-fn lengths(frame: &Frame<'_>, payload: u32) -> Lengths {
-    Lengths {
-        frame: frame.orig_len,
-        captured: frame.data.len() as u32,
-        udp: payload.saturating_add(8),
+/// The [`FrameFields`] of a datagram of `payload` bytes (as sent) in `frame`, `time_delta` after
+/// the frame before.
+fn frame_fields(frame: &Frame<'_>, payload: u32, time_delta: i64) -> FrameFields {
+    FrameFields {
+        len: frame.orig_len,
+        cap_len: frame.data.len() as u32,
+        udp_len: payload.saturating_add(8),
+        time_delta,
     }
 }
 
@@ -642,7 +644,10 @@ impl State {
     ) {
         self.counts.frames += 1;
         self.first_ts.get_or_insert(frame.ts_nanos);
-        self.last_ts = Some(frame.ts_nanos);
+        let previous = self.last_ts.replace(frame.ts_nanos);
+        let time_delta = frame
+            .ts_nanos
+            .saturating_sub(previous.unwrap_or(frame.ts_nanos));
         let loose = |shown: &mut Shown, sink: &mut S, rule, at: usize, detail| {
             let finding = Finding::new(rule, at as u32, detail);
             let f = LooseFinding {
@@ -675,7 +680,11 @@ impl State {
                     src: udp.src,
                     dst: udp.dst,
                     bytes: udp.payload,
-                    lengths: lengths(frame, udp.payload.len() as u32 + udp.truncated_by),
+                    frame_fields: frame_fields(
+                        frame,
+                        udp.payload.len() as u32 + udp.truncated_by,
+                        time_delta,
+                    ),
                     conversation: None,
                     cut: udp.truncated_by > 0,
                 };
@@ -711,7 +720,7 @@ impl State {
                         src: udp.src,
                         dst: udp.dst,
                         bytes: &udp.payload,
-                        lengths: lengths(frame, udp.payload.len() as u32),
+                        frame_fields: frame_fields(frame, udp.payload.len() as u32, time_delta),
                         conversation: None,
                         cut: false,
                     };

@@ -116,7 +116,7 @@ impl State {
             src,
             dst,
             bytes,
-            lengths,
+            frame_fields,
             conversation,
             cut,
         } = *udp;
@@ -229,8 +229,11 @@ impl State {
             session: &[],
             entities: &self.entities,
         };
-        let seen =
-            super::unrendered::<S>(self.first_ts.unwrap_or(ts_nanos), &self.profile, lengths);
+        let seen = super::unrendered::<S>(
+            self.first_ts.unwrap_or(ts_nanos),
+            &self.profile,
+            frame_fields,
+        );
         let (raised, shown) = (&mut self.raised, &mut self.shown);
         super::report(&mut self.analysis, raised, shown, seen, event, sink);
     }

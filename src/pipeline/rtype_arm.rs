@@ -30,7 +30,7 @@ impl State {
             src,
             dst,
             bytes,
-            lengths,
+            frame_fields,
             conversation,
             cut,
         } = *udp;
@@ -189,7 +189,7 @@ impl State {
             first_ts: self.first_ts.unwrap_or(ts_nanos),
             profile: &self.profile,
             reassembled: reassembled.as_ref().map(|r| r.payload),
-            lengths,
+            frame: frame_fields,
         };
         let (raised, shown) = (&mut self.raised, &mut self.shown);
         let shown = super::report(

@@ -201,6 +201,9 @@ pub enum Runtime {
     FrameLen,
     FrameCapLen,
     TimeRelative,
+    /// Since the frame before it in the file, and since the epoch.
+    TimeDelta,
+    TimeEpoch,
     Ip,
     IpSrc,
     IpDst,
@@ -614,6 +617,18 @@ const WIRESHARK_FIELDS: &[RuntimeField] = &[
         "Time since reference or first frame",
         FieldType::RelativeTime,
         Runtime::TimeRelative,
+    ),
+    runtime(
+        "frame.time_delta",
+        "Time delta from previous captured frame",
+        FieldType::RelativeTime,
+        Runtime::TimeDelta,
+    ),
+    runtime(
+        "frame.time_epoch",
+        "Epoch Time",
+        FieldType::RelativeTime,
+        Runtime::TimeEpoch,
     ),
     runtime(
         "ip",

@@ -44,14 +44,17 @@ pub struct DatagramEvent<'a> {
     pub entities: &'a [EntityRef],
 }
 
-/// A datagram's lengths as the capture gives them (Wireshark's `frame.len`, `frame.cap_len`
-/// and `udp.length`): the frame's on the wire and as captured, and the UDP length field's (for a
-/// datagram reassembled from IP fragments, the frame is the last fragment's).
+/// What the capture says of a datagram's frame that only display filters read (Wireshark's
+/// `frame.len`, `frame.cap_len`, `udp.length` and `frame.time_delta`): the frame's length on the
+/// wire and as captured, the UDP length field, and the time since the frame before it in the
+/// file. For a datagram reassembled from IP fragments, the frame is the last fragment's.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Lengths {
-    pub frame: u32,
-    pub captured: u32,
-    pub udp: u32,
+pub struct FrameFields {
+    pub len: u32,
+    pub cap_len: u32,
+    pub udp_len: u32,
+    /// Nanoseconds (0 for the first frame).
+    pub time_delta: i64,
 }
 
 /// What a message does to an entity.
