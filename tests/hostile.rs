@@ -703,8 +703,9 @@ fn build((sample, mutations, gz): &(usize, Vec<Mutation>, bool)) -> Vec<u8> {
 // ------------------------------------------------------------------------------------------------
 
 proptest! {
+    // PROPTEST_CASES runs a longer campaign (200,000 cases took 25 minutes on 2 cores).
     #![proptest_config(ProptestConfig {
-        cases: 512,
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(512),
         max_shrink_iters: 2000,
         failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("proptest-regressions"))),
         ..ProptestConfig::default()
