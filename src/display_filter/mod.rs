@@ -71,6 +71,7 @@ pub struct Context<'a> {
     pub profile: &'a Profile,
     /// The snapshot this datagram completed, when it was the last of a chunk set.
     pub reassembled: Option<&'a [u8]>,
+    /// The datagram's frame, as the capture gives it.
     pub frame: FrameFields,
 }
 

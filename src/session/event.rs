@@ -48,7 +48,7 @@ pub struct DatagramEvent<'a> {
 /// `frame.len`, `frame.cap_len`, `udp.length` and `frame.time_delta`): the frame's length on the
 /// wire and as captured, the UDP length field, and the time since the frame before it in the
 /// file. For a datagram reassembled from IP fragments, the frame is the last fragment's.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 pub struct FrameFields {
     pub len: u32,
     pub cap_len: u32,
