@@ -40,7 +40,7 @@ pub struct FilterArgs {
 /// Filters, parsed and checked.
 #[derive(Clone, Debug, Default)]
 pub struct Filter {
-    types: Vec<String>,
+    types: Vec<TypeName>,
     direction: Option<Direction>,
     conversations: Vec<u32>,
     address: Option<(IpAddr, Option<u16>)>,
@@ -48,6 +48,42 @@ pub struct Filter {
     time: (f64, f64),
     violations: Vec<Rule>,
     severity: Option<Severity>,
+}
+
+/// A `--type` value: a message's name (`SERVER_SNAPSHOT`, or `SNAPSHOT` without the direction's
+/// prefix), its short name, or its code; names in any case. Parsed once, so that matching a
+/// datagram neither allocates nor parses.
+#[derive(Clone, Debug)]
+struct TypeName {
+    text: String,
+    code: Option<u8>,
+}
+
+impl TypeName {
+    fn new(text: &str) -> TypeName {
+        let upper = text.to_ascii_uppercase();
+        let code = upper
+            .strip_prefix("0X")
+            .map_or_else(|| upper.parse().ok(), |h| u8::from_str_radix(h, 16).ok());
+        TypeName { text: upper, code }
+    }
+
+    fn matches(&self, e: &DatagramEvent<'_>) -> bool {
+        let t = self.text.as_str();
+        let without = |prefix: &str| {
+            e.name
+                .get(..prefix.len())
+                .is_some_and(|p| p.eq_ignore_ascii_case(prefix))
+                && e.name
+                    .get(prefix.len()..)
+                    .is_some_and(|rest| rest.eq_ignore_ascii_case(t))
+        };
+        e.name.eq_ignore_ascii_case(t)
+            || e.message.is_some_and(|m| m.short.eq_ignore_ascii_case(t))
+            || without("SERVER_")
+            || without("CLIENT_")
+            || (self.code.is_some() && self.code == e.code)
+    }
 }
 
 /// `A-B`, `A-`, `-B` or `A`, checked to hold at least one value; `what` names the option.
@@ -107,7 +143,7 @@ impl FilterArgs {
             known_type(t)?;
         }
         Ok(Filter {
-            types: self.types.iter().map(|t| t.to_ascii_uppercase()).collect(),
+            types: self.types.iter().map(|t| TypeName::new(t)).collect(),
             direction: self.direction.as_deref().map(|d| {
                 if d == "c2s" {
                     Direction::ClientToServer
@@ -202,21 +238,7 @@ impl Filter {
     }
 
     fn type_matches(&self, e: &DatagramEvent<'_>) -> bool {
-        self.types.is_empty()
-            || self.types.iter().any(|t| {
-                let name = e.name.to_ascii_uppercase();
-                let short = e.message.map(|m| m.short.to_ascii_uppercase());
-                let code = t
-                    .strip_prefix("0X")
-                    .map_or_else(|| t.parse::<u8>().ok(), |h| u8::from_str_radix(h, 16).ok());
-                *t == name
-                    || Some(t) == short.as_ref()
-                    || name
-                        .strip_prefix("SERVER_")
-                        .or(name.strip_prefix("CLIENT_"))
-                        == Some(t)
-                    || (code.is_some() && code == e.code)
-            })
+        self.types.is_empty() || self.types.iter().any(|t| t.matches(e))
     }
 
     /// Whether a finding that belongs to no single datagram passes the filters that can judge it.
@@ -257,5 +279,62 @@ impl Filter {
             && self
                 .severity
                 .is_none_or(|s| rules().any(|r| r.severity() >= s))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::datagram::Dialect;
+    use crate::message::Facts;
+
+    /// A datagram named `name`, of rtype message `code` when it is described.
+    fn named(name: &str, code: u8) -> DatagramEvent<'_> {
+        DatagramEvent {
+            frame: 1,
+            ts_nanos: 0,
+            src: "10.0.0.2:41000".parse().unwrap(),
+            dst: "10.0.0.1:50010".parse().unwrap(),
+            bytes: &[],
+            hash: 0,
+            dialect: Dialect::Rtype,
+            conversation: 1,
+            direction: None,
+            decoded: None,
+            code: Some(code),
+            sequence: None,
+            tick: None,
+            message: crate::proto::rtype::message(code),
+            name,
+            payload: None,
+            facts: Facts::default(),
+            findings: &[],
+            session: &[],
+            entities: &[],
+        }
+    }
+
+    #[test]
+    fn a_type_is_a_name_in_any_case_without_its_prefix_its_short_name_or_its_code() {
+        let snapshot = named("SERVER_SNAPSHOT", 0x14);
+        let short = crate::proto::rtype::message(0x14).unwrap().short;
+        for t in [
+            "SERVER_SNAPSHOT",
+            "server_snapshot",
+            "Snapshot",
+            short,
+            "0x14",
+            "20",
+        ] {
+            assert!(TypeName::new(t).matches(&snapshot), "{t}");
+        }
+        for t in ["SERVER_", "SNAPSHOT_CHUNK", "CLIENT_SNAPSHOT", "0x15", "21"] {
+            assert!(!TypeName::new(t).matches(&snapshot), "{t}");
+        }
+        // A name that is text from the wire (rtnp), with a character across the prefix's end.
+        let wire = named("SERVERéX", 0);
+        assert!(!TypeName::new("X").matches(&wire));
+        assert!(!TypeName::new("serverÉx").matches(&wire));
+        assert!(TypeName::new("serverée").matches(&named("SERVERéE", 0)));
     }
 }
