@@ -342,15 +342,20 @@ fn theirs(script: &Path, capture: &Path, expr: &str) -> Result<BTreeSet<u64>, St
         .collect())
 }
 
+/// A scratch file path in this test's folder of the target directory.
+fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("display_filter");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
 /// The dissector for a profile: the checked-in one, or one generated into the target folder.
 fn script(profile: Option<&str>) -> PathBuf {
     match profile {
         None => root().join("wireshark/rtype.lua"),
         Some(name) => {
-            let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("display_filter");
-            std::fs::create_dir_all(&dir).unwrap();
-            let path = dir.join(format!("rtype-{name}.lua"));
-            let tmp = dir.join(format!("rtype-{name}.lua.{}", std::process::id()));
+            let path = scratch(&format!("rtype-{name}.lua"));
+            let tmp = scratch(&format!("rtype-{name}.lua.{}", std::process::id()));
             std::fs::write(&tmp, generate(&Profile::bundled(name).unwrap())).unwrap();
             std::fs::rename(&tmp, &path).unwrap();
             path
@@ -459,9 +464,7 @@ fn lengths_of_a_cut_capture_are_tsharks() {
         eprintln!("skipping lengths_of_a_cut_capture_are_tsharks: tshark is not on PATH (apt-get install tshark)");
         return;
     }
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("display_filter");
-    std::fs::create_dir_all(&dir).unwrap();
-    let cut = dir.join("clean-session-cut80.pcap");
+    let cut = scratch("clean-session-cut80.pcap");
     let status = Command::new("editcap")
         .args(["-s", "80"])
         .arg(capture("clean-session.pcap"))
