@@ -39,9 +39,9 @@ pub struct ReadOpts {
     /// `rtype-inspect fields` lists the fields).
     #[arg(short = 'Y', long = "filter", value_name = "EXPR")]
     pub filter: Option<String>,
-    /// Threads that decode [default: the machine's cores + 1, or 1 on a single core]: one
-    /// capture's frames are spread over them (1: everything on one thread), several captures
-    /// share them; outputs are the same whatever their number.
+    /// Threads that decode [default: the machine's cores]: one capture's frames are spread over
+    /// them (1: everything on one thread), several captures share them; outputs are the same
+    /// whatever their number.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
 }

@@ -260,7 +260,7 @@ impl RenderAhead for crate::message::NoFields {
 pub struct Pipeline {
     /// Decompression buffer; apart from the rest so decoded payloads can borrow it.
     scratch: Vec<u8>,
-    /// Worker threads for the stateless work; 1 runs everything on the calling thread.
+    /// Threads that decode, the calling thread one of them; 1 runs everything on it, unbatched.
     threads: usize,
     state: State,
 }
