@@ -46,7 +46,8 @@ const MAX_STALLS: u32 = 64;
 
 const SHB_MAGIC: u32 = 0x0a0d_0d0a;
 /// [`CaptureReader::for_each_frame_parallel`] hands frames over in batches whose frames and
-/// results take about [`BatchSize`] bytes in all: this many bytes of batches per worker...
+/// results take about [`BatchSize`] bytes in all: this many bytes of batches, divided by the
+/// threads...
 const BATCH_BYTES_IN_ALL: usize = 2 * 1024 * 1024;
 /// ... but no less than this (many workers)...
 const MIN_BATCH_BYTES: usize = 256 * 1024;
@@ -858,9 +859,9 @@ impl BatchSize {
 /// The bytes of the batches read before any has been worked.
 const FIRST_BATCH_BYTES: usize = MIN_BATCH_BYTES / 16;
 
-/// CPU time (nanoseconds) each stage of [`CaptureReader::for_each_frame_parallel`] used: the
-/// reading thread, the workers together, and the ordered consumer. How the work would scale
-/// with more cores follows from the consumer's share: it runs on one thread whatever their
+/// CPU time (nanoseconds) each stage of [`CaptureReader::for_each_frame_parallel`] used: reading
+/// and working (each on all threads together), and the ordered stage. How the work would scale
+/// with more cores follows from the ordered stage's share: it runs on one thread whatever their
 /// number.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct StageCpu {

@@ -39,7 +39,7 @@ impl Dialect {
     }
 
     /// The dialect whose first bytes start `payload`, if any: the cheap test that decides what the
-    /// reading thread unpacks ahead; [`Dialect::recognise`] decides what is judged.
+    /// workers unpack ahead; [`Dialect::recognise`] decides what is judged.
     pub fn detect(payload: &[u8]) -> Option<Dialect> {
         if payload.starts_with(&crate::proto::rtype::MAGIC) {
             Some(Dialect::Rtype)

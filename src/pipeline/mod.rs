@@ -352,8 +352,8 @@ impl Pipeline {
         self
     }
 
-    /// Spreads the stateless work of each frame over `threads` worker threads (with one, the
-    /// whole run is on the calling thread). Outputs are the same whatever their number.
+    /// Spreads the stateless work of each frame over `threads` threads, the calling thread one
+    /// of them (with one, the whole run is on it). Outputs are the same whatever their number.
     pub fn with_threads(mut self, threads: usize) -> Pipeline {
         self.threads = threads.clamp(1, MAX_THREADS);
         self
@@ -621,8 +621,8 @@ fn recognise_cut(bytes: &[u8]) -> Option<Dialect> {
     })
 }
 
-/// The most worker threads a run takes: each holds up to two batches of frames and their
-/// results (256 KiB each, with this many workers).
+/// The most threads a run takes: each has up to two batches of frames and their results in
+/// flight (256 KiB each, with this many threads).
 pub const MAX_THREADS: usize = 16;
 
 /// Where an rtype datagram's CRC and decompression ([`rtype::unpack`]) are done.
