@@ -1605,32 +1605,58 @@ mod tests {
         fn clear(_: &mut (), _: usize) {}
     }
 
+    /// Whether `for_each_frame_parallel` on `threads` [`Fragile`] workers and `on_frame` ends
+    /// with a panic within a minute (rather than hanging).
+    fn ends_with_a_panic(
+        file: Vec<u8>,
+        threads: usize,
+        on_frame: impl FnMut(&Frame<'_>, &(), usize) -> ControlFlow<()> + Send + 'static,
+    ) -> bool {
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+                let mut reader = CaptureReader::from_read(
+                    Path::new("fragile.pcap"),
+                    Box::new(Cursor::new(file)),
+                )
+                .unwrap();
+                let workers = (0..threads).map(|_| Fragile).collect();
+                let _ = reader.for_each_frame_parallel(workers, on_frame);
+            }));
+            let _ = done_tx.send(run.is_err());
+        });
+        done_rx.recv_timeout(std::time::Duration::from_secs(60)) == Ok(true)
+    }
+
     #[test]
-    fn a_worker_that_panics_ends_the_run_instead_of_hanging_it() {
-        // The slip is in a batch well after the first ones, so that any thread may work it.
-        let mut f = pcap_header(false, false, 1, 65535);
-        for i in 0..40_000u32 {
-            let byte = if i == 30_000 { 0xEE } else { 0 };
-            pcap_record(&mut f, false, i, 0, &[byte; 100], 100);
-        }
+    fn a_thread_that_panics_ends_the_run_instead_of_hanging_it() {
+        // 400,000 frames, 25 batches and more: more than are let in flight at once, and the slip
+        // well after the first ones, so that any thread may work it.
+        let frames = |slip: u32| {
+            let mut f = pcap_header(false, false, 1, 65535);
+            for i in 0..400_000u32 {
+                let byte = if i == slip { 0xEE } else { 0 };
+                pcap_record(&mut f, false, i, 0, &[byte; 20], 20);
+            }
+            f
+        };
         for threads in [2, 4] {
-            let file = f.clone();
-            let (done_tx, done_rx) = std::sync::mpsc::channel();
-            std::thread::spawn(move || {
-                let run = std::panic::catch_unwind(move || {
-                    let mut reader = CaptureReader::from_read(
-                        Path::new("fragile.pcap"),
-                        Box::new(Cursor::new(file)),
-                    )
-                    .unwrap();
-                    let workers = (0..threads).map(|_| Fragile).collect();
-                    let _ = reader
-                        .for_each_frame_parallel(workers, |_, _, _| ControlFlow::Continue(()));
-                });
-                let _ = done_tx.send(run.is_err());
+            // A worker's slip, on whichever thread works its batch.
+            let run =
+                ends_with_a_panic(
+                    frames(300_000),
+                    threads,
+                    |_, _, _| ControlFlow::Continue(()),
+                );
+            assert!(run, "a worker, {threads} threads");
+            // The ordered stage's, while the workers wait for a place in flight.
+            let mut seen = 0;
+            let run = ends_with_a_panic(frames(u32::MAX), threads, move |_, _, _| {
+                seen += 1;
+                assert_ne!(seen, 20_000, "the consumer's slip");
+                ControlFlow::Continue(())
             });
-            let panicked = done_rx.recv_timeout(std::time::Duration::from_secs(60));
-            assert_eq!(panicked, Ok(true), "{threads} threads");
+            assert!(run, "the ordered stage, {threads} threads");
         }
     }
 

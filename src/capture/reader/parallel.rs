@@ -63,6 +63,9 @@ impl CaptureReader {
                     pool.reading_cpu.fetch_add(cpu.reading, Ordering::Relaxed);
                 });
             }
+            // A panic here (the calling thread's worker, or `on_frame`) would leave the workers
+            // waiting for a place in flight, and the scope waiting for them.
+            let _stop = StopIfPanicking(&pool);
             let before = thread_cpu_nanos();
             let mut next = 0;
             loop {
