@@ -1531,7 +1531,7 @@ mod tests {
         // Records of 16 to 23 bytes: a buffer holds more than a batch's frames of them, so
         // batches are handed over before the buffer is parsed to its end.
         let mut f = pcap_header(true, false, 1, 65535);
-        let n = 5 * BatchSize::for_workers(3).frames() as u32;
+        let n = 5 * BatchSize::for_threads(3).frames() as u32;
         for i in 0..n {
             let data: Vec<u8> = (0..i % 8).map(|b| (b ^ i) as u8).collect();
             pcap_record(&mut f, true, i, i, &data, 60);

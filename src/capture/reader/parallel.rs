@@ -12,9 +12,9 @@ use crate::capture::window::Window;
 /// results take about [`BatchSize`] bytes in all: this many bytes of batches, divided by the
 /// threads...
 const BATCH_BYTES_IN_ALL: usize = 2 * 1024 * 1024;
-/// ... but no less than this (many workers)...
+/// ... but no less than this (many threads)...
 const MIN_BATCH_BYTES: usize = 256 * 1024;
-/// ... nor more than this (few workers).
+/// ... nor more than this (few threads).
 pub const MAX_BATCH_BYTES: usize = 1024 * 1024;
 /// The weight of a batch's results before any batch has been worked.
 const UNKNOWN_WEIGHT: usize = usize::MAX;
@@ -39,7 +39,7 @@ impl CaptureReader {
         mut workers: Vec<A>,
         mut on_frame: impl FnMut(&Frame<'_>, &A::Results, usize) -> ControlFlow<()>,
     ) -> Result<(ReadEnd, StageCpu), CaptureError> {
-        let size = BatchSize::for_workers(workers.len().max(1));
+        let size = BatchSize::for_threads(workers.len().max(1));
         // The calling thread's own worker; the others get a thread each.
         let mut own = workers.pop();
         let pool = Pool::new(self, size, 2 * (workers.len() + 1) + 1);
@@ -128,7 +128,7 @@ pub trait Ahead: Send {
     fn clear(results: &mut Self::Results, limit: usize);
 }
 
-/// Nothing ahead: the reading alone is on another thread.
+/// Nothing ahead: the threads only read.
 impl Ahead for () {
     type Results = ();
     fn frame(&mut self, _: &Frame<'_>, _: &mut (), _: bool) {}
@@ -141,19 +141,20 @@ impl Ahead for () {
 /// How big a parallel read's batches are: the bytes a batch's frames and results take together
 /// (its results alone may grow to as much; the worker leaves the rest of its frames to the
 /// consumer, as for a hostile batch whose every datagram decompresses to 64 KiB), and the
-/// frames it holds at most. A few workers get large batches, so that fewer cross between the
-/// threads (on two cores, 1 MiB batches take a quarter of the thread switches of 256 KiB ones
-/// and 4 to 6 % off the summary's wall time); many workers get smaller ones, so that the batches
-/// in flight take about as much memory in all.
+/// frames it holds at most. A few threads get large batches, so that fewer are handed over
+/// (when a reading thread handed them to workers, 1 MiB batches took a quarter of the thread
+/// switches of 256 KiB ones and 4 to 6 % off the summary's wall time; with the pool, 512 KiB
+/// ones take as long); many threads get smaller ones, so that the batches in flight take about
+/// as much memory in all.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct BatchSize {
     bytes: usize,
 }
 
 impl BatchSize {
-    pub(super) fn for_workers(workers: usize) -> BatchSize {
+    pub(super) fn for_threads(threads: usize) -> BatchSize {
         BatchSize {
-            bytes: (BATCH_BYTES_IN_ALL / workers.max(1)).clamp(MIN_BATCH_BYTES, MAX_BATCH_BYTES),
+            bytes: (BATCH_BYTES_IN_ALL / threads.max(1)).clamp(MIN_BATCH_BYTES, MAX_BATCH_BYTES),
         }
     }
 
@@ -569,10 +570,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn batches_are_large_for_few_workers_and_smaller_for_many() {
+    fn batches_are_large_for_few_threads_and_smaller_for_many() {
         let sizes: Vec<(usize, usize)> = [1, 2, 3, 4, 8, 16]
             .map(|w| {
-                let size = BatchSize::for_workers(w);
+                let size = BatchSize::for_threads(w);
                 (size.bytes, size.frames())
             })
             .to_vec();
@@ -588,7 +589,7 @@ mod tests {
             ]
         );
         // Results weighing as much as the frames: half the batch is read.
-        assert_eq!(BatchSize::for_workers(2).reading(16), 512 << 10);
-        assert_eq!(BatchSize::for_workers(2).reading(UNKNOWN_WEIGHT), 16 << 10);
+        assert_eq!(BatchSize::for_threads(2).reading(16), 512 << 10);
+        assert_eq!(BatchSize::for_threads(2).reading(UNKNOWN_WEIGHT), 16 << 10);
     }
 }
