@@ -276,8 +276,6 @@ struct Reading<'r, R> {
     spare: Option<Batch<R>>,
     /// The batch handed over by the last read.
     ready: Option<Batch<R>>,
-    size: BatchSize,
-    weight: usize,
     /// Batches handed over so far: the next one's number.
     sent: u64,
     started: bool,
@@ -321,8 +319,6 @@ impl<'r, R: Default + Send> Pool<'r, R> {
                 batch: Batch::default(),
                 spare: None,
                 ready: None,
-                size,
-                weight: UNKNOWN_WEIGHT,
                 sent: 0,
                 started: false,
                 finished: false,
@@ -378,8 +374,7 @@ impl<'r, R: Default + Send> Pool<'r, R> {
     ) -> Option<(u64, Batch<R>)> {
         let before = thread_cpu_nanos();
         let mut reading = self.reading.lock().unwrap_or_else(PoisonError::into_inner);
-        reading.weight = self.weight.load(Ordering::Relaxed);
-        let got = reading.next(spare);
+        let got = reading.next(spare, self.size, self.weight.load(Ordering::Relaxed));
         let sent = reading.sent;
         drop(reading);
         cpu.reading += thread_cpu_nanos().saturating_sub(before);
@@ -470,8 +465,14 @@ impl<R: Default + Send> Drop for StopIfPanicking<'_, '_, R> {
 }
 
 impl<R: Default> Reading<'_, R> {
-    /// Reads frames until a batch is handed over, or to the end of the capture.
-    fn next(&mut self, spare: Option<Batch<R>>) -> Option<Batch<R>> {
+    /// Reads frames until a batch is handed over, or to the end of the capture; `weight` is the
+    /// last batch worked's ([`BatchSize::reading`]).
+    fn next(
+        &mut self,
+        spare: Option<Batch<R>>,
+        size: BatchSize,
+        weight: usize,
+    ) -> Option<Batch<R>> {
         if self.finished {
             return None;
         }
@@ -487,8 +488,8 @@ impl<R: Default> Reading<'_, R> {
             batch: &mut self.batch,
             spare: &mut self.spare,
             ready: &mut self.ready,
-            size: self.size,
-            weight: self.weight,
+            size,
+            weight,
         };
         reader.pump(false, &mut batching);
         if batching.ready.is_none() {
