@@ -416,15 +416,25 @@ impl Entities {
             ts_nanos: event.ts_nanos,
         };
         let figures = self.figures;
-        // The start that repeats the last snapshot, steady, changes nothing. (Figures count
-        // every update, so with them nothing is a repeat.)
-        let repeated = if figures { 0 } else { c.steady_start(refs) };
+        // The start that repeats the last snapshot, steady, changes no record: only the
+        // figures count its updates.
+        let repeated = c.steady_start(refs);
+        if figures {
+            self.last.extend(c.order[..repeated].iter().map(|&k| {
+                let k = k as usize;
+                update(&mut c.hot[k], &mut c.figures[k], at, ticks);
+                Resolved {
+                    type_id: c.records[k].type_id(),
+                    changed: false,
+                }
+            }));
+        }
         if repeated == refs.len() && repeated == c.steady.len() {
             return;
         }
         // Whether each reference is a plain update of an entity alive (whose record is then
         // steady), and whether one changed a record held before.
-        let (mut steady, mut touched) = (!figures, false);
+        let (mut steady, mut touched) = (true, false);
         let remember = refs.len() <= MAX_REMEMBERED;
         let implicit = event.dialect == Dialect::Rtnp;
         c.next_order.clear();
@@ -1038,9 +1048,7 @@ mod tests {
             ] {
                 assert!(list <= MAX_REMEMBERED, "{list}");
             }
-            // With figures nothing is steady.
-            let steady = if f.entities.figures { 0 } else { 200 };
-            assert_eq!(c.steady.len(), steady);
+            assert_eq!(c.steady.len(), 200);
             assert_eq!(
                 f.finish(),
                 [

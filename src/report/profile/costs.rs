@@ -80,6 +80,9 @@ pub struct FieldCosts {
     /// Per mask bit, bytes and presences in this datagram, once [`FieldCosts::total`] added
     /// them up from the blocks' masks.
     bits: [(u32, u32); MASK_BITS],
+    /// The mask bits touched, once [`FieldCosts::total`] added them up (on a worker, for the
+    /// datagrams walked ahead).
+    totalled: Option<u16>,
     /// A masked block was read: entity ids need not be visited any more (the blocks say where
     /// each entity starts).
     masked_blocks: bool,
@@ -117,6 +120,7 @@ impl FieldCosts {
             framing: 0,
             blocks: Vec::new(),
             bits: [(0, 0); MASK_BITS],
+            totalled: None,
             masked_blocks: false,
             bytes: Vec::new(),
             present: Vec::new(),
@@ -133,6 +137,7 @@ impl FieldCosts {
             self.present[usize::from(slot)] = 0;
         }
         self.bits = [(0, 0); MASK_BITS];
+        self.totalled = None;
         self.masked_blocks = false;
         self.active = false;
         self.head = 0;
@@ -152,9 +157,12 @@ impl FieldCosts {
         (self.bytes[s], self.present[s])
     }
 
-    /// Adds up the masked fields' bytes per bit from the blocks (once the walk is over), and
-    /// returns the mask bits touched.
+    /// Adds up the masked fields' bytes per bit from the blocks (once the walk is over, the
+    /// first time it is asked), and returns the mask bits touched.
     pub fn total(&mut self) -> u16 {
+        if let Some(touched) = self.totalled {
+            return touched;
+        }
         self.bits = [(0, 0); MASK_BITS];
         // The distinct masks and how many blocks had each (a snapshot has few), then their bits.
         let mut masks = [(0u16, 0u32); 8];
@@ -173,6 +181,7 @@ impl FieldCosts {
         for (mask, n) in &masks[..distinct] {
             expand(&mut self.bits, &self.widths, *mask, *n);
         }
+        self.totalled = Some(touched);
         touched
     }
 
@@ -247,13 +256,22 @@ impl FieldCosts {
 
 /// Adds `n` blocks of update mask `mask` to the bytes and presences per bit.
 fn expand(bits: &mut [(u32, u32); MASK_BITS], widths: &[u8; MASK_BITS], mask: u16, n: u32) {
-    let mut left = mask;
-    while left != 0 {
-        let bit = left.trailing_zeros() as usize;
-        left &= left - 1;
+    for bit in bit_indices(mask) {
         bits[bit].0 += n * u32::from(widths[bit]);
         bits[bit].1 += n;
     }
+}
+
+/// The bits set in `mask`, lowest first.
+pub fn bit_indices(mask: u16) -> impl Iterator<Item = usize> {
+    let mut left = mask;
+    std::iter::from_fn(move || {
+        (left != 0).then(|| {
+            let bit = left.trailing_zeros() as usize;
+            left &= left - 1;
+            bit
+        })
+    })
 }
 
 fn number(value: Value<'_>) -> Option<f64> {
@@ -370,15 +388,32 @@ impl Visitor for FieldCosts {
     fn undecoded(&mut self, _: usize, _: &[u8]) {}
 }
 
-/// Field costs found on the worker threads, datagram after datagram: each one's head, framing
-/// and bytes past the slots, its entity blocks, and the bytes and presences of the fields outside
-/// update masks (by field: each worker numbers its slots its own way).
+/// Field costs found on the worker threads, datagram after datagram: each one's
+/// [`DatagramAhead`], its entity blocks, the bytes and presences of the mask bits it touched
+/// (added up there), and those of the fields outside update masks (by field: each worker numbers
+/// its slots its own way).
 #[derive(Default)]
 pub struct CostsAhead {
-    /// (head, framing, unslotted, a masked block was read, end of its blocks, end of its fields).
-    datagrams: Vec<(u32, u32, u32, bool, u32, u32)>,
+    datagrams: Vec<DatagramAhead>,
     blocks: Vec<Block>,
+    bits: Vec<(u32, u32)>,
     fields: Vec<(&'static Field, u32, u32)>,
+}
+
+/// One datagram's costs found ahead, and where its blocks, bits and fields end in a
+/// [`CostsAhead`]'s lists.
+#[derive(Clone, Copy)]
+struct DatagramAhead {
+    head: u32,
+    framing: u32,
+    unslotted: u32,
+    /// A masked block was read.
+    masked_blocks: bool,
+    /// The mask bits touched ([`FieldCosts::total`]).
+    touched: u16,
+    blocks_end: u32,
+    bits_end: u32,
+    fields_end: u32,
 }
 
 impl Renderings for CostsAhead {
@@ -386,18 +421,21 @@ impl Renderings for CostsAhead {
         self.datagrams.len()
     }
     fn size(&self) -> usize {
-        self.datagrams.len() * size_of::<(u32, u32, u32, bool, u32, u32)>()
+        self.datagrams.len() * size_of::<DatagramAhead>()
             + self.blocks.len() * size_of::<Block>()
+            + self.bits.len() * size_of::<(u32, u32)>()
             + self.fields.len() * size_of::<(&'static Field, u32, u32)>()
     }
     fn capacity(&self) -> usize {
-        self.datagrams.capacity() * size_of::<(u32, u32, u32, bool, u32, u32)>()
+        self.datagrams.capacity() * size_of::<DatagramAhead>()
             + self.blocks.capacity() * size_of::<Block>()
+            + self.bits.capacity() * size_of::<(u32, u32)>()
             + self.fields.capacity() * size_of::<(&'static Field, u32, u32)>()
     }
     fn clear(&mut self) {
         self.datagrams.clear();
         self.blocks.clear();
+        self.bits.clear();
         self.fields.clear();
     }
 }
@@ -418,19 +456,23 @@ impl RenderAhead for FieldCosts {
 
     fn drain_rendered(&mut self, out: &mut CostsAhead) {
         out.blocks.extend_from_slice(&self.blocks);
+        let touched = self.total();
+        out.bits.extend(bit_indices(touched).map(|bit| self.bits[bit]));
         for &s in &self.touched {
             let (bytes, present) = self.cost(s);
             out.fields
                 .push((self.slots[usize::from(s)].field, bytes, present));
         }
-        out.datagrams.push((
-            self.head,
-            self.framing,
-            self.unslotted,
-            self.masked_blocks,
-            out.blocks.len() as u32,
-            out.fields.len() as u32,
-        ));
+        out.datagrams.push(DatagramAhead {
+            head: self.head,
+            framing: self.framing,
+            unslotted: self.unslotted,
+            masked_blocks: self.masked_blocks,
+            touched,
+            blocks_end: out.blocks.len() as u32,
+            bits_end: out.bits.len() as u32,
+            fields_end: out.fields.len() as u32,
+        });
         self.reset();
     }
 
@@ -438,22 +480,26 @@ impl RenderAhead for FieldCosts {
         if self.positions {
             return false;
         }
-        let Some(&(head, framing, unslotted, masked_blocks, blocks_end, fields_end)) =
-            all.datagrams.get(index)
-        else {
+        let Some(&d) = all.datagrams.get(index) else {
             return true;
         };
-        let (blocks_start, fields_start) = match index.checked_sub(1).map(|i| all.datagrams[i]) {
-            Some((.., blocks, fields)) => (blocks, fields),
-            None => (0, 0),
-        };
-        self.head = head;
-        self.framing = framing;
-        self.unslotted = unslotted;
-        self.masked_blocks = masked_blocks;
-        let blocks = all.blocks.get(blocks_start as usize..blocks_end as usize);
+        let (blocks_start, bits_start, fields_start) =
+            match index.checked_sub(1).map(|i| all.datagrams[i]) {
+                Some(before) => (before.blocks_end, before.bits_end, before.fields_end),
+                None => (0, 0, 0),
+            };
+        self.head = d.head;
+        self.framing = d.framing;
+        self.unslotted = d.unslotted;
+        self.masked_blocks = d.masked_blocks;
+        let blocks = all.blocks.get(blocks_start as usize..d.blocks_end as usize);
         self.blocks.extend_from_slice(blocks.unwrap_or_default());
-        let fields = all.fields.get(fields_start as usize..fields_end as usize);
+        let bits = all.bits.get(bits_start as usize..d.bits_end as usize);
+        for (bit, cost) in bit_indices(d.touched).zip(bits.unwrap_or_default()) {
+            self.bits[bit] = *cost;
+        }
+        self.totalled = Some(d.touched);
+        let fields = all.fields.get(fields_start as usize..d.fields_end as usize);
         for &(field, bytes, present) in fields.unwrap_or_default() {
             match self.slot(field) {
                 Some((s, _)) => self.add(s, bytes, present),

@@ -28,7 +28,7 @@ use account::{
     ip_header, Account, BlockCost, FieldCost, FieldKey, Sample, SnapshotCost, TypeCost, KIND,
     OTHER_TYPE, UDP_HEADER, UNKNOWN_TYPE,
 };
-use costs::FieldCosts;
+use costs::{bit_indices, FieldCosts};
 use series::Grid;
 
 use crate::app::inputs::InputArgs;
@@ -279,7 +279,7 @@ impl Profiler {
         a: &Analysis,
         payload: u64,
     ) -> (u64, u64, u64) {
-        let mut bits = self.costs.total();
+        let touched = self.costs.total();
         let c = &self.costs;
         let resolved = a.entities().last();
         let kind = match (e.dialect, e.message) {
@@ -318,9 +318,7 @@ impl Profiler {
                 block,
             );
         }
-        while bits != 0 {
-            let bit = bits.trailing_zeros() as usize;
-            bits &= bits - 1;
+        for bit in bit_indices(touched) {
             let (bytes, present) = c.bit_cost(bit);
             self.fields.push(FieldCost {
                 key: FieldKey::Bit(bit as u8),
