@@ -457,7 +457,8 @@ impl RenderAhead for FieldCosts {
     fn drain_rendered(&mut self, out: &mut CostsAhead) {
         out.blocks.extend_from_slice(&self.blocks);
         let touched = self.total();
-        out.bits.extend(bit_indices(touched).map(|bit| self.bits[bit]));
+        out.bits
+            .extend(bit_indices(touched).map(|bit| self.bits[bit]));
         for &s in &self.touched {
             let (bytes, present) = self.cost(s);
             out.fields
