@@ -1026,6 +1026,55 @@ mod tests {
         }
     }
 
+    /// With figures, a snapshot that repeats a steady one counts its updates without looking its
+    /// entities up: the same script sent with every other datagram's entities in reverse order
+    /// (so that none repeats the one before) gives the same figures and resolutions.
+    #[test]
+    fn steady_snapshots_count_their_figures_as_any_other() {
+        let steady = [(Update, 7, Some(2)), (Update, 8, Some(1)), (Update, 9, None)];
+        let mut script: Vec<Vec<(EntityEvent, u32, Option<u16>)>> = vec![
+            vec![(Spawn, 7, Some(2))],
+            steady.to_vec(),
+            steady.to_vec(),
+            steady.to_vec(),
+            steady[..2].to_vec(),
+            vec![(Update, 9, Some(4)), (Update, 8, Some(1))],
+            steady.to_vec(),
+            steady.to_vec(),
+            vec![(Destroy, 8, None)],
+            steady.to_vec(),
+            steady.to_vec(),
+        ];
+        script.extend(std::iter::repeat_n(steady.to_vec(), 6));
+        let (mut plain, mut reversed) = (Feed::new(Dialect::Rtype), Feed::new(Dialect::Rtype));
+        let mut steady_starts = 0;
+        for (i, refs) in script.iter().enumerate() {
+            // Snapshot ticks 16 to 33 ms apart, so that the longest gaps differ by entity.
+            let ms = 16 * i as i64 + (i as i64 % 3) * 17;
+            let c = plain.entities.conversations.first().and_then(|c| c.as_deref());
+            if c.is_some_and(|c| !c.steady.is_empty()) {
+                steady_starts += 1;
+            }
+            let a = plain.send(ms, refs);
+            let flip = i % 2 == 1;
+            let mut refs = refs.clone();
+            if flip {
+                refs.reverse();
+            }
+            let mut b = reversed.send(ms, &refs);
+            if flip {
+                b.reverse();
+            }
+            assert_eq!(format!("{a:?}"), format!("{b:?}"), "datagram {i}");
+        }
+        assert_eq!(steady_starts, 6);
+        let figures = |f: &Feed| format!("{:?} {:?}", f.entities.records(1), f.entities.lives(1));
+        assert_eq!(figures(&plain), figures(&reversed));
+        let seven = plain.entities.get(1, 7).unwrap();
+        assert_eq!((seven.updates, seven.ticks), (14, 14));
+        assert_eq!(plain.finish(), reversed.finish());
+    }
+
     /// A snapshot naming more entities than are remembered is followed by id, judged the same,
     /// and leaves the conversation's lists no longer than the limit.
     #[test]

@@ -601,6 +601,39 @@ mod tests {
         assert!(costs.blocks.is_empty() && bits(&mut costs).is_empty());
     }
 
+    /// Costs found on a worker's copy, several datagrams in a batch, are taken back in the
+    /// ordered stage as they would be found there: blocks, head, framing and each bit's bytes.
+    #[test]
+    fn costs_found_ahead_are_taken_back_as_found_in_place() {
+        let profile = Profile::document();
+        let mut taken = FieldCosts::new(&profile);
+        let mut worker = taken.ahead().unwrap();
+        let mut batch = CostsAhead::default();
+        let payloads = [snapshot(false), snapshot(true), snapshot(false)];
+        for p in &payloads {
+            worker.start_rendering(&mut batch);
+            walk(&mut worker, p);
+            worker.drain_rendered(&mut batch);
+        }
+        assert_eq!(batch.count(), 3);
+        for (i, p) in payloads.iter().enumerate() {
+            let mut here = FieldCosts::new(&profile);
+            walk(&mut here, p);
+            taken.reset();
+            assert!(taken.take_rendered(&batch, i));
+            assert_eq!(bits(&mut taken), bits(&mut here), "datagram {i}");
+            assert_eq!(
+                (taken.head, taken.framing, taken.unslotted, &taken.blocks),
+                (here.head, here.framing, here.unslotted, &here.blocks)
+            );
+            assert_eq!(taken.in_blocks(), here.in_blocks());
+        }
+        // A datagram whose positions are sampled is declined: it is walked in the ordered stage.
+        taken.reset();
+        taken.positions = true;
+        assert!(!taken.take_rendered(&batch, 0));
+    }
+
     #[test]
     fn a_block_the_walk_cannot_finish_is_undecoded() {
         let payload = snapshot(true);
