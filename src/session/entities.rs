@@ -1031,7 +1031,11 @@ mod tests {
     /// (so that none repeats the one before) gives the same figures and resolutions.
     #[test]
     fn steady_snapshots_count_their_figures_as_any_other() {
-        let steady = [(Update, 7, Some(2)), (Update, 8, Some(1)), (Update, 9, None)];
+        let steady = [
+            (Update, 7, Some(2)),
+            (Update, 8, Some(1)),
+            (Update, 9, None),
+        ];
         let mut script: Vec<Vec<(EntityEvent, u32, Option<u16>)>> = vec![
             vec![(Spawn, 7, Some(2))],
             steady.to_vec(),
@@ -1051,7 +1055,11 @@ mod tests {
         for (i, refs) in script.iter().enumerate() {
             // Snapshot ticks 16 to 33 ms apart, so that the longest gaps differ by entity.
             let ms = 16 * i as i64 + (i as i64 % 3) * 17;
-            let c = plain.entities.conversations.first().and_then(|c| c.as_deref());
+            let c = plain
+                .entities
+                .conversations
+                .first()
+                .and_then(|c| c.as_deref());
             if c.is_some_and(|c| !c.steady.is_empty()) {
                 steady_starts += 1;
             }
