@@ -4,7 +4,8 @@
 #   benches/run.sh
 #
 # Builds release, generates the captures (into $BENCH_DIR, not the repo), and measures datagrams
-# per second and peak memory of the summary, `check`, `export` and `packets`, side by side with
+# per second and peak memory of the summary, `check`, `export`, `packets`, `profile` and `report`
+# (the HTML page), side by side with
 # the floor (benches/floor.rs: read + UDP + CRC + LZ4 + a hand-written walk, one thread), the
 # floor of `export` (the same with each datagram's record written by hand: `floor --json`), `cat`,
 # `tcpdump -r` and tshark running the generated Lua dissector. Prints a Markdown table and
@@ -84,6 +85,8 @@ summary="$BIN $FILE --format json > /dev/null"
 check="$BIN check $FILE > /dev/null"
 export_="$BIN export $FILE -o /dev/null"
 packets="$BIN packets $FILE > /dev/null"
+profile="$BIN profile $FILE --format json > /dev/null"
+report="$BIN report $FILE -o $DIR/report.html"
 floor="$FLOOR $FILE > /dev/null"
 floor_json="$FLOOR $FILE --json > /dev/null 2>&1"
 cat_="cat $FILE > /dev/null"
@@ -95,6 +98,8 @@ t_summary=$(seconds summary "$summary")
 t_check=$(seconds check "$check")
 t_export=$(seconds export "$export_")
 t_packets=$(seconds packets "$packets")
+t_profile=$(seconds profile "$profile")
+t_report=$(seconds report "$report")
 t_floor=$(seconds floor "$floor")
 t_floor_json=$(seconds floor_json "$floor_json")
 t_cat=$(seconds cat "$cat_")
@@ -111,6 +116,7 @@ records=$("$BIN" export "$FILE" -o - | wc -l)
 echo "peak memory..." >&2
 m_summary=$(peak_mb "$summary"); m_check=$(peak_mb "$check")
 m_export=$(peak_mb "$export_"); m_packets=$(peak_mb "$packets"); m_floor=$(peak_mb "$floor")
+m_profile=$(peak_mb "$profile"); m_report=$(peak_mb "$report")
 m_floor_json=$(peak_mb "$floor_json")
 m_tcpdump=$(peak_mb "$tcpdump_")
 if [ "$BIG" -gt 0 ]; then
@@ -119,15 +125,16 @@ if [ "$BIG" -gt 0 ]; then
   b_summary=$(peak_mb "${summary//$FILE/$BIG_FILE}"); b_check=$(peak_mb "${check//$FILE/$BIG_FILE}")
   b_export=$(peak_mb "${export_//$FILE/$BIG_FILE}"); b_packets=$(peak_mb "${packets//$FILE/$BIG_FILE}")
   b_floor=$(peak_mb "${floor//$FILE/$BIG_FILE}")
+  b_profile=$(peak_mb "${profile//$FILE/$BIG_FILE}"); b_report=$(peak_mb "${report//$FILE/$BIG_FILE}")
 else
-  b_summary=-; b_check=-; b_export=-; b_packets=-; b_floor=-
+  b_summary=-; b_check=-; b_export=-; b_packets=-; b_floor=-; b_profile=-; b_report=-
 fi
 
 python3 - "$N" "$SLICE" "$BIG" "$records" "$(stat -L -c %s "$FILE")" <<EOF | tee "$DIR/results.md"
 import sys
 n, slice_, big, records, size = (int(a) for a in sys.argv[1:])
 timed = dict(summary=($t_summary), check=($t_check), export=($t_export), packets=($t_packets),
-             floor=($t_floor), floor_json=($t_floor_json), cat=($t_cat), tcpdump=($t_tcpdump),
+             profile=($t_profile), report=($t_report), floor=($t_floor), floor_json=($t_floor_json), cat=($t_cat), tcpdump=($t_tcpdump),
              tshark=($t_tshark))
 t = {k: v[0] for k, v in timed.items()}
 cpu = {k: v[1] for k, v in timed.items()}
@@ -136,22 +143,24 @@ rate["tshark"] = slice_ / t["tshark"]
 # CPU seconds per datagram, for the ratio to the floor (tshark's over its slice).
 cpu_per = {k: v / (slice_ if k == "tshark" else n) for k, v in cpu.items()}
 mem = dict(summary="$m_summary", check="$m_check", export="$m_export", packets="$m_packets",
-           floor="$m_floor", floor_json="$m_floor_json", tcpdump="$m_tcpdump", tshark="$m_tshark",
+           profile="$m_profile", report="$m_report", floor="$m_floor", floor_json="$m_floor_json", tcpdump="$m_tcpdump", tshark="$m_tshark",
            cat="-")
 big_mem = dict(summary="$b_summary", check="$b_check", export="$b_export", packets="$b_packets",
-               floor="$b_floor")
+               profile="$b_profile", report="$b_report", floor="$b_floor")
 print(f"{n:,} datagrams ({size / 1e6:.0f} MB pcap); tshark on a {slice_:,}-datagram slice; "
       f"peak RSS also at {big:,} datagrams\n")
 print("| command | wall s | CPU s | datagrams/s | vs cat | vs tcpdump -r | vs tshark + Lua | CPU/datagram vs floor | peak RSS MB | at %s |" % f"{big:,}")
 print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 labels = dict(summary="summary --format json", check="check", export="export -o /dev/null",
-              packets="packets > /dev/null", floor="floor (read + UDP + CRC + LZ4 + walk)",
+              packets="packets > /dev/null", profile="profile --format json",
+              report="report (HTML page)", floor="floor (read + UDP + CRC + LZ4 + walk)",
               floor_json="floor of export (the floor + each record by hand)",
               cat="cat > /dev/null", tcpdump="tcpdump -r -n",
               tshark="tshark -X lua_script (slice)")
 def per_s(r):
     return f"{r / 1e6:.2f} M" if r >= 1e6 else f"{r / 1e3:.1f} k" if r >= 1e3 else f"{r:.0f}"
-for k in ["summary", "check", "export", "packets", "floor", "floor_json", "cat", "tcpdump", "tshark"]:
+for k in ["summary", "check", "export", "packets", "profile", "report", "floor", "floor_json", "cat",
+          "tcpdump", "tshark"]:
     r = rate[k]
     print(f"| {labels[k]} | {t[k]:.3f} | {cpu[k]:.3f} | {per_s(r)} | {r / rate['cat']:.3f}x | "
           f"{r / rate['tcpdump']:.1f}x | {r / rate['tshark']:.0f}x | "
@@ -159,8 +168,9 @@ for k in ["summary", "check", "export", "packets", "floor", "floor_json", "cat",
 print(f"\nexport: {records:,} records, {per_s(records / t['export'])} records/s "
       f"({per_s(records / cpu['export'])} per CPU second); CPU per record "
       f"{cpu['export'] / cpu['floor_json']:.2f}x the floor of export's")
-print("datagrams per CPU second: " + ", ".join(f"{k} {per_s(n / cpu[k])}" for k in ["summary", "check", "export", "packets", "floor", "tcpdump"]))
-print("CPU ns per datagram: " + ", ".join(f"{k} {cpu_per[k] * 1e9:.0f}" for k in ["summary", "check", "export", "packets", "floor", "tcpdump"]))
+rows = ["summary", "check", "export", "packets", "profile", "report", "floor", "tcpdump"]
+print("datagrams per CPU second: " + ", ".join(f"{k} {per_s(n / cpu[k])}" for k in rows))
+print("CPU ns per datagram: " + ", ".join(f"{k} {cpu_per[k] * 1e9:.0f}" for k in rows))
 EOF
 
 # The floor's own account: what it counted, and the CPU of each of 5 passes in one process.
