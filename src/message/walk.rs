@@ -650,6 +650,12 @@ fn raw(endian: Endian, bytes: &[u8]) -> u64 {
     }
 }
 
+/// The value of a plain number field (1, 2 or 4 bytes) from its bytes, as the walk reads it: for
+/// a reader that finds such a field by its place (a masked block's, by the widths before it).
+pub fn plain_number(field: &Field, endian: Endian, bytes: &[u8]) -> Value<'static> {
+    number(field, raw(endian, bytes))
+}
+
 /// The value of a fixed-width number field whose raw integer is `raw`.
 fn number(field: &Field, raw: u64) -> Value<'static> {
     let value = match field.ty {

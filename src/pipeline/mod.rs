@@ -210,11 +210,8 @@ pub trait RenderAhead: Visitor + Send + Sized {
     /// datagram's rendering in `out`, and starts over.
     fn drain_rendered(&mut self, _out: &mut Self::Rendered) {}
     /// Takes rendering `index` of `all` (in the order [`RenderAhead::drain_rendered`] appended
-    /// them), in frame order; or declines it (false), when this datagram must be walked for
-    /// this visitor as it stands (the profile samples positions now and then).
-    fn take_rendered(&mut self, _all: &Self::Rendered, _index: usize) -> bool {
-        true
-    }
+    /// them), in frame order.
+    fn take_rendered(&mut self, _all: &Self::Rendered, _index: usize) {}
     /// Puts the rendering taken ([`RenderAhead::take_rendered`]) in this visitor's output, for
     /// a sink that reads it from there rather than from the batch ([`Sink::datagram_in`]).
     fn fill_rendered(&mut self, _all: &Self::Rendered, _index: usize) {}

@@ -91,13 +91,12 @@ impl State {
             let fields = sink.fields();
             // The worker knew no conversation: its walk is this one's unless the conversation's
             // usual layout decides how a payload that fits none is read.
-            let walked = walked.filter(|w| {
-                w.layout.is_none_or(|l| l.whole || usual.is_none())
-                    && w.rendered
-                        .is_none_or(|(all, index)| fields.take_rendered(all, index))
-            });
+            let walked = walked.filter(|w| w.layout.is_none_or(|l| l.whole || usual.is_none()));
             (layout, facts) = match walked {
                 Some(w) => {
+                    if let Some((all, index)) = w.rendered {
+                        fields.take_rendered(all, index);
+                    }
                     rendered = w.rendered;
                     self.findings.extend_from_slice(w.findings);
                     self.entities.extend_from_slice(w.entities);

@@ -6,10 +6,11 @@
 //! (an unknown bit, a cut) leaves its fields to the undecoded bytes.
 //!
 //! Nothing is allocated per datagram once the buffers have grown to the largest snapshot. The
-//! walk runs on the worker threads ([`RenderAhead`], [`CostsAhead`]), but for the datagrams
-//! whose positions are sampled.
+//! walk runs on the worker threads ([`RenderAhead`], [`CostsAhead`]); the positions of the
+//! snapshots the timelines sample are read afterwards, from each block's place
+//! ([`FieldCosts::read_positions`]).
 
-use crate::message::{Open, Value, Visitor};
+use crate::message::{plain_number, Endian, Open, Value, Visitor};
 use crate::pipeline::{RenderAhead, Renderings};
 use crate::proto::profile::{Profile, MASK_BITS};
 use crate::proto::schema::{Field, Group, Role};
@@ -37,8 +38,9 @@ pub struct Block {
     /// Where its id starts, and where its last field ends, in the payload.
     pub at: u32,
     pub end: u32,
-    /// The update mask whose fields it carries, read whole.
+    /// The update mask whose fields it carries, read whole, and where they start.
     pub mask: u16,
+    pub fields_at: u32,
     pub x: Option<f64>,
     pub y: Option<f64>,
 }
@@ -70,6 +72,8 @@ pub struct FieldCosts {
     index: IdMap<usize, u16>,
     /// Each mask bit's field width (0: of unknown width).
     widths: [u8; MASK_BITS],
+    /// The position fields' mask bits, and the fields ([`FieldCosts::read_positions`]).
+    positions: [Option<(u8, &'static Field)>; 2],
     /// An entity count was read: the entity list started.
     active: bool,
     /// Bytes of the message before the entity list, the count included.
@@ -92,8 +96,6 @@ pub struct FieldCosts {
     pub touched: Vec<u16>,
     /// Fields past [`MAX_SLOTS`]' bytes.
     pub unslotted: u32,
-    /// Whether positions are read for the timelines in this datagram (they are sampled).
-    pub positions: bool,
 }
 
 impl FieldCosts {
@@ -115,6 +117,7 @@ impl FieldCosts {
             cache: Box::new([(0, 0); CACHE]),
             index: IdMap::default(),
             widths: [0; MASK_BITS],
+            positions: [None; 2],
             active: false,
             head: 0,
             framing: 0,
@@ -126,7 +129,6 @@ impl FieldCosts {
             present: Vec::new(),
             touched: Vec::new(),
             unslotted: 0,
-            positions: false,
         }
     }
 
@@ -144,6 +146,32 @@ impl FieldCosts {
         self.framing = 0;
         self.unslotted = 0;
         self.blocks.clear();
+    }
+
+    /// Reads the positions of the blocks read whole (whose update mask has the position bits),
+    /// each field at its place in the block by the widths of the fields before it, from
+    /// `payload`, the bytes the walk read, in byte order `endian`: what the walk would hand over
+    /// if it were asked for them, read only for the datagrams the timelines sample.
+    pub fn read_positions(&mut self, payload: &[u8], endian: Endian) {
+        for (kind, position) in [Kind::X, Kind::Y].into_iter().zip(self.positions) {
+            let Some((bit, field)) = position else {
+                continue;
+            };
+            let (bit, widths) = (usize::from(bit), &self.widths);
+            for b in &mut self.blocks {
+                if b.mask & 1 << bit == 0 {
+                    continue;
+                }
+                let before = b.mask & ((1 << bit) - 1);
+                let at = b.fields_at as usize
+                    + bit_indices(before)
+                        .map(|i| usize::from(widths[i]))
+                        .sum::<usize>();
+                if let Some(bytes) = payload.get(at..at + usize::from(widths[bit])) {
+                    b.place(kind, plain_number(field, endian, bytes));
+                }
+            }
+        }
     }
 
     /// The field in a slot.
@@ -215,6 +243,10 @@ impl FieldCosts {
             "pos_y" => Kind::Y,
             _ => Kind::Plain,
         };
+        if let (Some(bit), Kind::X | Kind::Y) = (bit, kind) {
+            let place = &mut self.positions[usize::from(kind == Kind::Y)];
+            place.get_or_insert((bit, field));
+        }
         self.slots.push(Slot { field, kind, bit });
         self.bytes.push(0);
         self.present.push(0);
@@ -287,9 +319,8 @@ impl Visitor for FieldCosts {
     /// Only values are wanted, not the structure: the walk skips headers and groups.
     const WANTS_FIELDS: bool = false;
     const WANTS_MASKS: bool = true;
-    /// Every field but those an update mask gates, which come as blocks (of those, positions
-    /// when they are sampled), the update masks (their bytes are told by the blocks) and entity
-    /// types (their bytes are the masked blocks').
+    /// Every field but those an update mask gates, which come as blocks, the update masks (their
+    /// bytes are told by the blocks) and entity types (their bytes are the masked blocks').
     #[inline(always)]
     fn wants(&self, field: &'static Field) -> bool {
         if !self.active {
@@ -301,10 +332,7 @@ impl Visitor for FieldCosts {
             Role::UpdateMask | Role::EntityType => false,
             Role::EntityId => !self.masked_blocks,
             Role::None => match self.known(field) {
-                Some(s) => {
-                    let slot = &self.slots[usize::from(s)];
-                    slot.bit.is_none() || (slot.kind != Kind::Plain && self.positions)
-                }
+                Some(s) => self.slots[usize::from(s)].bit.is_none(),
                 None => true,
             },
             _ => true,
@@ -320,6 +348,7 @@ impl Visitor for FieldCosts {
                 self.framing += (at as u32).saturating_sub(block.end);
                 block.end = (at + len) as u32;
                 block.mask = mask;
+                block.fields_at = at as u32;
             }
             None => {
                 self.framing += (at - item) as u32;
@@ -328,6 +357,7 @@ impl Visitor for FieldCosts {
                     at: item as u32,
                     end: (at + len) as u32,
                     mask,
+                    fields_at: at as u32,
                     x: None,
                     y: None,
                 });
@@ -355,6 +385,7 @@ impl Visitor for FieldCosts {
                     at: at as u32,
                     end,
                     mask: 0,
+                    fields_at: 0,
                     x: None,
                     y: None,
                 });
@@ -440,8 +471,8 @@ impl Renderings for CostsAhead {
     }
 }
 
-/// The costs are found on the workers, without positions: a datagram whose positions are
-/// sampled (one in many) is walked again in the ordered stage, where the sampling is decided.
+/// The costs are found on the workers; the positions the timelines sample are read in the ordered
+/// stage, where the sampling is decided.
 impl RenderAhead for FieldCosts {
     type Rendered = CostsAhead;
 
@@ -477,12 +508,9 @@ impl RenderAhead for FieldCosts {
         self.reset();
     }
 
-    fn take_rendered(&mut self, all: &CostsAhead, index: usize) -> bool {
-        if self.positions {
-            return false;
-        }
+    fn take_rendered(&mut self, all: &CostsAhead, index: usize) {
         let Some(&d) = all.datagrams.get(index) else {
-            return true;
+            return;
         };
         let (blocks_start, bits_start, fields_start) =
             match index.checked_sub(1).map(|i| all.datagrams[i]) {
@@ -507,7 +535,6 @@ impl RenderAhead for FieldCosts {
                 None => self.unslotted += bytes,
             }
         }
-        true
     }
 }
 
@@ -564,7 +591,6 @@ mod tests {
     fn a_snapshot_is_its_head_framing_and_fields() {
         let payload = snapshot(false);
         let mut costs = FieldCosts::new(&Profile::document());
-        costs.positions = true;
         walk(&mut costs, &payload);
         assert_eq!((costs.head, costs.framing), (2, 12));
         // entity_type, pos_x, pos_y, health.
@@ -572,33 +598,75 @@ mod tests {
             bits(&mut costs),
             [(0, (1, 1)), (1, (4, 1)), (2, (4, 1)), (5, (2, 1))]
         );
-        assert_eq!(
-            costs.blocks,
-            [
-                Block {
-                    id: 7,
-                    at: 2,
-                    end: 17,
-                    mask: 0x0007,
-                    x: Some(1.5),
-                    y: Some(-2.0)
-                },
-                Block {
-                    id: 0,
-                    at: 17,
-                    end: 25,
-                    mask: 0x0020,
-                    x: None,
-                    y: None
-                }
-            ]
-        );
+        let mut expected = [
+            Block {
+                id: 7,
+                at: 2,
+                end: 17,
+                mask: 0x0007,
+                fields_at: 8,
+                x: None,
+                y: None,
+            },
+            Block {
+                id: 0,
+                at: 17,
+                end: 25,
+                mask: 0x0020,
+                fields_at: 23,
+                x: None,
+                y: None,
+            },
+        ];
+        // The walk reads no position: they are read from the blocks when asked for.
+        assert_eq!(costs.blocks, expected);
+        costs.read_positions(&payload, rtype::ENDIAN);
+        (expected[0].x, expected[0].y) = (Some(1.5), Some(-2.0));
+        assert_eq!(costs.blocks, expected);
         assert_eq!(
             u64::from(costs.head) + costs.in_blocks(),
             payload.len() as u64
         );
         costs.reset();
         assert!(costs.blocks.is_empty() && bits(&mut costs).is_empty());
+    }
+
+    /// A position is read at its place in the block, after the fields of the bits before it,
+    /// whichever bits are set; a block without the bit has none.
+    #[test]
+    fn positions_are_read_at_their_place_whatever_the_mask() {
+        let mut payload = vec![0, 4];
+        for (id, mask, fields) in [
+            (1u32, 0x0006u16, vec![1.25f32, 2.5]), // pos_x, pos_y
+            (2, 0x0004, vec![-3.0]),               // pos_y only
+            (3, 0x0001, vec![]),                   // entity_type only
+            (4, 0x0025, vec![8.75]),               // entity_type, pos_y, health
+        ] {
+            payload.extend(id.to_be_bytes());
+            payload.extend(mask.to_be_bytes());
+            if mask & 1 != 0 {
+                payload.push(9);
+            }
+            for f in fields {
+                payload.extend(f.to_be_bytes());
+            }
+            if mask & 0x20 != 0 {
+                payload.extend(100u16.to_be_bytes());
+            }
+        }
+        let mut costs = FieldCosts::new(&Profile::document());
+        walk(&mut costs, &payload);
+        costs.read_positions(&payload, rtype::ENDIAN);
+        let positions: Vec<_> = costs.blocks.iter().map(|b| (b.x, b.y)).collect();
+        assert_eq!(
+            positions,
+            [
+                (Some(1.25), Some(2.5)),
+                (None, Some(-3.0)),
+                (None, None),
+                (None, Some(8.75)),
+            ]
+        );
     }
 
     /// Costs found on a worker's copy, several datagrams in a batch, are taken back in the
@@ -620,25 +688,24 @@ mod tests {
             let mut here = FieldCosts::new(&profile);
             walk(&mut here, p);
             taken.reset();
-            assert!(taken.take_rendered(&batch, i));
+            taken.take_rendered(&batch, i);
             assert_eq!(bits(&mut taken), bits(&mut here), "datagram {i}");
+            // Positions too, when the timelines sample them.
+            taken.read_positions(p, rtype::ENDIAN);
+            here.read_positions(p, rtype::ENDIAN);
             assert_eq!(
                 (taken.head, taken.framing, taken.unslotted, &taken.blocks),
                 (here.head, here.framing, here.unslotted, &here.blocks)
             );
+            assert_eq!(taken.blocks[0].x, Some(1.5));
             assert_eq!(taken.in_blocks(), here.in_blocks());
         }
-        // A datagram whose positions are sampled is declined: it is walked in the ordered stage.
-        taken.reset();
-        taken.positions = true;
-        assert!(!taken.take_rendered(&batch, 0));
     }
 
     #[test]
     fn a_block_the_walk_cannot_finish_is_undecoded() {
         let payload = snapshot(true);
         let mut costs = FieldCosts::new(&Profile::document());
-        costs.positions = true;
         walk(&mut costs, &payload);
         // The third entity, which the walk cannot read whole, is not counted: its 12 bytes are
         // undecoded (its id is the pipeline's to tell).

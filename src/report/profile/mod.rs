@@ -33,7 +33,7 @@ use series::Grid;
 
 use crate::app::inputs::InputArgs;
 use crate::app::{read_capture, write_stdout, Format, ReadOpts, Reading, Term};
-use crate::datagram::Dialect;
+use crate::datagram::{rtype, Dialect};
 use crate::pipeline::{RunEnd, Sink};
 use crate::proto::rtype as desc;
 use crate::session::analysis::Analysis;
@@ -137,6 +137,9 @@ pub struct Profiler {
     /// When each detailed conversation's timelines sample next, and the newest capture time.
     next_sample: Vec<i64>,
     now: i64,
+    /// Whether this datagram's conversation is due a sample (its blocks and their positions are
+    /// then kept).
+    sampled: bool,
     /// One datagram's entity blocks, their bytes by type, the (type, id) pairs that may be new,
     /// and its field costs.
     blocks: Vec<BlockCost>,
@@ -161,6 +164,7 @@ impl Profiler {
             slot_kinds: Vec::new(),
             next_sample: vec![i64::MIN; MAX_DETAILED],
             now: i64::MIN,
+            sampled: false,
             blocks: Vec::new(),
             types: Vec::new(),
             probes: Vec::new(),
@@ -314,7 +318,7 @@ impl Profiler {
                 &mut self.types,
                 &mut self.probes,
                 &mut self.blocks,
-                self.costs.positions,
+                self.sampled,
                 block,
             );
         }
@@ -391,7 +395,7 @@ impl Profiler {
                 &mut self.types,
                 &mut self.probes,
                 &mut self.blocks,
-                self.costs.positions,
+                self.sampled,
                 block,
             );
         }
@@ -409,7 +413,7 @@ impl Sink for Profiler {
         let due = (conversation as usize)
             .checked_sub(1)
             .and_then(|i| self.next_sample.get(i));
-        self.costs.positions = due.is_some_and(|at| self.now >= *at);
+        self.sampled = due.is_some_and(|at| self.now >= *at);
     }
     fn datagram(&mut self, _: &DatagramEvent<'_>) {}
     fn analysed(&mut self, e: &DatagramEvent<'_>, a: &Analysis) {
@@ -428,6 +432,16 @@ impl Sink for Profiler {
         self.types.clear();
         self.probes.clear();
         self.fields.clear();
+        if self.sampled {
+            let endian = match e.decoded {
+                Some(Decoded::Rtype(_)) => Some(rtype::ENDIAN),
+                Some(Decoded::Rt(d)) => Some(d.header.endian()),
+                _ => None,
+            };
+            if let (Some(payload), Some(endian)) = (e.payload, endian) {
+                self.costs.read_positions(payload, endian);
+            }
+        }
         let snapshot = lifecycle(e.dialect, e.name) == Some(EntityEvent::Update);
         let parts = match (snapshot, e.decoded) {
             (false, _) => None,
@@ -497,8 +511,8 @@ impl Sink for Profiler {
                 Some(entity) => (json_position(entity, "x"), json_position(entity, "y")),
                 None => costs.blocks.get(i).map_or((None, None), |c| (c.x, c.y)),
             };
-            // A sample when one is due and the datagram brought positions (a datagram whose
-            // fields were read ahead has none: the next one will).
+            // A sample when one is due and the datagram brought positions (a snapshot whose
+            // blocks were all read field by field has none: the next one will).
             let due = (e.conversation as usize)
                 .checked_sub(1)
                 .and_then(|i| next_sample.get_mut(i))
