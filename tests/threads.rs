@@ -84,6 +84,14 @@ fn the_stage_cpu_mode_names_every_stage() {
     for part in [", workers ", ", ordered ", " % of "] {
         assert!(line.contains(part), "{line}");
     }
+    // The frames it read (clean-session.pcap has 593), and the speed predicted on more cores.
+    for part in [
+        "; 593 frames, predicted M frames/s on cores 1: ",
+        ", 16: ",
+        " cores)",
+    ] {
+        assert!(line.contains(part), "{line}");
+    }
     // Without the variable, nothing of the kind.
     let (_, _, stderr) = run(&["samples/clean-session.pcap", "--threads", "2"]);
     assert!(!stderr.contains("stage CPU"), "{stderr}");

@@ -207,19 +207,39 @@ pub fn read_capture<S: Sink>(file: &Path, reading: &Reading, sink: &mut S) -> Re
 /// (the benchmarks' per-stage mode: BENCHMARKS.md).
 pub const STAGE_CPU: &str = "RTYPE_INSPECT_STAGE_CPU";
 
+/// The cores [`stage_cpu_line`] predicts the speed on.
+const PREDICTED_CORES: [u32; 5] = [1, 2, 4, 8, 16];
+
 /// One line of a run's CPU time per stage, and the ordered stage's share: the part that runs on
-/// one thread whatever the cores, so that the run cannot be faster than it on any machine.
+/// one thread whatever the cores, so that the run cannot be faster than it on any machine. Then
+/// the frames per second the same work would take on more cores as fast as these
+/// ([`StageCpu::predicted_rate`]), and from how many the ordered stage (or reading) bounds it.
 fn stage_cpu_line(file: &Path, cpu: &StageCpu) -> String {
     let s = |ns: u64| ns as f64 / 1e9;
     let total = cpu.reading + cpu.workers + cpu.ordered;
-    format!(
-        "stage CPU of {}: reading {:.3} s, workers {:.3} s, ordered {:.3} s ({:.1} % of {:.3} s)",
+    let stages = format!(
+        "stage CPU of {}: reading {:.3} s, workers {:.3} s, ordered {:.3} s ({:.1} % of {:.3} s); \
+         {} frames",
         file.display(),
         s(cpu.reading),
         s(cpu.workers),
         s(cpu.ordered),
         100.0 * cpu.ordered as f64 / total.max(1) as f64,
-        s(total)
+        s(total),
+        cpu.frames,
+    );
+    if cpu.reading + cpu.workers == 0 {
+        // `--threads 1`: every stage ran as one, and nothing tells them apart.
+        return stages + " on one thread (--threads 2 or more predicts more cores)";
+    }
+    let rates: Vec<String> = PREDICTED_CORES
+        .iter()
+        .map(|&n| format!("{n}: {:.2}", cpu.predicted_rate(n) / 1e6))
+        .collect();
+    format!(
+        "{stages}, predicted M frames/s on cores {} (bound by one thread from {} cores)",
+        rates.join(", "),
+        cpu.bound_from()
     )
 }
 
@@ -253,4 +273,49 @@ fn progress_bar(file: &Path, reader: &CaptureReader) -> Option<Progress> {
         "{spinner} {bytes} read, {bytes_per_sec}"
     };
     Progress::on_terminal(len, template, reader.progress_counter())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The ninth pass's figures (BENCHMARKS.md): two threads share the work until the ordered
+    /// stage, 0.263 s of 0.913 s, is the longer, from 4 cores on.
+    #[test]
+    fn the_stage_line_predicts_the_speed_on_more_cores() {
+        let cpu = StageCpu {
+            reading: 100_000_000,
+            workers: 550_000_000,
+            ordered: 263_000_000,
+            frames: 2_000_000,
+        };
+        assert_eq!(
+            stage_cpu_line(Path::new("big.pcap"), &cpu),
+            "stage CPU of big.pcap: reading 0.100 s, workers 0.550 s, ordered 0.263 s (28.8 % of \
+             0.913 s); 2000000 frames, predicted M frames/s on cores 1: 2.19, 2: 4.38, 4: 7.60, \
+             8: 7.60, 16: 7.60 (bound by one thread from 4 cores)"
+        );
+        // Reading, done by one thread at a time, bounds it too; and no time predicts nothing.
+        let reading_bound = StageCpu {
+            reading: 500,
+            workers: 400,
+            ordered: 100,
+            frames: 1,
+        };
+        assert_eq!(reading_bound.predicted_rate(4), 1e9 / 500.0);
+        assert_eq!(reading_bound.bound_from(), 2);
+        assert_eq!(StageCpu::default().predicted_rate(2), 0.0);
+        assert_eq!(StageCpu::default().bound_from(), 1);
+        // One thread tells its stages apart by nothing: no prediction.
+        let one_thread = StageCpu {
+            ordered: 900_000_000,
+            frames: 2_000_000,
+            ..StageCpu::default()
+        };
+        assert_eq!(
+            stage_cpu_line(Path::new("big.pcap"), &one_thread),
+            "stage CPU of big.pcap: reading 0.000 s, workers 0.000 s, ordered 0.900 s (100.0 % of \
+             0.900 s); 2000000 frames on one thread (--threads 2 or more predicts more cores)"
+        );
+    }
 }

@@ -379,6 +379,7 @@ impl Pipeline {
             let ordered = thread_cpu_nanos().saturating_sub(before);
             let cpu = StageCpu {
                 ordered,
+                frames: read.frames,
                 ..StageCpu::default()
             };
             (read, cpu)

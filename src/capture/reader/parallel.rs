@@ -95,11 +95,7 @@ impl CaptureReader {
             pool.stop();
             own_all = thread_cpu_nanos().saturating_sub(before);
         });
-        let cpu = StageCpu {
-            reading: pool.reading_cpu.into_inner() + own_cpu.reading,
-            workers: workers_cpu.into_inner() + own_cpu.working,
-            ordered: own_all.saturating_sub(own_cpu.reading + own_cpu.working),
-        };
+        let reading_cpu = pool.reading_cpu.into_inner();
         let mut end = self.read_end();
         if stopped {
             // Reading ran ahead of the frame that stopped it: the end is that frame's, as when
@@ -108,6 +104,12 @@ impl CaptureReader {
             end.truncated = None;
             end.skipped.retain(|s| s.frame <= delivered);
         }
+        let cpu = StageCpu {
+            reading: reading_cpu + own_cpu.reading,
+            workers: workers_cpu.into_inner() + own_cpu.working,
+            ordered: own_all.saturating_sub(own_cpu.reading + own_cpu.working),
+            frames: end.frames,
+        };
         Ok((end, cpu))
     }
 }
@@ -188,6 +190,32 @@ pub struct StageCpu {
     pub reading: u64,
     pub workers: u64,
     pub ordered: u64,
+    /// The frames the run read.
+    pub frames: u64,
+}
+
+impl StageCpu {
+    /// The frames per second this run's work would take on `cores` cores as fast as this
+    /// machine's: its CPU time shared among them, but no faster than the ordered stage, which
+    /// runs on one thread, nor than reading, which one thread at a time does.
+    pub fn predicted_rate(&self, cores: u32) -> f64 {
+        let total = (self.reading + self.workers + self.ordered) as f64;
+        let wall = (total / f64::from(cores.max(1)))
+            .max(self.ordered as f64)
+            .max(self.reading as f64);
+        if wall > 0.0 {
+            self.frames as f64 * 1e9 / wall
+        } else {
+            0.0
+        }
+    }
+
+    /// The fewest cores from which the ordered stage or reading, not the cores, bounds the run.
+    pub fn bound_from(&self) -> u32 {
+        let total = self.reading + self.workers + self.ordered;
+        let serial = self.ordered.max(self.reading).max(1);
+        total.div_ceil(serial).clamp(1, u64::from(u32::MAX)) as u32
+    }
 }
 
 /// CPU time the calling thread has used, in nanoseconds (0 where the clock is unavailable).
