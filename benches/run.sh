@@ -8,8 +8,9 @@
 # (the HTML page), side by side with
 # the floor (benches/floor.rs: read + UDP + CRC + LZ4 + a hand-written walk, one thread), the
 # floor of `export` (the same with each datagram's record written by hand: `floor --json`), `cat`,
-# `tcpdump -r` and tshark running the generated Lua dissector. Prints a Markdown table and
-# writes it to $BENCH_DIR/results.md.
+# `tcpdump -r` and tshark running the generated Lua dissector. Prints a Markdown table, then
+# the floor's passes, the stages on one thread, and the summary's stage CPU with the speed it
+# predicts on more cores, and writes them to $BENCH_DIR/results.md.
 #
 # Settings (environment):
 #   N=2000000        datagrams in the main capture
@@ -192,5 +193,17 @@ echo >&2 "stages..."
   echo
   echo '```'
   cargo bench --quiet --bench stages -- "$FILE" 2>/dev/null
+  echo '```'
+} | tee -a "$DIR/results.md"
+
+# The summary's CPU per stage on the default threads, and the speed it predicts on more cores
+# (RTYPE_INSPECT_STAGE_CPU; BENCHMARKS.md, eleventh pass).
+echo >&2 "stage CPU..."
+{
+  echo
+  echo "Stages and the speed predicted on more cores (\`RTYPE_INSPECT_STAGE_CPU=1\`, the summary):"
+  echo
+  echo '```'
+  RTYPE_INSPECT_STAGE_CPU=1 "$BIN" "$FILE" --format json -q 2>&1 >/dev/null
   echo '```'
 } | tee -a "$DIR/results.md"
