@@ -216,7 +216,7 @@ const PREDICTED_CORES: [u32; 5] = [1, 2, 4, 8, 16];
 /// ([`StageCpu::predicted_rate`]), and from how many the ordered stage (or reading) bounds it.
 fn stage_cpu_line(file: &Path, cpu: &StageCpu) -> String {
     let s = |ns: u64| ns as f64 / 1e9;
-    let total = cpu.reading + cpu.workers + cpu.ordered;
+    let total = cpu.total();
     let stages = format!(
         "stage CPU of {}: reading {:.3} s, workers {:.3} s, ordered {:.3} s ({:.1} % of {:.3} s); \
          {} frames",

@@ -195,14 +195,22 @@ pub struct StageCpu {
 }
 
 impl StageCpu {
+    /// The CPU time of every stage together.
+    pub fn total(&self) -> u64 {
+        self.reading + self.workers + self.ordered
+    }
+
+    /// The longest part one thread does alone: the ordered stage, or reading (one thread at a
+    /// time, under the reader's lock).
+    fn serial(&self) -> u64 {
+        self.ordered.max(self.reading)
+    }
+
     /// The frames per second this run's work would take on `cores` cores as fast as this
-    /// machine's: its CPU time shared among them, but no faster than the ordered stage, which
-    /// runs on one thread, nor than reading, which one thread at a time does.
+    /// machine's: its CPU time shared among them, but no faster than its [`StageCpu::serial`]
+    /// part.
     pub fn predicted_rate(&self, cores: u32) -> f64 {
-        let total = (self.reading + self.workers + self.ordered) as f64;
-        let wall = (total / f64::from(cores.max(1)))
-            .max(self.ordered as f64)
-            .max(self.reading as f64);
+        let wall = (self.total() as f64 / f64::from(cores.max(1))).max(self.serial() as f64);
         if wall > 0.0 {
             self.frames as f64 * 1e9 / wall
         } else {
@@ -210,11 +218,10 @@ impl StageCpu {
         }
     }
 
-    /// The fewest cores from which the ordered stage or reading, not the cores, bounds the run.
+    /// The fewest cores from which the serial part, not the cores, bounds the run.
     pub fn bound_from(&self) -> u32 {
-        let total = self.reading + self.workers + self.ordered;
-        let serial = self.ordered.max(self.reading).max(1);
-        total.div_ceil(serial).clamp(1, u64::from(u32::MAX)) as u32
+        let serial = self.serial().max(1);
+        self.total().div_ceil(serial).clamp(1, u64::from(u32::MAX)) as u32
     }
 }
 
