@@ -1,5 +1,5 @@
 //! The floor: the least work any decoder of the benchmark traffic must do, on one thread, written
-//! as plainly as it can be, to compare the crate's pipeline with (issue 18). It reads a legacy
+//! as plainly as it can be, to compare the crate's pipeline with. It reads a legacy
 //! pcap file in 256 KiB reads and hops from record to record in the buffer (no copy per frame),
 //! parses Ethernet/IPv4/UDP, checks the rtype header and its CRC, decompresses LZ4 payloads with
 //! lz4_flex's safe block decoder, and walks each message's fields with hand-written straight-line

@@ -197,7 +197,7 @@ echo >&2 "stages..."
 } | tee -a "$DIR/results.md"
 
 # The summary's CPU per stage on the default threads, and the speed it predicts on more cores
-# (RTYPE_INSPECT_STAGE_CPU; BENCHMARKS.md, eleventh pass).
+# (RTYPE_INSPECT_STAGE_CPU; BENCHMARKS.md, "How a capture is read").
 echo >&2 "stage CPU..."
 {
   echo
