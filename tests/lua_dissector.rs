@@ -3,8 +3,9 @@
 //! the catalog and garbage, and compared field by field with `rtype-inspect export` of the same
 //! file: the message of every frame, every header and message field, the CRC status, every entity
 //! of every snapshot, chunk and reassembled snapshot, LevelInit archetypes and boss trailer, and
-//! the expert infos against the datagram's violations. The tshark tests skip (with a message)
-//! when `tshark` is not on PATH; CI installs Debian's `tshark` package.
+//! the expert infos against the datagram's violations, in tshark 4.0, 4.4 and 4.6. A tshark test
+//! skips (with a message) a tshark that is missing, and fails in CI (tests/support/skip.rs); CI
+//! installs Debian's `tshark` package and builds the chroots of the newer ones.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -20,6 +21,8 @@ use rtype_inspect::report::lua::{dissector_rules, generate};
 mod datagrams;
 #[path = "support/faults.rs"]
 mod faults;
+#[path = "support/skip.rs"]
+mod skip;
 use datagrams::{
     chunk, client, compressed, dgram, server, snapshot_body, str8, with_crc, write_pcap, MAGIC,
 };
@@ -335,39 +338,74 @@ fn parse_json(text: &str) -> J {
 // tshark harness
 // ------------------------------------------------------------------------------------------------
 
-/// A tshark to run the dissector in: Debian 12's 4.0 (Lua 5.2) on the host, or Debian 13's 4.4
-/// (Lua 5.4) in the chroot `.ci/trixie-chroot` builds under /var/cache (or `RTYPE_TRIXIE_ROOT`).
-/// tshark 4.4 loads no Lua plugin at all as root, so it runs as `nobody` there.
+/// A tshark to run the dissector in: Debian 12's 4.0 (Lua 5.2) on the host, Debian 13's 4.4
+/// (Lua 5.4) and Debian unstable's 4.6 in the chroots `.ci/debian-chroot` builds under
+/// /var/cache (or `RTYPE_TRIXIE_ROOT`, `RTYPE_SID_ROOT`). tshark 4.4 and later load no Lua
+/// plugin at all as root, so they run as `nobody` there.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Tshark {
     Host,
     Trixie,
+    Sid,
 }
+
+/// A chroot holding a newer tshark: its Debian suite (as `.ci/debian-chroot` names it), the
+/// variable that moves it, the version its tshark must be, and the variable that makes it
+/// required (set by .ci/run once it built the chroot).
+struct Chroot {
+    suite: &'static str,
+    root_var: &'static str,
+    version: &'static str,
+    require_var: &'static str,
+}
+
+const TRIXIE: Chroot = Chroot {
+    suite: "trixie",
+    root_var: "RTYPE_TRIXIE_ROOT",
+    version: "4.4",
+    require_var: "RTYPE_REQUIRE_TSHARK_4_4",
+};
+const SID: Chroot = Chroot {
+    suite: "sid",
+    root_var: "RTYPE_SID_ROOT",
+    version: "4.6",
+    require_var: "RTYPE_REQUIRE_TSHARK_4_6",
+};
 
 impl Tshark {
     fn name(self) -> &'static str {
         match self {
             Tshark::Host => "tshark 4.0",
             Tshark::Trixie => "tshark 4.4",
+            Tshark::Sid => "tshark 4.6",
+        }
+    }
+
+    /// The chroot this tshark runs in (none: the host's).
+    fn chroot(self) -> Option<&'static Chroot> {
+        match self {
+            Tshark::Host => None,
+            Tshark::Trixie => Some(&TRIXIE),
+            Tshark::Sid => Some(&SID),
         }
     }
 }
 
-fn trixie_root() -> PathBuf {
-    std::env::var_os("RTYPE_TRIXIE_ROOT").map_or_else(
-        || PathBuf::from("/var/cache/rtype-inspect/trixie"),
-        PathBuf::from,
-    )
-}
+impl Chroot {
+    fn root(&self) -> PathBuf {
+        std::env::var_os(self.root_var).map_or_else(
+            || PathBuf::from(format!("/var/cache/rtype-inspect/{}", self.suite)),
+            PathBuf::from,
+        )
+    }
 
-/// Why the chroot's tshark 4.4 cannot run, if it cannot.
-fn trixie_missing() -> Option<String> {
-    static WHY: OnceLock<Option<String>> = OnceLock::new();
-    WHY.get_or_init(|| {
-        let root = trixie_root();
+    /// Why the chroot's tshark cannot run, if it cannot.
+    fn missing(&self) -> Option<String> {
+        let root = self.root();
         if !root.join(".rtype-inspect-packages").exists() || !root.join("usr/bin/tshark").exists() {
             return Some(format!(
-                "no Debian 13 chroot with tshark at {}",
+                "no Debian {} chroot with tshark at {}",
+                self.suite,
                 root.display()
             ));
         }
@@ -382,26 +420,68 @@ fn trixie_missing() -> Option<String> {
                 "--version",
             ])
             .output();
+        let want = format!("TShark (Wireshark) {}.", self.version);
         match out {
-            Ok(o) if String::from_utf8_lossy(&o.stdout).starts_with("TShark (Wireshark) 4.") => {
-                None
-            }
+            Ok(o) if String::from_utf8_lossy(&o.stdout).starts_with(&want) => None,
             Ok(o) => Some(format!(
-                "tshark does not run in {} ({})",
+                "{want} does not run in {} ({}{})",
                 root.display(),
+                String::from_utf8_lossy(&o.stdout)
+                    .lines()
+                    .next()
+                    .unwrap_or(""),
                 String::from_utf8_lossy(&o.stderr).trim()
             )),
             Err(e) => Some(format!("chroot: {e}")),
         }
-    })
-    .clone()
+    }
+
+    /// The chroot's directory for this test process's files (made once; older ones removed), and
+    /// its path inside the chroot.
+    fn dir(&self) -> (PathBuf, String) {
+        let tmp = self.root().join("tmp");
+        let name = format!("rtype-inspect-tests-{}", std::process::id());
+        let dir = tmp.join(&name);
+        if !dir.exists() {
+            if let Ok(entries) = std::fs::read_dir(&tmp) {
+                for entry in entries.flatten() {
+                    let old = entry
+                        .file_name()
+                        .to_string_lossy()
+                        .starts_with("rtype-inspect-tests-")
+                        && entry.metadata().and_then(|m| m.modified()).is_ok_and(|t| {
+                            t.elapsed().unwrap_or_default() > std::time::Duration::from_secs(3600)
+                        });
+                    if old {
+                        let _ = std::fs::remove_dir_all(entry.path());
+                    }
+                }
+            }
+            std::fs::create_dir_all(&dir).unwrap();
+            make_readable(&dir, 0o755);
+        }
+        (dir, format!("/tmp/{name}"))
+    }
+
+    /// `path` as the chroot sees it, copied in.
+    fn copy_in(&self, path: &Path) -> String {
+        static COUNT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let (dir, inside) = self.dir();
+        let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = format!("{n}-{}", path.file_name().unwrap().to_string_lossy());
+        std::fs::copy(path, dir.join(&name)).unwrap();
+        make_readable(&dir.join(&name), 0o644);
+        format!("{inside}/{name}")
+    }
 }
 
 /// The tsharks `test` runs in: 4.0 when `tshark` is on PATH (CI installs Debian's package), 4.4
-/// when the chroot is there. A missing one is said on stderr; the 4.4 one fails the test when
-/// `RTYPE_REQUIRE_TSHARK_4_4` is set (by .ci/run once it built the chroot).
+/// and 4.6 when their chroots are there. A missing one is said on stderr; it fails the test in
+/// CI (tests/support/skip.rs), and a missing chroot also when its `RTYPE_REQUIRE_TSHARK_4_*` is
+/// set (by .ci/run once it built the chroot).
 fn tsharks(test: &str) -> Vec<Tshark> {
     static HOST: OnceLock<bool> = OnceLock::new();
+    static MISSING: [OnceLock<Option<String>>; 2] = [OnceLock::new(), OnceLock::new()];
     let mut list = Vec::new();
     if *HOST.get_or_init(|| {
         Command::new("tshark")
@@ -411,61 +491,34 @@ fn tsharks(test: &str) -> Vec<Tshark> {
     }) {
         list.push(Tshark::Host);
     } else {
-        eprintln!("skipping the tshark 4.0 half of {test}: tshark is not on PATH (apt-get install tshark)");
+        skip::missing(
+            &format!("the tshark 4.0 half of {test}"),
+            "tshark is not on PATH (apt-get install tshark)",
+        );
     }
-    match trixie_missing() {
-        None => list.push(Tshark::Trixie),
-        Some(why) if std::env::var_os("RTYPE_REQUIRE_TSHARK_4_4").is_some() => {
-            panic!("{test}: tshark 4.4 is required (RTYPE_REQUIRE_TSHARK_4_4) but {why}")
+    for (ts, missing) in [Tshark::Trixie, Tshark::Sid].into_iter().zip(&MISSING) {
+        let chroot = ts.chroot().unwrap();
+        match missing.get_or_init(|| chroot.missing()) {
+            None => list.push(ts),
+            Some(why) if std::env::var_os(chroot.require_var).is_some() => {
+                panic!(
+                    "{test}: {} is required ({}) but {why}",
+                    ts.name(),
+                    chroot.require_var
+                )
+            }
+            Some(why) => skip::missing(
+                &format!("the {} half of {test}", ts.name()),
+                &format!("{why} (bash .ci/debian-chroot {} builds it)", chroot.suite),
+            ),
         }
-        Some(why) => eprintln!(
-            "skipping the tshark 4.4 half of {test}: {why} (bash .ci/trixie-chroot builds it)"
-        ),
     }
     list
-}
-
-/// The chroot's directory for this test process's files (made once; older ones removed).
-fn trixie_dir() -> &'static (PathBuf, String) {
-    static DIR: OnceLock<(PathBuf, String)> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let tmp = trixie_root().join("tmp");
-        let name = format!("rtype-inspect-tests-{}", std::process::id());
-        if let Ok(entries) = std::fs::read_dir(&tmp) {
-            for entry in entries.flatten() {
-                let old = entry
-                    .file_name()
-                    .to_string_lossy()
-                    .starts_with("rtype-inspect-tests-")
-                    && entry.metadata().and_then(|m| m.modified()).is_ok_and(|t| {
-                        t.elapsed().unwrap_or_default() > std::time::Duration::from_secs(3600)
-                    });
-                if old {
-                    let _ = std::fs::remove_dir_all(entry.path());
-                }
-            }
-        }
-        let dir = tmp.join(&name);
-        std::fs::create_dir_all(&dir).unwrap();
-        make_readable(&dir, 0o755);
-        (dir, format!("/tmp/{name}"))
-    })
 }
 
 fn make_readable(path: &Path, mode: u32) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
-}
-
-/// `path` as the chroot sees it, copied in.
-fn into_trixie(path: &Path) -> String {
-    static COUNT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let (dir, inside) = trixie_dir();
-    let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let name = format!("{n}-{}", path.file_name().unwrap().to_string_lossy());
-    std::fs::copy(path, dir.join(&name)).unwrap();
-    make_readable(&dir.join(&name), 0o644);
-    format!("{inside}/{name}")
 }
 
 /// Runs `ts` with the checked-in dissector over `capture` (plus `args`); fails on any Lua error
@@ -482,16 +535,17 @@ fn tshark(ts: Tshark, capture: &Path, args: &[&str]) -> String {
                 .arg(format!("lua_script:{}", script.display()));
             cmd
         }
-        Tshark::Trixie => {
+        Tshark::Trixie | Tshark::Sid => {
+            let chroot = ts.chroot().unwrap();
             let mut cmd = Command::new("chroot");
             cmd.arg("--userspec=65534:65534")
-                .arg(trixie_root())
+                .arg(chroot.root())
                 .args(["/usr/bin/env", "-i", "PATH=/usr/bin:/bin", "LANG=C.UTF-8"])
-                .arg(format!("HOME={}", trixie_dir().1))
+                .arg(format!("HOME={}", chroot.dir().1))
                 .args(["tshark", "-n", "-r"])
-                .arg(into_trixie(capture))
+                .arg(chroot.copy_in(capture))
                 .arg("-X")
-                .arg(format!("lua_script:{}", into_trixie(&script)));
+                .arg(format!("lua_script:{}", chroot.copy_in(&script)));
             cmd
         }
     };
@@ -2529,7 +2583,10 @@ fn lua_5_4_raises_what_tshark_raises() {
         .output()
         .is_ok_and(|o| o.status.success())
     {
-        eprintln!("skipping lua_5_4_raises_what_tshark_raises: no lua5.4 (apt-get install lua5.4)");
+        skip::missing(
+            "lua_5_4_raises_what_tshark_raises",
+            "no lua5.4 (apt-get install lua5.4)",
+        );
         return;
     }
     let mut packets: Vec<_> = rule_datagrams()
@@ -2839,6 +2896,193 @@ fn filters_select_the_same_frames_whether_the_tree_is_drawn_or_not() {
             "{expr}"
         );
         assert!(faked.len() > 100, "{expr}: {}", faked.len());
+    }
+}
+
+/// Wireshark fakes a tree to filter on (`-Y`, colouring rules), to fill custom columns and to
+/// extract `-T fields`: the dissector adds its fields to it in every tshark. 4.6 gives a faked
+/// tree's root no text, which the dissector once took for no tree: every filter on its fields
+/// then selected nothing, every custom column and field was empty.
+#[test]
+fn filters_fields_and_custom_columns_find_the_fields_in_every_tshark() {
+    let session = sample("clean-session.pcap");
+    for ts in tsharks("filters_fields_and_custom_columns_find_the_fields_in_every_tshark") {
+        for (capture, proto, frames) in [
+            (session.clone(), "rtype", 593),
+            (fixture("rt-two-players.pcap"), "rt", 4981),
+            (fixture("rtnp-solo.pcap"), "rtnp", 790),
+        ] {
+            assert_eq!(
+                filtered(ts, &capture, proto, false, &[]).len(),
+                frames,
+                "{}: -Y {proto} on {}",
+                ts.name(),
+                capture.display()
+            );
+        }
+        let expr = "rtype.msg_type == 0x14";
+        assert_eq!(
+            filtered(ts, &session, expr, false, &[]).len(),
+            240,
+            "{}: -Y {expr}",
+            ts.name()
+        );
+        let fields = tshark(ts, &session, &["-T", "fields", "-e", "rtype.msg_type"]);
+        let mut types: BTreeMap<&str, usize> = BTreeMap::new();
+        for line in fields.lines() {
+            *types.entry(line).or_default() += 1;
+        }
+        assert_eq!(
+            (types.len(), types.get("0x14"), types.get("")),
+            (27, Some(&240), None),
+            "{}: -T fields -e rtype.msg_type",
+            ts.name()
+        );
+        let column = r#"gui.column.format:"No.","%m","Message","%Cus:rtype.msg_type:0:R""#;
+        let list = tshark(ts, &session, &["-o", column, "-c", "4"]);
+        let rows: Vec<String> = list
+            .lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                "1 CLIENT_HELLO",
+                "2 SERVER_HELLO",
+                "3 CLIENT_JOIN_REQUEST",
+                "4 SERVER_JOIN_ACCEPT"
+            ],
+            "{}: a custom column",
+            ts.name()
+        );
+    }
+}
+
+/// The one place where what Wireshark itself does differently from version to version is
+/// normalised, before the dissector's output in 4.4 and 4.6 is compared with 4.0's:
+/// - a long value is cut short at another length (4.0: 36 bytes of a byte string, 4.6: the
+///   whole label) and marked otherwise ("Label [truncated]: ", "[ [truncated]Expert…" in 4.0,
+///   "Label […]: ", "[[…] Expert…" later): the markers are dropped and every value that was cut,
+///   or is longer than 64 characters, is cut to 64 characters and "…" (the values themselves
+///   are compared with `rtype-inspect export`'s in full, version by version, by `compare`);
+/// - a NaN is "nan" or "-nan" depending on the C library's printf: always "nan";
+/// - lower layers and other protocols (their names, fields and expert infos change between
+///   versions) are left out by the caller: only the frames, subtrees and expert infos of the
+///   dissector's own protocols are compared.
+fn wireshark_neutral(text: &str) -> String {
+    static MARK: OnceLock<regex::Regex> = OnceLock::new();
+    let mark = MARK.get_or_init(|| regex::Regex::new(r" ?\[(truncated|…)\] ?").unwrap());
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        let line = mark.replace_all(line, "").replace("-nan", "nan");
+        match line.split_once(": ") {
+            Some((label, value)) if value.ends_with('…') || value.chars().count() > 64 => {
+                let cut: String = value.trim_end_matches('…').chars().take(64).collect();
+                out.push_str(&format!("{label}: {cut}…\n"));
+            }
+            _ => {
+                out.push_str(&line);
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+/// What the dissector shows of `capture` in `ts`, view by view (Wireshark's own differences
+/// normalised): the packet list's columns of its frames, its subtrees under each frame's number,
+/// its expert infos in `-z expert` and Statistics → R-Type (`-z rtype,stat`).
+fn views(ts: Tshark, capture: &Path) -> Vec<(&'static str, String)> {
+    const OURS: &str = "rtype || rt || rtnp";
+    let mut trees = String::new();
+    let mut keep = false;
+    for line in tshark(ts, capture, &["-Y", OURS, "-V"]).lines() {
+        if !line.starts_with(' ') {
+            keep = line.starts_with("R-Type ");
+            if let Some(frame) = line.strip_prefix("Frame ") {
+                trees.push_str(frame.split(':').next().unwrap_or(""));
+                trees.push('\n');
+            }
+        }
+        if keep {
+            trees.push_str(line);
+            trees.push('\n');
+        }
+    }
+    // Rows of the dissector's protocols, under their severity's heading.
+    let mut experts = String::new();
+    for line in tshark(ts, capture, &["-q", "-z", "expert"]).lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        if line.ends_with(')') && line.contains(" (") && !line.starts_with(' ') {
+            experts.push_str(line.split(" (").next().unwrap());
+            experts.push('\n');
+        } else if words.len() > 3 && ["RTYPE", "RT", "RTNP"].contains(&words[2]) {
+            experts.push_str(line);
+            experts.push('\n');
+        }
+    }
+    vec![
+        ("columns", tshark(ts, capture, &["-Y", OURS])),
+        ("trees", trees),
+        ("expert infos", experts),
+        (
+            "statistics",
+            tshark(ts, capture, &["-q", "-z", "rtype,stat"]),
+        ),
+    ]
+    .into_iter()
+    .map(|(name, text)| (name, wireshark_neutral(&text)))
+    .collect()
+}
+
+/// Every sample and real capture shows the same in tshark 4.4 and 4.6 as in 4.0: columns, trees,
+/// expert infos and statistics, once Wireshark's own differences are normalised
+/// (`wireshark_neutral`).
+#[test]
+fn every_tshark_shows_what_tshark_4_0_shows() {
+    let list = tsharks("every_tshark_shows_what_tshark_4_0_shows");
+    if !list.contains(&Tshark::Host) {
+        return;
+    }
+    let mut captures: Vec<PathBuf> = ["samples", "tests/fixtures"]
+        .iter()
+        .flat_map(|dir| std::fs::read_dir(root().join(dir)).unwrap())
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| {
+            let name = path.to_string_lossy();
+            name.ends_with(".pcap") || name.ends_with(".pcapng") || name.ends_with(".pcap.gz")
+        })
+        .collect();
+    captures.sort();
+    assert_eq!(captures.len(), 20, "{captures:?}");
+    for capture in &captures {
+        let base = views(Tshark::Host, capture);
+        assert!(base[0].1.lines().count() > 0 || capture.ends_with("mixed-desktop.pcap"));
+        for &ts in list.iter().filter(|&&ts| ts != Tshark::Host) {
+            for ((view, want), (_, got)) in base.iter().zip(views(ts, capture)) {
+                if let Some((n, (a, b))) = want
+                    .lines()
+                    .zip(got.lines())
+                    .enumerate()
+                    .find(|(_, (a, b))| a != b)
+                {
+                    panic!(
+                        "{} {}: {view}, line {}:\n  4.0: {a}\n  {}: {b}",
+                        ts.name(),
+                        capture.display(),
+                        n + 1,
+                        ts.name()
+                    );
+                }
+                assert_eq!(
+                    want.lines().count(),
+                    got.lines().count(),
+                    "{} {}: {view}, lines",
+                    ts.name(),
+                    capture.display()
+                );
+            }
+        }
     }
 }
 

@@ -3832,11 +3832,16 @@ local function count_datagram(frame, dialect, conv, bytes, c2s, code, name, f1, 
 end
 
 --- 0: no tree (only columns and expert infos are wanted); 1: a tree that is only faked (filters,
---- colouring: fields are needed, not their layout); 2: a tree that is drawn.
+--- colouring, custom columns, -T fields: fields are needed, not their layout); 2: a tree that is
+--- drawn. Wireshark passes its root as a fake item whose text is "Wireshark Lua fake item" when
+--- a tree is drawn (4.0 to 4.6), and also when it is only faked up to 4.4; 4.6 leaves a faked
+--- tree's text nil, as it is without a tree. What tells the two apart in every version is
+--- whether a subtree is there (no tree: none), which wslua shows only in the TreeItem's
+--- `tostring` ("has subtree=true", checked in 4.0, 4.4 and 4.6); asked only when the text is nil.
 local function tree_mode(tree)
-    if tree.text == nil then return 0 end
     if tree.visible then return 2 end
-    return 1
+    if tree.text ~= nil or tostring(tree):find("has subtree=true", 1, true) then return 1 end
+    return 0
 end
 
 --- Dissects `tvb` as `dialect` (returns 0 when it is not that) with the driver `datagram`, under
