@@ -495,7 +495,12 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
             let captures = inputs.captures("summary")?;
             let mut reading = read.reading()?;
             reading.count = inputs.count;
-            let (mut documents, mut sections, mut failed) = (Vec::new(), Vec::new(), false);
+            // Several captures' reports are written as each comes, in argument order (flat
+            // memory); one capture's only when it could be read.
+            let several = captures.several;
+            let mut out = several
+                .then(|| std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock()));
+            let (mut one, mut shown, mut failed, mut error) = (String::new(), 0, false, None);
             let job = |input: &Input, reading: &crate::app::Reading| {
                 let mut summary = report::summary::Summary::default();
                 read_capture(&input.path, reading, &mut summary)?;
@@ -503,30 +508,47 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
             };
             captures.read_each(&reading, job, |input, summary| {
                 let path = input.path.display().to_string();
-                match (summary, format) {
+                let report = match (summary, format) {
                     (Ok(summary), Format::Json) => {
                         let mut document = summary.json().clone();
                         report::stamp(&mut document, report::summary::SCHEMA);
                         document["file"] = path.into();
-                        documents.push(document);
+                        let text = serde_json::to_string_pretty(&document).unwrap_or_default();
+                        match several {
+                            // An element of the array: indented one level.
+                            true => format!("  {}", text.replace('\n', "\n  ")),
+                            false => text + "\n",
+                        }
                     }
-                    (Ok(summary), Format::Text) => sections.push(summary.text(&path, term)),
-                    (Err(e), _) => failed |= self::failed(&e),
+                    // Each section starts with its file's name.
+                    (Ok(summary), Format::Text) => summary.text(&path, term),
+                    (Err(e), _) => return failed |= self::failed(&e),
+                };
+                let Some(out) = out.as_mut() else {
+                    return one = report;
+                };
+                let separator = match (format, shown) {
+                    (Format::Json, 0) => "[\n",
+                    (Format::Json, _) => ",\n",
+                    (Format::Text, 0) => "",
+                    (Format::Text, _) => "\n",
+                };
+                shown += 1;
+                if error.is_none() {
+                    error = out
+                        .write_all(separator.as_bytes())
+                        .and_then(|()| out.write_all(report.as_bytes()))
+                        .err();
                 }
             });
-            let text = match format {
-                Format::Json => {
-                    let shown = match documents.pop() {
-                        Some(one) if !captures.several => one,
-                        last => serde_json::Value::from_iter(documents.into_iter().chain(last)),
-                    };
-                    serde_json::to_string_pretty(&shown).unwrap_or_default() + "\n"
+            if let Some(mut out) = out {
+                if matches!(format, Format::Json) && error.is_none() {
+                    let closing: &[u8] = if shown == 0 { b"[]\n" } else { b"\n]\n" };
+                    error = out.write_all(closing).err();
                 }
-                // Each section starts with its file's name.
-                Format::Text => sections.join("\n"),
-            };
-            if captures.several || !failed {
-                write_stdout(text.as_bytes())?;
+                written(error.or_else(|| out.flush().err()))?;
+            } else if !failed {
+                write_stdout(one.as_bytes())?;
             }
             Ok(exit_code(failed))
         }

@@ -271,3 +271,109 @@ fn profiles_by_file_name_from_the_configuration() {
     assert!(page.contains("\"snapshot_profile\":\"reference-15byte\""));
     assert!(!page.contains("\"snapshot_profile\":\"document\""));
 }
+
+/// A directory of `n` captures of the sample's first three frames.
+fn many(n: usize) -> PathBuf {
+    let bytes = std::fs::read(A).unwrap();
+    let mut end = 24;
+    for _ in 0..3 {
+        end += 16 + u32::from_le_bytes(bytes[end + 8..end + 12].try_into().unwrap()) as usize;
+    }
+    let d = dir(&format!("many-{n}"));
+    for i in 0..n {
+        std::fs::write(d.join(format!("c{i:05}.pcap")), &bytes[..end]).unwrap();
+    }
+    d
+}
+
+/// Runs the binary with at most 256 open files: its exit code, stdout, stderr, and its peak
+/// resident memory in KiB (Linux).
+fn run_in_256_files(args: &[&str]) -> (i32, String, String, i64) {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -n 256 && exec \"$0\" \"$@\"")
+        .arg(bin::BIN)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let drain = |mut from: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            from.read_to_string(&mut text).map(|_| text).unwrap()
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().unwrap()));
+    let stderr = drain(Box::new(child.stderr.take().unwrap()));
+    // Its peak, as it runs: /proc's high-water mark of the binary's own memory (after exec; the
+    // rusage of a child spawned from a large test process counts the parent's).
+    let status = format!("/proc/{}/status", child.id());
+    let comm = format!("/proc/{}/comm", child.id());
+    let mut peak = 0;
+    let exit = loop {
+        if let Some(exit) = child.try_wait().unwrap() {
+            break exit;
+        }
+        let ours = std::fs::read_to_string(&comm).is_ok_and(|c| c.trim() == "rtype-inspect");
+        let hwm = std::fs::read_to_string(&status).ok().and_then(|s| {
+            let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+            line.split_whitespace().nth(1)?.parse::<i64>().ok()
+        });
+        if let (true, Some(kib)) = (ours, hwm) {
+            peak = peak.max(kib);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    let (stdout, stderr) = (stdout.join().unwrap(), stderr.join().unwrap());
+    (exit.code().unwrap_or(-1), stdout, stderr, peak)
+}
+
+#[test]
+fn ten_thousand_captures_in_256_open_files_and_flat_memory() {
+    let (small, large) = (many(2_000), many(10_000));
+    let commands: [&[&str]; 6] = [
+        &[],
+        &["--format", "json"],
+        &["packets"],
+        &["stats"],
+        &["check"],
+        &["export", "-o", "-"],
+    ];
+    for command in commands {
+        let mut peaks = Vec::new();
+        for (d, n) in [(&small, 2_000), (&large, 10_000)] {
+            let mut args = command.to_vec();
+            args.push(d.to_str().unwrap());
+            let (code, out, err, peak) = run_in_256_files(&args);
+            assert_eq!(
+                (code, err.as_str()),
+                (0, ""),
+                "{command:?} over {n} captures"
+            );
+            match command {
+                [] => assert_eq!(out.matches(": pcap (ethernet), 3 frames").count(), n),
+                ["--format", "json"] => {
+                    assert_eq!(json(&out).as_array().unwrap().len(), n)
+                }
+                _ => assert!(out.contains("c00000.pcap") || command[0] == "check"),
+            }
+            peaks.push(peak);
+        }
+        let (at_2k, at_10k) = (peaks[0], peaks[1]);
+        eprintln!("{command:?}: {at_2k} KiB over 2,000 captures, {at_10k} KiB over 10,000");
+        assert!(at_2k > 1024, "{command:?}: the peak was measured");
+        assert!(at_10k <= 64 * 1024, "{command:?}: {at_10k} KiB");
+        // Flat: 8,000 captures more take less than 8 MiB more (1 KiB each; a report held per
+        // capture took 5 to 65 KiB).
+        assert!(
+            at_10k - at_2k < 8 * 1024,
+            "{command:?}: {at_2k} KiB over 2,000 captures, {at_10k} KiB over 10,000"
+        );
+    }
+    for d in [small, large] {
+        std::fs::remove_dir_all(d).unwrap();
+    }
+}

@@ -70,17 +70,15 @@ pub struct Captures {
 
 impl Captures {
     /// Runs `job` on every capture, on up to `threads` threads, and hands each result with its
-    /// capture to `emit` in argument order. A result is kept until those before it are emitted:
-    /// jobs that make a long output write it to a [`Spool`], not memory.
+    /// capture to `emit` in argument order ([`ordered`]). A result is kept until those before it
+    /// are emitted: jobs that make a long output write it to a [`Spool`], not memory.
     pub fn run<R: Send>(
         &self,
         threads: usize,
         job: impl Fn(&Input) -> R + Sync,
-        mut emit: impl FnMut(&Input, R),
+        emit: impl FnMut(&Input, R),
     ) {
-        for (input, result) in self.inputs.iter().zip(parallel(&self.inputs, threads, job)) {
-            emit(input, result);
-        }
+        ordered(&self.inputs, threads, job, emit);
     }
 
     /// [`Captures::run`] for jobs that read their capture, as many at once as the reading's
@@ -277,6 +275,11 @@ fn threads_for(cores: usize) -> usize {
     cores.max(1)
 }
 
+/// Finished results [`ordered`] holds per thread while an earlier one is still being worked: a
+/// slow capture delays the others' output, never makes it pile up (each result may hold an open
+/// [`Spool`]: a file descriptor and its buffer).
+pub const WAITING_PER_THREAD: usize = 4;
+
 /// Runs `job` on every item on up to `threads` threads, items taken in order; returns the
 /// results in the items' order.
 pub fn parallel<T: Sync, R: Send>(
@@ -284,26 +287,110 @@ pub fn parallel<T: Sync, R: Send>(
     threads: usize,
     job: impl Fn(&T) -> R + Sync,
 ) -> Vec<R> {
-    let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<R>>> = Mutex::new(items.iter().map(|_| None).collect());
+    let mut results = Vec::with_capacity(items.len());
+    ordered(items, threads, job, |_, r| results.push(r));
+    results
+}
+
+/// Runs `job` on every item on up to `threads` threads, items taken in order, and hands each
+/// result to `emit` (on the calling thread) in the items' order as soon as those before it are
+/// emitted. An item is started only when fewer than [`WAITING_PER_THREAD`] × `threads` results
+/// wait for an earlier one: memory and open files stay flat in the number of items. A job that
+/// panics stops the others and the panic goes on in the caller.
+pub fn ordered<T: Sync, R: Send>(
+    items: &[T],
+    threads: usize,
+    job: impl Fn(&T) -> R + Sync,
+    mut emit: impl FnMut(&T, R),
+) {
+    let threads = threads.clamp(1, items.len().max(1));
+    let window = threads * WAITING_PER_THREAD;
+    let state = Mutex::new(Order {
+        next: 0,
+        emitted: 0,
+        done: std::collections::BTreeMap::new(),
+        panic: None,
+        stopped: false,
+    });
+    let changed = std::sync::Condvar::new();
+    let lock = || state.lock().unwrap_or_else(|e| e.into_inner());
+    let wait = |guard| changed.wait(guard).unwrap_or_else(|e| e.into_inner());
     std::thread::scope(|scope| {
-        for _ in 0..threads.clamp(1, items.len().max(1)) {
+        for _ in 0..threads {
             scope.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(item) = items.get(i) else { break };
-                let result = job(item);
-                if let Ok(mut results) = results.lock() {
-                    results[i] = Some(result);
+                let i = {
+                    let mut order = lock();
+                    while order.next >= order.emitted + window && !order.stopped {
+                        order = wait(order);
+                    }
+                    if order.next >= items.len() || order.stopped {
+                        break;
+                    }
+                    order.next += 1;
+                    order.next - 1
+                };
+                let result =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(&items[i])));
+                let mut order = lock();
+                match result {
+                    Ok(r) => {
+                        order.done.insert(i, r);
+                    }
+                    Err(payload) => {
+                        order.panic = Some(payload);
+                        order.stopped = true;
+                    }
                 }
+                changed.notify_all();
             });
         }
+        // However the caller's side ends (a panic in `emit` too), the threads stop waiting.
+        let _stop = OnDrop(|| {
+            lock().stopped = true;
+            changed.notify_all();
+        });
+        for (i, item) in items.iter().enumerate() {
+            let result = {
+                let mut order = lock();
+                loop {
+                    if let Some(payload) = order.panic.take() {
+                        drop(order);
+                        std::panic::resume_unwind(payload);
+                    }
+                    if let Some(r) = order.done.remove(&i) {
+                        break r;
+                    }
+                    order = wait(order);
+                }
+            };
+            emit(item, result);
+            lock().emitted = i + 1;
+            changed.notify_all();
+        }
     });
-    results
-        .into_inner()
-        .unwrap_or_default()
-        .into_iter()
-        .flatten()
-        .collect()
+}
+
+/// What [`ordered`]'s threads share.
+struct Order<R> {
+    /// The next item to start.
+    next: usize,
+    /// Items emitted so far.
+    emitted: usize,
+    /// Results waiting for their turn, by item.
+    done: std::collections::BTreeMap<usize, R>,
+    /// A job's panic, to go on in the caller.
+    panic: Option<Box<dyn std::any::Any + Send>>,
+    /// No item is to be started any more (a panic, or the caller is gone).
+    stopped: bool,
+}
+
+/// Runs its closure when dropped, unwinding included.
+struct OnDrop<F: FnMut()>(F);
+
+impl<F: FnMut()> Drop for OnDrop<F> {
+    fn drop(&mut self) {
+        (self.0)()
+    }
 }
 
 #[cfg(test)]
@@ -352,5 +439,45 @@ mod tests {
             (0..100).map(|n| n * 2).collect::<Vec<_>>()
         );
         assert!(parallel(&Vec::<u64>::new(), 4, |n| *n).is_empty());
+    }
+
+    #[test]
+    fn ordered_holds_a_bounded_number_of_results() {
+        use std::sync::atomic::AtomicUsize;
+        let items: Vec<usize> = (0..200).collect();
+        let (started, emitted) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        let mut most_ahead = 0;
+        let mut seen = Vec::new();
+        ordered(
+            &items,
+            3,
+            |&n| {
+                started.fetch_add(1, Ordering::SeqCst);
+                // The first item is slow: the others may not all finish before it is emitted.
+                if n == 0 {
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                n
+            },
+            |_, n| {
+                let ahead = started.load(Ordering::SeqCst) - emitted.fetch_add(1, Ordering::SeqCst);
+                most_ahead = most_ahead.max(ahead);
+                seen.push(n);
+            },
+        );
+        assert_eq!(seen, items);
+        assert!(
+            most_ahead <= 3 * WAITING_PER_THREAD + 3,
+            "{most_ahead} started ahead of the output"
+        );
+    }
+
+    #[test]
+    fn a_panicking_job_panics_in_the_caller() {
+        let items: Vec<u64> = (0..50).collect();
+        let caught = std::panic::catch_unwind(|| {
+            ordered(&items, 2, |&n| assert_ne!(n, 7), |_, ()| {});
+        });
+        assert!(caught.is_err());
     }
 }

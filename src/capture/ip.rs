@@ -15,12 +15,21 @@ const PROTO_ROUTING: u8 = 43;
 const PROTO_FRAGMENT: u8 = 44;
 const PROTO_AUTH: u8 = 51;
 const PROTO_DEST_OPTIONS: u8 = 60;
+/// What tunnels carry: IPv4 (IP in IP), IPv6 (6in4, 6in6), GRE.
+pub(crate) const PROTO_IPV4: u8 = 4;
+pub(crate) const PROTO_IPV6: u8 = 41;
+pub(crate) const PROTO_GRE: u8 = 47;
 
 /// What an IP packet carries, as far as this tool cares.
 #[derive(Debug)]
 pub(crate) enum IpContent<'a> {
     Udp(UdpDatagram<'a>),
     Fragment(Fragment<'a>),
+    /// A tunnel ([`PROTO_IPV4`], [`PROTO_IPV6`], [`PROTO_GRE`]) whose payload starts at `at`.
+    Tunnel {
+        protocol: u8,
+        at: usize,
+    },
     /// `NotUdp` or `Malformed`.
     Other(LinkOutcome<'a>),
 }
@@ -91,7 +100,13 @@ pub(crate) fn parse_ipv4(data: &[u8], at: usize) -> IpContent<'_> {
     let more = flags_offset & 0x2000 != 0;
     let offset = u32::from(flags_offset & 0x1fff) * 8;
     if protocol != PROTO_UDP {
-        return IpContent::Other(LinkOutcome::NotUdp);
+        return match tunnel(protocol) && !more && offset == 0 {
+            true => IpContent::Tunnel {
+                protocol,
+                at: at + ihl,
+            },
+            false => IpContent::Other(LinkOutcome::NotUdp),
+        };
     }
     if more || offset != 0 {
         return IpContent::Fragment(Fragment {
@@ -187,9 +202,17 @@ pub(crate) fn walk_ipv6(
                     missing,
                 });
             }
+            _ if tunnel(next) && fragment_allowed => {
+                return IpContent::Tunnel { protocol: next, at }
+            }
             _ => return IpContent::Other(LinkOutcome::NotUdp),
         }
     }
+}
+
+/// Whether an IP protocol number is a tunnel [`IpContent::Tunnel`] stands for.
+fn tunnel(protocol: u8) -> bool {
+    matches!(protocol, PROTO_IPV4 | PROTO_IPV6 | PROTO_GRE)
 }
 
 /// UDP header at `at`. `packet` ends where the IP layer says it ends (or where

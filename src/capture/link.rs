@@ -8,6 +8,7 @@ use std::net::SocketAddr;
 
 use super::ip::{self, IpContent};
 pub use super::linktype::LinkType;
+use super::{nflog, ppp, tunnel, wifi};
 
 /// A UDP datagram found in a frame, borrowed from the frame's bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,23 +102,41 @@ pub fn udp_from_frame(link_type: LinkType, data: &[u8]) -> LinkOutcome<'_> {
         IpContent::Udp(udp) => LinkOutcome::Udp(udp),
         IpContent::Fragment(_) => LinkOutcome::Fragment,
         IpContent::Other(outcome) => outcome,
+        // `decode` follows every tunnel.
+        IpContent::Tunnel { .. } => LinkOutcome::NotUdp,
     }
 }
 
+/// Tunnels followed inside one frame (GRE in VXLAN in ...); deeper ones are malformed.
+const MAX_TUNNELS: usize = 8;
+
 /// Same walk as [`udp_from_frame`] but keeps the fragment details, so the
-/// defragmenter sees exactly what the classifier saw.
+/// defragmenter sees exactly what the classifier saw. Tunnels (IP in IP, GRE, VXLAN, Geneve) are
+/// followed to the packet they carry.
 pub(crate) fn decode(link_type: LinkType, data: &[u8]) -> IpContent<'_> {
-    match network_start(link_type, data) {
-        Ok((Network::Ipv4, at)) => ip::parse_ipv4(data, at),
-        Ok((Network::Ipv6, at)) => ip::parse_ipv6(data, at),
-        Ok((Network::ByVersion, at)) => match data.get(at).map(|b| b >> 4) {
-            Some(4) => ip::parse_ipv4(data, at),
-            Some(6) => ip::parse_ipv6(data, at),
-            Some(_) => malformed(at, "unknown IP version"),
-            None => malformed(at, "truncated IP header"),
-        },
-        Err(outcome) => IpContent::Other(outcome),
+    let mut start = link_start(link_type, data, 0, true);
+    for _ in 0..=MAX_TUNNELS {
+        let content = match start {
+            Ok((Network::Ipv4, at)) => ip::parse_ipv4(data, at),
+            Ok((Network::Ipv6, at)) => ip::parse_ipv6(data, at),
+            Ok((Network::ByVersion, at)) => match data.get(at).map(|b| b >> 4) {
+                Some(4) => ip::parse_ipv4(data, at),
+                Some(6) => ip::parse_ipv6(data, at),
+                Some(_) => return malformed(at, "unknown IP version"),
+                None => return malformed(at, "truncated IP header"),
+            },
+            Err(outcome) => return IpContent::Other(outcome),
+        };
+        start = match content {
+            IpContent::Tunnel { protocol, at } => tunnel::in_ip(data, protocol, at),
+            IpContent::Udp(udp) => match tunnel::in_udp(data, &udp) {
+                Some(inner) => inner,
+                None => return IpContent::Udp(udp),
+            },
+            other => return other,
+        };
     }
+    malformed(0, "tunnels nested too deep")
 }
 
 fn malformed(offset: usize, what: &'static str) -> IpContent<'static> {
@@ -125,96 +144,145 @@ fn malformed(offset: usize, what: &'static str) -> IpContent<'static> {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Network {
+pub(super) enum Network {
     Ipv4,
     Ipv6,
     /// Raw IP: the version nibble decides.
     ByVersion,
 }
 
+/// Where the network header starts, or the outcome when it never does.
+pub(super) type Start = Result<(Network, usize), LinkOutcome<'static>>;
+
 const ETHERTYPE_IPV4: u16 = 0x0800;
 const ETHERTYPE_IPV6: u16 = 0x86dd;
 /// 802.1Q, 802.1ad (QinQ outer) and the pre-standard QinQ tags 0x9100-0x9300.
 const VLAN_TAGS: [u16; 5] = [0x8100, 0x88a8, 0x9100, 0x9200, 0x9300];
+/// Transparent Ethernet bridging: an Ethernet frame follows (GRE, Geneve).
+pub(super) const ETHERTYPE_TEB: u16 = 0x6558;
+const ETHERTYPE_MPLS: [u16; 2] = [0x8847, 0x8848];
+const ETHERTYPE_PPPOE_SESSION: u16 = 0x8864;
+/// PPP (PPTP's enhanced GRE).
+const ETHERTYPE_PPP: u16 = 0x880b;
+const ETHERTYPE_MACSEC: u16 = 0x88e5;
 /// ARPHRD_NETLINK: the SLL protocol field holds a netlink family, not an EtherType.
 const ARPHRD_NETLINK: u16 = 824;
 
-fn be16(data: &[u8], at: usize) -> Option<u16> {
+pub(super) fn be16(data: &[u8], at: usize) -> Option<u16> {
     data.get(at..at + 2)
         .map(|b| u16::from_be_bytes([b[0], b[1]]))
 }
 
-/// Returns where the network header starts, or the outcome when it never does.
-fn network_start(
-    link_type: LinkType,
-    data: &[u8],
-) -> Result<(Network, usize), LinkOutcome<'static>> {
-    let truncated = |what| LinkOutcome::Malformed { offset: 0, what };
+/// A header cut short at `offset`.
+pub(super) fn truncated(offset: usize, what: &'static str) -> LinkOutcome<'static> {
+    LinkOutcome::Malformed { offset, what }
+}
+
+/// Where the network header starts in a frame of `link_type` whose link header is at `at`.
+/// `outer` is false inside a header that names the frame's link type (PPI, PKTAP): those do not
+/// nest.
+fn link_start(link_type: LinkType, data: &[u8], at: usize, outer: bool) -> Start {
     match link_type {
-        LinkType::ETHERNET => {
-            let ethertype = be16(data, 12).ok_or(truncated("truncated Ethernet header"))?;
-            after_ethertype(data, 14, ethertype)
-        }
+        LinkType::ETHERNET => ethernet(data, at),
         LinkType::LINUX_SLL => {
             // packet type(2) ARPHRD(2) addr len(2) addr(8) protocol(2)
-            let protocol = be16(data, 14).ok_or(truncated("truncated Linux cooked header"))?;
-            if be16(data, 2) == Some(ARPHRD_NETLINK) {
+            let protocol =
+                be16(data, at + 14).ok_or(truncated(at, "truncated Linux cooked header"))?;
+            if be16(data, at + 2) == Some(ARPHRD_NETLINK) {
                 return Err(LinkOutcome::NotUdp);
             }
-            after_ethertype(data, 16, protocol)
+            after_ethertype(data, at + 16, protocol)
         }
         LinkType::LINUX_SLL2 => {
             // protocol(2) reserved(2) ifindex(4) ARPHRD(2) packet type(1) addr len(1) addr(8)
-            if data.len() < 20 {
-                return Err(truncated("truncated Linux cooked v2 header"));
+            if data.len() < at + 20 {
+                return Err(truncated(at, "truncated Linux cooked v2 header"));
             }
-            if be16(data, 8) == Some(ARPHRD_NETLINK) {
+            if be16(data, at + 8) == Some(ARPHRD_NETLINK) {
                 return Err(LinkOutcome::NotUdp);
             }
-            after_ethertype(data, 20, be16(data, 0).unwrap_or(0))
+            after_ethertype(data, at + 20, be16(data, at).unwrap_or(0))
         }
-        LinkType::RAW => Ok((Network::ByVersion, 0)),
-        LinkType::IPV4 => Ok((Network::Ipv4, 0)),
-        LinkType::IPV6 => Ok((Network::Ipv6, 0)),
+        LinkType::RAW | LinkType::RAW_12 | LinkType::RAW_14 => Ok((Network::ByVersion, at)),
+        LinkType::IPV4 => Ok((Network::Ipv4, at)),
+        LinkType::IPV6 => Ok((Network::Ipv6, at)),
         LinkType::NULL | LinkType::LOOP => {
             // NULL stores the family in the capturing host's byte order, LOOP in
             // network order; families are small, so whichever reading fits 16 bits wins.
             let b = data
-                .get(0..4)
-                .ok_or(truncated("truncated loopback header"))?;
+                .get(at..at + 4)
+                .ok_or(truncated(at, "truncated loopback header"))?;
             let mut family = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
             if family > 0xffff {
                 family = family.swap_bytes();
             }
             match family {
-                2 => Ok((Network::Ipv4, 4)),
+                2 => Ok((Network::Ipv4, at + 4)),
                 // AF_INET6 is 24 on NetBSD/OpenBSD, 28 on FreeBSD, 30 on macOS.
-                24 | 28 | 30 => Ok((Network::Ipv6, 4)),
+                24 | 28 | 30 => Ok((Network::Ipv6, at + 4)),
                 _ => Err(LinkOutcome::NotUdp),
             }
+        }
+        LinkType::PPP | LinkType::PPP_HDLC => ppp::frame(data, at),
+        LinkType::NFLOG => nflog::payload(data, at),
+        LinkType::IEEE802_11 => wifi::ieee802_11(data, at),
+        LinkType::IEEE802_11_RADIOTAP => wifi::radiotap(data, at),
+        LinkType::PPI if outer => {
+            let (inner, at) = wifi::ppi(data, at)?;
+            link_start(inner, data, at, false)
+        }
+        LinkType::PKTAP if outer => {
+            let (inner, at) = pktap(data, at)?;
+            link_start(inner, data, at, false)
         }
         _ => Err(LinkOutcome::UnsupportedLink),
     }
 }
 
-/// Follows an EtherType through any number of VLAN tags. Each tag consumes
-/// 4 bytes, so the loop ends with the data.
-fn after_ethertype(
-    data: &[u8],
-    mut at: usize,
-    mut ethertype: u16,
-) -> Result<(Network, usize), LinkOutcome<'static>> {
+/// macOS PKTAP: the header's length and the frame's own link type (host byte order: little
+/// endian on every Mac), then the frame.
+fn pktap(data: &[u8], at: usize) -> Result<(LinkType, usize), LinkOutcome<'static>> {
+    let h = data
+        .get(at..at + 12)
+        .ok_or(truncated(at, "truncated PKTAP header"))?;
+    let len = u32::from_le_bytes([h[0], h[1], h[2], h[3]]) as usize;
+    let dlt = u32::from_le_bytes([h[8], h[9], h[10], h[11]]);
+    if len < 12 || data.len() < at + len {
+        return Err(truncated(at, "bad PKTAP header length"));
+    }
+    Ok((LinkType::from_field(dlt), at + len))
+}
+
+/// An Ethernet header at `at`, and what follows it.
+pub(super) fn ethernet(data: &[u8], at: usize) -> Start {
+    let ethertype = be16(data, at + 12).ok_or(truncated(at, "truncated Ethernet header"))?;
+    after_ethertype(data, at + 14, ethertype)
+}
+
+/// Follows an EtherType through any number of VLAN tags, MPLS labels, MACsec tags and Ethernet
+/// headers (a bridged frame, an MPLS pseudowire). Each step consumes at least 4 bytes, so the
+/// loop ends with the data.
+pub(super) fn after_ethertype(data: &[u8], mut at: usize, mut ethertype: u16) -> Start {
     loop {
         match ethertype {
             ETHERTYPE_IPV4 => return Ok((Network::Ipv4, at)),
             ETHERTYPE_IPV6 => return Ok((Network::Ipv6, at)),
             t if VLAN_TAGS.contains(&t) => {
-                ethertype = be16(data, at + 2).ok_or(LinkOutcome::Malformed {
-                    offset: at,
-                    what: "truncated VLAN tag",
-                })?;
+                ethertype = be16(data, at + 2).ok_or(truncated(at, "truncated VLAN tag"))?;
                 at += 4;
             }
+            ETHERTYPE_TEB => {
+                ethertype =
+                    be16(data, at + 12).ok_or(truncated(at, "truncated Ethernet header"))?;
+                at += 14;
+            }
+            t if ETHERTYPE_MPLS.contains(&t) => match tunnel::mpls(data, at)? {
+                tunnel::AfterMpls::Ip(start) => return Ok(start),
+                tunnel::AfterMpls::Ethernet(next) => (ethertype, at) = (ETHERTYPE_TEB, next),
+            },
+            ETHERTYPE_MACSEC => (ethertype, at) = tunnel::macsec(data, at)?,
+            ETHERTYPE_PPPOE_SESSION => return ppp::protocol(data, at + 6),
+            ETHERTYPE_PPP => return ppp::frame(data, at),
             _ => return Err(LinkOutcome::NotUdp),
         }
     }

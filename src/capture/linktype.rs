@@ -14,32 +14,62 @@ impl LinkType {
     pub const NULL: LinkType = LinkType(0);
     /// Ethernet II (DIX), possibly with 802.1Q / 802.1ad tags.
     pub const ETHERNET: LinkType = LinkType(1);
+    /// PPP, with or without the HDLC-like address and control bytes.
+    pub const PPP: LinkType = LinkType(9);
+    /// Raw IP under the value DLT_RAW has on BSD/OS and some others (libpcap reads it as 101).
+    pub const RAW_12: LinkType = LinkType(12);
+    /// Raw IP under OpenBSD's DLT_RAW value (libpcap reads it as 101).
+    pub const RAW_14: LinkType = LinkType(14);
+    /// PPP in HDLC-like framing (RFC 1662).
+    pub const PPP_HDLC: LinkType = LinkType(50);
     /// Raw IP; the version comes from the first nibble.
     pub const RAW: LinkType = LinkType(101);
     /// OpenBSD loopback: like NULL but the family is in network byte order.
     pub const LOOP: LinkType = LinkType(108);
+    /// IEEE 802.11 frames without radio information.
+    pub const IEEE802_11: LinkType = LinkType(105);
     /// Linux "cooked" capture v1 (16-byte pseudo header), e.g. `tcpdump -i any`.
     pub const LINUX_SLL: LinkType = LinkType(113);
+    /// IEEE 802.11 behind a radiotap header (Wi-Fi monitor mode).
+    pub const IEEE802_11_RADIOTAP: LinkType = LinkType(127);
+    /// Per-Packet Information header, then the frame of the link type it names.
+    pub const PPI: LinkType = LinkType(192);
     /// Raw IPv4.
     pub const IPV4: LinkType = LinkType(228);
     /// Raw IPv6.
     pub const IPV6: LinkType = LinkType(229);
+    /// Linux netfilter log (`tcpdump -i nflog:N`): TLVs, one of which is the IP packet.
+    pub const NFLOG: LinkType = LinkType(239);
+    /// macOS `tcpdump -i pktap`: a header naming the frame's own link type.
+    pub const PKTAP: LinkType = LinkType(258);
     /// Linux "cooked" capture v2 (20-byte pseudo header).
     pub const LINUX_SLL2: LinkType = LinkType(276);
     /// Placeholder for a packet whose interface is not described anywhere
     /// (pcapng EPB/SPB naming a nonexistent interface). Not a registry value.
     pub const UNKNOWN: LinkType = LinkType(u32::MAX);
 
+    /// The value a link-type field holds with libpcap's FCS bits (and reserved bits) masked off:
+    /// `LT_LINKTYPE`, the low 16 bits.
+    pub fn from_field(field: u32) -> LinkType {
+        LinkType(field & 0xffff)
+    }
+
     /// Short lowercase name, "unknown" for every type we do not decode.
     pub fn name(&self) -> &'static str {
         match *self {
             LinkType::NULL => "null",
             LinkType::ETHERNET => "ethernet",
-            LinkType::RAW => "raw",
+            LinkType::PPP | LinkType::PPP_HDLC => "ppp",
+            LinkType::RAW | LinkType::RAW_12 | LinkType::RAW_14 => "raw",
+            LinkType::IEEE802_11 => "ieee802_11",
             LinkType::LOOP => "loop",
             LinkType::LINUX_SLL => "linux_sll",
+            LinkType::IEEE802_11_RADIOTAP => "ieee802_11_radiotap",
+            LinkType::PPI => "ppi",
             LinkType::IPV4 => "ipv4",
             LinkType::IPV6 => "ipv6",
+            LinkType::NFLOG => "nflog",
+            LinkType::PKTAP => "pktap",
             LinkType::LINUX_SLL2 => "linux_sll2",
             _ => "unknown",
         }
@@ -68,10 +98,26 @@ mod tests {
             (LinkType::IPV4, "ipv4(228)"),
             (LinkType::IPV6, "ipv6(229)"),
             (LinkType::LINUX_SLL2, "linux_sll2(276)"),
-            (LinkType(105), "unknown(105)"),
+            (LinkType::PPP, "ppp(9)"),
+            (LinkType::RAW_12, "raw(12)"),
+            (LinkType::RAW_14, "raw(14)"),
+            (LinkType::PPP_HDLC, "ppp(50)"),
+            (LinkType::IEEE802_11, "ieee802_11(105)"),
+            (LinkType::IEEE802_11_RADIOTAP, "ieee802_11_radiotap(127)"),
+            (LinkType::PPI, "ppi(192)"),
+            (LinkType::NFLOG, "nflog(239)"),
+            (LinkType::PKTAP, "pktap(258)"),
+            (LinkType(147), "unknown(147)"),
         ];
         for (lt, shown) in all {
             assert_eq!(lt.to_string(), shown);
+        }
+    }
+
+    #[test]
+    fn fcs_and_reserved_bits_are_masked() {
+        for field in [105, 0x3000_0069, 0x0400_0069, 0x03ff_0069, 0xf7ff_0069] {
+            assert_eq!(LinkType::from_field(field), LinkType::IEEE802_11);
         }
     }
 }

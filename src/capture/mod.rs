@@ -1,7 +1,9 @@
 //! Capture layer: files, link layers, IP and UDP.
 //!
 //! - [`reader`]: pcap / pcapng (optionally gzip) records, streamed in bounded memory;
-//! - [`link`]: link-layer, IP and UDP decoding of one frame, without allocation;
+//! - [`link`]: link-layer, IP and UDP decoding of one frame, without allocation, with small
+//!   readers beside it for PPP, NFLOG, Wi-Fi (802.11, radiotap, PPI) and tunnels (GRE, ERSPAN,
+//!   IP in IP, MPLS, MACsec, VXLAN, Geneve);
 //! - [`defrag`]: bounded reassembly of fragmented UDP datagrams;
 //! - [`writer`]: a streaming pcap writer (what `live -w` writes, and the sample generator);
 //! - [`live`]: live capture on a Linux interface (AF_PACKET, no libpcap).
@@ -14,9 +16,13 @@ mod ip;
 pub mod link;
 mod linktype;
 pub mod live;
+mod nflog;
+mod ppp;
 pub mod reader;
 mod source;
 mod timestamp;
+mod tunnel;
+mod wifi;
 mod window;
 pub mod writer;
 

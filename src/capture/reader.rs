@@ -37,6 +37,12 @@ pub use parallel::{thread_cpu_nanos, Ahead, StageCpu, MAX_BATCH_BYTES};
 const INITIAL_BUFFER: usize = 256 * 1024;
 /// Largest record accepted: legacy caplen, or pcapng block length.
 pub const MAX_RECORD_LEN: usize = 16 * 1024 * 1024;
+/// Largest pcap record read past the file's snaplen: libpcap's and Wireshark's maximum
+/// (`MAXIMUM_SNAPLEN`, `WTAP_MAX_PACKET_SIZE_STANDARD`). Hosts with GRO/TSO, and captures taken
+/// with a small `-s`, write longer records than the header says; both read on.
+pub const MAX_OVERRUN_RECORD: u32 = 262_144;
+/// Records longer than the snaplen listed in [`ReadEnd::overruns`]; later ones are read without.
+pub const MAX_OVERRUNS: usize = 64;
 /// The buffer never grows past this (one maximal record plus its header).
 const MAX_BUFFER: usize = MAX_RECORD_LEN + 64 * 1024;
 /// pcapng interfaces kept per section; EPBs naming later ones get [`LinkType::UNKNOWN`].
@@ -136,6 +142,18 @@ pub struct Skipped {
     pub block: &'static str,
 }
 
+/// A pcap record longer than the file header's snaplen, read whole (up to
+/// [`MAX_OVERRUN_RECORD`]) as libpcap and Wireshark do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Overrun {
+    /// The frame the record holds.
+    pub frame: u64,
+    /// Its captured length.
+    pub caplen: u32,
+    /// The file header's snaplen.
+    pub snaplen: u32,
+}
+
 /// How reading ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReadEnd {
@@ -144,6 +162,8 @@ pub struct ReadEnd {
     pub truncated: Option<Truncation>,
     /// Blocks skipped on the way (at most [`MAX_SKIPPED_BLOCKS`]).
     pub skipped: Vec<Skipped>,
+    /// Records read past the snaplen (the first [`MAX_OVERRUNS`]).
+    pub overruns: Vec<Overrun>,
 }
 
 impl ReadEnd {
@@ -153,6 +173,7 @@ impl ReadEnd {
             frames,
             truncated: None,
             skipped: Vec::new(),
+            overruns: Vec::new(),
         }
     }
 }
@@ -222,6 +243,7 @@ pub struct CaptureReader {
     io_errors: ErrorSlot,
     frames: u64,
     skipped: Vec<Skipped>,
+    overruns: Vec<Overrun>,
     end: Option<ReadEnd>,
 }
 
@@ -377,6 +399,7 @@ impl CaptureReader {
             io_errors,
             frames: 0,
             skipped: Vec::new(),
+            overruns: Vec::new(),
             end: None,
         };
         // pcapng: read the interface descriptions before the first packet, so
@@ -557,6 +580,7 @@ impl CaptureReader {
         };
         let unit = self.unit();
         let intact = intact_block(&self.layout, self.window.data());
+        let overrun = overrun(&self.layout, self.window.data());
         match self.window.next() {
             Ok((size, block)) => {
                 let is_packet = matches!(
@@ -572,10 +596,17 @@ impl CaptureReader {
                 } else {
                     let (layout, info, frames) =
                         (&mut self.layout, &mut self.info, &mut self.frames);
-                    Step::after(
-                        size,
-                        handle_block(block, offset, layout, info, frames, frame),
-                    )
+                    let flow = handle_block(block, offset, layout, info, frames, frame);
+                    if let Some((caplen, snaplen)) = overrun {
+                        if self.overruns.len() < MAX_OVERRUNS {
+                            self.overruns.push(Overrun {
+                                frame: self.frames,
+                                caplen,
+                                snaplen,
+                            });
+                        }
+                    }
+                    Step::after(size, flow)
                 }
             }
             Err(PcapError::Eof) => Step::End(None),
@@ -625,6 +656,7 @@ impl CaptureReader {
             frames: self.frames,
             truncated: None,
             skipped: self.skipped.clone(),
+            overruns: self.overruns.clone(),
         })
     }
 
@@ -658,6 +690,7 @@ impl CaptureReader {
         self.end = Some(ReadEnd {
             frames: self.frames,
             skipped: self.skipped.clone(),
+            overruns: self.overruns.clone(),
             truncated: reason.map(|reason| {
                 let (reason, corrupt) = match reason {
                     Cut(r) => (r, false),
@@ -700,7 +733,7 @@ impl<F: FnMut(&Frame<'_>) -> ControlFlow<()>> Deliver for Each<F> {
 
 fn legacy_layout(h: &PcapHeader, gzip: bool) -> (CaptureInfo, Layout) {
     // The upper bits of the link type field carry FCS information (LT_LINKTYPE).
-    let link_type = LinkType(h.network.0 as u32 & 0x03ff_ffff);
+    let link_type = LinkType::from_field(h.network.0 as u32);
     let big_endian = h.is_bigendian();
     let nanosecond = h.is_nanosecond_precision();
     let info = CaptureInfo {
@@ -740,9 +773,10 @@ fn declared_len(layout: &Layout, data: &[u8]) -> Result<Option<usize>, String> {
                     "a record length of {caplen} bytes exceeds the maximum of {MAX_RECORD_LEN}"
                 ));
             }
-            if *snaplen != 0 && caplen > *snaplen {
+            if *snaplen != 0 && caplen > *snaplen && caplen > MAX_OVERRUN_RECORD {
                 return Err(format!(
-                    "a record length of {caplen} bytes exceeds the file's snaplen of {snaplen}"
+                    "a record length of {caplen} bytes exceeds the file's snaplen of {snaplen} \
+                     and the maximum of {MAX_OVERRUN_RECORD}"
                 ));
             }
             Ok(Some(record_header + caplen as usize))
@@ -780,6 +814,21 @@ fn declared_len(layout: &Layout, data: &[u8]) -> Result<Option<usize>, String> {
             Ok(Some(len as usize))
         }
     }
+}
+
+/// The captured length and the snaplen of the pcap record at the start of `data` when it is
+/// longer than the file's snaplen ([`declared_len`] has refused those no capture can hold).
+fn overrun(layout: &Layout, data: &[u8]) -> Option<(u32, u32)> {
+    let Layout::Legacy {
+        big_endian,
+        snaplen,
+        ..
+    } = layout
+    else {
+        return None;
+    };
+    let caplen = read_u32(data, 8, *big_endian)?;
+    (*snaplen != 0 && caplen > *snaplen).then_some((caplen, *snaplen))
 }
 
 const IDB_TYPE: u32 = 1;
@@ -903,7 +952,7 @@ fn handle_block<F: FnMut(&Frame<'_>) -> ControlFlow<()>>(
             }
             Block::InterfaceDescription(idb) => {
                 let (tsresol, tsoffset) = interface_timing(&idb, *big_endian);
-                let link_type = LinkType(u32::from(idb.linktype.0 as u16));
+                let link_type = LinkType::from_field(u32::from(idb.linktype.0 as u16));
                 if !*seen_interface {
                     *seen_interface = true;
                     info.nanosecond = tsresol == 9;
@@ -1061,7 +1110,8 @@ mod tests {
                     ReadEnd {
                         frames: 3,
                         truncated: None,
-                        skipped: Vec::new()
+                        skipped: Vec::new(),
+                        overruns: Vec::new()
                     }
                 );
                 let packets = three_packets();
@@ -1084,11 +1134,13 @@ mod tests {
 
     #[test]
     fn legacy_link_type_fcs_bits_are_masked() {
-        let mut f = pcap_header(false, false, 0x1000_0000 | 101, 0);
-        pcap_record(&mut f, false, 0, 0, &raw_v4_udp(b"x"), 29);
-        let (info, got, _) = read_all(f).unwrap();
-        assert_eq!(info.link_types, vec![LinkType::RAW]);
-        assert_eq!(got[0].link_type, LinkType::RAW);
+        for field in [0x1000_0000 | 101, 0x3000_0000 | 101, 0x0400_0000 | 101] {
+            let mut f = pcap_header(false, false, field, 0);
+            pcap_record(&mut f, false, 0, 0, &raw_v4_udp(b"x"), 29);
+            let (info, got, _) = read_all(f).unwrap();
+            assert_eq!(info.link_types, vec![LinkType::RAW]);
+            assert_eq!(got[0].link_type, LinkType::RAW);
+        }
     }
 
     /// Two interfaces with different link types and resolutions, SPB, skipped
@@ -1142,7 +1194,8 @@ mod tests {
                 ReadEnd {
                     frames: 6,
                     truncated: None,
-                    skipped: Vec::new()
+                    skipped: Vec::new(),
+                    overruns: Vec::new()
                 }
             );
             let summary: Vec<(u64, i64, LinkType)> =
@@ -1349,22 +1402,57 @@ mod tests {
 
     #[test]
     fn record_length_limits() {
+        // Longer than the snaplen: read whole, as libpcap does, and listed; reading goes on.
         let p = eth_v4_udp(b"hi");
         let mut f = pcap_header(false, false, 1, 40);
         pcap_record(&mut f, false, 0, 0, &p[..40], 100);
-        let second = f.len() as u64;
         pcap_record(&mut f, false, 0, 0, &p, p.len() as u32);
+        pcap_record(&mut f, false, 0, 0, &p[..40], 100);
         let (_, got, end) = read_all(f).unwrap();
-        assert_eq!(got.len(), 1);
-        let t = end.truncated.unwrap();
-        assert_eq!((t.frame, t.offset), (2, second));
-        assert_eq!(
-            t.reason,
-            format!(
-                "a record length of {} bytes exceeds the file's snaplen of 40",
-                p.len()
-            )
-        );
+        assert_eq!(got.len(), 3);
+        assert_eq!(got[1].data, p);
+        assert_eq!(end.truncated, None);
+        let overrun = Overrun {
+            frame: 2,
+            caplen: p.len() as u32,
+            snaplen: 40,
+        };
+        assert_eq!(end.overruns, vec![overrun]);
+
+        // Past libpcap's maximum too: no capture holds it, reading stops there.
+        for caplen in [MAX_OVERRUN_RECORD + 1, 0x7FFF_FFFF] {
+            let mut f = pcap_header(false, false, 1, 40);
+            pcap_record(&mut f, false, 0, 0, &p[..40], 100);
+            let second = f.len() as u64;
+            f.extend_from_slice(&[0u8; 8]);
+            f.extend_from_slice(&caplen.to_le_bytes());
+            f.extend_from_slice(&caplen.to_le_bytes());
+            f.extend_from_slice(&[0u8; 100]);
+            let (_, got, end) = read_all(f).unwrap();
+            assert_eq!(got.len(), 1);
+            let t = end.truncated.unwrap();
+            assert_eq!((t.frame, t.offset, t.corrupt), (2, second, true));
+            let reason = match caplen {
+                0x7FFF_FFFF => format!(
+                    "a record length of {caplen} bytes exceeds the maximum of {MAX_RECORD_LEN}"
+                ),
+                _ => format!(
+                    "a record length of {caplen} bytes exceeds the file's snaplen of 40 \
+                     and the maximum of 262144"
+                ),
+            };
+            assert_eq!(t.reason, reason);
+        }
+
+        // Listed up to MAX_OVERRUNS; every record is still read.
+        let mut f = pcap_header(false, false, 1, 40);
+        for _ in 0..MAX_OVERRUNS + 3 {
+            pcap_record(&mut f, false, 0, 0, &p, p.len() as u32);
+        }
+        let (_, got, end) = read_all(f).unwrap();
+        assert_eq!(got.len(), MAX_OVERRUNS + 3);
+        assert_eq!(end.overruns.len(), MAX_OVERRUNS);
+        assert_eq!(end.overruns[MAX_OVERRUNS - 1].frame, MAX_OVERRUNS as u64);
 
         // Over 16 MiB, with snaplen 0 (no declared limit): stops without allocating.
         let mut f = pcap_header(true, false, 1, 0);
@@ -1406,7 +1494,8 @@ mod tests {
             ReadEnd {
                 frames: 3,
                 truncated: None,
-                skipped: Vec::new()
+                skipped: Vec::new(),
+                overruns: Vec::new()
             }
         );
         assert_eq!(lens, [5, big.len(), 5]);
@@ -1480,7 +1569,8 @@ mod tests {
             ReadEnd {
                 frames: n,
                 truncated: None,
-                skipped: Vec::new()
+                skipped: Vec::new(),
+                overruns: Vec::new()
             }
         );
         assert_eq!(count, n);
@@ -1827,7 +1917,8 @@ mod tests {
                 ReadEnd {
                     frames: 0,
                     truncated: None,
-                    skipped: Vec::new()
+                    skipped: Vec::new(),
+                    overruns: Vec::new()
                 }
             )
         );

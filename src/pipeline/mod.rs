@@ -406,6 +406,18 @@ impl Pipeline {
     /// capture when it stops): reports a cut capture, closes chunk sets and sessions, reports what
     /// they left, and calls `sink.end`. The caller called `sink.start(info)` before the frames.
     pub fn finish<S: Sink>(mut self, info: &CaptureInfo, read: &ReadEnd, sink: &mut S) {
+        for overrun in &read.overruns {
+            let detail = Detail::Sizes {
+                expected: u64::from(overrun.snaplen),
+                found: u64::from(overrun.caplen),
+            };
+            let f = LooseFinding {
+                frame: overrun.frame,
+                conversation: 0,
+                finding: Finding::new(Rule::CaptureOversizedRecord, 0, detail),
+            };
+            self.state.shown.loose(sink, &f);
+        }
         for skipped in &read.skipped {
             let detail = Detail::Block {
                 block: skipped.block,

@@ -76,6 +76,8 @@ rules! {
         "a pcapng block whose contents contradict its length or the format (its length agrees at both ends) was skipped; reading went on after it";
     CaptureNoDatagrams = "capture.no-datagrams", Error, "pcap",
         "the capture holds no datagram of any dialect (empty, an unsupported link type, other traffic, the wrong port): nothing was judged, so a check of it cannot pass";
+    CaptureOversizedRecord = "capture.oversized-record", Warning, "pcap",
+        "a pcap record is longer than the file header's snaplen (a host with GRO/TSO, a capture taken with a small -s); it was read whole, as libpcap reads it, up to 262144 bytes";
     // rtype datagram.
     RtypeShortDatagram = "rtype.datagram.short", Error, "002 §4",
         "datagram shorter than the 17-byte header plus the 4-byte CRC";

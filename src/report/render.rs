@@ -484,6 +484,9 @@ fn first_detail(finding: &Finding) -> String {
                 format!("{found} bytes, over the {expected} allowed")
             }
             R::RtnpJsonLimit => format!("{found} bytes of JSON, over the {expected} parsed"),
+            R::CaptureOversizedRecord => {
+                format!("a {found}-byte record, over the file's snaplen of {expected}")
+            }
             R::RtUnacknowledged => format!(
                 "{} of {expected} RELIABLE packets never acknowledged",
                 expected.saturating_sub(found)

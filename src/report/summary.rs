@@ -24,19 +24,12 @@ pub struct RuleCount {
 pub const MAX_FRAMES: usize = 20;
 
 /// Findings per rule, in catalog order, with the first [`MAX_FRAMES`] distinct frames of each.
-#[derive(Clone, Debug)]
+/// Empty until the first finding: `check` holds one per capture until its report, and most
+/// captures of a large directory have none.
+#[derive(Clone, Debug, Default)]
 pub struct RuleCounts {
     counts: Vec<RuleCount>,
     frames: Vec<Vec<u64>>,
-}
-
-impl Default for RuleCounts {
-    fn default() -> Self {
-        RuleCounts {
-            counts: vec![RuleCount::default(); Rule::ALL.len()],
-            frames: vec![Vec::new(); Rule::ALL.len()],
-        }
-    }
 }
 
 impl RuleCounts {
@@ -45,6 +38,10 @@ impl RuleCounts {
     }
     /// Counts a finding: a datagram's finding of a rule broken `count` times counts `count`.
     pub fn add_finding(&mut self, finding: &Finding, frame: u64) {
+        if self.counts.is_empty() {
+            self.counts = vec![RuleCount::default(); Rule::ALL.len()];
+            self.frames = vec![Vec::new(); Rule::ALL.len()];
+        }
         let rule = finding.rule;
         let c = &mut self.counts[rule as usize];
         if c.count == 0 {
@@ -60,7 +57,7 @@ impl RuleCounts {
     pub fn present(&self) -> Vec<(Rule, RuleCount)> {
         let mut v: Vec<_> = Rule::ALL
             .iter()
-            .map(|r| (*r, self.counts[*r as usize]))
+            .map(|r| (*r, self.get(*r)))
             .filter(|(_, c)| c.count > 0)
             .collect();
         v.sort_by(|a, b| {
@@ -71,11 +68,11 @@ impl RuleCounts {
         v
     }
     pub fn get(&self, rule: Rule) -> RuleCount {
-        self.counts[rule as usize]
+        self.counts.get(rule as usize).copied().unwrap_or_default()
     }
     /// The first distinct frames (at most [`MAX_FRAMES`]) where `rule` broke.
     pub fn frames(&self, rule: Rule) -> &[u64] {
-        &self.frames[rule as usize]
+        self.frames.get(rule as usize).map_or(&[], |f| f)
     }
 }
 

@@ -3,6 +3,7 @@
 //! - [`encode`]: message values (JSON, by field name) to bytes, by walking the description's nodes;
 //! - [`rtype`]: whole datagrams (header, LZ4, CRC), with knobs to break each datagram rule;
 //! - [`pcap`]: pcap and pcapng writers, frames, gzip;
+//! - [`encap`]: an IP packet re-wrapped in each link layer and tunnel the capture layer reads;
 //! - [`script`]: peers, clock, the game world, and the script sessions are written with;
 //! - [`scenarios`]: the named samples and their expected findings, written by the clean session
 //!   (`clean`) and the violation scripts (`violations`);
@@ -12,6 +13,7 @@
 //! byte-identical output on every run.
 
 mod clean;
+pub mod encap;
 pub mod encode;
 mod large;
 pub mod noise;
