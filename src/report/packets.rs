@@ -137,6 +137,19 @@ impl<W: Write> Packets<W> {
         self.out
     }
 
+    /// The findings that belong to no datagram, after the list: those kept, then how many more.
+    fn write_deferred(&mut self) {
+        if self.deferred_more > 0 {
+            let _ = writeln!(
+                self.deferred,
+                "… and {} more findings that belong to no datagram (rtype-inspect check lists them)",
+                self.deferred_more
+            );
+        }
+        let deferred = std::mem::take(&mut self.deferred);
+        write_unless_failed(&mut self.out, &mut self.error, deferred.as_bytes());
+    }
+
     fn emit(&mut self) {
         write_unless_failed(&mut self.out, &mut self.error, self.line.as_bytes());
     }
@@ -597,19 +610,51 @@ impl<W: Write> Sink for Packets<W> {
     }
 
     fn end(&mut self, end: &RunEnd<'_>) {
-        if self.deferred_more > 0 {
-            let _ = writeln!(
-                self.deferred,
-                "… and {} more findings that belong to no datagram (rtype-inspect check lists them)",
-                self.deferred_more
-            );
-        }
-        let deferred = std::mem::take(&mut self.deferred);
-        write_unless_failed(&mut self.out, &mut self.error, deferred.as_bytes());
+        self.write_deferred();
         self.unmatched = end_list(&mut self.out, &mut self.error, &self.filter, end);
     }
 
     fn done(&self) -> bool {
         self.error.is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::Rule;
+
+    #[test]
+    fn findings_of_no_datagram_are_kept_up_to_the_limit() {
+        let options = PacketsOptions::default();
+        let every = super::super::filter::FilterArgs::default().build().unwrap();
+        let mut packets = Packets::new(Vec::new(), options, every);
+        for frame in 0..MAX_DEFERRED as u64 + 5 {
+            packets.loose(&LooseFinding {
+                frame,
+                conversation: 1,
+                finding: Finding::new(Rule::SessionEntityNeverDestroyed, 0, Detail::Value(2)),
+            });
+        }
+        assert!(packets.output().is_empty(), "nothing before the end");
+        assert!(
+            packets.deferred.len() < 1 << 20,
+            "{}",
+            packets.deferred.len()
+        );
+        packets.write_deferred();
+        let text = String::from_utf8(packets.into_output()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), MAX_DEFERRED + 1);
+        assert!(
+            lines[0]
+                .starts_with("      0            #1   finding [session.entity-never-destroyed]"),
+            "{}",
+            lines[0]
+        );
+        assert_eq!(
+            lines[MAX_DEFERRED],
+            "… and 5 more findings that belong to no datagram (rtype-inspect check lists them)"
+        );
     }
 }
