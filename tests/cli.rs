@@ -148,7 +148,18 @@ fn a_dash_is_standard_output_for_every_output_file() {
 #[test]
 fn a_pipe_shows_the_datagrams_that_have_arrived() {
     use std::io::Read;
+    use std::time::{Duration, Instant};
     let bytes = std::fs::read(SAMPLE).unwrap();
+    // The records whole in the first 20,000 bytes: every frame of the sample is a datagram.
+    let (mut at, mut whole) = (24, 0);
+    while at + 16 <= 20_000 {
+        let len = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
+        if at + 16 + len > 20_000 {
+            break;
+        }
+        (at, whole) = (at + 16 + len, whole + 1);
+    }
+    assert_eq!(whole, 169);
     for threads in ["1", "2"] {
         let mut child = Command::new(BIN)
             .args(["packets", "--threads", threads, "-"])
@@ -164,24 +175,42 @@ fn a_pipe_shows_the_datagrams_that_have_arrived() {
         let mut stdout = child.stdout.take().unwrap();
         let (send, got) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            let mut first = [0u8; 4096];
-            let n = stdout.read(&mut first).unwrap_or(0);
-            let _ = send.send(String::from_utf8_lossy(&first[..n]).into_owned());
-            let mut rest = Vec::new();
-            let _ = stdout.read_to_end(&mut rest);
+            let mut chunk = [0u8; 4096];
+            while let Ok(n @ 1..) = stdout.read(&mut chunk) {
+                if send.send(chunk[..n].to_vec()).is_err() {
+                    break;
+                }
+            }
         });
-        let started = std::time::Instant::now();
-        let first = got.recv_timeout(std::time::Duration::from_secs(5));
+        let started = Instant::now();
+        let mut shown = Vec::new();
+        // One thread decodes each frame as it is read: every datagram arrived is shown. Several
+        // take frames in batches: at least the first ones are.
+        let wanted = if threads == "1" { whole } else { 1 };
+        while shown.iter().filter(|b| **b == b'\n').count() < wanted {
+            match got.recv_timeout(Duration::from_secs(5)) {
+                Ok(chunk) => shown.extend(chunk),
+                Err(_) => break,
+            }
+        }
         let waited = started.elapsed();
         drop(input);
         let _ = child.wait();
-        let first = first.unwrap_or_else(|_| panic!("--threads {threads}: nothing in 5 s"));
+        let shown = String::from_utf8(shown).unwrap();
         assert!(
-            first.starts_with("      1   0.000000 #1   C→S rtype    "),
-            "--threads {threads}: {first}"
+            shown.lines().count() >= wanted,
+            "--threads {threads}: {} lines in 5 s:\n{shown}",
+            shown.lines().count()
+        );
+        assert!(
+            shown.starts_with("      1   0.000000 #1   C→S rtype    "),
+            "--threads {threads}: {shown}"
         );
         // Well within a second on a loaded machine; the writer flushes every 50 ms.
-        assert!(waited.as_millis() < 1000, "--threads {threads}: {waited:?}");
+        assert!(
+            waited < Duration::from_secs(1),
+            "--threads {threads}: {waited:?}"
+        );
     }
 }
 
