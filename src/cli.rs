@@ -17,7 +17,7 @@ use crate::proto::profile::Profile;
 use crate::report;
 
 /// `rtype-inspect FILE` is `rtype-inspect summary FILE`: the summary's arguments are accepted at
-/// the top level, options anywhere, when no command is named.
+/// the top level, options anywhere; before a command's name, they are the command's.
 #[derive(Parser)]
 #[command(
     name = "rtype-inspect",
@@ -135,8 +135,9 @@ enum Command {
             hide_possible_values = true
         )]
         time_format: report::time::TimeFormat,
-        /// Write the frames of the datagrams that pass the filters to this pcap file, instead of
-        /// the packet list (tshark's -w); fragmented datagrams bring all their frames.
+        /// Write the frames of the datagrams that pass the filters to this pcap file (- for
+        /// standard output), instead of the packet list (tshark's -w); fragmented datagrams
+        /// bring all their frames.
         #[arg(short = 'w', long = "write", value_name = "FILE",
             conflicts_with_all = ["verbose", "hex", "format", "tshark_format"])]
         write: Option<PathBuf>,
@@ -155,7 +156,7 @@ enum Command {
         #[arg(short, long)]
         output: Option<PathBuf>,
         /// Write the frames of the datagrams that pass the filters to this pcap file (tshark's
-        /// -w); the timeline too when -o is given.
+        /// -w; - for standard output); the timeline too when -o is given.
         #[arg(short = 'w', long = "write", value_name = "FILE")]
         write: Option<PathBuf>,
         /// ndjson: the JSON timeline of one capture; parquet: tables of many (docs/parquet.md).
@@ -213,7 +214,7 @@ enum Command {
     },
     /// Write the Wireshark Lua dissector generated from the protocol description.
     Dissector {
-        /// Output file (default: standard output).
+        /// Output file, - for standard output [default: -].
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
         /// Snapshot profile to build in as the default layout (a bundled name or a TOML file).
@@ -278,32 +279,52 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// Parses the arguments; the summary's options go after a command's name, not before it (only
-/// the global --color may).
+/// Parses the arguments. Options given before a command's name (`rtype-inspect -q packets F`)
+/// are the command's: they are moved after its name, as if typed there (only the global --color
+/// is the top level's own).
 fn parse(args: &[std::ffi::OsString]) -> Result<Cli, clap::Error> {
     let mut command = Cli::command();
     let matches = command.try_get_matches_from_mut(args)?;
     if let Some((name, _)) = matches.subcommand() {
-        let before = matches.ids().find(|id| {
+        let before = matches.ids().any(|id| {
             id.as_str() != "color"
                 && matches.value_source(id.as_str()) == Some(clap::parser::ValueSource::CommandLine)
         });
-        if let Some(id) = before {
-            let arg = command.get_arguments().find(|a| a.get_id() == id);
-            let shown = arg.map_or_else(
-                || id.to_string(),
-                |a| match a.get_long() {
-                    Some(long) => format!("--{long}"),
-                    None => a.get_value_names().unwrap_or_default().join(" "),
-                },
-            );
-            return Err(command.error(
-                clap::error::ErrorKind::ArgumentConflict,
-                format!("{shown} comes before the command {name}: put it after {name}"),
-            ));
+        if before {
+            return options_after_command(args, name);
         }
     }
     Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut command))
+}
+
+/// The arguments parsed again with the command's name moved before the options that preceded it:
+/// the first place the name appears that gives a valid command line, else the error of the first.
+fn options_after_command(args: &[std::ffi::OsString], name: &str) -> Result<Cli, clap::Error> {
+    let mut first_error = None;
+    for at in (1..args.len()).filter(|&i| args[i] == name) {
+        let moved: Vec<&std::ffi::OsString> = args[..1]
+            .iter()
+            .chain(&args[at..=at])
+            .chain(&args[1..at])
+            .chain(&args[at + 1..])
+            .collect();
+        let mut command = Cli::command();
+        let parsed = command
+            .try_get_matches_from_mut(moved)
+            .and_then(|m| Cli::from_arg_matches(&m).map_err(|e| e.format(&mut command)));
+        match parsed {
+            Ok(cli) => return Ok(cli),
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    Err(first_error.unwrap_or_else(|| {
+        Cli::command().error(
+            clap::error::ErrorKind::ArgumentConflict,
+            format!("put the options of {name} after its name"),
+        )
+    }))
 }
 
 /// A capture that could not be read: its error (which names it) on stderr; the others go on.
@@ -407,7 +428,7 @@ fn export_stdout(
     json_array: bool,
     cut: Option<&std::path::Path>,
 ) -> Result<ExitCode, String> {
-    let out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let out = crate::app::output::ListOut::for_input(file);
     let export = report::export::Export::new(out, json_array, filter.clone());
     let mut export = match cut {
         Some(target) => report::cut::write(file, reading, filter, target, export)?,
@@ -441,7 +462,7 @@ fn field_lines(
     let registry = crate::proto::registry::Registry::new(&reading.profile);
     let fields = crate::display_filter::DisplayFilter::fields(names, &registry)
         .map_err(|e| format!("-e: {e}"))?;
-    let out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let out = crate::app::output::ListOut::for_input(&file);
     let mut lines =
         report::field_lines::FieldLines::new(out, names.to_vec(), fields, options, filter.build()?);
     read_capture(&file, &reading, &mut lines)?;
@@ -503,6 +524,7 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
             let (mut one, mut shown, mut failed, mut error) = (String::new(), 0, false, None);
             let job = |input: &Input, reading: &crate::app::Reading| {
                 let mut summary = report::summary::Summary::default();
+                summary.limit = reading.count;
                 read_capture(&input.path, reading, &mut summary)?;
                 Ok(summary)
             };
@@ -581,6 +603,7 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
                 hex,
                 width: term.width,
                 time: time_format,
+                color: term.color,
             };
             let captures = inputs.captures("packets")?;
             let mut reading = read.reading()?;
@@ -601,7 +624,7 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
             if format == Format::Json {
                 return export_stdout(&file, &reading, filter.build()?, false, None);
             }
-            let out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+            let out = crate::app::output::ListOut::for_input(&file);
             let mut packets = report::packets::Packets::new(out, options, filter.build()?);
             read_capture(&file, &reading, &mut packets)?;
             if let Some(e) = packets.unmatched.take() {
@@ -618,6 +641,7 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
             filter,
             read,
         } => {
+            crate::app::output::one_stdout(&[("-o", output.as_deref()), ("-w", write.as_deref())])?;
             let (mut reading, filter) = (read.reading()?, filter.build()?);
             reading.count = inputs.count;
             let files = inputs.paths();

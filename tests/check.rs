@@ -367,32 +367,28 @@ fn junit_report_parses_and_lists_failures() {
             .unwrap()
     };
 
-    // Failing: count and the frames, at most 20 then "…".
+    // Failing: the count and the first frame; the body lists the frames, at most 20 then "…".
     let dup = case("session.duplicate-datagram")
         .children()
         .find(|n| n.has_tag_name("failure"))
         .expect("failure");
     let message = dup.attribute("message").unwrap();
-    assert!(
-        message.starts_with("351 findings (warning) at frames 595, 600, 605, 610, "),
-        "{message}"
-    );
-    assert!(message.ends_with(", …"), "{message}");
-    let frames = message
-        .split(" at frames ")
-        .nth(1)
-        .unwrap()
-        .split(", ")
-        .filter(|f| *f != "…")
-        .count();
-    assert_eq!(frames, 20);
+    assert_eq!(message, "351 findings (warning), the first at frame 595");
+    let body = dup.text().unwrap();
+    let frames = body
+        .lines()
+        .find_map(|l| l.strip_prefix("frames: "))
+        .unwrap();
+    assert!(frames.starts_with("595, 600, 605, 610, "), "{body}");
+    assert!(frames.ends_with(", …"), "{body}");
+    assert_eq!(frames.split(", ").filter(|f| *f != "…").count(), 20);
     let boss = case("rtype.levelinit.boss-trailer")
         .children()
         .find(|n| n.has_tag_name("failure"))
         .unwrap();
     assert_eq!(
         boss.attribute("message"),
-        Some("1 finding (warning) at frames 8")
+        Some("1 finding (warning), the first at frame 8")
     );
     // Allowed: skipped, with a message.
     let pong = case("rtype.pong.empty")
@@ -418,6 +414,31 @@ fn junit_report_parses_and_lists_failures() {
     assert_eq!(bad.len(), 1);
     assert!(bad[0].children().any(|n| n.has_tag_name("error")));
     assert_eq!(root.attribute("errors"), Some("1"));
+}
+
+/// A broken budget's JUnit failure says what was measured against which limit, and where.
+#[test]
+fn junit_budget_failures_carry_the_measure_and_the_limit() {
+    let dir = scratch_dir("junit-budget");
+    std::fs::write(
+        dir.join("rtype-inspect.toml"),
+        "[budgets]\ndatagram_bytes_max = 100\n",
+    )
+    .unwrap();
+    let out = check_in(&dir, &[&path(C17), "--format", "junit"]);
+    assert_eq!(code(&out), Some(1));
+    let xml = String::from_utf8(out.stdout).unwrap();
+    let doc = roxmltree::Document::parse(&xml).expect("well-formed XML");
+    let failure = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("testcase"))
+        .find(|n| n.attribute("name") == Some("budget.datagram-bytes"))
+        .and_then(|c| c.children().find(|n| n.has_tag_name("failure")))
+        .expect("the budget fails");
+    assert_eq!(
+        failure.attribute("message"),
+        Some("859 bytes > 100 bytes in conversation #1 at frames 1975-1975")
+    );
 }
 
 /// The `<testcase>` children of a suite.

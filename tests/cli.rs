@@ -60,16 +60,158 @@ fn the_summary_takes_its_options_anywhere_at_the_top_level() {
 }
 
 #[test]
-fn a_commands_options_go_after_its_name() {
-    let (code, _, err) = run(&["-q", "packets", SAMPLE]);
-    assert_eq!(code, 2);
-    assert!(
-        err.contains("--quiet comes before the command packets: put it after packets"),
-        "{err}"
+fn a_commands_options_may_come_before_its_name() {
+    let packets = ok(&["packets", SAMPLE, "-c", "3"]);
+    assert_eq!(packets.lines().count(), 3, "{packets}");
+    assert_eq!(ok(&["-q", "packets", SAMPLE, "-c", "3"]), packets);
+    assert_eq!(ok(&["-c", "3", "-q", "packets", SAMPLE]), packets);
+    assert_eq!(
+        ok(&["--color", "never", "packets", SAMPLE, "-c", "3"]),
+        packets
     );
-    // The global --color may come first.
-    let packets = ok(&["packets", SAMPLE]);
-    assert_eq!(ok(&["--color", "never", "packets", SAMPLE]), packets);
+    assert_eq!(ok(&["-r", SAMPLE, "packets", "-c", "3"]), packets);
+    // An option the command does not take is refused as after its name.
+    let (code, _, err) = run(&["--format", "json", "protocol"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("unexpected argument '--format'"), "{err}");
+}
+
+/// Runs the binary in `dir` and returns its exit code and raw standard output and error.
+fn raw_in(dir: &Path, args: &[&str]) -> (i32, Vec<u8>, String) {
+    let out = Command::new(BIN)
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out.status.code().unwrap_or(-1), out.stdout, err)
+}
+
+#[test]
+fn a_dash_is_standard_output_for_every_output_file() {
+    let dir = std::env::temp_dir().join(format!("rtype-cli-dash-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let filter = ["-Y", "rtype.msg_type == SERVER_SNAPSHOT"];
+    let cases: [(&[&str], &str); 5] = [
+        (&["packets", SAMPLE, filter[0], filter[1], "-w"], "cut.pcap"),
+        (&["export", SAMPLE, filter[0], filter[1], "-w"], "cut.pcap"),
+        (&["export", SAMPLE, "-o"], "timeline.ndjson"),
+        (&["report", SAMPLE, "-q", "-o"], "report.html"),
+        (&["dissector", "-o"], "rtype.lua"),
+    ];
+    for (args, name) in cases {
+        let (code, to_file, err) = raw_in(&dir, &[args, &[name]].concat());
+        assert_eq!((code, to_file.as_slice()), (0, &b""[..]), "{args:?}: {err}");
+        let (code, to_stdout, err) = raw_in(&dir, &[args, &["-"]].concat());
+        assert_eq!(code, 0, "{args:?}: {err}");
+        assert!(!dir.join("-").exists(), "{args:?} wrote a file named -");
+        let written = std::fs::read(dir.join(name)).unwrap();
+        assert!(written.len() > 1000, "{args:?}");
+        if name == "report.html" {
+            // The page names the file it was written to nowhere; only the time may differ.
+            assert!(to_stdout.starts_with(b"<!DOCTYPE html>"), "{args:?}");
+            assert_eq!(to_stdout.len(), written.len(), "{args:?}");
+        } else {
+            assert!(
+                to_stdout == written,
+                "{args:?}: standard output differs from the file"
+            );
+        }
+    }
+    // The cut is the snapshots' 162 frames, a pcap.
+    let cut = std::fs::read(dir.join("cut.pcap")).unwrap();
+    assert_eq!(&cut[..4], &[0xd4, 0xc3, 0xb2, 0xa1]);
+    // ./- is a file named -.
+    let (code, out, err) = raw_in(&dir, &["dissector", "-o", "./-"]);
+    assert_eq!((code, out.len()), (0, 0), "{err}");
+    assert_eq!(
+        std::fs::read(dir.join("-")).unwrap(),
+        std::fs::read(dir.join("rtype.lua")).unwrap()
+    );
+    // Two outputs on standard output are refused before anything is read.
+    let (code, out, err) = raw_in(&dir, &["export", SAMPLE, "-o", "-", "-w", "-"]);
+    assert_eq!((code, out.len()), (2, 0));
+    assert_eq!(
+        err,
+        "rtype-inspect: -o - and -w - would both write to standard output: give one of them a \
+         file\n"
+    );
+    let (code, _, err) = raw_in(&dir, &["report", SAMPLE, "--format", "svg", "-o", "-"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--format svg writes a directory"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_pipe_shows_the_datagrams_that_have_arrived() {
+    use std::io::Read;
+    use std::time::{Duration, Instant};
+    let bytes = std::fs::read(SAMPLE).unwrap();
+    // The records whole in the first 20,000 bytes: every frame of the sample is a datagram.
+    let (mut at, mut whole) = (24, 0);
+    while at + 16 <= 20_000 {
+        let len = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
+        if at + 16 + len > 20_000 {
+            break;
+        }
+        (at, whole) = (at + 16 + len, whole + 1);
+    }
+    assert_eq!(whole, 169);
+    for threads in ["1", "2"] {
+        let mut child = Command::new(BIN)
+            .args(["packets", "--threads", threads, "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut input = child.stdin.take().unwrap();
+        // A slow writer: the first 20,000 bytes, then nothing until the list has shown them.
+        input.write_all(&bytes[..20_000]).unwrap();
+        input.flush().unwrap();
+        let mut stdout = child.stdout.take().unwrap();
+        let (send, got) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut chunk = [0u8; 4096];
+            while let Ok(n @ 1..) = stdout.read(&mut chunk) {
+                if send.send(chunk[..n].to_vec()).is_err() {
+                    break;
+                }
+            }
+        });
+        let started = Instant::now();
+        let mut shown = Vec::new();
+        // One thread decodes each frame as it is read: every datagram arrived is shown. Several
+        // take frames in batches: at least the first ones are.
+        let wanted = if threads == "1" { whole } else { 1 };
+        while shown.iter().filter(|b| **b == b'\n').count() < wanted {
+            match got.recv_timeout(Duration::from_secs(5)) {
+                Ok(chunk) => shown.extend(chunk),
+                Err(_) => break,
+            }
+        }
+        let waited = started.elapsed();
+        drop(input);
+        let _ = child.wait();
+        let shown = String::from_utf8(shown).unwrap();
+        assert!(
+            shown.lines().count() >= wanted,
+            "--threads {threads}: {} lines in 5 s:\n{shown}",
+            shown.lines().count()
+        );
+        assert!(
+            shown.starts_with("      1   0.000000 #1   C→S rtype    "),
+            "--threads {threads}: {shown}"
+        );
+        // Well within a second on a loaded machine; the writer flushes every 50 ms.
+        assert!(
+            waited < Duration::from_secs(1),
+            "--threads {threads}: {waited:?}"
+        );
+    }
 }
 
 #[test]
@@ -147,7 +289,7 @@ fn count_stops_after_reading_n_datagrams() {
     let snapshots = ok(&["packets", SAMPLE, "--type", "SERVER_SNAPSHOT", "-c", "46"]);
     assert_eq!(
         snapshots,
-        "     45   3.400080 #1   S→C rtype SERVER_SNAPSHOT seq=204 tick=204 entities=2\n     46   3.400120 #2   S→C rtype SERVER_SNAPSHOT seq=204 tick=204 entities=2\n"
+        "     45   3.400080 #1   S→C rtype    77 SERVER_SNAPSHOT seq=204 tick=204 entities=2\n     46   3.400120 #2   S→C rtype    77 SERVER_SNAPSHOT seq=204 tick=204 entities=2\n"
     );
     let filtered = ok(&[
         "packets",
@@ -361,4 +503,94 @@ fn packets_as_json_are_the_exports_records() {
         err.contains("'--format <FORMAT>' cannot be used with '--verbose'"),
         "{err}"
     );
+}
+
+#[test]
+fn a_count_says_the_run_stopped_after_it() {
+    let summary = ok(&["-c", "5", SAMPLE]);
+    assert!(
+        summary.starts_with(&format!(
+            "{SAMPLE}: pcap (ethernet), 5 frames over 0.083 s, stopped after 5 datagrams (-c 5)\n"
+        )),
+        "{summary}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&ok(&["-c", "5", SAMPLE, "--format", "json"])).unwrap();
+    assert_eq!(json["capture"]["stopped_after"], 5);
+    assert!(validator_ok("summary", &json));
+    // A count the capture does not reach stops nothing.
+    let all = ok(&["-c", "100000", SAMPLE]);
+    assert!(all.contains(", complete\n"), "{all}");
+    let json: serde_json::Value = serde_json::from_str(&ok(&[SAMPLE, "--format", "json"])).unwrap();
+    assert!(json["capture"].get("stopped_after").is_none());
+}
+
+#[test]
+fn names_mistyped_get_the_nearest_known_name() {
+    let error = |args: &[&str]| {
+        let (code, out, err) = run(args);
+        assert_eq!((code, out.as_str()), (2, ""), "{args:?}");
+        err
+    };
+    let err = error(&["packets", SAMPLE, "-Y", "rtype.seq == 3"]);
+    assert!(
+        err.starts_with(
+            "rtype-inspect: display filter: rtype.seq: no such field; did you mean \
+             rtype.sequence? (rtype-inspect fields lists them)\n"
+        ),
+        "{err}"
+    );
+    assert_eq!(
+        error(&["packets", SAMPLE, "--profile", "reference-17bytes"]),
+        "rtype-inspect: reference-17bytes: no bundled profile of that name, and no such file; \
+         did you mean reference-17byte? (bundled: reference-17byte, reference-15byte)\n"
+    );
+    assert!(error(&["fields", "--profile", "nosuch"]).contains("(bundled: reference-17byte"));
+    for (option, command) in [("--violation", "packets"), ("--allow", "check")] {
+        assert_eq!(
+            error(&[command, SAMPLE, option, "rtype.pong.emtpy"]),
+            format!(
+                "rtype-inspect: unknown rule ID in {option}: rtype.pong.emtpy (did you mean \
+                 rtype.pong.empty?) (`rtype-inspect violations` lists them)\n"
+            )
+        );
+    }
+    let dir = std::env::temp_dir().join(format!("rtype-cli-allow-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("rtype-inspect.toml"),
+        "allow = [\"rtype.pong.emtpy\"]\n",
+    )
+    .unwrap();
+    let (code, _, err) = run_in(Some(&dir), &["check", SAMPLE], b"");
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(code, 2);
+    assert_eq!(
+        err,
+        "rtype-inspect: rtype-inspect.toml: unknown rule ID in allow: rtype.pong.emtpy (did you \
+         mean rtype.pong.empty?) (`rtype-inspect violations` lists them)\n"
+    );
+}
+
+#[test]
+fn color_always_colours_the_packet_list_by_severity() {
+    let crc = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/violations-crc.pcap");
+    let plain = ok(&["packets", crc]);
+    let coloured = ok(&["--color", "always", "packets", crc]);
+    assert_eq!(coloured.lines().count(), plain.lines().count());
+    for (plain, coloured) in plain.lines().zip(coloured.lines()) {
+        if plain.ends_with(']') {
+            assert!(coloured.starts_with("\x1b[3"), "{coloured:?}");
+            assert!(coloured.ends_with("\x1b[0m"), "{coloured:?}");
+            assert_eq!(&coloured[5..coloured.len() - 4], plain);
+        } else {
+            assert_eq!(coloured, plain);
+        }
+    }
+    let red = coloured
+        .lines()
+        .filter(|l| l.starts_with("\x1b[31m"))
+        .count();
+    assert_eq!(red, 10, "{coloured}");
+    assert_eq!(ok(&["packets", crc, "--color", "always"]), coloured);
 }

@@ -280,8 +280,8 @@ fn nanosecond_times_equal_tsharks() {
     let ours = packets_lines(path, &["--frames", "2-3"], "UTC");
     assert_eq!(
         ours,
-        "      2   0.002016137 #1   S→C rt    SERVER_ACCEPT seq=0\n\
-         \x20     3   0.002028274 #1   S→C rt    ENTITY_SPAWN seq=1\n\
+        "      2   0.002016137 #1   S→C rt       23 SERVER_ACCEPT seq=0\n\
+         \x20     3   0.002028274 #1   S→C rt       28 ENTITY_SPAWN seq=1 entity=10000 type=1\n\
          \x20     2               #1   finding [rt.reliable.unacknowledged] 760 of 760 RELIABLE \
          packets never acknowledged\n\
          \x20     3               #1   finding [session.entity-never-destroyed] 8 entities still \
@@ -340,16 +340,16 @@ fn time_format_lines_are_exact() {
     let lines = |t: &str| packets_lines(RT, &["-t", t, "--frames", "2-4"], "UTC");
     assert_eq!(
         lines("ad"),
-        "      2 2026-11-22 05:28:28.443701 #1   S→C rt    SERVER_ACCEPT seq=0\n\
-         \x20     3 2026-11-22 05:28:28.443713 #1   S→C rt    ENTITY_SPAWN seq=1\n\
-         \x20     4 2026-11-22 05:28:28.453321 #1   S→C rt    TRANSFORM_SNAPSHOT seq=1 entities=1 \
+        "      2 2026-11-22 05:28:28.443701 #1   S→C rt       23 SERVER_ACCEPT seq=0\n\
+         \x20     3 2026-11-22 05:28:28.443713 #1   S→C rt       28 ENTITY_SPAWN seq=1 entity=10000 type=1\n\
+         \x20     4 2026-11-22 05:28:28.453321 #1   S→C rt       26 TRANSFORM_SNAPSHOT seq=1 entities=1 \
          [rt.snapshot.no-world-tick]\n\
          \x20     2            #1   finding [rt.reliable.unacknowledged] 760 of 760 RELIABLE \
          packets never acknowledged\n\
          \x20     3            #1   finding [session.entity-never-destroyed] 8 entities still \
          alive at the end\n"
     );
-    assert!(lines("a").starts_with("      2 05:28:28.443701 #1   S→C rt    SERVER_ACCEPT"));
+    assert!(lines("a").starts_with("      2 05:28:28.443701 #1   S→C rt       23 SERVER_ACCEPT"));
     assert!(lines("e").starts_with("      2 1795325308.443701 #1   S→C"));
     assert!(lines("r").starts_with("      2   0.002016 #1   S→C"));
     assert!(lines("d").starts_with("      2   0.002016 #1   S→C"));

@@ -235,6 +235,7 @@ fn every_report(bytes: &[u8]) {
                     hex: true,
                     width: Some(100),
                     time: Default::default(),
+                    color: true,
                 },
                 filter,
             ),
@@ -1524,6 +1525,7 @@ fn command_peaks(bytes: &[u8]) -> Vec<(&'static str, usize)> {
             hex: false,
             width: None,
             time: Default::default(),
+            color: false,
         };
         Packets::new(io::sink(), options, filter())
     };

@@ -317,7 +317,8 @@ fn live_text_prints_the_packet_list_then_the_summary() {
     assert_eq!(list, packets);
     assert_eq!(list.lines().count(), 3, "{list}");
     assert!(
-        list.lines().all(|l| l.contains(" S→C rtype SERVER_HELLO")),
+        list.lines()
+            .all(|l| l.contains(" S→C rtype ") && l.contains(" SERVER_HELLO seq=")),
         "{list}"
     );
     // The summary of `rtype-inspect FILE`, over the datagrams that came.

@@ -184,9 +184,16 @@ fn lines_are_cut_to_the_terminal_and_whole_on_a_pipe() {
     let shown = on_terminal(&format!("{BIN} packets {SAMPLE}"), 72, &[]);
     let lines: Vec<&str> = shown.lines().filter(|l| l.contains(" rtype ")).collect();
     assert!(lines.len() > 20, "{shown}");
+    // A line with findings is coloured on a terminal: its escapes take no column.
+    let visible = |l: &str| {
+        ["\x1b[31m", "\x1b[33m", "\x1b[34m", "\x1b[0m"]
+            .iter()
+            .fold(l.to_string(), |l, code| l.replace(code, ""))
+    };
+    assert!(lines.iter().any(|l| l.contains("\x1b[3")), "{shown}");
     for line in &lines {
         assert!(
-            line.chars().count() <= 72,
+            visible(line).chars().count() <= 72,
             "wider than the terminal: {line}"
         );
     }
@@ -388,17 +395,30 @@ fn filters_that_cannot_match_are_errors_that_say_why() {
 
 #[test]
 fn a_session_finding_filter_shows_the_datagrams_it_is_about() {
-    // The real 17-byte capture sends 351 ENTITY_DESTROYED twice, byte for byte.
+    // The real 17-byte capture sends 351 ENTITY_DESTROYED twice, byte for byte: one line each,
+    // the finding at its end, as -Y on the finding shows them.
     let c17 = "tests/fixtures/reference-17byte-1client.pcap";
     let out = run(&["packets", c17, "--violation", "session.duplicate-datagram"]);
     let text = String::from_utf8(out.stdout).unwrap();
-    let datagrams = text
+    let lines = text.lines().count();
+    let destroyed = text
         .lines()
-        .filter(|l| l.contains(" SERVER_ENTITY_DESTROYED"))
+        .filter(|l| l.contains(" SERVER_ENTITY_DESTROYED seq=0 tick="))
+        .filter(|l| l.ends_with(" [session.duplicate-datagram]"))
         .count();
-    let findings = text
-        .lines()
-        .filter(|l| l.contains("finding [session.duplicate-datagram] a copy of frame"))
-        .count();
-    assert_eq!((datagrams, findings), (351, 351), "{text}");
+    assert_eq!((lines, destroyed), (351, 351), "{text}");
+    let filter = "rtype.violation == \"session.duplicate-datagram\"";
+    let shown = run(&["packets", c17, "-Y", filter]);
+    assert_eq!(String::from_utf8(shown.stdout).unwrap(), text);
+    // The whole list: one line per datagram, then the finding of no datagram.
+    let all = String::from_utf8(run(&["packets", c17]).stdout).unwrap();
+    assert_eq!(all.lines().count(), 3202 + 1);
+    assert!(
+        all.ends_with(
+            "   3202  15.039690 #1   S→C rtype   411 SERVER_SNAPSHOT_CHUNK seq=1001 tick=1000 \
+             chunk=2/2 entities=38 [rtype.snapshot.undefined-bit]\n      9            #1   finding \
+             [session.entity-never-destroyed] 520 entities still alive at the end\n"
+        ),
+        "{all}"
+    );
 }

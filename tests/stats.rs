@@ -237,7 +237,35 @@ fn reference_15byte_capture() {
     near(&r["min"], 1.059, 0.0005);
     // Nearest-rank median: the 10th of 20 sorted round trips.
     near(&r["p50"], 8.589, 0.0005);
+    // Nearest-rank p99 of 20: the largest.
+    near(&r["p99"], 17.307, 0.0005);
     near(&r["max"], 17.307, 0.0005);
+    let text = Command::new(BIN)
+        .args([
+            "stats",
+            "tests/fixtures/reference-15byte-levelevents.pcap",
+            "--profile",
+        ])
+        .arg("samples/profiles/reference-15byte.toml")
+        .output()
+        .unwrap();
+    let text = String::from_utf8(text.stdout).unwrap();
+    let row = text.lines().find(|l| l.contains("round trip")).unwrap();
+    let cells: Vec<&str> = row.split(['│', '┆']).map(str::trim).collect();
+    assert_eq!(
+        cells,
+        [
+            "",
+            "round trip",
+            "20",
+            "1.059",
+            "8.589",
+            "17.307",
+            "17.307",
+            ""
+        ],
+        "{text}"
+    );
     let seqs = c["sequences"].as_array().unwrap();
     assert_eq!([&seqs[0]["received"], &seqs[0]["lost"]], [1225, 0]);
     assert_eq!(

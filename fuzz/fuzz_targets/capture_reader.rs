@@ -45,6 +45,7 @@ fuzz_target!(|data: &[u8]| {
         hex: true,
         width: Some(100),
         time: Default::default(),
+        color: true,
     };
     let mut packets = Packets::new(io::sink(), options, filter);
     run(data, &mut packets);

@@ -160,6 +160,7 @@ fuzz_target!(|data: &[u8]| {
                 hex: true,
                 width: None,
                 time: Default::default(),
+                color: true,
             },
             filter,
         ),

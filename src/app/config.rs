@@ -286,12 +286,23 @@ fn glob_matches(pattern: &str, name: &str) -> bool {
     p[i..].iter().all(|c| *c == '*')
 }
 
-/// "unknown rule ID(s) in KEY: …", for the file's `allow` and the command line's `--allow`.
+/// "unknown rule ID(s) in KEY: …", each with the nearest known IDs, for the file's `allow`, the
+/// command line's `--allow` and `--violation`.
 pub fn unknown_rules(key: &str, ids: &[&str]) -> String {
+    let named: Vec<String> = ids
+        .iter()
+        .map(|id| {
+            let known = Rule::ALL.iter().map(|r| r.id());
+            match crate::proto::near::nearest(id, known, 3).as_slice() {
+                [] => (*id).to_string(),
+                near => format!("{id} (did you mean {}?)", near.join(", ")),
+            }
+        })
+        .collect();
     format!(
         "unknown rule ID{} in {key}: {} (`rtype-inspect violations` lists them)",
         if ids.len() == 1 { "" } else { "s" },
-        ids.join(", ")
+        named.join(", ")
     )
 }
 

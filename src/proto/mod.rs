@@ -1,6 +1,7 @@
 //! The protocol description: the one table of every dialect's fields and messages, the snapshot
 //! field profiles, and the catalog of rules. Everything else reads these; nothing restates them.
 
+pub mod near;
 pub mod profile;
 pub mod registry;
 pub mod rt;

@@ -185,6 +185,16 @@ impl Profile {
     pub fn resolve(arg: &Path) -> Result<Profile, String> {
         match arg.to_str().and_then(Profile::bundled) {
             Some(profile) => Ok(profile),
+            None if !arg.exists() => {
+                let names = || BUNDLED.iter().map(|(n, _)| *n);
+                let typed = arg.to_str().unwrap_or_default();
+                Err(format!(
+                    "{}: no bundled profile of that name, and no such file{} (bundled: {})",
+                    arg.display(),
+                    super::near::hint(typed, names()),
+                    names().collect::<Vec<_>>().join(", ")
+                ))
+            }
             None => Profile::load(arg),
         }
     }

@@ -824,22 +824,9 @@ impl Registry {
         })
     }
 
-    /// Names close to `name` (by edit distance), best first, for "did you mean".
+    /// Names close to `name`, best first, for "did you mean".
     pub fn nearest(&self, name: &str, max: usize) -> Vec<&str> {
-        let mut scored: Vec<(usize, &str)> = self
-            .fields
-            .iter()
-            .map(|f| (edit_distance(name, &f.name), f.name.as_str()))
-            .filter(|(d, n)| *d <= (n.len() / 3).max(2))
-            .collect();
-        scored.sort();
-        let best = scored.first().map_or(0, |s| s.0);
-        scored
-            .into_iter()
-            .take_while(|(d, _)| *d == best)
-            .take(max)
-            .map(|(_, n)| n)
-            .collect()
+        super::near::nearest(name, self.fields.iter().map(|f| f.name.as_str()), max)
     }
 }
 
@@ -854,22 +841,6 @@ fn runtime_field(f: &RuntimeField, provider: Provider) -> FilterField {
         source: Source::Runtime(f.runtime),
         provider,
     }
-}
-
-/// Levenshtein distance, over bytes (field names are ASCII).
-fn edit_distance(a: &str, b: &str) -> usize {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.iter().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let substitution = diagonal + usize::from(ca != cb);
-            diagonal = row[j + 1];
-            row[j + 1] = substitution.min(row[j] + 1).min(diagonal + 1);
-        }
-    }
-    row[b.len()]
 }
 
 /// Builds the registry by walking the description in the dissector generator's order, naming
@@ -1285,12 +1256,5 @@ mod tests {
         assert_eq!(scaled.field(pos_x).ty, FieldType::Double);
         let raw = scaled.get("rtype.snapshot.entity.pos_x.raw").unwrap();
         assert!(matches!(scaled.field(raw).source, Source::Raw { of } if of == pos_x));
-    }
-
-    #[test]
-    fn edit_distance_counts_edits() {
-        assert_eq!(edit_distance("entitiy", "entity"), 1);
-        assert_eq!(edit_distance("", "abc"), 3);
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
     }
 }

@@ -25,6 +25,11 @@ pub struct Sprites {
 }
 
 impl Sprites {
+    /// The LevelInit sprite of entity type `type_id`, when it named one.
+    pub fn name(&self, type_id: u64) -> Option<&str> {
+        self.list.sprite(type_id)
+    }
+
     pub fn refresh(&mut self, conversations: &Conversations, conversation: u32) {
         let Some(c) = conversations.get(conversation) else {
             self.list.clear();

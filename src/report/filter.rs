@@ -134,9 +134,8 @@ impl FilterArgs {
             .violation
             .iter()
             .map(|id| {
-                Rule::from_id(id).ok_or_else(|| {
-                    format!("unknown violation `{id}` (see `rtype-inspect violations`)")
-                })
+                Rule::from_id(id)
+                    .ok_or_else(|| crate::app::config::unknown_rules("--violation", &[id]))
             })
             .collect::<Result<_, _>>()?;
         for t in &self.types {
@@ -199,29 +198,17 @@ fn known_type(t: &str) -> Result<(), String> {
         return Ok(());
     }
     let nearest = names()
-        .map(|n| (edit_distance(&n.to_ascii_uppercase(), &upper), n))
+        .map(|n| {
+            (
+                crate::proto::near::edit_distance(&n.to_ascii_uppercase(), &upper),
+                n,
+            )
+        })
         .min();
     Err(match nearest {
         Some((d, n)) if d <= 3 => format!("--type {t}: no such message type; did you mean {n}?"),
         _ => format!("--type {t}: no such message type (`rtype-inspect protocol` lists them)"),
     })
-}
-
-/// Levenshtein distance, for "did you mean".
-pub fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != *cb);
-            let next = (row[j + 1] + 1).min(row[j] + 1).min(prev + cost);
-            prev = row[j + 1];
-            row[j + 1] = next;
-        }
-    }
-    row[b.len()]
 }
 
 impl Filter {

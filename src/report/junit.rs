@@ -66,11 +66,30 @@ pub fn write(results: &[FileResult], policy: &Policy) -> String {
             match l.verdict {
                 Verdict::Pass => {}
                 Verdict::Fail => {
-                    let message = format!(
-                        "{found} ({}) at frames {}",
-                        info.severity.name(),
-                        l.frames_text(MAX_FRAMES)
-                    );
+                    // What a CI summary shows of a failure: the measure against its limit for a
+                    // budget, else how many findings and where the first is.
+                    let mut broken = r.budgets.iter().filter(|b| b.rule == l.rule);
+                    let message = match broken.next() {
+                        Some(b) => {
+                            let more = broken.count();
+                            let more = match more {
+                                0 => String::new(),
+                                n => format!(" (and {n} more)"),
+                            };
+                            format!(
+                                "{} in conversation #{} at frames {}-{}{more}",
+                                b.comparison(),
+                                b.conversation,
+                                b.first_frame,
+                                b.last_frame
+                            )
+                        }
+                        None => format!(
+                            "{found} ({}), the first at frame {}",
+                            info.severity.name(),
+                            l.frames.first().map_or_else(|| "-".into(), u64::to_string)
+                        ),
+                    };
                     let body = format!(
                         "{} [{}]: {}\nframes: {}{budgets}",
                         info.id,

@@ -331,6 +331,13 @@ pub fn run(args: LiveArgs, term: Term) -> Result<ExitCode, String> {
     }
     let mut capture = LiveCapture::open(&args.interface).map_err(|e| e.to_string())?;
     let info = live::capture_info(capture.link_type());
+    if args
+        .write
+        .as_deref()
+        .is_some_and(crate::app::output::is_stdout)
+    {
+        return Err("-w - would write the capture where the packet list goes: give a file".into());
+    }
     let mut pcap = match &args.write {
         Some(path) => {
             let w = PcapWriter::new(
@@ -390,6 +397,7 @@ pub fn run(args: LiveArgs, term: Term) -> Result<ExitCode, String> {
                 hex: args.hex,
                 width: term.width,
                 time: Default::default(),
+                color: term.color,
             };
             let mut tee = Tee {
                 inner: Packets::new(pending.clone(), options, filter),

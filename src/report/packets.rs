@@ -1,6 +1,7 @@
-//! `packets`: one line per datagram, like tshark's packet list; `-V` adds the decoded tree,
-//! `-x` a hex dump. On a terminal, lines are cut or wrapped to its width; on a pipe they are
-//! whole, so that `grep` finds every violation ID.
+//! `packets`: one line per datagram, like tshark's packet list, ending with the IDs of its
+//! findings (the session's too); `-V` adds the decoded tree, `-x` a hex dump. Findings that belong
+//! to no datagram follow the list (in place with `-V`). On a terminal, lines are cut or wrapped to
+//! its width; on a pipe they are whole, so that `grep` finds every violation ID.
 
 use std::fmt::Write as _;
 use std::io::{self, Write};
@@ -9,11 +10,11 @@ use super::fields::TreeFields;
 use super::filter::Filter;
 use super::render;
 use super::time::{self, write_rfc3339, TimeFormat};
-use crate::message::{Facts, Finding, Open, Value, Visitor};
+use crate::message::{Detail, Facts, Finding, Open, Value, Visitor};
 use crate::pipeline::{RenderAhead, RunEnd, Sink};
 use crate::proto::schema::{Field, Group};
 use crate::proto::Direction;
-use crate::session::event::{DatagramEvent, Decoded, LooseFinding, ReassembledEvent};
+use crate::session::event::{DatagramEvent, Decoded, EntityEvent, LooseFinding, ReassembledEvent};
 use crate::session::Conversations;
 
 /// The tree visitor, switched off when only the list is wanted.
@@ -66,6 +67,8 @@ pub struct PacketsOptions {
     pub width: Option<usize>,
     /// How each line's time is written (`-t`).
     pub time: TimeFormat,
+    /// Colour each line with findings by its most severe one (`--color`).
+    pub color: bool,
 }
 
 /// Writes the packet list. A write error (a closed pipe) stops the output quietly.
@@ -84,6 +87,14 @@ pub struct Packets<W: Write> {
     local: time::Local,
     /// Whether the last datagram was shown (its reassembled snapshot is shown with it).
     shown: bool,
+    /// The last datagram's frame and how many of its session findings are still to come as
+    /// loose findings: its line named them already.
+    raised: (u64, usize),
+    /// The lines of findings that belong to no datagram, written after the list (at most
+    /// [`MAX_DEFERRED`] of them; `deferred_more` counts the others).
+    deferred: String,
+    deferred_lines: usize,
+    deferred_more: u64,
     pub error: Option<io::Error>,
     /// A filter that asked for what the capture does not have, known at the end.
     pub unmatched: Option<String>,
@@ -106,6 +117,10 @@ impl<W: Write> Packets<W> {
             decimals: time::decimals(false),
             local: time::Local::default(),
             shown: false,
+            raised: (0, 0),
+            deferred: String::new(),
+            deferred_lines: 0,
+            deferred_more: 0,
             error: None,
             unmatched: None,
         }
@@ -122,10 +137,27 @@ impl<W: Write> Packets<W> {
         self.out
     }
 
+    /// The findings that belong to no datagram, after the list: those kept, then how many more.
+    fn write_deferred(&mut self) {
+        if self.deferred_more > 0 {
+            let _ = writeln!(
+                self.deferred,
+                "… and {} more findings that belong to no datagram (rtype-inspect check lists them)",
+                self.deferred_more
+            );
+        }
+        let deferred = std::mem::take(&mut self.deferred);
+        write_unless_failed(&mut self.out, &mut self.error, deferred.as_bytes());
+    }
+
     fn emit(&mut self) {
         write_unless_failed(&mut self.out, &mut self.error, self.line.as_bytes());
     }
 }
+
+/// The lines of findings that belong to no datagram that the list keeps for its end; the others
+/// are counted, `check` listing them all.
+const MAX_DEFERRED: usize = 10_000;
 
 /// Writes a report's text (a list's line, the packet list's or `-T fields`', a part of an
 /// `export` record), unless an earlier write failed: the first error is kept, and stops the run
@@ -176,6 +208,7 @@ fn key_fields(line: &mut String, e: &DatagramEvent<'_>) {
         render::push_u64(line, n.into());
     }
     number(line, " entities=", f.entity_count.map(u64::from));
+    number(line, " time=", f.client_time.map(u64::from));
     if let Some(t) = f.event_type {
         let name =
             render::enum_name(crate::proto::rtype::EVENT_TYPES, t.into()).unwrap_or("unknown");
@@ -192,6 +225,76 @@ fn key_fields(line: &mut String, e: &DatagramEvent<'_>) {
         line.push_str(" reason=");
         line.push_str(name);
     }
+}
+
+/// The entity a spawn or a destruction names (the first, and how many others), with its type and
+/// the type's LevelInit sprite when there is one.
+fn entity_fields(line: &mut String, e: &DatagramEvent<'_>, sprites: &super::fields::Sprites) {
+    let Some(first) = e.entities.first() else {
+        return;
+    };
+    if first.event == EntityEvent::Update {
+        return;
+    }
+    line.push_str(" entity=");
+    render::push_u64(line, first.id.into());
+    if let Some(t) = first.type_id {
+        line.push_str(" type=");
+        render::push_u64(line, t.into());
+        if let Some(sprite) = sprites.name(t.into()) {
+            line.push('(');
+            push_printable(line, sprite);
+            line.push(')');
+        }
+    }
+    if e.entities.len() > 1 {
+        line.push_str(" +");
+        render::push_u64(line, (e.entities.len() - 1) as u64);
+    }
+}
+
+/// Appends text from the capture with its spaces and control characters as `.`: one word, that
+/// cannot break the line.
+fn push_printable(line: &mut String, text: &str) {
+    line.extend(text.chars().map(|c| {
+        if c.is_whitespace() || c.is_control() {
+            '.'
+        } else {
+            c
+        }
+    }));
+}
+
+/// Appends a finding's ID, with the field it names when it names one.
+fn push_finding(line: &mut String, f: &Finding) {
+    line.push_str(f.rule.id());
+    if let Detail::Field(field) = f.detail {
+        line.push('(');
+        push_printable(line, field);
+        line.push(')');
+    }
+}
+
+/// Colours `line`, already fitted to the terminal, by the most severe of its datagram's findings,
+/// as tshark's colouring rules colour a row: red for an error, yellow a warning, blue info.
+fn paint(line: &mut String, e: &DatagramEvent<'_>) {
+    let session = e.session.iter().map(|l| &l.finding);
+    let Some(worst) = e
+        .findings
+        .iter()
+        .chain(session)
+        .map(|f| f.rule.severity())
+        .max()
+    else {
+        return;
+    };
+    let code = match worst {
+        crate::proto::Severity::Error => "\x1b[31m",
+        crate::proto::Severity::Warning => "\x1b[33m",
+        crate::proto::Severity::Info => "\x1b[34m",
+    };
+    line.insert_str(0, code);
+    line.push_str("\x1b[0m");
 }
 
 /// Appends `n` right-aligned in `width` columns, as `{n:>width$}` does.
@@ -308,14 +411,16 @@ impl<W: Write> Sink for Packets<W> {
     fn begin(&mut self, conversations: &Conversations, conversation: u32) {
         if self.options.verbose {
             self.fields.tree.clear();
-            self.fields
-                .tree
-                .sprites
-                .refresh(conversations, conversation);
         }
+        // Copied only when they change: the list names the entity types spawned.
+        self.fields
+            .tree
+            .sprites
+            .refresh(conversations, conversation);
     }
 
     fn skipped(&mut self, e: &DatagramEvent<'_>) {
+        self.raised = (e.frame, 0);
         self.first_ts.get_or_insert(e.ts_nanos);
         self.previous = Some(e.ts_nanos);
     }
@@ -326,6 +431,7 @@ impl<W: Write> Sink for Packets<W> {
             .saturating_sub(*self.first_ts.get_or_insert(e.ts_nanos)) as f64
             / 1e9;
         let previous = self.previous.replace(e.ts_nanos);
+        self.raised = (e.frame, e.session.len());
         self.shown = self.error.is_none() && self.filter.matches(e, rel);
         if !self.shown {
             return;
@@ -360,20 +466,23 @@ impl<W: Write> Sink for Packets<W> {
         line.push_str(dir);
         line.push(' ');
         push_left(line, e.dialect.name(), 5);
+        push_right(line, e.bytes.len() as u64, 6);
         line.push(' ');
         line.push_str(e.name);
         key_fields(line, e);
-        if !e.findings.is_empty() {
-            line.push_str(" [");
-            for (i, f) in e.findings.iter().enumerate() {
-                if i > 0 {
-                    line.push(' ');
-                }
-                line.push_str(f.rule.id());
-            }
+        entity_fields(line, e, &self.fields.tree.sprites);
+        let session = e.session.iter().map(|l| &l.finding);
+        for (i, f) in e.findings.iter().chain(session).enumerate() {
+            line.push_str(if i == 0 { " [" } else { " " });
+            push_finding(line, f);
+        }
+        if !(e.findings.is_empty() && e.session.is_empty()) {
             line.push(']');
         }
         fit(line, self.options.width);
+        if self.options.color {
+            paint(line, e);
+        }
         line.push('\n');
         if self.options.verbose {
             let _ = write!(line, "  Frame {}: {} bytes at ", e.frame, e.bytes.len());
@@ -427,9 +536,13 @@ impl<W: Write> Sink for Packets<W> {
                     let _ = writeln!(line, "    {l}");
                 }
             }
-            if !e.findings.is_empty() {
+            if !(e.findings.is_empty() && e.session.is_empty()) {
                 line.push_str("  Violations\n");
                 findings_block(line, e.findings, "    ", self.options.width);
+                for l in e.session {
+                    let one = std::slice::from_ref(&l.finding);
+                    findings_block(line, one, "    ", self.options.width);
+                }
             }
         }
         if self.options.hex {
@@ -461,6 +574,11 @@ impl<W: Write> Sink for Packets<W> {
     }
 
     fn loose(&mut self, f: &LooseFinding) {
+        // A session finding of the datagram just handled: on its line (or hidden with it).
+        if self.raised.1 > 0 && self.raised.0 == f.frame {
+            self.raised.1 -= 1;
+            return;
+        }
         if self.error.is_some()
             || !self
                 .filter
@@ -481,14 +599,62 @@ impl<W: Write> Sink for Packets<W> {
         let _ = write!(self.line, " [{}] {}", info.id, render::detail(&f.finding));
         fit(&mut self.line, self.options.width);
         self.line.push('\n');
-        self.emit();
+        if self.options.verbose {
+            self.emit();
+        } else if self.deferred_lines < MAX_DEFERRED {
+            self.deferred.push_str(&self.line);
+            self.deferred_lines += 1;
+        } else {
+            self.deferred_more += 1;
+        }
     }
 
     fn end(&mut self, end: &RunEnd<'_>) {
+        self.write_deferred();
         self.unmatched = end_list(&mut self.out, &mut self.error, &self.filter, end);
     }
 
     fn done(&self) -> bool {
         self.error.is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::Rule;
+
+    #[test]
+    fn findings_of_no_datagram_are_kept_up_to_the_limit() {
+        let options = PacketsOptions::default();
+        let every = super::super::filter::FilterArgs::default().build().unwrap();
+        let mut packets = Packets::new(Vec::new(), options, every);
+        for frame in 0..MAX_DEFERRED as u64 + 5 {
+            packets.loose(&LooseFinding {
+                frame,
+                conversation: 1,
+                finding: Finding::new(Rule::SessionEntityNeverDestroyed, 0, Detail::Value(2)),
+            });
+        }
+        assert!(packets.output().is_empty(), "nothing before the end");
+        assert!(
+            packets.deferred.len() < 1 << 20,
+            "{}",
+            packets.deferred.len()
+        );
+        packets.write_deferred();
+        let text = String::from_utf8(packets.into_output()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), MAX_DEFERRED + 1);
+        assert!(
+            lines[0]
+                .starts_with("      0            #1   finding [session.entity-never-destroyed]"),
+            "{}",
+            lines[0]
+        );
+        assert_eq!(
+            lines[MAX_DEFERRED],
+            "… and 5 more findings that belong to no datagram (rtype-inspect check lists them)"
+        );
     }
 }

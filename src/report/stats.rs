@@ -344,7 +344,7 @@ fn session_json(
         "rtt_ms": {
             "pings": s.pings, "pongs": s.pongs, "pairs": s.rtt.count(), "unanswered_pings": s.unanswered_pings(),
             "unmatched_pongs": s.unmatched_pongs, "min": s.rtt.min_ms(), "p50": s.rtt.quantile_ms(0.5),
-            "max": s.rtt.max_ms(),
+            "p99": s.rtt.quantile_ms(0.99), "max": s.rtt.max_ms(),
         },
         "sequences": [
             sequence_json(Direction::ClientToServer, client_family, &s.client_sequence),
@@ -481,7 +481,7 @@ fn conversation_text(out: &mut String, c: &Json, term: Term) {
         rtt["pairs"].to_string(),
         num(&rtt["min"], 3),
         num(&rtt["p50"], 3),
-        "".into(),
+        num(&rtt["p99"], 3),
         num(&rtt["max"], 3),
     ]);
     let _ = writeln!(out, "Timing\n{t}");

@@ -107,6 +107,8 @@ pub struct Summary {
     json: Option<Json>,
     no_fields: NoFields,
     hint: super::profile_hint::ProfileHint,
+    /// `-c N`: the run stops after N datagrams, which the summary says when it did.
+    pub limit: Option<u64>,
 }
 
 impl Sink for Summary {
@@ -243,6 +245,9 @@ impl Summary {
                 "profile": profile, "snapshots_probed": probed,
             })),
         });
+        if let Some(n) = self.limit.filter(|n| end.counts.datagrams >= *n) {
+            summary["capture"]["stopped_after"] = n.into();
+        }
         if let Some((expression, datagrams)) = end.displayed {
             summary["display_filter"] = json!({"expression": expression, "datagrams": datagrams});
         }
@@ -261,9 +266,10 @@ impl Summary {
         let cap = &j["capture"];
         let counts: FrameCounts = serde_json::from_value(j["counts"].clone()).unwrap_or_default();
         let mut out = String::new();
-        let truncated = match &cap["truncated"] {
-            Json::Null => "complete".to_string(),
-            t => format!(
+        let truncated = match (&cap["truncated"], &cap["stopped_after"]) {
+            (Json::Null, Json::Null) => "complete".to_string(),
+            (Json::Null, n) => format!("stopped after {n} datagrams (-c {n})"),
+            (t, _) => format!(
                 "{} at frame {} (byte offset {}): {}",
                 if t["corrupt"] == true {
                     "CORRUPT"

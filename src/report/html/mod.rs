@@ -46,7 +46,8 @@ pub struct ReportArgs {
     /// Captures: one tab each.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
-    /// The HTML file to write; with `--format svg`, the directory the SVG files go to.
+    /// The HTML file to write (- for standard output); with `--format svg`, the directory the
+    /// SVG files go to.
     #[arg(short, long, value_name = "FILE")]
     output: PathBuf,
     /// `html`: one page; `svg`: the main graphs as standalone SVG files in the `-o` directory,
@@ -101,6 +102,9 @@ pub fn run(args: ReportArgs) -> Result<ExitCode, String> {
 /// (`<stem>-2-c1-io.svg`).
 fn svg_files(args: &ReportArgs, reading: &Reading) -> Result<ExitCode, String> {
     let dir = &args.output;
+    if crate::app::output::is_stdout(dir) {
+        return Err("--format svg writes a directory of SVG files: give it with -o DIR".into());
+    }
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let stem = |f: &PathBuf| {
         f.file_stem().map_or_else(
@@ -215,6 +219,7 @@ impl FrameLines {
             hex: false,
             width: None,
             time: Default::default(),
+            color: false,
         };
         FrameLines {
             packets: Packets::new(Vec::new(), options, every),
