@@ -3,7 +3,8 @@
 -- Run from the directory holding dataset/ (or set the variable to its path):
 --   duckdb -c "SET VARIABLE dataset = 'dataset'" -c ".read examples/duckdb.sql"
 -- Each table is read across every capture's partition; union_by_name lines up captures exported
--- with different snapshot profiles (a profile's fields are columns).
+-- with different snapshot profiles (a profile's fields are columns, null where a capture's layout
+-- lacks them; `captures.profile` and `conversations.layout` name each capture's layout).
 
 CREATE OR REPLACE VIEW datagrams AS SELECT * FROM read_parquet(getvariable('dataset') || '/datagrams/*/*.parquet', hive_partitioning = true, union_by_name = true);
 CREATE OR REPLACE VIEW entities AS SELECT * FROM read_parquet(getvariable('dataset') || '/entities/*/*.parquet', hive_partitioning = true, union_by_name = true);
@@ -19,7 +20,8 @@ GROUP BY capture, dialect, name
 ORDER BY capture, bytes DESC, name;
 
 -- query: entity_updates_per_type_per_second
--- Entity blocks sent per entity type and second of capture, with the archetype's sprite.
+-- Entity blocks sent per entity type and second of capture, with the archetype's sprite (a block
+-- without its type counts for the type its entity's spawn or an earlier update gave: `profile`'s).
 SELECT e.capture, e.entity_type, min(e.sprite) AS sprite, count(*) AS updates,
        round(count(*) / max(c.duration_s), 3) AS per_second
 FROM entities e JOIN captures c USING (capture)

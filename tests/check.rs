@@ -569,3 +569,186 @@ fn a_directory_is_judged_on_several_threads_as_on_one() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_gate_never_passes_on_nothing() {
+    // A directory without any capture: exit 2, saying why, and no report.
+    let empty = scratch_dir("empty");
+    let out = check_in(&empty, &[".", "--format", "junit"]);
+    assert_eq!(code(&out), Some(2));
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim_end(),
+        "rtype-inspect: no capture found (.pcap, .pcapng, .cap or .gz) in the arguments"
+    );
+    // Extensions in capitals are captures too: the capture is judged (it fails on the
+    // document's snapshot layout, without its profile).
+    std::fs::copy(path(C17), empty.join("session.PCAP")).unwrap();
+    let out = check_in(&empty, &[".", "--format", "json"]);
+    let j = json(&out);
+    let files: Vec<&str> = j["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["file"].as_str().unwrap())
+        .collect();
+    assert_eq!(files, ["./session.PCAP"]);
+    // A display filter that passes no datagram judged nothing: capture.no-datagrams fails it.
+    let c17 = path(C17);
+    let args = [
+        c17.as_str(),
+        "--profile",
+        "reference-17byte",
+        "-Y",
+        "frame.number > 100000",
+        "--format",
+        "json",
+    ];
+    let out = check(&args);
+    assert_eq!(code(&out), Some(1));
+    let j = json(&out);
+    let findings = &j["files"][0]["findings"];
+    assert_eq!(findings.as_array().unwrap().len(), 1, "{findings}");
+    assert_eq!(findings[0]["id"], "capture.no-datagrams");
+    assert_eq!(findings[0]["verdict"], "fail");
+    let _ = std::fs::remove_dir_all(&empty);
+}
+
+/// The rules of the cascade a wrong snapshot layout gives.
+const CASCADE: [&str; 5] = [
+    "rtype.message.truncated",
+    "rtype.message.trailing",
+    "rtype.snapshot.reserved-bit",
+    "rtype.snapshot.undefined-bit",
+    "rtype.snapshot.unknown-entity-type",
+];
+
+/// Each rule with findings in a check's one file: (id, count).
+fn counts(out: &Output) -> Vec<(String, u64)> {
+    json(out)["files"][0]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["id"].as_str().unwrap().into(),
+                f["count"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn check_of_every_real_capture_ends_with_one_layout_finding() {
+    let layout = |c: &[(String, u64)]| {
+        c.iter()
+            .find(|(id, _)| id == "rtype.snapshot.layout")
+            .map(|f| f.1)
+    };
+    let cascade = |c: &[(String, u64)]| c.iter().any(|(id, _)| CASCADE.contains(&id.as_str()));
+    for (capture, layout_count) in [
+        (C17, Some(1)),
+        (C15, Some(1)),
+        ("tests/fixtures/rt-two-players.pcap", None),
+        ("tests/fixtures/rtnp-solo.pcap", None),
+    ] {
+        let c = counts(&check(&[&path(capture), "--format", "json"]));
+        assert_eq!(layout(&c), layout_count, "{capture}: {c:?}");
+        assert!(!cascade(&c), "{capture}: {c:?}");
+    }
+    // --strict-layout keeps the document's layout and its cascade (137 truncated fields, 573
+    // reserved and 190 undefined bits on the 17-byte capture).
+    let strict = counts(&check(&[&path(C17), "--strict-layout", "--format", "json"]));
+    assert_eq!(layout(&strict), None);
+    for (rule, n) in [
+        ("rtype.message.truncated", 137),
+        ("rtype.snapshot.reserved-bit", 573),
+        ("rtype.snapshot.undefined-bit", 190),
+    ] {
+        assert!(strict.contains(&(rule.to_string(), n)), "{strict:?}");
+    }
+    // The layout named, the finding goes away: the check fails only on what the server breaks
+    // (allowed here), as it does with the profile's file.
+    for profile in ["reference-17byte", P17] {
+        let out = check(&[
+            &path(C17),
+            "--profile",
+            &path_or(profile),
+            "--format",
+            "json",
+        ]);
+        let c = counts(&out);
+        assert_eq!(layout(&c), None, "{c:?}");
+        assert!(!cascade(&c), "{c:?}");
+        let mut args = vec![path(C17), "--profile".into(), path_or(profile)];
+        args.extend(ALLOW_17.iter().map(|a| a.to_string()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        assert_eq!(code(&check(&args)), Some(0));
+    }
+    // Without the profile, the departure fails the check, with one finding at the first
+    // snapshot (frame 10, a SERVER_SNAPSHOT_CHUNK).
+    let mut args = vec![path(C17)];
+    args.extend(ALLOW_17.iter().map(|a| a.to_string()));
+    args.extend(["--format".into(), "json".into()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = check(&args);
+    assert_eq!(code(&out), Some(1));
+    let j = json(&out);
+    let failing: Vec<(&str, &Value)> = j["files"][0]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["verdict"] == "fail")
+        .map(|f| (f["id"].as_str().unwrap(), &f["frames"]))
+        .collect();
+    assert_eq!(
+        failing,
+        [("rtype.snapshot.layout", &serde_json::json!([10]))]
+    );
+}
+
+/// A bundled profile's name as it is; a path relative to the crate made absolute.
+fn path_or(profile: &str) -> String {
+    if profile.contains('/') {
+        path(profile)
+    } else {
+        profile.into()
+    }
+}
+
+#[test]
+fn the_layout_finding_says_which_profile_fits_and_what_differs() {
+    let out = Command::new(BIN)
+        .args(["export", "--quiet", &path(C17)])
+        .output()
+        .unwrap();
+    let records: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|r: &Value| r["kind"] == "datagram")
+        .collect();
+    // One datagram of the capture has it: the first snapshot, frame 10; the later ones decode
+    // with the profile.
+    let with: Vec<&Value> = records
+        .iter()
+        .filter(|r| {
+            r["violations"]
+                .as_array()
+                .is_some_and(|v| v.iter().any(|f| f["id"] == "rtype.snapshot.layout"))
+        })
+        .collect();
+    assert_eq!(with.len(), 1);
+    assert_eq!(with[0]["frame"], 10);
+    assert_eq!(
+        with[0]["violations"],
+        serde_json::json!([{
+            "id": "rtype.snapshot.layout", "severity": "error", "offset": 17,
+            "detail": "read as profile reference-17byte: positions and velocities are i16 × 10, not f32; bit 6 packs status and lives; bit 10 is an i32 score"
+        }])
+    );
+}

@@ -294,9 +294,12 @@ fn ours(capture: &Path, expr: &str, profile: Option<&str>) -> Result<BTreeSet<u6
         .arg("-Y")
         .arg(expr)
         .arg("--quiet");
-    if let Some(p) = profile {
-        cmd.arg("--profile").arg(p);
-    }
+    // The dissector reads with the profile its preference names (the document's by default):
+    // so does the CLI, rather than the layout it would find.
+    match profile {
+        Some(p) => cmd.arg("--profile").arg(p),
+        None => cmd.arg("--strict-layout"),
+    };
     let out = cmd.output().expect("rtype-inspect runs");
     if !out.status.success() {
         return Err(format!(

@@ -846,9 +846,12 @@ fn export(capture: &Path, profile: Option<&str>) -> Arc<Vec<J>> {
     cached(&CACHE, format!("{}|{profile:?}", capture.display()), || {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_rtype-inspect"));
         cmd.arg("export").arg("-q").arg(capture);
-        if let Some(name) = profile {
-            cmd.arg("--profile").arg(name);
-        }
+        // The dissector reads with the profile its preference names (the document's by
+        // default): so does the CLI, rather than the layout it would find.
+        match profile {
+            Some(name) => cmd.arg("--profile").arg(name),
+            None => cmd.arg("--strict-layout"),
+        };
         let out = cmd.output().expect("rtype-inspect runs");
         assert!(
             out.status.success(),
@@ -1486,7 +1489,14 @@ fn expert_counts(ts: Tshark, capture: &Path) -> BTreeMap<String, usize> {
 /// dissector raises.
 fn check_counts(capture: &Path) -> BTreeMap<String, usize> {
     let out = Command::new(env!("CARGO_BIN_EXE_rtype-inspect"))
-        .args(["check", "--format", "json", "--fail-on", "info"])
+        .args([
+            "check",
+            "--format",
+            "json",
+            "--fail-on",
+            "info",
+            "--strict-layout",
+        ])
         .arg(capture)
         .output()
         .expect("rtype-inspect runs");

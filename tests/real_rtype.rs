@@ -144,8 +144,8 @@ fn datagram_rules(s: &Value) -> BTreeMap<String, (u64, u64)> {
 
 #[test]
 fn reference_17byte_violations_with_and_without_profile() {
-    // Judged against the document: the i16 fields and bit 10 break the snapshot layout.
-    let doc = datagram_rules(&summary(&[C17]));
+    // Judged against the document's layout: the i16 fields and bit 10 break it.
+    let doc = datagram_rules(&summary(&[C17, "--strict-layout"]));
     let want: BTreeMap<String, (u64, u64)> = [
         ("rtype.levelinit.boss-trailer", (1, 8)),
         ("rtype.message.truncated", (137, 10)),
@@ -168,6 +168,12 @@ fn reference_17byte_violations_with_and_without_profile() {
     .map(|(k, v)| (k.to_string(), v))
     .collect();
     assert_eq!(with, want);
+    // Without a profile named, the layout found is applied: the same, and the one departure
+    // from the document's layout at the first snapshot.
+    let found = datagram_rules(&summary(&[C17]));
+    let mut want = want;
+    want.insert("rtype.snapshot.layout".into(), (1, 10));
+    assert_eq!(found, want);
 }
 
 #[test]
@@ -183,10 +189,15 @@ fn reference_15byte_violations() {
     .map(|(k, v)| (k.to_string(), v))
     .collect();
     assert_eq!(with, want);
-    // Without the profile, every one of the 1201 snapshots stops at the score on bit 10.
-    let doc = datagram_rules(&summary(&[C15]));
+    // With the document's layout, every one of the 1201 snapshots stops at the score on bit 10.
+    let doc = datagram_rules(&summary(&[C15, "--strict-layout"]));
     assert_eq!(doc["rtype.snapshot.undefined-bit"], (1201, 12));
     assert_eq!(doc.len(), 4);
+    // Without a profile named, the layout found is applied: one finding says so.
+    let found = datagram_rules(&summary(&[C15]));
+    let mut want = want;
+    want.insert("rtype.snapshot.layout".into(), (1, 12));
+    assert_eq!(found, want);
 }
 
 fn export(args: &[&str]) -> Vec<Value> {
@@ -323,7 +334,7 @@ fn unreadable_files_exit_2_with_one_line() {
 
 #[test]
 fn text_summary_rows_are_whole_on_a_pipe() {
-    let (code, out, _) = run(&[C17]);
+    let (code, out, _) = run(&[C17, "--strict-layout"]);
     assert_eq!(code, 0);
     assert!(out.contains("SERVER_SNAPSHOT_CHUNK"));
     // One line per violation, its text whole (a terminal gets the table wrapped to its width).
@@ -345,7 +356,8 @@ fn text_summary_rows_are_whole_on_a_pipe() {
 #[test]
 fn the_summary_names_the_bundled_profile_that_fits() {
     for (capture, profile) in [(C17, "reference-17byte"), (C15, "reference-15byte")] {
-        let (code, out, _) = run(&[capture]);
+        // Read with the document's layout on purpose (as standard input is).
+        let (code, out, _) = run(&[capture, "--strict-layout"]);
         assert_eq!(code, 0);
         assert!(
             out.ends_with(&format!(
@@ -354,9 +366,15 @@ fn the_summary_names_the_bundled_profile_that_fits() {
             )),
             "{out}"
         );
-        let (_, json, _) = run(&[capture, "--format", "json"]);
+        let (_, json, _) = run(&[capture, "--format", "json", "--strict-layout"]);
         let json: serde_json::Value = serde_json::from_str(&json).unwrap();
         assert_eq!(json["profile_hint"]["profile"], profile);
+        assert_eq!(json["profile"], "document");
+        // Without it, the capture is read with the profile that fits: nothing to suggest.
+        let (_, json, _) = run(&[capture, "--format", "json"]);
+        let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(json["profile"], profile);
+        assert_eq!(json["profile_hint"], serde_json::Value::Null);
         // With it, nothing to suggest.
         let (_, json, _) = run(&[capture, "--format", "json", "--profile", profile]);
         let json: serde_json::Value = serde_json::from_str(&json).unwrap();

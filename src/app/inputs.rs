@@ -252,10 +252,11 @@ fn walk(dir: &Path, below: &Path, depth: usize, out: &mut Vec<Input>) -> Result<
         let relative = below.join(&name);
         if path.is_dir() {
             walk(&path, &relative, depth + 1, out)?;
-        } else if name
-            .to_str()
-            .is_some_and(|n| CAPTURE_EXTENSIONS.iter().any(|x| n.ends_with(x)))
-        {
+        } else if name.to_str().is_some_and(|n| {
+            // `session.PCAP` is a capture too: extensions are matched without regard to case.
+            let n = n.to_ascii_lowercase();
+            CAPTURE_EXTENSIONS.iter().any(|x| n.ends_with(x))
+        }) {
             out.push(Input { path, relative });
         }
     }
@@ -413,17 +414,24 @@ mod tests {
             "notes.txt",
             "day1/x.pcap.gz",
             "day1/night/y.pcap",
+            "day1/SESSION.PCAP",
         ] {
             std::fs::write(d.join(f), "").unwrap();
         }
         let other = d.join("notes.txt");
         let inputs = capture_files(&[d.clone(), other.clone(), d.join("b.pcap")]).unwrap();
         let relative: Vec<_> = inputs.iter().map(|i| i.relative.clone()).collect();
-        let expected: Vec<PathBuf> = ["a.pcapng", "b.pcap", "day1/night/y.pcap", "day1/x.pcap.gz"]
-            .iter()
-            .map(PathBuf::from)
-            .chain([PathBuf::from("notes.txt")])
-            .collect();
+        let expected: Vec<PathBuf> = [
+            "a.pcapng",
+            "b.pcap",
+            "day1/SESSION.PCAP",
+            "day1/night/y.pcap",
+            "day1/x.pcap.gz",
+        ]
+        .iter()
+        .map(PathBuf::from)
+        .chain([PathBuf::from("notes.txt")])
+        .collect();
         assert_eq!(relative, expected);
         // A missing file is kept for its reader to report; an unreadable directory is an error.
         let missing = capture_files(&[d.join("missing")]).unwrap();

@@ -44,6 +44,11 @@ pub struct ReadOpts {
     /// whatever their number.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
+    /// Read snapshots with the document's layout even when a bundled profile fits them (by
+    /// default a capture file whose first snapshots fail is read with the profile that fits,
+    /// and one rtype.snapshot.layout finding per conversation says so).
+    #[arg(long)]
+    pub strict_layout: bool,
 }
 
 /// How captures are read, once the options and the configuration file are merged.
@@ -65,6 +70,11 @@ pub struct Reading {
     /// Whether the profile was given on the command line, which wins over the configuration's
     /// `[profiles]` table.
     pub profile_given: bool,
+    /// Keep the document's layout when no profile is named (`--strict-layout`).
+    pub strict_layout: bool,
+    /// The bundled profile the capture's snapshots were found to fit (and are read with), when
+    /// no profile was named: its conversations depart from the document's layout.
+    pub found_layout: Option<&'static str>,
 }
 
 impl ReadOpts {
@@ -115,6 +125,8 @@ impl ReadOpts {
                 .threads
                 .map_or_else(super::inputs::default_threads, usize::from),
             profile_given: self.profile.is_some(),
+            strict_layout: self.strict_layout,
+            found_layout: None,
         })
     }
 }
@@ -123,20 +135,31 @@ impl Reading {
     /// These settings for one capture: with the profile the configuration's `[profiles]` table
     /// gives its file name, unless `--profile` was given (the display filter compiled again, its
     /// fields being the profile's).
+    ///
+    /// With no profile named at all, a capture file whose first snapshots fail with the
+    /// document's layout and fit a bundled profile is read with that profile
+    /// ([`fitting_layout`](crate::report::profile_hint::fitting_layout)), unless
+    /// `--strict-layout`. Standard input cannot be read twice: it keeps the document's layout.
     pub fn for_file(&self, capture: &Path) -> Result<Reading, String> {
         let found = self.config.profile_for(capture);
         let (Some((pattern, source)), false) = (found, self.profile_given) else {
-            return Ok(self.clone());
+            return Ok(self.with_found_layout(capture));
         };
         let at = || {
             let file = self.config.path.as_deref().unwrap_or(Path::new(""));
             format!("{} (profiles.\"{pattern}\")", file.display())
         };
         let profile = Profile::resolve(source).map_err(|e| format!("{}: {e}", at()))?;
+        self.with_profile(profile, source)
+            .map_err(|e| format!("display filter, with {}'s profile: {e}", at()))
+    }
+
+    /// These settings with `profile` (from `source`), the display filter compiled for its fields.
+    fn with_profile(&self, profile: Profile, source: &Path) -> Result<Reading, String> {
         let filter = match &self.filter {
             Some(f) => Some(
                 DisplayFilter::compile(f.text(), &Registry::new(&profile))
-                    .map_err(|e| format!("display filter, with {}'s profile: {e}", at()))?,
+                    .map_err(|e| e.to_string())?,
             ),
             None => None,
         };
@@ -148,9 +171,27 @@ impl Reading {
         })
     }
 
+    /// These settings, with the bundled profile `capture`'s snapshots fit when no profile is
+    /// named and the document's layout does not fit them.
+    fn with_found_layout(&self, capture: &Path) -> Reading {
+        let named = self.profile_source.is_some() || self.strict_layout;
+        let file = !named && std::fs::metadata(capture).is_ok_and(|m| m.is_file());
+        let found = file
+            .then(|| crate::report::profile_hint::fitting_layout(capture, self.port))
+            .flatten();
+        let reading = found.and_then(|name| {
+            let profile = Profile::bundled(name)?;
+            let mut reading = self.with_profile(profile, Path::new(name)).ok()?;
+            reading.found_layout = Some(name);
+            Some(reading)
+        });
+        reading.unwrap_or_else(|| self.clone())
+    }
+
     /// The pipeline these settings read with.
     pub fn pipeline(&self) -> Pipeline {
         Pipeline::new(self.profile.clone(), self.port)
+            .with_found_layout(self.found_layout)
             .with_analysis(self.analysis)
             .with_config(self.config.path.clone())
             .with_filter(self.filter.clone())

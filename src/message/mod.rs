@@ -137,6 +137,8 @@ pub enum Detail {
         have: u16,
         total: u16,
     },
+    /// The bundled snapshot profile that a conversation's snapshots fit, by name.
+    Layout(&'static str),
     /// Frames elsewhere that this finding relates to.
     Frames {
         first: u64,

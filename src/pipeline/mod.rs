@@ -265,6 +265,9 @@ pub struct Pipeline {
 /// Everything but the scratch buffer.
 struct State {
     profile: Profile,
+    /// The bundled profile the capture was found to fit, when no profile was named: each
+    /// conversation's first snapshot carries the `rtype.snapshot.layout` finding.
+    found_layout: Option<&'static str>,
     config: Option<std::path::PathBuf>,
     port: Option<u16>,
     findings: Vec<Finding>,
@@ -310,6 +313,7 @@ impl Pipeline {
             threads: 1,
             state: State {
                 profile,
+                found_layout: None,
                 config: None,
                 port,
                 findings: Vec::with_capacity(64),
@@ -334,6 +338,13 @@ impl Pipeline {
     /// Names the configuration file the run's settings came from, for the reports.
     pub fn with_config(mut self, config: Option<std::path::PathBuf>) -> Pipeline {
         self.state.config = config;
+        self
+    }
+
+    /// Reports that the capture's snapshots depart from the document's layout and are read
+    /// with the bundled profile `found` fits (one finding per conversation).
+    pub fn with_found_layout(mut self, found: Option<&'static str>) -> Pipeline {
+        self.state.found_layout = found;
         self
     }
 

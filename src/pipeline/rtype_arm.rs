@@ -120,6 +120,11 @@ impl State {
                 }
             };
         }
+        if let (Some(found), Some(m), Some(d), false) = (self.found_layout, message, &parsed, cut) {
+            if matches!(m.code, desc::SNAPSHOT | desc::SNAPSHOT_CHUNK) {
+                self.layout_departure(conversation, found, d.payload_at);
+            }
+        }
         if cut {
             // Only what the header shows is judged (see `judged_when_cut`); the message is not
             // remembered nor reassembled, nor its layout taken as the conversation's.
@@ -231,6 +236,19 @@ impl State {
                 first_frame,
                 payload,
             });
+        }
+    }
+
+    /// The `rtype.snapshot.layout` finding, on a conversation's first snapshot: its snapshots
+    /// were read with the bundled profile `found`, not the document's layout.
+    fn layout_departure(&mut self, conversation: u32, found: &'static str, at: usize) {
+        let Some(c) = self.conversations.get_mut(conversation) else {
+            return;
+        };
+        if !c.layout_reported {
+            c.layout_reported = true;
+            let f = Finding::new(Rule::RtypeSnapshotLayout, at as u32, Detail::Layout(found));
+            add_finding(&mut self.findings, f);
         }
     }
 

@@ -54,6 +54,9 @@ pub enum BitSlot {
 #[derive(Clone, Debug)]
 pub struct Profile {
     pub name: String,
+    /// What differs from the document's layout, in a few words (the profile file's `differs`):
+    /// what the `rtype.snapshot.layout` finding says of a capture found in this layout.
+    pub differs: Option<String>,
     bits: [BitSlot; MASK_BITS],
     /// Made from `bits` once, when they are set.
     plain: PlainBits,
@@ -151,6 +154,7 @@ impl Profile {
         bits[9] = BitSlot::Field(&DOCUMENT_FIELDS[7]);
         Profile {
             name: "document".into(),
+            differs: None,
             bits,
             plain: PlainBits::of(&bits),
         }
@@ -164,6 +168,12 @@ impl Profile {
     /// The bits that gate plain numbers.
     pub fn plain(&self) -> &PlainBits {
         &self.plain
+    }
+
+    /// The name of a bundled profile ([`BUNDLED`]) as the binary holds it, for findings that
+    /// name it.
+    pub fn bundled_name(name: &str) -> Option<&'static str> {
+        BUNDLED.iter().map(|(n, _)| *n).find(|n| *n == name)
     }
 
     /// A profile shipped in the binary ([`BUNDLED`]). Each is parsed once per process: parsing
@@ -223,6 +233,7 @@ impl Profile {
         })?;
         let mut profile = Profile::document();
         profile.name = file.name.unwrap_or_else(|| "custom".into());
+        profile.differs = file.differs;
         let line = |span: std::ops::Range<usize>| {
             text[..span.start.min(text.len())].lines().count().max(1)
         };
@@ -282,6 +293,7 @@ impl Default for Profile {
 #[serde(deny_unknown_fields)]
 struct ProfileFile {
     name: Option<String>,
+    differs: Option<String>,
     #[serde(default)]
     bits: BTreeMap<String, toml::Spanned<BitSpec>>,
 }
@@ -433,15 +445,29 @@ mod tests {
         assert_eq!(p.field(10).unwrap().name, "score");
         assert_eq!(p.field(2).unwrap().ty, Ty::F32);
         assert_eq!(p.name, "x");
+        assert_eq!(p.differs, None);
     }
 
     #[test]
     fn bundled_profiles_parse_and_are_found_by_name() {
         for (name, _) in BUNDLED {
             assert_eq!(Profile::bundled(name).unwrap().name, *name);
+            assert_eq!(Profile::bundled_name(name), Some(*name));
             assert_eq!(Profile::resolve(Path::new(name)).unwrap().name, *name);
         }
         assert!(Profile::bundled("nope").is_none());
+        // What each differs in is said once, in its file.
+        assert_eq!(
+            Profile::bundled("reference-17byte").unwrap().differs.as_deref(),
+            Some("positions and velocities are i16 × 10, not f32; bit 6 packs status and lives; bit 10 is an i32 score")
+        );
+        assert_eq!(
+            Profile::bundled("reference-15byte")
+                .unwrap()
+                .differs
+                .as_deref(),
+            Some("bit 10 is an i32 score")
+        );
         let e = Profile::resolve(Path::new("nope")).unwrap_err();
         assert!(e.starts_with("nope: "), "{e}");
     }

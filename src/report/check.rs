@@ -21,7 +21,7 @@ use super::profile::Profiler;
 use super::summary::{RuleCounts, MAX_FRAMES};
 use super::table;
 use crate::app::config::unknown_rules;
-use crate::app::inputs::{capture_files, parallel, InputArgs};
+use crate::app::inputs::{parallel, InputArgs};
 use crate::app::{read_capture, write_stdout, ReadOpts, Reading, Term};
 use crate::message::NoFields;
 use crate::pipeline::{RunEnd, Sink, Watch, Watched};
@@ -159,7 +159,19 @@ impl Sink for Judge {
     fn loose(&mut self, f: &LooseFinding) {
         self.rules.add_finding(&f.finding, f.frame);
     }
-    fn end(&mut self, _: &RunEnd<'_>) {}
+    fn end(&mut self, end: &RunEnd<'_>) {
+        nothing_judged(end, &mut self.rules);
+    }
+}
+
+/// A display filter that passed no datagram left nothing judged: `capture.no-datagrams`, as for
+/// a capture without any, so that a gate on the wrong filter fails instead of passing on nothing.
+fn nothing_judged(end: &RunEnd<'_>, rules: &mut RuleCounts) {
+    if end.displayed.is_some_and(|(_, shown)| shown == 0)
+        && rules.get(Rule::CaptureNoDatagrams).count == 0
+    {
+        rules.add(Rule::CaptureNoDatagrams, end.read.frames);
+    }
 }
 
 /// Counts findings per rule while another sink makes its report (the profile, for budgets).
@@ -179,6 +191,9 @@ impl Watch for Counted {
     }
     fn loose(&mut self, f: &LooseFinding) {
         self.rules.add_finding(&f.finding, f.frame);
+    }
+    fn end(&mut self, end: &RunEnd<'_>) {
+        nothing_judged(end, &mut self.rules);
     }
 }
 
@@ -205,15 +220,12 @@ impl FileResult {
 
 /// Runs `rtype-inspect check`.
 pub fn run(args: CheckArgs, term: Term) -> Result<ExitCode, String> {
-    let files = args.inputs.paths();
-    if files.is_empty() {
-        return Err("check: give a capture file (FILE or -r FILE; - reads standard input)".into());
-    }
+    // A gate that judged nothing must not pass: no capture found is an error (exit 2).
+    let inputs = args.inputs.captures("check")?.inputs;
     let mut reading = args.read.reading()?;
     reading.count = args.inputs.count;
     let policy = policy(&args, &reading)?;
     let budgets = reading.config.budgets;
-    let inputs = capture_files(&files)?;
     // Files are judged side by side; what each says (its error too) comes in argument order.
     // Each gets a copy of the settings (the display filter keeps caches).
     let (at_once, reading) = reading.share(inputs.len());

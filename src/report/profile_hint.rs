@@ -1,17 +1,30 @@
-//! Which bundled snapshot profile fits, when snapshots fail to decode: a user of a real build
-//! sees its snapshots judged against the document's f32 layout and a hundred findings; the
-//! summary says which `--profile` would decode them cleanly.
+//! Which bundled snapshot profile fits, when snapshots fail to decode: a real build's snapshots
+//! judged against the document's f32 layout give a hundred findings that are all one fact.
+//!
+//! Before a capture file is read, its first snapshots are read once more with the document's
+//! layout ([`fitting_layout`]): when they fail and one bundled profile decodes every failing one
+//! cleanly, the capture is read with that profile, and each conversation gets one
+//! `rtype.snapshot.layout` finding at its first snapshot instead of the cascade. The summary
+//! still says which profile fits when the capture was read in a layout that fails.
 
+use std::path::Path;
+
+use crate::capture::CaptureReader;
 use crate::datagram::{rtype, Dialect};
 use crate::message::{decode_message, Finding, NoFields};
+use crate::pipeline::{Pipeline, RunEnd, Sink};
 use crate::proto::profile::{Profile, BUNDLED};
 use crate::proto::rtype as desc;
 use crate::proto::Rule;
-use crate::session::event::DatagramEvent;
+use crate::session::event::{DatagramEvent, LooseFinding};
 
 /// Failing snapshots tried with each bundled profile; enough to tell a layout from chance, and
 /// bounded so that a capture of nothing but broken snapshots costs little more.
 const PROBES: u32 = 64;
+
+/// Datagrams the scan before a capture's reading looks at, at most: the snapshots come early,
+/// and a capture without them costs this much more, not a second reading.
+const SCAN_DATAGRAMS: u64 = 4096;
 
 /// The rules that say a snapshot's layout does not fit.
 const LAYOUT_RULES: &[Rule] = &[
@@ -51,9 +64,7 @@ impl ProfileHint {
         let (Some(message), Some(payload)) = (e.message, e.payload) else {
             return;
         };
-        let snapshot = matches!(message.code, desc::SNAPSHOT | desc::SNAPSHOT_CHUNK);
-        if e.dialect != Dialect::Rtype
-            || !snapshot
+        if !snapshot(e)
             || self.probed >= PROBES
             || !e.findings.iter().any(|f| LAYOUT_RULES.contains(&f.rule))
         {
@@ -85,5 +96,53 @@ impl ProfileHint {
             .iter()
             .position(|c| self.probed > 0 && *c == self.probed)?;
         Some((&self.profiles[i].name, self.probed))
+    }
+}
+
+/// Whether `e` is an rtype snapshot (whole or chunk).
+fn snapshot(e: &DatagramEvent<'_>) -> bool {
+    e.dialect == Dialect::Rtype
+        && e.message
+            .is_some_and(|m| matches!(m.code, desc::SNAPSHOT | desc::SNAPSHOT_CHUNK))
+}
+
+/// The bundled profile a capture file's snapshots fit when the document's layout does not:
+/// its first [`PROBES`] snapshots (within its first [`SCAN_DATAGRAMS`] datagrams, on `port`)
+/// are read with the document's layout, and the profile must decode every one that failed.
+/// `None` when they decode with the document's, when none fits, or when the file cannot be
+/// read (its reading says why).
+pub fn fitting_layout(file: &Path, port: Option<u16>) -> Option<&'static str> {
+    let mut reader = CaptureReader::open(file).ok()?;
+    let mut scan = Scan::default();
+    Pipeline::new(Profile::document(), port)
+        .run(&mut reader, &mut scan)
+        .ok()?;
+    let (name, _) = scan.hint.suggestion()?;
+    Profile::bundled_name(name)
+}
+
+/// The scan of [`fitting_layout`]: probes failing snapshots until enough were seen.
+#[derive(Default)]
+struct Scan {
+    hint: ProfileHint,
+    snapshots: u32,
+    datagrams: u64,
+    no_fields: NoFields,
+}
+
+impl Sink for Scan {
+    type Fields = NoFields;
+    fn fields(&mut self) -> &mut NoFields {
+        &mut self.no_fields
+    }
+    fn datagram(&mut self, e: &DatagramEvent<'_>) {
+        self.datagrams += 1;
+        self.snapshots += u32::from(snapshot(e));
+        self.hint.datagram(e);
+    }
+    fn loose(&mut self, _: &LooseFinding) {}
+    fn end(&mut self, _: &RunEnd<'_>) {}
+    fn done(&self) -> bool {
+        self.snapshots >= PROBES || self.datagrams >= SCAN_DATAGRAMS
     }
 }

@@ -41,6 +41,8 @@ pub struct Conversation {
     pub archetypes: Archetypes,
     /// The older 15-byte header was already reported for this conversation.
     pub old_header_reported: bool,
+    /// Whether its first snapshot carried the `rtype.snapshot.layout` finding.
+    pub layout_reported: bool,
     /// Message codes whose last datagram fitted one of the message's variants whole, with the
     /// variant (others fitted the document's layout, or none was seen): what a cut datagram is
     /// judged against.
@@ -283,6 +285,7 @@ impl Conversations {
             first_frame: frame,
             archetypes: Archetypes::default(),
             old_header_reported: false,
+            layout_reported: false,
             usual_variants: Vec::new(),
         });
         id

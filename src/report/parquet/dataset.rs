@@ -58,11 +58,18 @@ pub fn export(
         }
     }
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    // The analysis resolves each entity's type, which the entity rows whose block left it out
+    // carry.
+    let mut reading = reading.clone();
+    reading.analysis.entity_figures = true;
     let (at_once, reading) = reading.share(inputs.len());
-    // Each capture gets a copy of the settings: the routes and the display filter keep caches.
-    let settings = std::sync::Mutex::new((Dataset::new(&reading.profile), reading));
+    // Each capture gets a copy of the settings (the display filter keeps caches), and its own
+    // snapshot profile: its `[profiles]` entry, or the layout its snapshots were found to fit.
+    let settings = std::sync::Mutex::new(reading);
     let results = inputs::parallel(inputs, at_once, |input| {
-        let (dataset, reading) = settings.lock().map_err(|e| e.to_string())?.clone();
+        let reading = settings.lock().map_err(|e| e.to_string())?.clone();
+        let reading = reading.for_file(&input.path)?;
+        let dataset = Dataset::new(&reading.profile);
         export_one(input, out, &reading, dataset, filter.clone())
     });
     let mut failed = 0;

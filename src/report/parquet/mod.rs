@@ -14,8 +14,8 @@ pub mod tables;
 pub mod writer;
 
 use columns::Scratch;
-use record::{Place, Recorder, ScopeRow};
-use tables::{Dataset, CAPTURES, CONVERSATIONS, DATAGRAMS, FINDINGS, REASSEMBLED, RTNP};
+use record::{Carried, Place, Recorder, ScopeRow};
+use tables::{Dataset, Target, CAPTURES, CONVERSATIONS, DATAGRAMS, FINDINGS, REASSEMBLED, RTNP};
 use writer::TableWriter;
 
 use super::fields::Sprites;
@@ -28,6 +28,7 @@ use crate::datagram::Dialect;
 use crate::message::Finding;
 use crate::pipeline::{RunEnd, Sink};
 use crate::proto::registry::{Protocol, Scope};
+use crate::session::analysis::Analysis;
 use crate::session::event::{DatagramEvent, Decoded, LooseFinding, ReassembledEvent};
 use crate::session::Conversations;
 
@@ -55,6 +56,11 @@ pub struct Parquet {
     /// The last datagram's time and message name (a reassembled snapshot's are its chunk's).
     last_ts: i64,
     summary: Summary,
+    /// Where an entity row's type goes, when its block left it out.
+    entity_type: Option<Target>,
+    /// The rows of the datagram just written, placed once the analysis has resolved its
+    /// entities' types ([`Sink::analysed`]).
+    pending: Option<(Option<ScopeRow>, ScopeRow, Place<'static>)>,
     /// The first write error; the run stops at the next frame.
     pub error: Option<String>,
     /// A filter that asked for what the capture does not have, known at the end.
@@ -74,7 +80,10 @@ impl Parquet {
         filter: Filter,
         facts: FileFacts,
     ) -> Parquet {
+        let entity_type = dataset.entity_type();
         Parquet {
+            entity_type,
+            pending: None,
             dataset,
             tables,
             scratch: Scratch::default(),
@@ -114,8 +123,12 @@ impl Parquet {
         Ok(files)
     }
 
-    /// Writes the row groups that are full.
+    /// Writes the row groups that are full; not while a datagram's rows wait to be placed (its
+    /// row numbers are those of the groups being built).
     fn flush_full(&mut self) {
+        if self.pending.is_some() {
+            return;
+        }
         for (t, table) in self.tables.iter_mut().enumerate() {
             if self.error.is_none() && table.full() {
                 if let Err(e) = table.flush(&mut self.scratch) {
@@ -255,7 +268,7 @@ impl Sink for Parquet {
             frame: e.frame as i64,
             time_us: micros(e.ts_nanos),
             conversation: e.conversation,
-            message: e.name,
+            message: e.message.map_or("UNKNOWN", |m| m.name),
         };
         let (protocol, own) = match e.dialect {
             Dialect::Rtype => (Protocol::Rtype, DATAGRAMS),
@@ -290,18 +303,32 @@ impl Sink for Parquet {
                 table: body_table,
                 row: body_row,
             };
-            self.fields.place(
-                &self.dataset.routes,
-                Some(header),
-                body,
-                &place,
-                &mut self.tables,
-                &self.sprites,
-            );
+            self.pending = Some((Some(header), body, place));
         }
         for f in e.findings {
             self.finding(e.frame, e.conversation, f, true);
         }
+        self.flush_full();
+    }
+
+    fn analysed(&mut self, e: &DatagramEvent<'_>, analysis: &Analysis) {
+        let Some((header, body, place)) = self.pending.take() else {
+            return;
+        };
+        let carried = Carried {
+            target: self.entity_type,
+            refs: e.entities,
+            resolved: analysis.entities().last(),
+        };
+        self.fields.place(
+            &self.dataset.routes,
+            header,
+            body,
+            &place,
+            &mut self.tables,
+            &self.sprites,
+            &carried,
+        );
         self.flush_full();
     }
 
@@ -332,6 +359,11 @@ impl Sink for Parquet {
             &place,
             &mut self.tables,
             &self.sprites,
+            &Carried {
+                target: None,
+                refs: &[],
+                resolved: &[],
+            },
         );
         self.flush_full();
     }
@@ -360,6 +392,9 @@ impl Sink for Parquet {
             t.col(2).set_str(row, &c.client.to_string());
             t.col(3).set_str(row, &c.server.to_string());
             t.col(4).set_int(row, c.first_frame as i64);
+            if c.dialect == Dialect::Rtype {
+                t.col(5).set_str(row, end.profile);
+            }
         }
         let findings: u64 = self.summary.rules.present().iter().map(|r| r.1.count).sum();
         let facts = self.facts.clone();

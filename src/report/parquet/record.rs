@@ -10,9 +10,11 @@ use super::writer::TableWriter;
 use crate::message::{Open, Value, Visitor};
 use crate::pipeline::{RenderAhead, HEADER_GROUP};
 use crate::proto::registry::Scope;
-use crate::proto::schema::{Field, Group};
+use crate::proto::schema::{Field, Group, Role};
 use crate::proto::trie::{DEAD, ROOT};
 use crate::report::fields::Sprites;
+use crate::session::entities::Resolved;
+use crate::session::event::EntityRef;
 
 /// A value as noted: text and bytes are ranges of [`Recorder::text`].
 #[derive(Clone, Copy, Debug)]
@@ -47,6 +49,32 @@ struct Open3 {
     node: usize,
     table: usize,
     row: u32,
+    /// Of an item: the entity id its fields named, and whether they named its type.
+    entity: Option<u32>,
+    typed: bool,
+}
+
+/// The entity types the session analysis resolved for a datagram's entities (the message's,
+/// else the one the entity's life last had), for the entity rows whose block left its type out:
+/// delta masks rarely set bit 0, and a row without its entity's type counts for no type.
+pub struct Carried<'a> {
+    /// The entity rows' table, and where their type goes.
+    pub target: Option<Target>,
+    /// The datagram's entities, and what each resolved to (one per entity, or none).
+    pub refs: &'a [EntityRef],
+    pub resolved: &'a [Resolved],
+}
+
+impl Carried<'_> {
+    /// The resolved type of entity `id`, the next of the datagram's entities from `cursor` on.
+    fn type_of(&self, id: u32, cursor: &mut usize) -> Option<u16> {
+        if self.refs.len() != self.resolved.len() {
+            return None;
+        }
+        let k = *cursor + self.refs.get(*cursor..)?.iter().position(|r| r.id == id)?;
+        *cursor = k + 1;
+        self.resolved[k].type_id
+    }
 }
 
 impl Recorder {
@@ -131,7 +159,9 @@ pub struct ScopeRow {
 
 impl Recorder {
     /// Places the noted walk in rows: the header's fields in `header`'s row, the message's in
-    /// `body`'s, each repeated item in a new row of its table.
+    /// `body`'s, each repeated item in a new row of its table, an entity row without its type
+    /// given the one `carried` resolved.
+    #[allow(clippy::too_many_arguments)]
     pub fn place(
         &mut self,
         routes: &Routes,
@@ -140,7 +170,9 @@ impl Recorder {
         place: &Place<'_>,
         tables: &mut [TableWriter],
         sprites: &Sprites,
+        carried: &Carried<'_>,
     ) {
+        let mut cursor = 0;
         let body_route = body.scope.and_then(|s| routes.get(s));
         let mut route = body_route;
         let mut stack = std::mem::take(&mut self.stack);
@@ -149,6 +181,8 @@ impl Recorder {
             node: ROOT,
             table: body.table,
             row: body.row,
+            entity: None,
+            typed: false,
         });
         let mut in_header = false;
         for i in 0..self.steps.len() {
@@ -156,6 +190,8 @@ impl Recorder {
                 node: DEAD,
                 table: body.table,
                 row: body.row,
+                entity: None,
+                typed: false,
             });
             match self.steps[i] {
                 Step::Open(group, _) if std::ptr::eq(group, &HEADER_GROUP) => {
@@ -166,6 +202,8 @@ impl Recorder {
                         node: ROOT,
                         table,
                         row,
+                        entity: None,
+                        typed: false,
                     });
                 }
                 Step::Open(group, Open::List { .. } | Open::Case) => stack.push(Open3 {
@@ -187,13 +225,36 @@ impl Recorder {
                                 node: top.node,
                                 table,
                                 row,
+                                entity: None,
+                                typed: false,
                             }
                         }
                         None => Open3 { node: DEAD, ..top },
                     });
                 }
                 Step::Close => {
-                    stack.pop();
+                    let closed = stack.pop();
+                    match (closed, stack.last_mut()) {
+                        // A group within a row: what it named is the row's.
+                        (Some(inner), Some(open))
+                            if (open.table, open.row) == (inner.table, inner.row) =>
+                        {
+                            open.entity = open.entity.or(inner.entity);
+                            open.typed |= inner.typed;
+                        }
+                        // A row's end: an entity row without its type gets the resolved one.
+                        (Some(row), _) => {
+                            let type_id = carried
+                                .target
+                                .filter(|t| t.table as usize == row.table && !row.typed)
+                                .and(row.entity)
+                                .and_then(|id| carried.type_of(id, &mut cursor));
+                            if let (Some(t), Some(target)) = (type_id, carried.target) {
+                                self.set(target, row.row, Noted::U(t.into()), tables, sprites);
+                            }
+                        }
+                        (None, _) => {}
+                    }
                     if in_header && stack.len() == 1 {
                         in_header = false;
                         route = body_route;
@@ -202,6 +263,13 @@ impl Recorder {
                 Step::Field(field, noted) => {
                     if let Some(target) = route.and_then(|r| r.trie.get(top.node, field)) {
                         self.set(*target, top.row, noted, tables, sprites);
+                    }
+                    if let Some(open) = stack.last_mut() {
+                        match (field.role, noted) {
+                            (Role::EntityId, Noted::U(id)) => open.entity = u32::try_from(id).ok(),
+                            (Role::EntityType, _) => open.typed = true,
+                            _ => {}
+                        }
                     }
                 }
                 Step::Undecoded(at, a, b) => {

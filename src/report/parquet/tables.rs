@@ -292,6 +292,18 @@ impl Dataset {
         }
     }
 
+    /// Where an entity row's type and sprite go: the entity blocks' table's `entity_type`.
+    pub fn entity_type(&self) -> Option<Target> {
+        let table = self.tables.iter().position(|t| t.name == "entities")?;
+        let t = &self.tables[table];
+        Some(Target {
+            table: table as u16,
+            column: t.column("entity_type")? as u16,
+            name: None,
+            sprite: t.column("sprite").map(|c| c as u16),
+        })
+    }
+
     /// The tables and their columns as Markdown (docs/parquet.md's generated part).
     pub fn markdown(&self) -> String {
         let mut out = String::new();
@@ -327,7 +339,7 @@ fn column_name(table: &Table, column: &Column, path: &[&'static str]) -> String 
 fn about(table: &str) -> &'static str {
     match table {
         "level_events" => "One row per SERVER_LEVEL_EVENT: the event type, and the fields of its case.",
-        "entities" => "One row per entity block of a SERVER_SNAPSHOT or SERVER_SNAPSHOT_CHUNK, as sent: the update mask's fields (null when the mask leaves them out), the entity type and its archetype's sprite.",
+        "entities" => "One row per entity block of a SERVER_SNAPSHOT or SERVER_SNAPSHOT_CHUNK, as sent: the update mask's fields (null when the mask leaves them out); the entity type (the block's, else the one its spawn or an earlier update gave) and its archetype's sprite.",
         "archetypes" => "One row per archetype a SERVER_LEVEL_INIT announces.",
         "bosses" => "One row per boss of a SERVER_LEVEL_INIT's boss trailer (spec-notes B).",
         "keyframes" => "One row per keyframe of a set_scroll level event.",
@@ -376,6 +388,7 @@ fn fixed_tables() -> Vec<Table> {
                 ("client", Str, "the client's address and port"),
                 ("server", Str, "the server's address and port"),
                 ("first_frame", I64, "the frame of its first datagram"),
+                ("layout", Str, "the snapshot profile its snapshots were read with (rtype; `document` for the document's layout)"),
             ],
         ),
         Table::new(
