@@ -15,7 +15,7 @@ const P15: &str = "samples/profiles/reference-15byte.toml";
 /// What the 17-byte capture breaks, warnings and an info: the empty pongs, the LevelInit boss
 /// trailer, the 351 byte-identical ENTITY_DESTROYED repeats, entity 68 updated (frame 1465)
 /// after its ENTITY_DESTROYED (frame 1461), and the entities alive at the end.
-const ALLOW_17: [&str; 10] = [
+const ALLOW_17: [&str; 12] = [
     "--allow",
     "rtype.pong.empty",
     "--allow",
@@ -24,6 +24,9 @@ const ALLOW_17: [&str; 10] = [
     "session.duplicate-datagram",
     "--allow",
     "session.entity-after-destroy",
+    // The real 200 ms stall of the server's snapshots (frames 254-268).
+    "--allow",
+    "session.snapshot-stall",
     "--allow",
     "session.entity-never-destroyed",
 ];
@@ -110,6 +113,7 @@ fn clean_file_with_its_allow_list_passes_even_on_info() {
         [
             ("rtype.pong.empty", 15, "allowed"),
             ("rtype.levelinit.boss-trailer", 1, "allowed"),
+            ("session.snapshot-stall", 1, "allowed"),
             ("session.duplicate-datagram", 351, "allowed"),
             ("session.entity-after-destroy", 1, "allowed"),
             ("session.entity-never-destroyed", 1, "allowed"),
@@ -144,6 +148,7 @@ fn failing_files_exit_1() {
         [
             "rtype.pong.empty",
             "rtype.levelinit.boss-trailer",
+            "session.snapshot-stall",
             "session.duplicate-datagram",
             "session.entity-after-destroy",
         ]
@@ -201,7 +206,7 @@ fn unreadable_files_exit_2_and_the_others_are_still_judged() {
         .as_str()
         .unwrap()
         .contains("not a capture file"));
-    assert_eq!(files[1]["findings"].as_array().unwrap().len(), 5);
+    assert_eq!(files[1]["findings"].as_array().unwrap().len(), 6);
     // Text report: every file, then the tally.
     let out = check(&[&missing, &c17, "--profile", &p17]);
     assert_eq!(code(&out), Some(2));
@@ -250,7 +255,7 @@ fn config_file_in_the_working_directory_or_given() {
         )
     };
     // Found in the working directory; its profile is relative to it.
-    let both = ", \"session.duplicate-datagram\", \"session.entity-after-destroy\"";
+    let both = ", \"session.duplicate-datagram\", \"session.entity-after-destroy\", \"session.snapshot-stall\"";
     std::fs::write(dir.join("rtype-inspect.toml"), config(both)).unwrap();
     let out = check_in(&dir, &[&c17, "--format", "json"]);
     assert_eq!(
@@ -267,6 +272,7 @@ fn config_file_in_the_working_directory_or_given() {
         serde_json::json!([
             "rtype.pong.empty",
             "rtype.levelinit.boss-trailer",
+            "session.snapshot-stall",
             "session.duplicate-datagram",
             "session.entity-after-destroy",
         ])
@@ -274,7 +280,7 @@ fn config_file_in_the_working_directory_or_given() {
     // The command line adds to the allow-list and overrides fail_on.
     std::fs::write(
         dir.join("rtype-inspect.toml"),
-        config(", \"session.entity-after-destroy\""),
+        config(", \"session.entity-after-destroy\", \"session.snapshot-stall\""),
     )
     .unwrap();
     assert_eq!(code(&check_in(&dir, &[&c17])), Some(1));
@@ -400,7 +406,7 @@ fn junit_report_parses_and_lists_failures() {
     assert!(case("rtype.crc.mismatch")
         .children()
         .all(|n| !n.is_element()));
-    assert_eq!(suites[0].attribute("failures"), Some("3"));
+    assert_eq!(suites[0].attribute("failures"), Some("4"));
     assert_eq!(suites[0].attribute("skipped"), Some("1"));
     // The 15-byte capture fails on its header too.
     let s15 = cases(suites[1]);

@@ -275,6 +275,7 @@ fn every_budget() -> rtype_inspect::app::config::Budgets {
         snapshot_hz_min: Some(1000.0),
         rtt_p95_ms_max: Some(0.001),
         loss_percent_max: Some(0.0),
+        snapshot_gap_ms_max: Some(0.001),
     }
 }
 

@@ -676,8 +676,7 @@ fn diff_of_the_15_and_17_byte_captures() {
         .iter()
         .map(|c| (c["figure"].as_str().unwrap(), c))
         .collect();
-    // First the figures that appear or vanish: snapshot chunks only in the 17-byte build, level
-    // events only in the 15-byte one, and the older header's finding gone.
+    // The headline first: kbit/s per direction, then the snapshots'.
     let top: Vec<&str> = changes[..4]
         .iter()
         .map(|c| c["figure"].as_str().unwrap())
@@ -685,16 +684,32 @@ fn diff_of_the_15_and_17_byte_captures() {
     assert_eq!(
         top,
         [
-            "mean_bytes.rtype.s2c.SERVER_SNAPSHOT_CHUNK",
-            "mean_bytes.rtype.s2c.SERVER_LEVEL_EVENT",
-            "kbps.rtype.s2c.SERVER_SNAPSHOT_CHUNK",
-            "compression_ratio.rtype.s2c.SERVER_SNAPSHOT_CHUNK",
+            "rate.c2s.kbps",
+            "rate.s2c.kbps",
+            "rate.snapshot_kbps",
+            "rate.snapshot_hz"
         ]
     );
-    assert_eq!(by_name["findings.rtype.header.15-byte"]["status"], "gone");
+    let kbps = by_name["rate.snapshot_kbps"];
     assert_eq!(
-        by_name["findings.session.entity-after-destroy"]["status"],
-        "new"
+        (kbps["headline"].as_bool(), kbps["regression"].as_bool()),
+        (Some(true), Some(false))
+    );
+    assert!(
+        (kbps["relative"].as_f64().unwrap() + 0.432).abs() < 0.001,
+        "{kbps}"
+    );
+    // Findings per minute; the older header's, raised once, is gone and folded.
+    let header = by_name["findings_per_min.rtype.header.15-byte"];
+    assert_eq!(
+        (header["status"].as_str(), header["folded"].as_bool()),
+        (Some("gone"), Some(true))
+    );
+    // One-off messages are folded: the handshake, the chunks' 26 datagrams are not.
+    assert_eq!(by_name["kbps.rtype.c2s.CLIENT_HELLO"]["folded"], true);
+    assert_eq!(
+        by_name["kbps.rtype.s2c.SERVER_SNAPSHOT_CHUNK"]["folded"],
+        false
     );
     // Every message two bytes bigger (the header's Orig. Size)...
     let input = by_name["mean_bytes.rtype.c2s.CLIENT_INPUT"];
@@ -714,12 +729,32 @@ fn diff_of_the_15_and_17_byte_captures() {
             .unwrap()
             > 1.03
     );
-    // Sorted by the size of the change.
-    let sizes: Vec<f64> = changes
+    // The headline, then the others, the folded ones last.
+    let order: Vec<(bool, bool)> = changes
         .iter()
-        .map(|c| c["relative"].as_f64().map_or(f64::INFINITY, f64::abs))
+        .map(|c| (c["folded"] == true, c["headline"] == false))
         .collect();
-    assert!(sizes.windows(2).all(|w| w[0] >= w[1]), "{sizes:?}");
+    assert!(order.windows(2).all(|w| w[0] <= w[1]), "{order:?}");
+    // The 15-byte build against the 17-byte one: its snapshots are 76 % more bytes.
+    let (code, out, _) = run(&["diff", new, old, "--fail-above", "25"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(
+            "FAIL: 2 figures regressed by more than 25 %: rate.s2c.kbps, rate.snapshot_kbps"
+        ),
+        "{out}"
+    );
+    // The other way round they are savings, which never fail.
+    let (code, out, _) = run(&[
+        "diff",
+        old,
+        new,
+        "--fail-above",
+        "25",
+        "--only",
+        "rate.snapshot_",
+    ]);
+    assert_eq!(code, 0, "{out}");
 
     // As a CI gate: the header alone is a 10.5 % change on the smallest messages.
     let gate = |percent: &str| {
@@ -737,11 +772,41 @@ fn diff_of_the_15_and_17_byte_captures() {
     assert_eq!(code, 1, "{out}");
     // HELLO, JOIN_REQUEST and READY: 19 → 21 bytes (+10.5 %); DISCONNECT +10.0 % is not above.
     assert!(
-        out.contains("FAIL: 3 figures changed by more than 10 %"),
+        out.contains("FAIL: 3 figures regressed by more than 10 %"),
         "{out}"
     );
     let (code, out, _) = gate("11");
     assert_eq!(code, 0, "{out}");
+    // A shorter session of the same build passes: the capture against its first 10 seconds,
+    // either way round.
+    let cut = dir.join("first-10s.pcap");
+    let (code, _, err) = run(&[
+        "packets",
+        C17,
+        "-Y",
+        "frame.time_relative <= 10",
+        "-w",
+        cut.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let cut = cut.to_str().unwrap();
+    for (a, b) in [(C17, cut), (cut, C17)] {
+        let (code, out, _) = run(&[
+            "diff",
+            a,
+            b,
+            "--profile",
+            "reference-17byte",
+            "--fail-above",
+            "25",
+        ]);
+        assert_eq!(code, 0, "{a} → {b}: {out}");
+        assert!(
+            out.contains("pass: no judged figure regressed by more than 25 %"),
+            "{out}"
+        );
+    }
     // A capture against itself: nothing changed.
     let (code, out, _) = run(&[
         "diff",

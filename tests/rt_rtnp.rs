@@ -619,3 +619,41 @@ fn every_periodic_stream_is_judged_and_each_dialect_keeps_its_handshake_names() 
         .collect();
     assert_eq!(steps, ["PING", "assign_id", "game_started", "leave_lobby"]);
 }
+
+#[path = "support/faults.rs"]
+mod faults;
+
+/// Frames of the `session.duplicate-datagram` findings of an export.
+fn duplicates(file: &str) -> Vec<u64> {
+    run(&["export", file, "--quiet"])
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|r| r["kind"] == "finding" && r["id"] == "session.duplicate-datagram")
+        .map(|r| r["frame"].as_u64().unwrap())
+        .collect()
+}
+
+#[test]
+fn duplicates_injected_into_rt_and_rtnp_are_each_found() {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("rt_rtnp");
+    std::fs::create_dir_all(&dir).unwrap();
+    for (capture, before) in [(RT, 1076), (RTNP, 0)] {
+        assert_eq!(duplicates(capture).len(), before, "{capture}");
+        // Every 37th record from the 100th sent twice, the copy 1 µs after it.
+        let copied: Vec<usize> = (100..).step_by(37).take(15).collect();
+        let pcap = std::fs::read(capture).unwrap();
+        let faulty = faults::rewrite(&pcap, |i, frame| {
+            let copies = if copied.contains(&i) { 2 } else { 1 };
+            vec![frame.to_vec(); copies]
+        });
+        let file = dir.join(std::path::Path::new(capture).file_name().unwrap());
+        std::fs::write(&file, faulty).unwrap();
+        let found = duplicates(file.to_str().unwrap());
+        assert_eq!(found.len(), before + 15, "{capture}");
+        // Each copy's frame: its record's, shifted by the copies before it, plus one.
+        for (k, i) in copied.iter().enumerate() {
+            let frame = (i + k + 2) as u64;
+            assert!(found.contains(&frame), "{capture}: copy at frame {frame}");
+        }
+    }
+}

@@ -479,10 +479,12 @@ local PF = {
     reassembled_length = reg("rtype", ProtoField.uint32("rtype.reassembled.length", "Reassembled Length", base.DEC)),
     reassembled_undecoded = reg("rtype", ProtoField.bytes("rtype.reassembled.undecoded", "Undecoded")),
     conversation = reg("rtype", ProtoField.uint32("rtype.conversation", "Conversation", base.DEC, nil, nil, "rtype-inspect's conversation number: the client's address and port with the server's address, numbered in order of first appearance (0 past the limit)")),
+    stream_delta = reg("rtype", ProtoField.relative_time("rtype.stream.time_delta", "Time since the previous datagram of the stream (conversation and direction)", nil, "A stream is one direction of one rtype-inspect conversation; none for its first datagram")),
 }
 local PF_RT = {
     undecoded = reg("rt", ProtoField.bytes("rt.undecoded", "Undecoded")),
     conversation = reg("rt", ProtoField.uint32("rt.conversation", "Conversation", base.DEC, nil, nil, "rtype-inspect's conversation number: the client's address and port with the server's address, numbered in order of first appearance (0 past the limit)")),
+    stream_delta = reg("rt", ProtoField.relative_time("rt.stream.time_delta", "Time since the previous datagram of the stream (conversation and direction)", nil, "A stream is one direction of one rtype-inspect conversation; none for its first datagram")),
 }
 local PF_RTNP = {
     framing = reg("rtnp", ProtoField.string("rtnp.framing", "Framing", nil, "envelope (Cap'n Proto, document 004 §4) or raw (JSON alone)")),
@@ -493,6 +495,7 @@ local PF_RTNP = {
     text = reg("rtnp", ProtoField.string("rtnp.text", "Message Text (not JSON)")),
     type = reg("rtnp", ProtoField.string("rtnp.type", "Message Type")),
     conversation = reg("rtnp", ProtoField.uint32("rtnp.conversation", "Conversation", base.DEC, nil, nil, "rtype-inspect's conversation number: the client's address and port with the server's address, numbered in order of first appearance (0 past the limit)")),
+    stream_delta = reg("rtnp", ProtoField.relative_time("rtnp.stream.time_delta", "Time since the previous datagram of the stream (conversation and direction)", nil, "A stream is one direction of one rtype-inspect conversation; none for its first datagram")),
 }
 RULE.undecoded_pf, RULE_RT.undecoded_pf = PF.undecoded, PF_RT.undecoded
 local RULE_REASSEMBLED = setmetatable({ undecoded_pf = PF.reassembled_undecoded }, { __index = RULE })
@@ -3710,6 +3713,9 @@ end
 
 -- Conversations: number by key, the conversation of each frame, their endpoints and counts.
 local CONVS, CONV_COUNT, CONV_OF, CONV_LIST
+-- Streams (a conversation's direction): `last`, the relative time of each one's last datagram by
+-- key; `delta`, the time since its stream's previous datagram of each frame (an NSTime), by frame.
+local STREAMS
 -- Statistics: datagrams by dialect, direction and message, findings by rule.
 local STATS
 
@@ -3721,6 +3727,7 @@ local CLAIM
 
 local function shared_reset()
     CONVS, CONV_COUNT, CONV_OF, CONV_LIST = {}, 0, {}, {}
+    STREAMS = { last = {}, delta = {} }
     STATS = { messages = {}, rules = {}, datagrams = 0 }
     CLAIM = { overflow = {} }
 end
@@ -3787,7 +3794,24 @@ local function conversation_of(pinfo, c2s)
         end
     end
     CONV_OF[frame] = n
+    if n ~= 0 then
+        -- The stream's time delta, in whole nanoseconds as rtype-inspect counts them.
+        local key, now = c2s and n or -n, pinfo.rel_ts
+        local last = STREAMS.last[key]
+        if last then
+            local ns = math.floor((now - last) * 1e9 + 0.5)
+            local secs = math.floor(ns / 1000000000)
+            STREAMS.delta[frame] = NSTime(secs, ns - secs * 1000000000)
+        end
+        STREAMS.last[key] = now
+    end
     return n, true
+end
+
+--- Adds the frame's stream time delta (`field`: its dialect's) to `root`, when it has one.
+local function add_stream_delta(root, field, frame)
+    local delta = STREAMS.delta[frame]
+    if delta then root:add(field, delta):set_generated() end
 end
 
 --- Counts a datagram (on its first pass) for the statistics: its conversation (and `bytes`),
@@ -4093,7 +4117,10 @@ local function rtype_datagram(tvb, pinfo, tree, root, mode)
         pinfo.cols.info:set(sfmt("%s (%d bytes)", what, n))
         if t then root:append_text(cut and ", not captured whole" or ", short datagram") end
         local conv, first = conversation_of(pinfo, pinfo.src_port > pinfo.dst_port)
-        if t then root:add(PF.conversation, conv):set_generated() end
+        if t then
+            root:add(PF.conversation, conv):set_generated()
+            add_stream_delta(root, PF.stream_delta, frame)
+        end
         if first then count_datagram(frame, "rtype", conv, reported, nil, nil, "UNKNOWN", found) end
         emit(t and root or tree, tvb, 0, found, vis)
         return
@@ -4225,7 +4252,10 @@ local function rtype_datagram(tvb, pinfo, tree, root, mode)
     if OLD_HEADER[frame] then
         found = report(found, RULE.old_header, 0, h.len, "the conversation's first datagram with it")
     end
-    if t then root:add(PF.conversation, conv):set_generated() end
+    if t then
+        root:add(PF.conversation, conv):set_generated()
+        add_stream_delta(root, PF.stream_delta, frame)
+    end
 
     local seq, tick = hv(b, h.at.Sequence), hv(b, h.at.Tick)
     local name = m and m.name or sfmt("Unknown message 0x%02x", mtype)
@@ -4419,7 +4449,10 @@ local function rt_datagram(tvb, pinfo, tree, root, mode)
         local c2s = pinfo.src_port > pinfo.dst_port
         if CONV_OF[frame] == nil then c2s = rt_direction(pinfo, nil) end
         local conv, first = conversation_of(pinfo, c2s)
-        if t then root:add(PF_RT.conversation, conv):set_generated() end
+        if t then
+            root:add(PF_RT.conversation, conv):set_generated()
+            add_stream_delta(root, PF_RT.stream_delta, frame)
+        end
         pinfo.cols.info:set(sfmt("%s (%d bytes)", cut and "Datagram cut by the capture" or "Short datagram", n))
         if t then root:append_text(cut and ", not captured whole" or ", short datagram") end
         if first then count_datagram(frame, "rt", conv, reported, nil, nil, "UNKNOWN", found) end
@@ -4479,7 +4512,10 @@ local function rt_datagram(tvb, pinfo, tree, root, mode)
         local mo, ml = at_of(h.at.Magic)
         found = report(found, RULE_RT.byte_order, mo, ml, "")
     end
-    if t then root:add(PF_RT.conversation, conv):set_generated() end
+    if t then
+        root:add(PF_RT.conversation, conv):set_generated()
+        add_stream_delta(root, PF_RT.stream_delta, frame)
+    end
 
     local seq = rt_hv(b, h.at.Sequence, le)
     local name = m and m.name or sfmt("Unknown packet type 0x%02x", code)
@@ -4972,6 +5008,7 @@ rtnp_done = function(pinfo, tree, root, t, vis, tvb, frame, reported, name, mess
     local conv, first = conversation_of(pinfo, c2s)
     if t then
         root:add(PF_RTNP.conversation, conv):set_generated()
+        add_stream_delta(root, PF_RTNP.stream_delta, frame)
         root:append_text(", " .. name)
     end
     emit(t and root or tree, tvb, 0, found, vis)

@@ -5,12 +5,15 @@
 //! profile = "reference-17byte"        # a bundled profile, or a file relative to this one
 //! snapshot_hz = 60                    # nominal snapshot rate (session.snapshot-rate)
 //! snapshot_tolerance = 20             # percent
+//! stall_multiple = 3                  # a gap over 3 periods of a stream is a stall
 //! fail_on = "warning"                 # check: error (default), warning or info
 //! allow = ["rtype.pong.empty"]        # check: rule IDs whose findings never fail
+//! diff_only = ["field."]              # diff: the figures judged (default: the headline)
 //!
 //! [budgets]                           # check: limits per conversation (see [`Budgets`])
 //! snapshot_kbps_per_client = 256
 //! datagram_bytes_max = 1200
+//! snapshot_gap_ms_max = 100
 //!
 //! [profiles]                          # a profile per capture file name (`*` and `?`): the
 //! "*-15byte*" = "reference-15byte"    # first that matches, in file order, when no --profile
@@ -41,6 +44,9 @@ struct ConfigFile {
     profile: Option<String>,
     snapshot_hz: Option<f64>,
     snapshot_tolerance: Option<f64>,
+    stall_multiple: Option<f64>,
+    #[serde(default)]
+    diff_only: Vec<String>,
     #[serde(default)]
     budgets: Budgets,
     #[serde(default, deserialize_with = "in_file_order")]
@@ -88,6 +94,8 @@ pub struct Budgets {
     pub rtt_p95_ms_max: Option<f64>,
     /// The estimated loss of client messages or of snapshot ticks, percent.
     pub loss_percent_max: Option<f64>,
+    /// The longest gap between two snapshot ticks, ms.
+    pub snapshot_gap_ms_max: Option<f64>,
 }
 
 impl Budgets {
@@ -97,7 +105,7 @@ impl Budgets {
     }
 
     /// Every budget, by its key.
-    pub fn entries(&self) -> [(&'static str, Option<f64>); 6] {
+    pub fn entries(&self) -> [(&'static str, Option<f64>); 7] {
         [
             ("snapshot_kbps_per_client", self.snapshot_kbps_per_client),
             ("datagram_bytes_max", self.datagram_bytes_max),
@@ -105,6 +113,7 @@ impl Budgets {
             ("snapshot_hz_min", self.snapshot_hz_min),
             ("rtt_p95_ms_max", self.rtt_p95_ms_max),
             ("loss_percent_max", self.loss_percent_max),
+            ("snapshot_gap_ms_max", self.snapshot_gap_ms_max),
         ]
     }
 
@@ -144,6 +153,11 @@ pub struct Config {
     pub snapshot_hz: Option<f64>,
     /// Percent.
     pub snapshot_tolerance: Option<f64>,
+    /// Periods of a stream a gap must exceed to be a stall (`session.snapshot-stall`).
+    pub stall_multiple: Option<f64>,
+    /// `diff`: the figure name prefixes compared and judged (none: all compared, the headline
+    /// judged), as `--only` gives them.
+    pub diff_only: Vec<String>,
     pub budgets: Budgets,
     /// The `[profiles]` table: capture file-name patterns and their profiles (placed as
     /// `profile` is), in file order.
@@ -226,6 +240,14 @@ impl Config {
         if let Some(pct) = file.snapshot_tolerance {
             check_snapshot_tolerance(pct, "snapshot_tolerance")?;
         }
+        if let Some(m) = file
+            .stall_multiple
+            .filter(|m| !(m.is_finite() && *m >= 1.0))
+        {
+            return Err(format!(
+                "stall_multiple must be a number of 1 or more, not {m}"
+            ));
+        }
         file.budgets.check()?;
         let place = |p: String| {
             let bundled = crate::proto::profile::Profile::bundled(&p).is_some();
@@ -249,6 +271,8 @@ impl Config {
             profile,
             snapshot_hz: file.snapshot_hz,
             snapshot_tolerance: file.snapshot_tolerance,
+            stall_multiple: file.stall_multiple,
+            diff_only: file.diff_only,
             budgets: file.budgets,
             profiles,
         })
@@ -338,9 +362,12 @@ mod tests {
     fn reads_every_key() {
         let c = parse(
             "fail_on = \"warning\"\nallow = [\"rtype.pong.empty\"]\nprofile = \"p.toml\"\n\
-             snapshot_hz = 30\nsnapshot_tolerance = 10\n",
+             snapshot_hz = 30\nsnapshot_tolerance = 10\nstall_multiple = 4.5\n\
+             diff_only = [\"field.\"]\n",
         )
         .unwrap();
+        assert_eq!(c.diff_only, ["field."]);
+        assert_eq!(c.stall_multiple, Some(4.5));
         assert_eq!(c.fail_on, Some(Severity::Warning));
         assert_eq!(c.allow, vec![Rule::from_id("rtype.pong.empty").unwrap()]);
         assert_eq!(c.profile, Some(PathBuf::from("dir/p.toml")));
@@ -355,13 +382,13 @@ mod tests {
         let c = parse(
             "[budgets]\nsnapshot_kbps_per_client = 256\ndatagram_bytes_max = 1200\n\
              entity_updates_per_s_min = 20\nsnapshot_hz_min = 55\nrtt_p95_ms_max = 50\n\
-             loss_percent_max = 1\n",
+             loss_percent_max = 1\nsnapshot_gap_ms_max = 100\n",
         )
         .unwrap();
         let b = c.budgets;
         assert_eq!(
             b.entries().map(|(_, v)| v),
-            [256.0, 1200.0, 20.0, 55.0, 50.0, 1.0].map(Some)
+            [256.0, 1200.0, 20.0, 55.0, 50.0, 1.0, 100.0].map(Some)
         );
         assert!(!b.is_empty() && parse("").unwrap().budgets.is_empty());
         let e = parse("[budgets]\nsnapshot_kbps = 5\n").unwrap_err();
@@ -447,6 +474,10 @@ mod tests {
                 "fail_on must be \"error\", \"warning\" or \"info\", not \"loud\"",
             ),
             ("allow = [\"nope\"]", "unknown rule ID in allow: nope"),
+            (
+                "stall_multiple = 0.5",
+                "stall_multiple must be a number of 1 or more, not 0.5",
+            ),
         ];
         for (text, expected) in cases {
             let e = parse(text).unwrap_err();

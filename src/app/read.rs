@@ -94,6 +94,9 @@ impl ReadOpts {
         } else if let Some(pct) = config.snapshot_tolerance {
             analysis.snapshot_tolerance = pct / 100.0;
         }
+        if let Some(m) = config.stall_multiple {
+            analysis.stall_multiple = m;
+        }
         let profile_source = self.profile.clone().or_else(|| config.profile.clone());
         let profile = match &profile_source {
             Some(arg) => {

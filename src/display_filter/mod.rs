@@ -654,6 +654,7 @@ fn runtime_values(
             }
         }
         Runtime::Conversation(p) if p == protocol => one(Some(Val::Int(e.conversation.into()))),
+        Runtime::StreamDelta(p) if p == protocol => one(ctx.frame.stream_delta.map(Val::Time)),
         Runtime::Violation(p) if p == protocol => {
             let session = e.session.iter().map(|f| &f.finding);
             for f in e.findings.iter().chain(session) {
@@ -666,7 +667,10 @@ fn runtime_values(
                 one(Some(Val::Int(f.rule.severity() as i64 + 1)));
             }
         }
-        Runtime::Conversation(_) | Runtime::Violation(_) | Runtime::ViolationSeverity(_) => {}
+        Runtime::Conversation(_)
+        | Runtime::StreamDelta(_)
+        | Runtime::Violation(_)
+        | Runtime::ViolationSeverity(_) => {}
         Runtime::RtypeHeaderLen if protocol == Protocol::Rtype => one(Some(Val::Int(
             rtype.map_or(crate::proto::rtype::HEADER_LEN, |d| d.header.layout().len()) as i64,
         ))),

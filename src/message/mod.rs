@@ -160,6 +160,14 @@ pub enum Detail {
         stream: &'static str,
         before_ms: u64,
     },
+    /// A periodic stream's gap between two datagrams, and the period it was judged against, in
+    /// µs; with the ticks either side of the gap when the stream has ticks.
+    Stall {
+        stream: &'static str,
+        gap_micros: u32,
+        period_micros: u32,
+        ticks: Option<(u32, u32)>,
+    },
     /// A periodic stream's rate, and the nominal one, per second.
     Rate {
         stream: &'static str,

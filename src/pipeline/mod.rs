@@ -543,12 +543,13 @@ fn report<'a, S: Sink>(
     analysis: &mut Analysis,
     raised: &'a mut Vec<LooseFinding>,
     shown: &mut Shown,
-    (context, rendered): Seen<'_, S>,
+    (mut context, rendered): Seen<'_, S>,
     mut event: DatagramEvent<'a>,
     sink: &mut S,
 ) -> bool {
     raised.clear();
     analysis.observe(&event, &mut |f| raised.push(f));
+    context.frame.stream_delta = analysis.last().stream_delta_nanos;
     let raised: &'a [LooseFinding] = raised;
     event.session = raised;
     if let Some(filter) = &mut shown.filter {
@@ -590,6 +591,7 @@ fn frame_fields(frame: &Frame<'_>, payload: u32, time_delta: i64) -> FrameFields
         cap_len: frame.data.len() as u32,
         udp_len: payload.saturating_add(8),
         time_delta,
+        stream_delta: None,
     }
 }
 

@@ -224,6 +224,9 @@ pub enum Runtime {
     ExpertSeverity,
     /// rtype-inspect's conversation number, under the datagram's protocol.
     Conversation(Protocol),
+    /// The time since the previous datagram of the same stream (its conversation and direction),
+    /// under the datagram's protocol.
+    StreamDelta(Protocol),
     /// Every violation of the datagram, its own and the session's, by rule ID.
     Violation(Protocol),
     ViolationSeverity(Protocol),
@@ -530,6 +533,12 @@ pub const DISSECTOR_RUNTIME: &[RuntimeField] = &[
         Runtime::Conversation(Protocol::Rtype),
     ),
     runtime(
+        "rtype.stream.time_delta",
+        STREAM_DELTA_LABEL,
+        FieldType::RelativeTime,
+        Runtime::StreamDelta(Protocol::Rtype),
+    ),
+    runtime(
         "rt.undecoded",
         "Undecoded",
         FieldType::Bytes,
@@ -540,6 +549,12 @@ pub const DISSECTOR_RUNTIME: &[RuntimeField] = &[
         "Conversation",
         FieldType::Unsigned(32),
         Runtime::Conversation(Protocol::Rt),
+    ),
+    runtime(
+        "rt.stream.time_delta",
+        STREAM_DELTA_LABEL,
+        FieldType::RelativeTime,
+        Runtime::StreamDelta(Protocol::Rt),
     ),
     runtime(
         "rtnp.framing",
@@ -589,7 +604,18 @@ pub const DISSECTOR_RUNTIME: &[RuntimeField] = &[
         FieldType::Unsigned(32),
         Runtime::Conversation(Protocol::Rtnp),
     ),
+    runtime(
+        "rtnp.stream.time_delta",
+        STREAM_DELTA_LABEL,
+        FieldType::RelativeTime,
+        Runtime::StreamDelta(Protocol::Rtnp),
+    ),
 ];
+
+/// A stream is one direction of one conversation (as `udp.time_delta` is one UDP stream's): a
+/// stall in it shows as one long delta (`session.snapshot-stall` says which ticks it lost).
+const STREAM_DELTA_LABEL: &str =
+    "Time since the previous datagram of the stream (conversation and direction)";
 
 /// The fields Wireshark itself provides that filters on our traffic need.
 const WIRESHARK_FIELDS: &[RuntimeField] = &[

@@ -250,12 +250,14 @@ rules! {
         "a snapshot's tick is below one already seen in the conversation (reordered, or the tick restarted)";
     SessionSnapshotRate = "session.snapshot-rate", Warning, "002 §6.1",
         "snapshot rate far from nominal (default 60 Hz ± 20 %, judged from 20 snapshot ticks; each stream of a dialect with several, such as rt's component snapshots)";
+    SessionSnapshotStall = "session.snapshot-stall", Warning, "002 §6.1, 003 Component Snapshots, 004 §7.2",
+        "a periodic stream went silent for over stall_multiple (default 3) of its periods (its mean interval, at least nominal; from its 20th datagram); at the first datagram after the gap";
     SessionStreamStopped = "session.stream-stopped", Warning, "002 §6.1, 003 Component Snapshots, 004 §7.2",
         "a periodic stream (snapshots of one kind) stopped while the conversation went on: its last datagram came over a second, and over 10 of its periods, before the conversation's end";
     SessionAfterDisconnect = "session.after-disconnect", Warning, "002 §5",
         "traffic after DISCONNECT (or KICK, BAN, SERVER_DISCONNECT), beyond 100 ms of datagrams in flight";
     SessionDuplicateDatagram = "session.duplicate-datagram", Warning, "spec-notes B",
-        "the same datagram, byte for byte, sent again within 100 ms in the same direction";
+        "the same datagram, byte for byte, sent again within 100 ms in the same direction (rtnp's inputs, keep-alives and snapshots without epoch: within 1.6 ms)";
     SessionConversationLimit = "session.conversation-limit", Warning, "SECURITY.md",
         "more conversations than are tracked: later ones share conversation 0 and are not analysed";
     // Entity lifecycles (src/session/entities.rs), per conversation.
@@ -280,6 +282,8 @@ rules! {
         "the conversation's 95th-percentile round-trip time is above rtt_p95_ms_max";
     BudgetLossPercent = "budget.loss-percent", Error, "rtype-inspect.toml [budgets]",
         "the estimated loss of client messages or snapshot ticks is above loss_percent_max";
+    BudgetSnapshotGap = "budget.snapshot-gap", Error, "rtype-inspect.toml [budgets]",
+        "the conversation's longest gap between two snapshot ticks is above snapshot_gap_ms_max";
 }
 
 impl Rule {

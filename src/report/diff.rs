@@ -1,11 +1,16 @@
-//! `rtype-inspect diff OLD NEW`: what changed between two captures (or two saved
-//! `profile --format json` documents): the message mix, bytes per message type, per entity type
-//! and per field, rates, round-trip, gap and size percentiles, loss, and findings per rule, each
-//! with its absolute and relative change, the largest changes first. `--fail-above PERCENT`
-//! makes it a CI gate (exit 1).
+//! `rtype-inspect diff OLD NEW`: is the new build worse? What changed between two captures (or
+//! two saved `profile --format json` documents): the headline figures first (kbit/s per direction,
+//! snapshot kbit/s and rate, RTT p95, loss, findings per rule per minute), then the other figures
+//! (message mix, bytes per message type, per entity type and per field, percentiles) ranked by
+//! weight: how much of the capture's bytes or time a figure stands for, times its relative change.
+//! One-off figures (fewer than [`FEW`] datagrams or findings on either side) and figures under
+//! [`FLOOR`] of the bytes are folded: compared, in the JSON, but neither shown nor judged.
+//! `--fail-above PERCENT` makes it a CI gate (exit 1) on regressions only: a figure that moved the
+//! worse way (more bytes, lower rate, more loss, more findings) by more than PERCENT; by default
+//! the headline figures, else those `--only` (or the configuration's `diff_only`) names.
 //!
-//! Captures of different lengths compare by rates and shares rather than totals: a figure is a
-//! share, a mean, a rate per second or a percentile, except the finding counts.
+//! Captures of different lengths compare by rates, shares and means rather than totals: a
+//! shorter session of the same build changes no headline figure much.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -20,11 +25,19 @@ use super::table;
 use crate::app::{write_stdout, Format, ReadOpts, Reading, Term};
 
 /// The schema of the diff's JSON document.
-pub const SCHEMA: &str = "diff/1";
+pub const SCHEMA: &str = "diff/2";
 /// Largest saved profile read (a bounded read: a profile is at most a few MB).
 const MAX_PROFILE: u64 = 256 << 20;
-/// Changes listed in the text (the JSON holds them all).
-const TEXT_CHANGES: usize = 40;
+/// Other changes listed in the text after the headline (the JSON holds them all).
+const TEXT_CHANGES: usize = 20;
+/// A figure resting on fewer datagrams (or findings, or samples) than this on both sides is a
+/// one-off: a handshake message, a finding raised once per conversation.
+pub const FEW: f64 = 10.0;
+/// A figure standing for less than this share of the bytes on both sides is folded.
+pub const FLOOR: f64 = 0.01;
+/// A relative change counts at most this much in the ranking (a figure that appears counts as
+/// this), so that weight decides between large changes.
+const RANK_CAP: f64 = 10.0;
 
 /// Arguments of `rtype-inspect diff`.
 #[derive(clap::Args)]
@@ -33,19 +46,45 @@ pub struct DiffArgs {
     old: PathBuf,
     /// The capture (or saved profile) to compare with it.
     new: PathBuf,
-    /// Exit 1 when a figure changed by more than PERCENT either way (a figure that appears or
-    /// disappears counts as an infinite change).
+    /// Exit 1 when a judged figure regressed by more than PERCENT: moved the worse way (more
+    /// bytes, lower rate, more loss, more findings); savings never fail. The headline figures are
+    /// judged, or those --only names.
     #[arg(long, value_name = "PERCENT")]
     fail_above: Option<f64>,
-    /// Compare only the figures whose name starts with PREFIX (repeatable), e.g. `field.` or
-    /// `rtt_ms.`.
+    /// Compare and judge only the figures whose name starts with PREFIX (repeatable), e.g.
+    /// `field.` or `rtt_ms.` [default: the configuration's diff_only].
     #[arg(long = "only", value_name = "PREFIX")]
     only: Vec<String>,
-    /// Output form: text (a table of changes), or json (one document).
+    /// Output form: text (the headline, then the weightiest changes), or json (one document).
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
     #[command(flatten)]
     read: ReadOpts,
+}
+
+/// Which way a figure gets worse.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Worse {
+    Up,
+    Down,
+    /// Neither: a share or a mix.
+    Neither,
+}
+
+/// One figure of one profile, with what it takes to rank and judge it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Figure {
+    pub value: f64,
+    /// The share (0 to 1) of the capture's bytes, or of its time, the figure stands for.
+    pub weight: f64,
+    /// The datagrams, findings or samples it rests on.
+    pub events: f64,
+    pub worse: Worse,
+    /// A headline figure: shown first and judged by default.
+    pub headline: bool,
+    /// A percentage of a whole (loss): it regresses by its change in percentage points, not
+    /// relative to itself (1.2 % → 1.8 % of ticks lost is 0.6 points, not +50 %).
+    pub points: bool,
 }
 
 /// One figure in both profiles.
@@ -54,6 +93,13 @@ pub struct Change {
     pub figure: String,
     pub old: Option<f64>,
     pub new: Option<f64>,
+    pub weight: f64,
+    pub worse: Worse,
+    pub headline: bool,
+    /// A percentage of a whole, judged in percentage points ([`Figure::points`]).
+    pub points: bool,
+    /// A one-off or a figure under the floor: neither shown in the text nor judged by default.
+    pub folded: bool,
 }
 
 impl Change {
@@ -78,6 +124,27 @@ impl Change {
         }
     }
 
+    /// How far the figure moved the worse way, relative to the old value (in percentage points
+    /// over 100 for a percentage of a whole); 0 for a saving, or a figure that is neither better
+    /// nor worse either way.
+    pub fn regression(&self) -> f64 {
+        let r = if self.points {
+            self.absolute() / 100.0
+        } else {
+            self.relative()
+        };
+        match self.worse {
+            Worse::Up => r.max(0.0),
+            Worse::Down => (-r).max(0.0),
+            Worse::Neither => 0.0,
+        }
+    }
+
+    /// What ranks the change among the others: its weight times its relative change (capped).
+    pub fn rank(&self) -> f64 {
+        self.weight * self.relative().abs().min(RANK_CAP)
+    }
+
     fn status(&self) -> &'static str {
         match (self.old, self.new) {
             (None, Some(_)) => "new",
@@ -96,17 +163,19 @@ pub fn run(args: DiffArgs, term: Term) -> Result<ExitCode, String> {
         ));
     }
     let reading = args.read.reading()?;
+    let only = if args.only.is_empty() {
+        reading.config.diff_only.clone()
+    } else {
+        args.only.clone()
+    };
     let old = load(&args.old, &reading)?;
     let new = load(&args.new, &reading)?;
     let changes: Vec<Change> = compare(&figures(&old.1), &figures(&new.1))
         .into_iter()
-        .filter(|c| args.only.is_empty() || args.only.iter().any(|p| c.figure.starts_with(p)))
+        .filter(|c| only.is_empty() || only.iter().any(|p| c.figure.starts_with(p)))
         .collect();
-    let failing: Vec<&Change> = match args.fail_above {
-        Some(p) => changes
-            .iter()
-            .filter(|c| c.relative().abs() * 100.0 > p)
-            .collect(),
+    let failing = match args.fail_above {
+        Some(p) => failing(&changes, !only.is_empty(), p),
         None => Vec::new(),
     };
     let out = match args.format {
@@ -116,7 +185,7 @@ pub fn run(args: DiffArgs, term: Term) -> Result<ExitCode, String> {
                 "tool": {"name": env!("CARGO_PKG_NAME"), "version": env!("CARGO_PKG_VERSION")},
                 "old": {"file": args.old.display().to_string(), "from": old.0},
                 "new": {"file": args.new.display().to_string(), "from": new.0},
-                "only": args.only,
+                "only": only,
                 "fail_above": args.fail_above,
                 "failing": failing.iter().map(|c| c.figure.as_str()).collect::<Vec<_>>(),
                 "changes": changes.iter().map(change_json).collect::<Vec<_>>(),
@@ -127,6 +196,16 @@ pub fn run(args: DiffArgs, term: Term) -> Result<ExitCode, String> {
     };
     write_stdout(out.as_bytes())?;
     Ok(ExitCode::from(u8::from(!failing.is_empty())))
+}
+
+/// The changes that regressed by more than `percent`: every one of `changes` when they were
+/// named (`--only`), else the headline figures that are not folded.
+pub fn failing(changes: &[Change], named: bool, percent: f64) -> Vec<&Change> {
+    changes
+        .iter()
+        .filter(|c| named || (c.headline && !c.folded))
+        .filter(|c| c.regression() * 100.0 > percent)
+        .collect()
 }
 
 /// A profile document: read from a saved one (what its first byte says), or made from a capture.
@@ -169,15 +248,30 @@ fn arrow(direction: &Json) -> &'static str {
 }
 
 /// The figures a diff compares, by name, from a profile's capture-wide account.
-pub fn figures(profile: &Json) -> BTreeMap<String, f64> {
+pub fn figures(profile: &Json) -> BTreeMap<String, Figure> {
     let t = &profile["total"];
     let mut out = BTreeMap::new();
-    let mut put = |name: String, v: &Json| {
-        if let Some(v) = v.as_f64() {
-            out.insert(name, v);
+    let seconds = t["duration_s"].as_f64().unwrap_or(0.0);
+    let per_s = |n: Option<f64>| n.filter(|_| seconds > 0.0).map(|n| n / seconds);
+    let total = t["udp_bytes"].as_f64().unwrap_or(0.0);
+    let share = |bytes: Option<f64>| match bytes {
+        Some(b) if total > 0.0 => b / total,
+        _ => 0.0,
+    };
+    let mut put = |name: String, value: Option<f64>, weight: f64, events: f64, worse, headline| {
+        if let Some(value) = value.filter(|v| v.is_finite()) {
+            let figure = Figure {
+                value,
+                weight,
+                events,
+                worse,
+                headline,
+                points: name.starts_with("loss_percent."),
+            };
+            out.insert(name, figure);
         }
     };
-    let seconds = t["duration_s"].as_f64().unwrap_or(0.0);
+    use Worse::{Down, Neither, Up};
     for m in t["messages"].as_array().into_iter().flatten() {
         let key = format!(
             "{}.{}.{}",
@@ -185,104 +279,221 @@ pub fn figures(profile: &Json) -> BTreeMap<String, f64> {
             arrow(&m["direction"]),
             m["name"].as_str().unwrap_or("?")
         );
-        put(
-            format!("mix_percent.{key}"),
-            &json!(m["datagram_share"].as_f64().map(|s| s * 100.0)),
+        let (w, n) = (
+            m["share"].as_f64().unwrap_or(0.0),
+            m["datagrams"].as_f64().unwrap_or(0.0),
         );
-        put(format!("mean_bytes.{key}"), &m["mean_bytes"]);
-        put(format!("kbps.{key}"), &m["kbps"]);
-        put(format!("compression_ratio.{key}"), &m["compression_ratio"]);
+        let mix = m["datagram_share"].as_f64().map(|s| s * 100.0);
+        put(format!("mix_percent.{key}"), mix, w, n, Neither, false);
+        put(
+            format!("mean_bytes.{key}"),
+            m["mean_bytes"].as_f64(),
+            w,
+            n,
+            Up,
+            false,
+        );
+        put(format!("kbps.{key}"), m["kbps"].as_f64(), w, n, Up, false);
+        let ratio = m["compression_ratio"].as_f64();
+        put(format!("compression_ratio.{key}"), ratio, w, n, Down, false);
     }
     for d in t["directions"].as_array().into_iter().flatten() {
         let dir = arrow(&d["direction"]);
-        put(format!("rate.{dir}.kbps"), &d["kbps"]);
-        let per_s = d["datagrams"]
-            .as_f64()
-            .filter(|_| seconds > 0.0)
-            .map(|n| n / seconds);
-        put(format!("rate.{dir}.datagrams_per_s"), &json!(per_s));
+        let w = share(d["udp_bytes"].as_f64());
+        let n = d["datagrams"].as_f64().unwrap_or(0.0);
+        put(
+            format!("rate.{dir}.kbps"),
+            d["kbps"].as_f64(),
+            w,
+            n,
+            Up,
+            dir != "unknown",
+        );
+        let rate = per_s(d["datagrams"].as_f64());
+        put(format!("rate.{dir}.datagrams_per_s"), rate, w, n, Up, false);
     }
     let s = &t["snapshots"];
-    put("rate.snapshot_hz".into(), &s["hz"]);
-    put("rate.snapshot_kbps".into(), &s["kbps"]);
+    let snapshots = s["datagrams"].as_f64().unwrap_or(0.0);
+    let ws = share(s["udp_bytes"].as_f64());
+    put(
+        "rate.snapshot_hz".into(),
+        s["hz"].as_f64(),
+        ws,
+        snapshots,
+        Down,
+        true,
+    );
+    put(
+        "rate.snapshot_kbps".into(),
+        s["kbps"].as_f64(),
+        ws,
+        snapshots,
+        Up,
+        true,
+    );
     let e = &t["entities"];
-    let updates = e["updates"]
-        .as_f64()
-        .filter(|_| seconds > 0.0)
-        .map(|n| n / seconds);
-    put("rate.entity_updates_per_s".into(), &json!(updates));
+    let updates = e["updates"].as_f64();
+    let n = updates.unwrap_or(0.0);
+    put(
+        "rate.entity_updates_per_s".into(),
+        per_s(updates),
+        ws,
+        n,
+        Neither,
+        false,
+    );
     for ty in s["entity_types"].as_array().into_iter().flatten() {
         let name = match ty["type_id"].as_u64() {
             Some(id) => format!("{}({id})", ty["type"].as_str().unwrap_or("?")),
             None => ty["type"].as_str().unwrap_or("?").to_owned(),
         };
+        let w = ws * ty["share"].as_f64().unwrap_or(0.0);
+        let n = ty["updates"].as_f64().unwrap_or(0.0);
+        let bytes = ty["bytes_per_s"].as_f64();
         put(
             format!("entity_type.{name}.bytes_per_s"),
-            &ty["bytes_per_s"],
+            bytes,
+            w,
+            n,
+            Up,
+            false,
         );
+        let pct = ty["share"].as_f64().map(|v| v * 100.0);
         put(
             format!("entity_type.{name}.share_percent"),
-            &json!(ty["share"].as_f64().map(|v| v * 100.0)),
+            pct,
+            w,
+            n,
+            Neither,
+            false,
         );
+        let rate = ty["updates_per_s"].as_f64();
         put(
             format!("entity_type.{name}.updates_per_s"),
-            &ty["updates_per_s"],
+            rate,
+            w,
+            n,
+            Neither,
+            false,
         );
     }
-    let snapshots = s["datagrams"].as_f64().unwrap_or(0.0);
     for f in s["fields"].as_array().into_iter().flatten() {
         let name = f["field"].as_str().unwrap_or("?");
+        let w = ws * f["share"].as_f64().unwrap_or(0.0);
+        let n = f["present"].as_f64().unwrap_or(snapshots);
         let per = f["bytes"]
             .as_f64()
             .filter(|_| snapshots > 0.0)
             .map(|b| b / snapshots);
-        put(format!("field.{name}.bytes_per_snapshot"), &json!(per));
+        put(
+            format!("field.{name}.bytes_per_snapshot"),
+            per,
+            w,
+            n,
+            Up,
+            false,
+        );
+        let pct = f["share"].as_f64().map(|v| v * 100.0);
         put(
             format!("field.{name}.share_percent"),
-            &json!(f["share"].as_f64().map(|v| v * 100.0)),
+            pct,
+            w,
+            n,
+            Neither,
+            false,
         );
     }
     let d = &t["distributions"];
-    for (name, key) in [
-        ("snapshot_bytes", "snapshot_bytes"),
-        ("snapshot_gap_ms", "snapshot_gap_ms"),
-        ("rtt_ms", "rtt_ms"),
+    // Sizes weigh as the snapshots' bytes, timings as the whole session's time.
+    for (name, w) in [
+        ("snapshot_bytes", ws),
+        ("snapshot_gap_ms", 1.0),
+        ("rtt_ms", 1.0),
     ] {
+        let n = d[name]["count"].as_f64().unwrap_or(0.0);
         for q in ["p50", "p95", "p99"] {
-            put(format!("{name}.{q}"), &d[key][q]);
+            let headline = name == "rtt_ms" && q == "p95";
+            put(
+                format!("{name}.{q}"),
+                d[name][q].as_f64(),
+                w,
+                n,
+                Up,
+                headline,
+            );
         }
     }
-    for (family, key) in [("client", "client"), ("snapshots", "snapshots")] {
-        put(format!("loss_percent.{family}"), &t["loss"][key]["percent"]);
-    }
-    for f in profile["findings"].as_array().into_iter().flatten() {
+    for family in ["client", "snapshots"] {
+        let l = &t["loss"][family];
+        let n = l["received"].as_f64().unwrap_or(0.0) + l["lost"].as_f64().unwrap_or(0.0);
         put(
-            format!("findings.{}", f["id"].as_str().unwrap_or("?")),
-            &f["count"],
+            format!("loss_percent.{family}"),
+            l["percent"].as_f64(),
+            1.0,
+            n,
+            Up,
+            true,
         );
+    }
+    let minutes = seconds / 60.0;
+    for f in profile["findings"].as_array().into_iter().flatten() {
+        let count = f["count"].as_f64();
+        let rate = count.filter(|_| minutes > 0.0).map(|n| n / minutes);
+        let name = format!("findings_per_min.{}", f["id"].as_str().unwrap_or("?"));
+        put(name, rate, 1.0, count.unwrap_or(0.0), Up, true);
     }
     out
 }
 
-/// Every figure of either side, the largest relative change first (figures that appeared or
-/// vanished lead), then by the size of the absolute change, then by name.
-pub fn compare(old: &BTreeMap<String, f64>, new: &BTreeMap<String, f64>) -> Vec<Change> {
+/// The headline figures' order: traffic, snapshots, round trip, loss, then findings.
+fn headline_order(figure: &str) -> usize {
+    const ORDER: [&str; 8] = [
+        "rate.c2s.kbps",
+        "rate.s2c.kbps",
+        "rate.snapshot_kbps",
+        "rate.snapshot_hz",
+        "rtt_ms.p95",
+        "loss_percent.client",
+        "loss_percent.snapshots",
+        "findings_per_min.",
+    ];
+    ORDER
+        .iter()
+        .position(|h| figure.starts_with(h))
+        .unwrap_or(ORDER.len())
+}
+
+/// Every figure of either side: the headline first (in [`headline_order`], findings by rule),
+/// then the others by [`Change::rank`], the folded ones last, then by name.
+pub fn compare(old: &BTreeMap<String, Figure>, new: &BTreeMap<String, Figure>) -> Vec<Change> {
     let mut names: Vec<&String> = old.keys().chain(new.keys()).collect();
     names.sort();
     names.dedup();
     let mut changes: Vec<Change> = names
         .into_iter()
-        .map(|n| Change {
-            figure: n.clone(),
-            old: old.get(n).copied(),
-            new: new.get(n).copied(),
+        .map(|n| {
+            let (o, w) = (old.get(n), new.get(n));
+            let either = o.or(w).expect("a name of either side");
+            let most = |f: fn(&Figure) -> f64| o.map_or(0.0, f).max(w.map_or(0.0, f));
+            let (weight, events) = (most(|f| f.weight), most(|f| f.events));
+            Change {
+                figure: n.clone(),
+                old: o.map(|f| f.value),
+                new: w.map(|f| f.value),
+                weight,
+                worse: either.worse,
+                headline: either.headline,
+                points: either.points,
+                folded: events < FEW || !either.headline && weight < FLOOR,
+            }
         })
         .collect();
     changes.sort_by(|a, b| {
-        b.relative()
-            .abs()
-            .total_cmp(&a.relative().abs())
-            .then(b.absolute().abs().total_cmp(&a.absolute().abs()))
+        a.folded
+            .cmp(&b.folded)
+            .then(b.headline.cmp(&a.headline))
+            .then(headline_order(&a.figure).cmp(&headline_order(&b.figure)))
+            .then(b.rank().total_cmp(&a.rank()))
             .then(a.figure.cmp(&b.figure))
     });
     changes
@@ -290,9 +501,16 @@ pub fn compare(old: &BTreeMap<String, f64>, new: &BTreeMap<String, f64>) -> Vec<
 
 fn change_json(c: &Change) -> Json {
     let relative = c.relative();
+    let worse = match c.worse {
+        Worse::Up => "up",
+        Worse::Down => "down",
+        Worse::Neither => "neither",
+    };
     json!({
         "figure": c.figure, "old": c.old, "new": c.new, "change": c.absolute(),
         "relative": relative.is_finite().then_some(relative), "status": c.status(),
+        "headline": c.headline, "weight": c.weight, "worse": worse, "folded": c.folded,
+        "regression": c.regression() > 0.0,
     })
 }
 
@@ -328,40 +546,44 @@ fn text(args: &DiffArgs, changes: &[Change], failing: &[&Change], term: Term) ->
     if changed.is_empty() {
         out += "No change.\n";
     } else {
-        let mut t = table::new(term, &["Figure", "Old", "New", "Change", "Change %"]);
-        table::keep_whole(&mut t, 0);
-        for c in changed.iter().take(TEXT_CHANGES) {
-            let r = c.relative();
-            let percent = if r.is_finite() {
-                format!("{:+.1} %", r * 100.0)
-            } else {
-                c.status().into()
-            };
-            t.add_row(vec![
-                table::cell(&c.figure),
-                table::cell(number(c.old)),
-                table::cell(number(c.new)),
-                table::cell(signed(c.absolute())),
-                table::cell(percent),
-            ]);
+        let (headline, others): (Vec<&Change>, Vec<&Change>) = changes
+            .iter()
+            .filter(|c| !c.folded)
+            .partition(|c| c.headline);
+        if !headline.is_empty() {
+            let _ = writeln!(out, "Headline\n{}", table_of(&headline, term));
         }
-        let _ = writeln!(out, "{t}");
-        if changed.len() > TEXT_CHANGES {
+        let others: Vec<&Change> = others
+            .into_iter()
+            .filter(|c| c.status() != "same")
+            .collect();
+        let shown = others.len().min(TEXT_CHANGES);
+        if shown > 0 {
             let _ = writeln!(
                 out,
-                "… {} smaller changes in --format json",
-                changed.len() - TEXT_CHANGES
+                "Other changes, by weight (share of the bytes or time × change)\n{}",
+                table_of(&others[..shown], term)
+            );
+        }
+        let folded = changed.iter().filter(|c| c.folded).count();
+        let rest = others.len() - shown;
+        if folded + rest > 0 {
+            let _ = writeln!(
+                out,
+                "… {rest} smaller changes, and {folded} folded (one-off: under {FEW} datagrams or \
+                 findings; or under {} % of the bytes), in --format json",
+                FLOOR * 100.0
             );
         }
     }
     if let Some(p) = args.fail_above {
         if failing.is_empty() {
-            let _ = writeln!(out, "pass: no figure changed by more than {p} %");
+            let _ = writeln!(out, "pass: no judged figure regressed by more than {p} %");
         } else {
             let names: Vec<&str> = failing.iter().map(|c| c.figure.as_str()).collect();
             let _ = writeln!(
                 out,
-                "FAIL: {} figure{} changed by more than {p} %: {}",
+                "FAIL: {} figure{} regressed by more than {p} %: {}",
                 failing.len(),
                 if failing.len() == 1 { "" } else { "s" },
                 names.join(", ")
@@ -371,50 +593,137 @@ fn text(args: &DiffArgs, changes: &[Change], failing: &[&Change], term: Term) ->
     out
 }
 
+/// The changes as a table: the figure, both values, the change, and whether it is worse.
+fn table_of(changes: &[&Change], term: Term) -> String {
+    let mut t = table::new(term, &["Figure", "Old", "New", "Change", "Change %", ""]);
+    table::keep_whole(&mut t, 0);
+    for c in changes {
+        let r = c.relative();
+        let percent = if r.is_finite() {
+            format!("{:+.1} %", r * 100.0)
+        } else {
+            c.status().into()
+        };
+        let verdict = if c.regression() > 0.0 {
+            "worse"
+        } else if c.worse != Worse::Neither && c.absolute() != 0.0 {
+            "better"
+        } else {
+            ""
+        };
+        t.add_row(vec![
+            table::cell(&c.figure),
+            table::cell(number(c.old)),
+            table::cell(number(c.new)),
+            table::cell(signed(c.absolute())),
+            table::cell(percent),
+            table::cell(verdict),
+        ]);
+    }
+    t.to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn map(pairs: &[(&str, f64)]) -> BTreeMap<String, f64> {
-        pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+    fn figure(value: f64, weight: f64, events: f64, worse: Worse, headline: bool) -> Figure {
+        Figure {
+            value,
+            weight,
+            events,
+            worse,
+            headline,
+            points: false,
+        }
     }
 
     #[test]
-    fn largest_changes_first() {
-        let old = map(&[
-            ("a", 100.0),
-            ("b", 10.0),
-            ("c", 5.0),
-            ("gone", 1.0),
-            ("zero", 0.0),
+    fn headline_first_then_by_weight_small_ones_folded() {
+        use Worse::{Neither, Up};
+        let old = BTreeMap::from([
+            (
+                "rate.s2c.kbps".to_string(),
+                figure(436.0, 0.9, 900.0, Up, true),
+            ),
+            (
+                "rate.c2s.kbps".to_string(),
+                figure(20.0, 0.1, 900.0, Up, true),
+            ),
+            ("kbps.big".to_string(), figure(400.0, 0.8, 900.0, Up, false)),
+            ("kbps.small".to_string(), figure(1.0, 0.1, 900.0, Up, false)),
+            ("kbps.hello".to_string(), figure(0.1, 0.001, 1.0, Up, false)),
+            (
+                "field.tiny.share_percent".to_string(),
+                figure(0.004, 0.00004, 900.0, Neither, false),
+            ),
         ]);
-        let new = map(&[
-            ("a", 110.0),
-            ("b", 5.0),
-            ("c", 5.0),
-            ("new", 2.0),
-            ("zero", 3.0),
-        ]);
+        let mut new = old.clone();
+        new.get_mut("rate.s2c.kbps").unwrap().value = 242.0;
+        new.get_mut("kbps.big").unwrap().value = 200.0;
+        new.get_mut("kbps.small").unwrap().value = 2.0;
+        new.get_mut("kbps.hello").unwrap().value = 0.147;
+        new.get_mut("field.tiny.share_percent").unwrap().value = 0.008;
         let changes = compare(&old, &new);
-        let order: Vec<(&str, f64)> = changes
+        let order: Vec<(&str, bool)> = changes
             .iter()
-            .map(|c| (c.figure.as_str(), c.relative()))
+            .map(|c| (c.figure.as_str(), c.folded))
             .collect();
         assert_eq!(
             order,
             [
-                ("zero", f64::INFINITY),
-                ("new", f64::INFINITY),
-                ("gone", f64::NEG_INFINITY),
-                ("b", -0.5),
-                ("a", 0.1),
-                ("c", 0.0)
+                ("rate.c2s.kbps", false),
+                ("rate.s2c.kbps", false),
+                // -50 % on 80 % of the bytes outranks +100 % on 10 %.
+                ("kbps.big", false),
+                ("kbps.small", false),
+                ("kbps.hello", true),
+                ("field.tiny.share_percent", true),
             ]
         );
-        assert_eq!(changes[0].status(), "changed");
-        assert_eq!(changes[1].status(), "new");
-        assert_eq!(changes[2].status(), "gone");
-        assert_eq!(changes[5].status(), "same");
-        assert_eq!(changes[3].absolute(), -5.0);
+        // Savings never fail; the headline is judged by default, folded figures never.
+        assert!(failing(&changes, false, 25.0).is_empty());
+        let named: Vec<&str> = failing(&changes, true, 25.0)
+            .iter()
+            .map(|c| c.figure.as_str())
+            .collect();
+        assert_eq!(named, ["kbps.small", "kbps.hello"]);
+        let back = compare(&new, &old);
+        let worse: Vec<&str> = failing(&back, false, 25.0)
+            .iter()
+            .map(|c| c.figure.as_str())
+            .collect();
+        assert_eq!(worse, ["rate.s2c.kbps"]);
+    }
+
+    #[test]
+    fn regressions_go_the_worse_way() {
+        let change = |old, new, worse| Change {
+            figure: "x".into(),
+            old: Some(old),
+            new,
+            weight: 1.0,
+            worse,
+            headline: true,
+            points: false,
+            folded: false,
+        };
+        assert_eq!(change(60.0, Some(30.0), Worse::Down).regression(), 0.5);
+        assert_eq!(change(60.0, Some(90.0), Worse::Down).regression(), 0.0);
+        assert_eq!(change(10.0, Some(15.0), Worse::Up).regression(), 0.5);
+        assert_eq!(change(10.0, Some(5.0), Worse::Up).regression(), 0.0);
+        assert_eq!(change(10.0, Some(50.0), Worse::Neither).regression(), 0.0);
+        assert_eq!(
+            change(0.0, Some(1.0), Worse::Up).regression(),
+            f64::INFINITY
+        );
+        assert_eq!(change(1.0, None, Worse::Up).regression(), 0.0);
+        // Loss in percent: by its percentage points.
+        let loss = |old, new| Change {
+            points: true,
+            ..change(old, Some(new), Worse::Up)
+        };
+        assert!((loss(1.2, 1.8).regression() - 0.006).abs() < 1e-9);
+        assert_eq!(loss(0.0, 30.0).regression(), 0.3);
     }
 }

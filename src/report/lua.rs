@@ -106,8 +106,10 @@ const RUNTIME_LUA: &[(&str, &str, &str)] = &[
     ("rtype.reassembled.length", "reassembled_length", ""),
     ("rtype.reassembled.undecoded", "reassembled_undecoded", ""),
     ("rtype.conversation", "conversation", CONVERSATION_BLURB),
+    ("rtype.stream.time_delta", "stream_delta", STREAM_BLURB),
     ("rt.undecoded", "undecoded", ""),
     ("rt.conversation", "conversation", CONVERSATION_BLURB),
+    ("rt.stream.time_delta", "stream_delta", STREAM_BLURB),
     (
         "rtnp.framing",
         "framing",
@@ -124,7 +126,12 @@ const RUNTIME_LUA: &[(&str, &str, &str)] = &[
     ("rtnp.text", "text", ""),
     ("rtnp.type", "type", ""),
     ("rtnp.conversation", "conversation", CONVERSATION_BLURB),
+    ("rtnp.stream.time_delta", "stream_delta", STREAM_BLURB),
 ];
+
+/// What a stream is.
+const STREAM_BLURB: &str = "A stream is one direction of one rtype-inspect conversation; none \
+    for its first datagram";
 
 /// What a conversation number is.
 const CONVERSATION_BLURB: &str = "rtype-inspect's conversation number: the client's address \

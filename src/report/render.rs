@@ -458,6 +458,37 @@ fn first_detail(finding: &Finding) -> String {
             nominal,
             found,
         } => format!("{stream} at {found} per second, nominal {nominal}"),
+        Detail::Stall {
+            stream,
+            gap_micros,
+            period_micros,
+            ticks,
+        } => {
+            let ms = |us: u32| f64::from(us) / 1000.0;
+            let mut s = format!(
+                "no {stream} for {:.1} ms (period {:.1} ms)",
+                ms(gap_micros),
+                ms(period_micros)
+            );
+            let missing = ticks.map(|(before, after)| (before, after.saturating_sub(before)));
+            match missing {
+                Some((before, 2)) => {
+                    let _ = write!(s, ", tick {} missing", before + 1);
+                }
+                Some((before, n @ 3..)) => {
+                    let _ = write!(
+                        s,
+                        ", ticks {}–{} missing ({})",
+                        before + 1,
+                        before + n - 1,
+                        n - 1
+                    );
+                }
+                Some(_) => s.push_str(", no tick missing"),
+                None => {}
+            }
+            s
+        }
         Detail::Sizes { expected, found } => match rule {
             R::RtypeShortDatagram | R::RtShort => {
                 format!("{found} bytes, at least {expected} needed")

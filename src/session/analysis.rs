@@ -29,6 +29,10 @@ pub use session::{
 use crate::session::entities::Entities;
 use crate::session::event::{DatagramEvent, LooseFinding};
 
+/// A gap of over 3 periods is a stall: one or two late or lost snapshots are jitter an
+/// interpolating client hides, three in a row show as a freeze.
+pub const DEFAULT_STALL_MULTIPLE: f64 = 3.0;
+
 /// Conversations analysed; datagrams of later ones are only counted.
 pub const MAX_ANALYSED: usize = 4096;
 
@@ -39,6 +43,9 @@ pub struct Config {
     pub snapshot_hz: f64,
     /// How far the measured rate may be from nominal, as a fraction of it.
     pub snapshot_tolerance: f64,
+    /// A periodic stream stalls when a gap between two of its datagrams is longer than this many
+    /// of its periods (its mean interval, at least the nominal one).
+    pub stall_multiple: f64,
     /// Keep per-entity figures (updates, rates, gaps) beside the entities' lifecycles, for the
     /// reports that show them.
     pub entity_figures: bool,
@@ -49,6 +56,7 @@ impl Default for Config {
         Config {
             snapshot_hz: 60.0,
             snapshot_tolerance: 0.2,
+            stall_multiple: DEFAULT_STALL_MULTIPLE,
             entity_figures: false,
         }
     }
@@ -103,7 +111,7 @@ impl Analysis {
             self.sessions.resize_with(index + 1, || None);
         }
         let session = self.sessions[index].get_or_insert_with(|| Box::new(Session::new(event)));
-        session.observe(event, emit);
+        session.observe(event, &self.config, emit);
         self.last = session.last;
         // Entities of a datagram that fails its integrity check, or of a repeat, are not news.
         let entities = if self.last.judged && !self.last.duplicate {

@@ -55,6 +55,9 @@ pub struct FrameFields {
     pub udp_len: u32,
     /// Nanoseconds (0 for the first frame).
     pub time_delta: i64,
+    /// Nanoseconds since the previous datagram of the same conversation and direction (none for
+    /// a stream's first), once the session analysis saw the datagram.
+    pub stream_delta: Option<i64>,
 }
 
 /// What a message does to an entity.

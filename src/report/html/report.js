@@ -261,13 +261,13 @@
       const hzMin = file.budgets.snapshot_hz_min;
       if (hzMin !== undefined) {
         const limit = 1000 / hzMin;
-        gapPlugins.push(budgetPlugin("y", limit, (i) => s.snapshot_gap_ms_mean[i] !== null && s.snapshot_gap_ms_mean[i] > limit,
+        gapPlugins.push(budgetPlugin("y", limit, (i) => s.snapshot_gap_ms_max[i] !== null && s.snapshot_gap_ms_max[i] > limit,
           "budget: ≥ " + hzMin + " Hz (gap ≤ " + limit.toFixed(1) + " ms)"));
       }
       const row1 = el("div", { class: "row" });
       box.append(row1);
-      const gap = timeLine("gap-" + file.index + "-" + conv.id, row1, "snapshot gap (mean per bucket)", "ms", xs, s.snapshot_gap_ms_mean,
-        [[file.snapshot_hz + " Hz", xs.map(() => nominal), "#3aa676"], ["jitter band +", xs.map(() => nominal + tol), "#9bc34a"],
+      const gap = timeLine("gap-" + file.index + "-" + conv.id, row1, "snapshot gap (mean and longest per bucket)", "ms", xs, s.snapshot_gap_ms_mean,
+        [["longest gap", s.snapshot_gap_ms_max, "#d9534f"], [file.snapshot_hz + " Hz", xs.map(() => nominal), "#3aa676"], ["jitter band +", xs.map(() => nominal + tol), "#9bc34a"],
          ["jitter band −", xs.map(() => nominal - tol), "#9bc34a"]], gapPlugins);
       histogram("gap-hist-" + file.index + "-" + conv.id, row1, "snapshot gaps", "ms", conv.distributions.snapshot_gap_ms.buckets);
       const gapFrames = el("div", { class: "frames" }, "Click a bucket of the snapshot gap to list its frames.");

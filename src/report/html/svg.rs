@@ -171,6 +171,8 @@ fn io_graph(file: &Json, conv: &Json, seconds: f64) -> String {
 
 fn gap_graph(file: &Json, conv: &Json, seconds: f64) -> String {
     let gaps = numbers(&conv["series"]["snapshot_gap_ms_mean"]);
+    // A stall hides in a bucket's mean: its longest gap shows it.
+    let longest = numbers(&conv["series"]["snapshot_gap_ms_max"]);
     let hz = file["snapshot_hz"].as_f64().unwrap_or(60.0).max(1e-3);
     let nominal = 1000.0 / hz;
     // The document gives the tolerance in percent.
@@ -179,16 +181,20 @@ fn gap_graph(file: &Json, conv: &Json, seconds: f64) -> String {
         let limit = 1000.0 / hz_min.max(1e-3);
         Budget {
             value: limit,
-            broken: gaps.iter().map(|g| g.is_some_and(|g| g > limit)).collect(),
+            broken: longest
+                .iter()
+                .map(|g| g.is_some_and(|g| g > limit))
+                .collect(),
             label: format!("budget: ≥ {} Hz (gap ≤ {limit:.1} ms)", short(hz_min)),
         }
     });
     let top = max(&gaps)
+        .max(max(&longest))
         .max(nominal + tolerance)
         .max(limit.as_ref().map_or(0.0, |b| b.value));
     let id = conv["id"].as_u64().unwrap_or(0);
     let mut chart = TimeChart::new(
-        &format!("conversation {id}: snapshot gap, mean per bucket"),
+        &format!("conversation {id}: snapshot gap, mean and longest per bucket"),
         gaps.len(),
         seconds,
         "ms",
@@ -206,6 +212,7 @@ fn gap_graph(file: &Json, conv: &Json, seconds: f64) -> String {
         nominal,
     );
     chart.line("snapshot gap", "#4f8ad8", &gaps, false, Side::Left);
+    chart.line("longest gap", "#d9534f", &longest, true, Side::Left);
     if let Some(b) = &limit {
         chart.budget(b);
     }

@@ -11,6 +11,9 @@
 
 -- Conversations: number by key, the conversation of each frame, their endpoints and counts.
 local CONVS, CONV_COUNT, CONV_OF, CONV_LIST
+-- Streams (a conversation's direction): `last`, the relative time of each one's last datagram by
+-- key; `delta`, the time since its stream's previous datagram of each frame (an NSTime), by frame.
+local STREAMS
 -- Statistics: datagrams by dialect, direction and message, findings by rule.
 local STATS
 
@@ -22,6 +25,7 @@ local CLAIM
 
 local function shared_reset()
     CONVS, CONV_COUNT, CONV_OF, CONV_LIST = {}, 0, {}, {}
+    STREAMS = { last = {}, delta = {} }
     STATS = { messages = {}, rules = {}, datagrams = 0 }
     CLAIM = { overflow = {} }
 end
@@ -88,7 +92,24 @@ local function conversation_of(pinfo, c2s)
         end
     end
     CONV_OF[frame] = n
+    if n ~= 0 then
+        -- The stream's time delta, in whole nanoseconds as rtype-inspect counts them.
+        local key, now = c2s and n or -n, pinfo.rel_ts
+        local last = STREAMS.last[key]
+        if last then
+            local ns = math.floor((now - last) * 1e9 + 0.5)
+            local secs = math.floor(ns / 1000000000)
+            STREAMS.delta[frame] = NSTime(secs, ns - secs * 1000000000)
+        end
+        STREAMS.last[key] = now
+    end
     return n, true
+end
+
+--- Adds the frame's stream time delta (`field`: its dialect's) to `root`, when it has one.
+local function add_stream_delta(root, field, frame)
+    local delta = STREAMS.delta[frame]
+    if delta then root:add(field, delta):set_generated() end
 end
 
 --- Counts a datagram (on its first pass) for the statistics: its conversation (and `bytes`),
@@ -394,7 +415,10 @@ local function rtype_datagram(tvb, pinfo, tree, root, mode)
         pinfo.cols.info:set(sfmt("%s (%d bytes)", what, n))
         if t then root:append_text(cut and ", not captured whole" or ", short datagram") end
         local conv, first = conversation_of(pinfo, pinfo.src_port > pinfo.dst_port)
-        if t then root:add(PF.conversation, conv):set_generated() end
+        if t then
+            root:add(PF.conversation, conv):set_generated()
+            add_stream_delta(root, PF.stream_delta, frame)
+        end
         if first then count_datagram(frame, "rtype", conv, reported, nil, nil, "UNKNOWN", found) end
         emit(t and root or tree, tvb, 0, found, vis)
         return
@@ -526,7 +550,10 @@ local function rtype_datagram(tvb, pinfo, tree, root, mode)
     if OLD_HEADER[frame] then
         found = report(found, RULE.old_header, 0, h.len, "the conversation's first datagram with it")
     end
-    if t then root:add(PF.conversation, conv):set_generated() end
+    if t then
+        root:add(PF.conversation, conv):set_generated()
+        add_stream_delta(root, PF.stream_delta, frame)
+    end
 
     local seq, tick = hv(b, h.at.Sequence), hv(b, h.at.Tick)
     local name = m and m.name or sfmt("Unknown message 0x%02x", mtype)

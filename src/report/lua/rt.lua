@@ -99,7 +99,10 @@ local function rt_datagram(tvb, pinfo, tree, root, mode)
         local c2s = pinfo.src_port > pinfo.dst_port
         if CONV_OF[frame] == nil then c2s = rt_direction(pinfo, nil) end
         local conv, first = conversation_of(pinfo, c2s)
-        if t then root:add(PF_RT.conversation, conv):set_generated() end
+        if t then
+            root:add(PF_RT.conversation, conv):set_generated()
+            add_stream_delta(root, PF_RT.stream_delta, frame)
+        end
         pinfo.cols.info:set(sfmt("%s (%d bytes)", cut and "Datagram cut by the capture" or "Short datagram", n))
         if t then root:append_text(cut and ", not captured whole" or ", short datagram") end
         if first then count_datagram(frame, "rt", conv, reported, nil, nil, "UNKNOWN", found) end
@@ -159,7 +162,10 @@ local function rt_datagram(tvb, pinfo, tree, root, mode)
         local mo, ml = at_of(h.at.Magic)
         found = report(found, RULE_RT.byte_order, mo, ml, "")
     end
-    if t then root:add(PF_RT.conversation, conv):set_generated() end
+    if t then
+        root:add(PF_RT.conversation, conv):set_generated()
+        add_stream_delta(root, PF_RT.stream_delta, frame)
+    end
 
     local seq = rt_hv(b, h.at.Sequence, le)
     local name = m and m.name or sfmt("Unknown packet type 0x%02x", code)

@@ -454,6 +454,7 @@ rtnp_done = function(pinfo, tree, root, t, vis, tvb, frame, reported, name, mess
     local conv, first = conversation_of(pinfo, c2s)
     if t then
         root:add(PF_RTNP.conversation, conv):set_generated()
+        add_stream_delta(root, PF_RTNP.stream_delta, frame)
         root:append_text(", " .. name)
     end
     emit(t and root or tree, tvb, 0, found, vis)

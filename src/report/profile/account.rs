@@ -140,6 +140,7 @@ impl Sample<'_> {
             snapshot: false,
             snapshot_gap_micros: None,
             lost: 0,
+            stream_delta_nanos: None,
         },
         findings: &[],
         snapshot: None,
@@ -342,6 +343,8 @@ pub struct Account {
     pub rtt: Durations,
     /// The pong of the longest round trip.
     pub rtt_max_frame: u64,
+    /// The datagram that ended the longest snapshot gap.
+    pub gap_max_frame: u64,
     pub lost: u64,
     pub loss_window: Window,
     pub duplicates: u64,
@@ -382,6 +385,7 @@ impl Account {
             gaps: Durations::default(),
             rtt: Durations::default(),
             rtt_max_frame: 0,
+            gap_max_frame: 0,
             lost: 0,
             loss_window: Window::default(),
             duplicates: 0,
@@ -466,6 +470,7 @@ impl Account {
         if let Some(gap) = o.snapshot_gap_micros {
             series.gaps.add(b, 1);
             series.gap_micros.add(b, gap.into());
+            series.gap_max_micros.raise(b, gap.into());
         }
         if let Some(rtt) = o.rtt_micros {
             series.rtt_samples.add(b, 1);
@@ -514,6 +519,9 @@ impl Account {
         }
         let o = s.observed;
         if let Some(gap) = o.snapshot_gap_micros {
+            if self.gaps.max().is_none_or(|max| gap > max) {
+                self.gap_max_frame = s.frame;
+            }
             self.gaps.add(gap);
         }
         if let Some(rtt) = o.rtt_micros {
@@ -616,6 +624,9 @@ impl Account {
         n.seen_full |= on.seen_full;
         n.bytes_window.merge_peak(&on.bytes_window);
         n.sizes.merge(&on.sizes);
+        if o.gaps.max() > self.gaps.max() {
+            self.gap_max_frame = o.gap_max_frame;
+        }
         self.gaps.merge(&o.gaps);
         if o.rtt.max() > self.rtt.max() {
             self.rtt_max_frame = o.rtt_max_frame;

@@ -165,6 +165,21 @@ pub fn judge(profile: &Json, budgets: &Budgets) -> Vec<BudgetBreak> {
                 );
             }
         }
+        let gap = &c["distributions"]["snapshot_gap_ms"];
+        if let (Some(budget), Some(longest)) = (budgets.snapshot_gap_ms_max, f(&gap["max"])) {
+            if longest > budget {
+                let at = frame(&c["snapshot_gap_max_frame"]);
+                broke(
+                    Rule::BudgetSnapshotGap,
+                    "snapshot_gap_ms_max",
+                    longest,
+                    budget,
+                    "ms",
+                    (at, at),
+                    "the longest gap between snapshot ticks (frame: the snapshot after it)".into(),
+                );
+            }
+        }
         if let Some(budget) = budgets.loss_percent_max {
             let loss = &c["loss"];
             let worst = [
@@ -203,8 +218,9 @@ mod tests {
                 "quietest_second": {"ticks": 40, "before_frame": 100, "after_frame": 140}},
             "datagram_sizes": {"largest": {"bytes": 1300, "frame": 77}},
             "entities": {"slowest": {"entity": 68, "updates_per_s": 12.5, "first_frame": 5, "last_frame": 500}},
-            "distributions": {"rtt_ms": {"p95": 80.25, "count": 20}},
-            "rtt_max_frame": 321,
+            "distributions": {"rtt_ms": {"p95": 80.25, "count": 20},
+                "snapshot_gap_ms": {"max": 200.4}},
+            "rtt_max_frame": 321, "snapshot_gap_max_frame": 268,
             "loss": {"client": {"percent": 0.5}, "snapshots": {"percent": 2.0},
                 "peak": {"first_frame": 200, "last_frame": 260}},
         }]});
@@ -215,6 +231,7 @@ mod tests {
             snapshot_hz_min: Some(55.0),
             rtt_p95_ms_max: Some(50.0),
             loss_percent_max: Some(1.0),
+            snapshot_gap_ms_max: Some(100.0),
         };
         let broken = judge(&profile, &all);
         let seen: Vec<(Rule, String, u64, u64)> = broken
@@ -244,11 +261,17 @@ mod tests {
                 ),
                 (Rule::BudgetSnapshotHz, "40 Hz < 55 Hz".into(), 100, 140),
                 (Rule::BudgetRttP95, "80.25 ms > 50 ms".into(), 321, 321),
+                (
+                    Rule::BudgetSnapshotGap,
+                    "200.4 ms > 100 ms".into(),
+                    268,
+                    268
+                ),
                 (Rule::BudgetLossPercent, "2 % > 1 %".into(), 200, 260),
             ]
         );
         assert_eq!(broken[2].what, "entity 68");
-        assert!(broken[5].what.starts_with("snapshot ticks"));
+        assert!(broken[6].what.starts_with("snapshot ticks"));
         // Within every budget: nothing.
         let loose = Budgets {
             snapshot_kbps_per_client: Some(400.0),
@@ -257,6 +280,7 @@ mod tests {
             snapshot_hz_min: Some(30.0),
             rtt_p95_ms_max: Some(100.0),
             loss_percent_max: Some(5.0),
+            snapshot_gap_ms_max: Some(250.0),
         };
         assert_eq!(judge(&profile, &loose), []);
         assert_eq!(judge(&profile, &Budgets::default()), []);

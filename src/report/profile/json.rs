@@ -248,6 +248,7 @@ fn account(cx: &Context<'_>, a: &Account, id: Option<u32>) -> Json {
             "rtt_ms": distribution(&a.rtt, 1000.0),
         },
         "rtt_max_frame": (a.rtt.count() > 0).then_some(a.rtt_max_frame),
+        "snapshot_gap_max_frame": (a.gaps.count() > 0).then_some(a.gap_max_frame),
         "loss": {"client": sequence(&client), "snapshots": sequence(&ticks), "peak": loss_window},
         "duplicates": a.duplicates,
         "chunking": {
@@ -536,6 +537,11 @@ fn series(cx: &Context<'_>, a: &Account) -> Json {
         "bytes": bytes,
         "snapshots": values(&s.snapshots, len),
         "snapshot_gap_ms_mean": mean(&s.gap_micros, &s.gaps),
+        "snapshot_gap_ms_max": values(&s.gap_max_micros, len)
+            .iter()
+            .zip(values(&s.gaps, len))
+            .map(|(max, n)| (n > 0).then(|| *max as f64 / 1000.0))
+            .collect::<Vec<_>>(),
         "rtt_samples": values(&s.rtt_samples, len),
         "rtt_ms_mean": mean(&s.rtt_micros, &s.rtt_samples),
         "losses": values(&s.losses, len),

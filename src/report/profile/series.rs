@@ -114,6 +114,18 @@ impl Counts {
     pub fn fold(&mut self, factor: usize) {
         fold_in(&mut self.0, factor, u64::saturating_add);
     }
+
+    /// Keeps the largest value a bucket got (a series of maxima, folded with [`Counts::fold_max`]).
+    pub fn raise(&mut self, bucket: usize, value: u64) {
+        if self.0.len() <= bucket {
+            self.0.resize(bucket + 1, 0);
+        }
+        self.0[bucket] = self.0[bucket].max(value);
+    }
+
+    pub fn fold_max(&mut self, factor: usize) {
+        fold_in(&mut self.0, factor, u64::max);
+    }
 }
 
 /// A conversation's (or the capture's) series; message types keep their bytes' own.
@@ -126,6 +138,8 @@ pub struct Series {
     /// Snapshot gaps ending in the bucket: how many, and their sum in microseconds.
     pub gaps: Counts,
     pub gap_micros: Counts,
+    /// The longest snapshot gap ending in the bucket, in microseconds: a stall the mean hides.
+    pub gap_max_micros: Counts,
     pub rtt_samples: Counts,
     pub rtt_micros: Counts,
     pub losses: Counts,
@@ -138,6 +152,7 @@ impl Series {
         for c in self.counts_mut() {
             c.fold(factor);
         }
+        self.gap_max_micros.fold_max(factor);
     }
 
     fn counts_mut(&mut self) -> [&mut Counts; 10] {

@@ -391,7 +391,7 @@ fn series(out: &mut String, s: &serde_json::Map<String, Json>, term: Term) {
     }
     for (label, key) in [
         ("snapshots", "snapshots"),
-        ("snapshot gap ms", "snapshot_gap_ms_mean"),
+        ("snapshot gap ms", "snapshot_gap_ms_max"),
         ("RTT samples", "rtt_samples"),
         ("RTT ms", "rtt_ms_mean"),
         ("losses", "losses"),

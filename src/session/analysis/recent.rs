@@ -62,12 +62,13 @@ pub fn hash(bytes: &[u8]) -> u64 {
 }
 
 impl Recent {
-    /// Remembers a datagram; returns the frame of an identical one sent within the window.
-    pub fn push(&mut self, hash: u64, frame: u64, ts_nanos: i64) -> Option<u64> {
+    /// Remembers a datagram; returns the frame of an identical one sent within `window`
+    /// nanoseconds (at most [`WINDOW_NANOS`]).
+    pub fn push(&mut self, hash: u64, frame: u64, ts_nanos: i64, window: i64) -> Option<u64> {
         let mut original: Option<(u64, i64)> = None;
         if self.low_bits[bucket(hash)] != 0 && self.hashes[..self.len].contains(&hash) {
             for (h, &(f, ts)) in self.hashes[..self.len].iter().zip(&self.seen) {
-                let within = ts_nanos.saturating_sub(ts) <= WINDOW_NANOS;
+                let within = ts_nanos.saturating_sub(ts) <= window;
                 // The latest of equals, as before the arrays were split.
                 if *h == hash && within && original.is_none_or(|(_, best)| ts >= best) {
                     original = Some((f, ts));
@@ -118,15 +119,23 @@ mod tests {
             ])
             .collect();
         assert_eq!(hashes.len(), long.len() + 4);
-        assert_eq!(r.push(a, 1, 0), None);
-        assert_eq!(r.push(b, 2, 1_000), None);
-        assert_eq!(r.push(a, 3, 2_000), Some(1));
-        assert_eq!(r.push(a, 4, 2_000 + WINDOW_NANOS + 1), None);
+        assert_eq!(r.push(a, 1, 0, WINDOW_NANOS), None);
+        assert_eq!(r.push(b, 2, 1_000, WINDOW_NANOS), None);
+        assert_eq!(r.push(a, 3, 2_000, WINDOW_NANOS), Some(1));
+        assert_eq!(r.push(a, 4, 2_000 + WINDOW_NANOS + 1, WINDOW_NANOS), None);
+        // A shorter window (rtnp's stateless messages) takes only a copy that soon.
+        assert_eq!(r.push(b, 5, 3_000, 1_000), None);
+        assert_eq!(r.push(b, 6, 3_500, 1_000), Some(5));
         for i in 0..RING as u64 {
-            r.push(hash(&i.to_be_bytes()), 10 + i, 3_000 + WINDOW_NANOS);
+            r.push(
+                hash(&i.to_be_bytes()),
+                10 + i,
+                3_000 + WINDOW_NANOS,
+                WINDOW_NANOS,
+            );
         }
         assert_eq!(
-            r.push(a, 99, 4_000 + WINDOW_NANOS),
+            r.push(a, 99, 4_000 + WINDOW_NANOS, WINDOW_NANOS),
             None,
             "pushed out of the ring"
         );
@@ -139,13 +148,13 @@ mod tests {
         // still tell them apart; and each one pushed out of the ring lowers it again.
         let same_low = |i: u64| i << 6 | 0x1A;
         for i in 0..RING as u64 {
-            assert_eq!(r.push(same_low(i), i, 0), None);
+            assert_eq!(r.push(same_low(i), i, 0, WINDOW_NANOS), None);
         }
         assert_eq!(r.low_bits[0x1A], RING as u8);
-        assert_eq!(r.push(same_low(3), 100, 1), Some(3));
+        assert_eq!(r.push(same_low(3), 100, 1, WINDOW_NANOS), Some(3));
         // Ring pushed through with other hashes: no count is left behind, and none went below 0.
         for i in 0..RING as u64 {
-            r.push(i << 6 | 0x01, 200 + i, 2);
+            r.push(i << 6 | 0x01, 200 + i, 2, WINDOW_NANOS);
         }
         assert_eq!(r.low_bits[0x1A], 0);
         assert_eq!(r.low_bits[0x01], RING as u8);
@@ -153,7 +162,7 @@ mod tests {
             r.low_bits.iter().map(|c| usize::from(*c)).sum::<usize>(),
             RING
         );
-        assert_eq!(r.push(same_low(3), 300, 3), None);
-        assert_eq!(r.push(1 << 6 | 0x01, 301, 3), Some(201));
+        assert_eq!(r.push(same_low(3), 300, 3, WINDOW_NANOS), None);
+        assert_eq!(r.push(1 << 6 | 0x01, 301, 3, WINDOW_NANOS), Some(201));
     }
 }

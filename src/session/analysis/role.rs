@@ -188,9 +188,21 @@ pub fn static_name(event: &DatagramEvent<'_>) -> Option<&'static str> {
         .or_else(|| named(event.name, event.direction).map(|(n, _, _)| *n))
 }
 
-/// Whether a byte-identical repeat of a datagram is worth reporting: in dialects whose headers
-/// carry sequence numbers (rtype, rt) an exact repeat is a resend; rtnp has none, so unchanged
-/// inputs legitimately repeat byte for byte.
-pub fn repeats_are_suspect(dialect: Dialect) -> bool {
-    dialect != Dialect::Rtnp
+/// How soon a byte-identical repeat of a datagram must follow to be a duplicate, in nanoseconds.
+/// In dialects whose headers carry sequence numbers (rtype, rt) any repeat within
+/// [`super::DUPLICATE_WINDOW_NANOS`] is a resend. rtnp has none: its messages that carry no
+/// count of their own (inputs, which are stateless (004 §6.3), keep-alives, snapshots without
+/// `epoch`) legitimately repeat unchanged from one tick to the next, so only a copy within
+/// [`BURST_NANOS`], far less than a tick, is one; its other messages are judged as rtype's.
+pub fn duplicate_window(event: &DatagramEvent<'_>) -> i64 {
+    if event.dialect != Dialect::Rtnp || event.sequence.is_some() {
+        return super::DUPLICATE_WINDOW_NANOS;
+    }
+    match Role::of(event) {
+        Role::Input | Role::Ping | Role::Pong | Role::Snapshot => BURST_NANOS,
+        _ => super::DUPLICATE_WINDOW_NANOS,
+    }
 }
+
+/// A repeat this soon is a copy, not the next tick's message: a tenth of a 60 Hz tick.
+pub const BURST_NANOS: i64 = 1_600_000;

@@ -66,6 +66,8 @@ pub struct Observed {
     pub snapshot_gap_micros: Option<u32>,
     /// Sequence numbers or snapshot ticks it showed skipped (estimated losses).
     pub lost: u64,
+    /// The time since the previous datagram of its direction (its stream), in nanoseconds.
+    pub stream_delta_nanos: Option<i64>,
 }
 
 /// When a step was first seen, and how often.
@@ -89,6 +91,30 @@ pub struct Stream {
     pub first: (u64, i64),
     pub last: (u64, i64),
     pub max_gap_nanos: i64,
+}
+
+/// A stream's period so far, when it has enough datagrams to be judged periodic: its mean
+/// interval, but never shorter than the nominal one (a stream faster than nominal stalls only
+/// against nominal), in microseconds.
+fn judged_period(count: u64, span_nanos: i64, config: &Config) -> Option<f64> {
+    let nominal = 1e6 / config.snapshot_hz;
+    (count >= MIN_RATE_TICKS).then(|| (span_nanos as f64 / 1e3 / (count - 1) as f64).max(nominal))
+}
+
+/// Whether a gap of `gap` µs stalls a stream of period `period` µs.
+fn stalls(gap: u32, period: f64, config: &Config) -> bool {
+    f64::from(gap) > period * config.stall_multiple
+}
+
+/// A stall's detail: the stream, the gap and the period it was judged against, and the ticks
+/// either side of it.
+fn stall(stream: &'static str, gap: u32, period: f64, ticks: Option<(u32, u32)>) -> Detail {
+    Detail::Stall {
+        stream,
+        gap_micros: gap,
+        period_micros: period.round() as u32,
+        ticks,
+    }
 }
 
 impl Stream {
@@ -194,6 +220,8 @@ pub struct Session {
     streams: [Option<Stream>; MAX_STREAMS],
     first_arrival: Option<(u64, i64)>,
     last_arrival: i64,
+    /// The tick of the last new snapshot tick's arrival (none for dialects without ticks).
+    last_arrival_tick: Option<u32>,
     pub rtt: Durations,
     pending: [Option<Ping>; PENDING_PINGS],
     pending_next: usize,
@@ -203,6 +231,8 @@ pub struct Session {
     pub level_init: LevelInit,
     pub compression: Compression,
     recent: [Recent; 2],
+    /// The time of the last datagram of each stream (client to server, server to client).
+    last_in: [Option<i64>; 2],
     ended: Option<End>,
     /// Datagrams after a DISCONNECT (or KICK, BAN, SERVER_DISCONNECT), and those of them flagged:
     /// the ender's own, and the peer's once the grace for datagrams in flight is over.
@@ -297,6 +327,7 @@ impl Session {
             streams: [None; MAX_STREAMS],
             first_arrival: None,
             last_arrival: 0,
+            last_arrival_tick: None,
             rtt: Durations::default(),
             pending: [None; PENDING_PINGS],
             pending_next: 0,
@@ -306,6 +337,7 @@ impl Session {
             level_init: LevelInit::default(),
             compression: Compression::default(),
             recent: [Recent::default(), Recent::default()],
+            last_in: [None; 2],
             ended: None,
             after_disconnect: 0,
             after_disconnect_flagged: 0,
@@ -318,16 +350,22 @@ impl Session {
     pub(super) fn observe<F: FnMut(LooseFinding)>(
         &mut self,
         event: &DatagramEvent<'_>,
+        config: &Config,
         emit: &mut F,
     ) {
         self.last = Observed::default();
         let before = self.client_sequence.lost + self.snapshot_ticks.lost;
-        self.judge(event, emit);
+        self.judge(event, config, emit);
         let after = self.client_sequence.lost + self.snapshot_ticks.lost;
         self.last.lost = after.saturating_sub(before);
     }
 
-    fn judge<F: FnMut(LooseFinding)>(&mut self, event: &DatagramEvent<'_>, emit: &mut F) {
+    fn judge<F: FnMut(LooseFinding)>(
+        &mut self,
+        event: &DatagramEvent<'_>,
+        config: &Config,
+        emit: &mut F,
+    ) {
         let (frame, ts) = (event.frame, event.ts_nanos);
         let conversation = self.id;
         let mut report = |rule, detail| {
@@ -340,11 +378,20 @@ impl Session {
         self.last_frame = frame;
         self.last_ts = self.last_ts.max(ts);
         let dir = slot(event.direction);
+        // A datagram of unknown direction is in the stream its ports suggest (the lower port is
+        // the server's), as the dissector counts it.
+        let stream = match dir {
+            2 => usize::from(event.src.port() <= event.dst.port()),
+            _ => dir,
+        };
+        self.last.stream_delta_nanos = self.last_in[stream].map(|t| ts.saturating_sub(t));
+        self.last_in[stream] = Some(ts);
         let t = &mut self.traffic[dir];
         t.datagrams += 1;
         t.bytes += event.bytes.len() as u64;
-        if dir < 2 && role::repeats_are_suspect(event.dialect) {
-            if let Some(original) = self.recent[dir].push(event.hash, frame, ts) {
+        if dir < 2 {
+            let window = role::duplicate_window(event);
+            if let Some(original) = self.recent[dir].push(event.hash, frame, ts, window) {
                 t.duplicates += 1;
                 self.last.duplicate = true;
                 report(
@@ -390,7 +437,9 @@ impl Session {
             }
         }
         if matches!(role, Role::Snapshot | Role::Periodic) {
-            self.stream(event);
+            // Snapshots stall as a stream of ticks (below); other periodic streams on their own.
+            let judged = (role == Role::Periodic).then_some(config);
+            self.stream(event, judged, &mut report);
         }
         match role {
             Role::Step(step) => self.record_step(step, event),
@@ -415,13 +464,13 @@ impl Session {
                     // A delta snapshot of the tick a full-state chunk set just carried is the same
                     // tick, not a duplicate.
                     if self.chunk_tick != Some(tick) {
-                        self.snapshot_tick(tick, event, &mut report);
+                        self.snapshot_tick(tick, event, config, &mut report);
                     }
                     self.last_snapshot_tick = Some(tick);
                 }
                 // Dialects whose snapshots carry no tick (rtnp without `epoch`): rate and jitter
                 // still come from the arrivals.
-                None => self.snapshot_arrival(event),
+                None => self.snapshot_arrival(event, None, config, &mut report),
             },
             Role::SnapshotChunk => {
                 if let Some(tick) = event.tick {
@@ -430,14 +479,14 @@ impl Session {
                         self.chunk_tick = Some(tick);
                         self.chunk_indices = bit;
                         if self.last_snapshot_tick != Some(tick) {
-                            self.snapshot_tick(tick, event, &mut report);
+                            self.snapshot_tick(tick, event, config, &mut report);
                         }
                     } else if self.chunk_indices & bit == 0 {
                         // Another chunk of the set whose tick was counted.
                         self.chunk_indices |= bit;
                     } else {
                         // The same chunk again: a duplicate of its tick.
-                        self.snapshot_tick(tick, event, &mut report);
+                        self.snapshot_tick(tick, event, config, &mut report);
                     }
                 }
             }
@@ -550,6 +599,7 @@ impl Session {
         &mut self,
         tick: u32,
         event: &DatagramEvent<'_>,
+        config: &Config,
         report: &mut impl FnMut(Rule, Detail),
     ) {
         let highest = self.snapshot_ticks.highest();
@@ -565,11 +615,17 @@ impl Session {
         if self.first_arrival.is_none() {
             self.first_tick = Some(tick);
         }
-        self.snapshot_arrival(event);
+        self.snapshot_arrival(event, Some(tick), config, report);
     }
 
-    /// Counts a datagram of its message's periodic stream (the first [`MAX_STREAMS`] kinds).
-    fn stream(&mut self, event: &DatagramEvent<'_>) {
+    /// Counts a datagram of its message's periodic stream (the first [`MAX_STREAMS`] kinds), and
+    /// with a `config`, judges whether the stream stalled before it.
+    fn stream(
+        &mut self,
+        event: &DatagramEvent<'_>,
+        config: Option<&Config>,
+        report: &mut impl FnMut(Rule, Detail),
+    ) {
         let Some(name) = event.message.map(|m| m.name) else {
             return;
         };
@@ -578,7 +634,17 @@ impl Session {
         for slot in &mut self.streams {
             match slot {
                 Some(s) if s.name == name => {
-                    s.max_gap_nanos = s.max_gap_nanos.max(at.1.saturating_sub(s.last.1));
+                    let gap = at.1.saturating_sub(s.last.1);
+                    let period = config.and_then(|c| {
+                        judged_period(s.count, s.last.1 - s.first.1, c).map(|p| (p, c))
+                    });
+                    if let Some((period, c)) = period {
+                        let gap = super::dist::micros(gap);
+                        if stalls(gap, period, c) {
+                            report(Rule::SessionSnapshotStall, stall(name, gap, period, None));
+                        }
+                    }
+                    s.max_gap_nanos = s.max_gap_nanos.max(gap);
                     s.last = at;
                     s.count += 1;
                     return;
@@ -600,18 +666,34 @@ impl Session {
         }
     }
 
-    /// Times a new snapshot's arrival, for the rate and the gaps.
-    fn snapshot_arrival(&mut self, event: &DatagramEvent<'_>) {
+    /// Times a new snapshot's arrival (of `tick`, for dialects with ticks), for the rate and the
+    /// gaps, and judges whether the snapshots stalled before it.
+    fn snapshot_arrival(
+        &mut self,
+        event: &DatagramEvent<'_>,
+        tick: Option<u32>,
+        config: &Config,
+        report: &mut impl FnMut(Rule, Detail),
+    ) {
         self.last.snapshot = true;
         match self.first_arrival {
             None => self.first_arrival = Some((event.frame, event.ts_nanos)),
-            Some(_) => {
+            Some((_, first)) => {
                 let gap = super::dist::micros(event.ts_nanos.saturating_sub(self.last_arrival));
+                let arrivals = self.snapshot_gaps.count() + 1;
+                if let Some(period) = judged_period(arrivals, self.last_arrival - first, config) {
+                    if stalls(gap, period, config) {
+                        let name = role::static_name(event).unwrap_or("snapshot");
+                        let ticks = self.last_arrival_tick.zip(tick);
+                        report(Rule::SessionSnapshotStall, stall(name, gap, period, ticks));
+                    }
+                }
                 self.snapshot_gaps.add(gap);
                 self.last.snapshot_gap_micros = Some(gap);
             }
         }
         self.last_arrival = event.ts_nanos;
+        self.last_arrival_tick = tick;
     }
 
     pub(super) fn finish<F: FnMut(LooseFinding)>(&self, config: &Config, emit: &mut F) {
