@@ -1,8 +1,8 @@
 //! `rtype-inspect replay` of a real capture (3 s of tests/fixtures/reference-17byte-1client.pcap)
 //! against a scripted server on loopback: every client datagram arrives, in order, with the gaps
-//! between them within 2 ms of the capture's, plus the worst delay this machine took to wake a
-//! sleeping thread meanwhile (on a busy machine, milliseconds: no process that sleeps keeps time
-//! better); the server's answer (from another socket, as the reference server answers) is
+//! between them within 2 ms of the capture's (the median gap; every gap within 2 ms plus the worst
+//! delay this machine took to wake a sleeping thread meanwhile: on a busy machine, milliseconds,
+//! and no process that sleeps keeps time better); the server's answer (from another socket, as the reference server answers) is
 //! reported.
 
 #[path = "support/bin.rs"]
@@ -120,13 +120,25 @@ fn replay_delivers_every_client_datagram_in_order_and_in_time() {
     let payloads: Vec<&Vec<u8>> = got.iter().map(|(_, p)| p).collect();
     let wanted: Vec<&Vec<u8>> = expected.iter().map(|(_, p)| p).collect();
     assert_eq!(payloads, wanted, "every client datagram, in order");
-    let late: Vec<(usize, i64, i64)> = got
+    let gaps: Vec<(usize, i64, i64)> = got
         .windows(2)
         .enumerate()
         .map(|(i, pair)| {
             let sent = pair[1].0.duration_since(pair[0].0).as_micros() as i64;
             (i, sent, (expected[i + 1].0 - expected[i].0) as i64)
         })
+        .collect();
+    // Most gaps are kept within 2 ms whatever the load (a wrong clock or speed moves them all).
+    let mut errors: Vec<i64> = gaps.iter().map(|(_, s, o)| (s - o).abs()).collect();
+    errors.sort_unstable();
+    let median = errors[errors.len() / 2];
+    assert!(median <= 2000, "median gap error {median} us");
+    eprintln!(
+        "median gap error {median} us, worst {} us",
+        errors[errors.len() - 1]
+    );
+    let late: Vec<&(usize, i64, i64)> = gaps
+        .iter()
         .filter(|(_, sent, original)| (sent - original).abs() > 2000 + wake_up)
         .collect();
     assert!(
