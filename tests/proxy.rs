@@ -374,7 +374,7 @@ fn a_flood_fills_only_its_own_queue() {
     .chain([server.local_addr().unwrap().to_string()])
     .collect();
     let (child, proxy, _stderr) = start_proxy(&args);
-    let drain = thread::spawn(move || receive_all(&server).len());
+    let drain = thread::spawn(move || receive_all(&server));
     let flooder = UdpSocket::bind("127.0.0.1:0").unwrap();
     let pinger = UdpSocket::bind("127.0.0.1:0").unwrap();
     let flood = thread::spawn(move || {
@@ -421,5 +421,9 @@ fn a_flood_fills_only_its_own_queue() {
     assert!(received > 1000, "{received}");
     assert!(full > 0, "{flood}");
     assert_eq!(count(&flood["delivered"]) + full, received);
-    assert_eq!(server_got as u64, 50 + count(&flood["delivered"]));
+    // The server got every ping (flood datagrams may overflow its own socket's buffer when they
+    // all come due together: that is the kernel's, after the proxy).
+    let pings_got = server_got.iter().filter(|d| d.len() != 1400).count();
+    assert_eq!(pings_got, 50);
+    assert!(server_got.len() as u64 <= 50 + count(&flood["delivered"]));
 }

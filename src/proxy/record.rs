@@ -11,7 +11,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 
 use crate::app::OutputFile;
-use crate::samplegen::pcap::{udp_frame, Link, PcapngWriter};
+use crate::samplegen::pcap::{udp_frame_into, Link, PcapngWriter};
 
 /// Which side of the proxy a frame was on (its interface number).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,6 +23,8 @@ pub enum Side {
 /// The record being written; renamed into place by [`Record::commit`].
 pub struct Record {
     out: PcapngWriter<OutputFile>,
+    /// The frame being written, reused.
+    frame: Vec<u8>,
     pub frames: u64,
 }
 
@@ -32,7 +34,11 @@ impl Record {
         let link = Link::Ethernet.linktype();
         let out = PcapngWriter::named(file, &[(link, "client side"), (link, "server side")])
             .map_err(|e| format!("{}: {e}", path.display()))?;
-        Ok(Record { out, frames: 0 })
+        Ok(Record {
+            out,
+            frame: Vec::new(),
+            frames: 0,
+        })
     }
 
     /// One frame: `payload` from `from` to `to` on `side` at `ts_ns` (since the epoch).
@@ -45,9 +51,9 @@ impl Record {
         payload: &[u8],
         comment: &str,
     ) -> io::Result<()> {
-        let frame = udp_frame(Link::Ethernet, from, to, payload)?;
+        udp_frame_into(Link::Ethernet, from, to, payload, &mut self.frame)?;
         self.out
-            .packet_with_comment(side as u32, ts_ns / 1000, &frame, comment)?;
+            .packet_with_comment(side as u32, ts_ns / 1000, &self.frame, comment)?;
         self.frames += 1;
         Ok(())
     }

@@ -7,7 +7,7 @@ use crate::display_filter::DisplayFilter;
 use crate::message::NoFields;
 use crate::pipeline::{Pipeline, RunEnd, Sink};
 use crate::proto::profile::Profile;
-use crate::samplegen::pcap::{udp_frame, Link};
+use crate::samplegen::pcap::{udp_frame_into, Link};
 use crate::session::event::{DatagramEvent, LooseFinding};
 
 /// Client to server, or back.
@@ -88,6 +88,8 @@ pub struct Selector {
     only: Option<(Pipeline, Hit)>,
     pub windows: Vec<Window>,
     frames: u64,
+    /// The frame `--only` decodes, reused.
+    frame: Vec<u8>,
 }
 
 impl Selector {
@@ -106,6 +108,7 @@ impl Selector {
             only,
             windows,
             frames: 0,
+            frame: Vec::new(),
         }
     }
 
@@ -131,15 +134,16 @@ impl Selector {
             Dir::Up => (client, server),
             Dir::Down => (server, client),
         };
-        let Ok(data) = udp_frame(Link::Ethernet, from, to, payload) else {
+        if udp_frame_into(Link::Ethernet, from, to, payload, &mut self.frame).is_err() {
             return false;
-        };
+        }
+        let data = &self.frame;
         self.frames += 1;
         let frame = crate::capture::Frame {
             number: self.frames,
             ts_nanos: ts_ns as i64,
             link_type: crate::capture::LinkType::ETHERNET,
-            data: &data,
+            data,
             orig_len: data.len() as u32,
             file_offset: 0,
         };

@@ -63,40 +63,53 @@ pub fn udp_frame(
     payload: &[u8],
 ) -> io::Result<Vec<u8>> {
     let mut frame = Vec::with_capacity(payload.len() + 70);
+    udp_frame_into(link, from, to, payload, &mut frame)?;
+    Ok(frame)
+}
+
+/// [`udp_frame`] into `frame` (cleared first), for a caller that reuses one buffer.
+pub fn udp_frame_into(
+    link: Link,
+    from: SocketAddr,
+    to: SocketAddr,
+    payload: &[u8],
+    frame: &mut Vec<u8>,
+) -> io::Result<()> {
+    frame.clear();
     let (src_mac, dst_mac) = (mac_of(from.ip()), mac_of(to.ip()));
     let (sport, dport) = (from.port(), to.port());
     let written = match (link, from.ip(), to.ip()) {
         (Link::RawIpv4, IpAddr::V4(s), IpAddr::V4(d)) => {
             PacketBuilder::ipv4(s.octets(), d.octets(), 64)
                 .udp(sport, dport)
-                .write(&mut frame, payload)
+                .write(frame, payload)
         }
         (Link::RawIpv4, _, _) => return Err(invalid("a raw IPv4 link carries IPv4 only")),
         (Link::Ethernet, IpAddr::V4(s), IpAddr::V4(d)) => {
             PacketBuilder::ethernet2(src_mac, dst_mac)
                 .ipv4(s.octets(), d.octets(), 64)
                 .udp(sport, dport)
-                .write(&mut frame, payload)
+                .write(frame, payload)
         }
         (Link::Ethernet, IpAddr::V6(s), IpAddr::V6(d)) => {
             PacketBuilder::ethernet2(src_mac, dst_mac)
                 .ipv6(s.octets(), d.octets(), 64)
                 .udp(sport, dport)
-                .write(&mut frame, payload)
+                .write(frame, payload)
         }
         (Link::EthernetVlan(id), IpAddr::V4(s), IpAddr::V4(d)) => {
             PacketBuilder::ethernet2(src_mac, dst_mac)
                 .single_vlan(VlanId::try_new(id).map_err(invalid)?)
                 .ipv4(s.octets(), d.octets(), 64)
                 .udp(sport, dport)
-                .write(&mut frame, payload)
+                .write(frame, payload)
         }
         (Link::EthernetVlan(id), IpAddr::V6(s), IpAddr::V6(d)) => {
             PacketBuilder::ethernet2(src_mac, dst_mac)
                 .single_vlan(VlanId::try_new(id).map_err(invalid)?)
                 .ipv6(s.octets(), d.octets(), 64)
                 .udp(sport, dport)
-                .write(&mut frame, payload)
+                .write(frame, payload)
         }
         _ => {
             return Err(invalid(
@@ -105,7 +118,7 @@ pub fn udp_frame(
         }
     };
     written.map_err(invalid)?;
-    Ok(frame)
+    Ok(())
 }
 
 fn len32(n: usize) -> io::Result<u32> {
@@ -145,6 +158,8 @@ impl<W: Write> PcapWriter<W> {
 pub struct PcapngWriter<W: Write> {
     out: W,
     interfaces: usize,
+    /// The block being written, reused: a long recording allocates nothing per packet.
+    block: Vec<u8>,
 }
 
 impl<W: Write> PcapngWriter<W> {
@@ -175,6 +190,7 @@ impl<W: Write> PcapngWriter<W> {
         Ok(PcapngWriter {
             out,
             interfaces: interfaces.len(),
+            block: Vec::new(),
         })
     }
 
@@ -196,7 +212,8 @@ impl<W: Write> PcapngWriter<W> {
             return Err(invalid(format!("no interface {interface}")));
         }
         let len = len32(frame.len())?;
-        let mut epb = Vec::with_capacity(20 + frame.len() + 3 + comment.len() + 12);
+        let mut epb = std::mem::take(&mut self.block);
+        epb.clear();
         epb.extend(interface.to_le_bytes());
         epb.extend(((ts_us >> 32) as u32).to_le_bytes());
         epb.extend((ts_us as u32).to_le_bytes());
@@ -205,7 +222,9 @@ impl<W: Write> PcapngWriter<W> {
         epb.extend_from_slice(frame);
         epb.resize(epb.len() + (4 - frame.len() % 4) % 4, 0);
         push_options(&mut epb, 1, comment)?; // opt_comment
-        write_block(&mut self.out, 6, &epb)
+        let written = write_block(&mut self.out, 6, &epb);
+        self.block = epb;
+        written
     }
 
     /// Flushes the underlying writer (a file being recorded can then be read while it grows).
