@@ -225,6 +225,13 @@ enum Command {
     /// arrive, then the summary on Ctrl-C, --duration or --count.
     #[command(after_help = FILTER_EXAMPLES)]
     Live(report::live::LiveArgs),
+    /// Relay UDP between game clients and a server, impairing it on demand (delay, jitter,
+    /// loss, burst loss, duplication, reordering, rate, MTU; by direction, display filter and
+    /// schedule; reproducible with --seed); -w records both sides, annotated.
+    Proxy(crate::proxy::ProxyArgs),
+    /// Re-send the client side of a capture to a live server with the original timing, each
+    /// client from its own socket; report what the server answered (-w records it).
+    Replay(crate::proxy::ReplayArgs),
     /// List the network interfaces live capture can use.
     Interfaces {
         /// Output form: text (a table), or json (one document).
@@ -749,6 +756,8 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Live(args) => report::live::run(args, term),
+        Command::Proxy(args) => crate::proxy::run(args),
+        Command::Replay(args) => crate::proxy::replay(args, term),
         Command::Fields {
             format,
             values,

@@ -10,6 +10,7 @@
 //! - [`pipeline`]: frames through the layers above, in order, into a report's sink;
 //! - [`app`]: configuration, reading options and the read loop, output files and the terminal;
 //! - [`report`]: tables, JSON, `check`, the Lua generator;
+//! - [`proxy`]: the impairing relay between game clients and a server, and its record;
 //! - [`cli`]: the arguments, and which report each command runs.
 
 pub mod app;
@@ -20,6 +21,7 @@ pub mod display_filter;
 pub mod message;
 pub mod pipeline;
 pub mod proto;
+pub mod proxy;
 pub mod report;
 pub mod samplegen;
 pub mod session;

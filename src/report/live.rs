@@ -73,7 +73,7 @@ pub struct LiveArgs {
     read: ReadOpts,
 }
 
-fn seconds(text: &str) -> Result<Duration, String> {
+pub(crate) fn seconds(text: &str) -> Result<Duration, String> {
     match text.parse::<f64>() {
         Ok(s) if s.is_finite() && s > 0.0 && s < 1e9 => Ok(Duration::from_secs_f64(s)),
         _ => Err(format!("`{text}` is not a positive number of seconds")),
@@ -81,14 +81,14 @@ fn seconds(text: &str) -> Result<Duration, String> {
 }
 
 /// Set by SIGINT and SIGTERM: the capture stops and the summary is printed.
-static STOP: AtomicBool = AtomicBool::new(false);
+pub(crate) static STOP: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_signal(_: libc::c_int) {
     STOP.store(true, Ordering::Relaxed);
 }
 
 /// Catches SIGINT and SIGTERM without SA_RESTART, so a waiting poll returns at once.
-fn catch_signals() {
+pub(crate) fn catch_signals() {
     for signal in [libc::SIGINT, libc::SIGTERM] {
         // SAFETY: a zeroed sigaction is valid; the handler only stores to an atomic, which is
         // async-signal-safe.
@@ -102,7 +102,7 @@ fn catch_signals() {
 }
 
 /// A second Ctrl-C while the summary is being written ends the program as usual.
-fn default_signals() {
+pub(crate) fn default_signals() {
     for signal in [libc::SIGINT, libc::SIGTERM] {
         // SAFETY: restoring the default disposition.
         unsafe {

@@ -63,40 +63,53 @@ pub fn udp_frame(
     payload: &[u8],
 ) -> io::Result<Vec<u8>> {
     let mut frame = Vec::with_capacity(payload.len() + 70);
+    udp_frame_into(link, from, to, payload, &mut frame)?;
+    Ok(frame)
+}
+
+/// [`udp_frame`] into `frame` (cleared first), for a caller that reuses one buffer.
+pub fn udp_frame_into(
+    link: Link,
+    from: SocketAddr,
+    to: SocketAddr,
+    payload: &[u8],
+    frame: &mut Vec<u8>,
+) -> io::Result<()> {
+    frame.clear();
     let (src_mac, dst_mac) = (mac_of(from.ip()), mac_of(to.ip()));
     let (sport, dport) = (from.port(), to.port());
     let written = match (link, from.ip(), to.ip()) {
         (Link::RawIpv4, IpAddr::V4(s), IpAddr::V4(d)) => {
             PacketBuilder::ipv4(s.octets(), d.octets(), 64)
                 .udp(sport, dport)
-                .write(&mut frame, payload)
+                .write(frame, payload)
         }
         (Link::RawIpv4, _, _) => return Err(invalid("a raw IPv4 link carries IPv4 only")),
         (Link::Ethernet, IpAddr::V4(s), IpAddr::V4(d)) => {
             PacketBuilder::ethernet2(src_mac, dst_mac)
                 .ipv4(s.octets(), d.octets(), 64)
                 .udp(sport, dport)
-                .write(&mut frame, payload)
+                .write(frame, payload)
         }
         (Link::Ethernet, IpAddr::V6(s), IpAddr::V6(d)) => {
             PacketBuilder::ethernet2(src_mac, dst_mac)
                 .ipv6(s.octets(), d.octets(), 64)
                 .udp(sport, dport)
-                .write(&mut frame, payload)
+                .write(frame, payload)
         }
         (Link::EthernetVlan(id), IpAddr::V4(s), IpAddr::V4(d)) => {
             PacketBuilder::ethernet2(src_mac, dst_mac)
                 .single_vlan(VlanId::try_new(id).map_err(invalid)?)
                 .ipv4(s.octets(), d.octets(), 64)
                 .udp(sport, dport)
-                .write(&mut frame, payload)
+                .write(frame, payload)
         }
         (Link::EthernetVlan(id), IpAddr::V6(s), IpAddr::V6(d)) => {
             PacketBuilder::ethernet2(src_mac, dst_mac)
                 .single_vlan(VlanId::try_new(id).map_err(invalid)?)
                 .ipv6(s.octets(), d.octets(), 64)
                 .udp(sport, dport)
-                .write(&mut frame, payload)
+                .write(frame, payload)
         }
         _ => {
             return Err(invalid(
@@ -105,7 +118,7 @@ pub fn udp_frame(
         }
     };
     written.map_err(invalid)?;
-    Ok(frame)
+    Ok(())
 }
 
 fn len32(n: usize) -> io::Result<u32> {
@@ -145,52 +158,99 @@ impl<W: Write> PcapWriter<W> {
 pub struct PcapngWriter<W: Write> {
     out: W,
     interfaces: usize,
+    /// The block being written, reused: a long recording allocates nothing per packet.
+    block: Vec<u8>,
 }
 
 impl<W: Write> PcapngWriter<W> {
     /// Writes the Section Header Block and one Interface Description Block per link type.
-    pub fn new(mut out: W, linktypes: &[u32]) -> io::Result<Self> {
+    pub fn new(out: W, linktypes: &[u32]) -> io::Result<Self> {
+        let unnamed: Vec<(u32, &str)> = linktypes.iter().map(|&l| (l, "")).collect();
+        Self::named(out, &unnamed)
+    }
+
+    /// [`PcapngWriter::new`] with a name (`if_name`) for each interface; an empty one is left out.
+    pub fn named(mut out: W, interfaces: &[(u32, &str)]) -> io::Result<Self> {
         let mut shb = Vec::with_capacity(16);
         shb.extend(0x1A2B_3C4Du32.to_le_bytes());
         shb.extend(1u16.to_le_bytes());
         shb.extend(0u16.to_le_bytes());
         shb.extend((-1i64).to_le_bytes()); // section length: not given
         write_block(&mut out, 0x0A0D_0D0A, &shb)?;
-        for &linktype in linktypes {
+        for &(linktype, name) in interfaces {
             let link =
                 u16::try_from(linktype).map_err(|_| invalid("pcapng link types are 16-bit"))?;
             let mut idb = Vec::with_capacity(8);
             idb.extend(link.to_le_bytes());
             idb.extend(0u16.to_le_bytes());
             idb.extend(SNAPLEN.to_le_bytes());
+            push_options(&mut idb, 2, name)?; // if_name
             write_block(&mut out, 1, &idb)?;
         }
         Ok(PcapngWriter {
             out,
-            interfaces: linktypes.len(),
+            interfaces: interfaces.len(),
+            block: Vec::new(),
         })
     }
 
     /// Writes `frame` as captured on interface `interface` (an index into the link types given).
     pub fn packet(&mut self, interface: u32, ts_us: u64, frame: &[u8]) -> io::Result<()> {
+        self.packet_with_comment(interface, ts_us, frame, "")
+    }
+
+    /// [`PcapngWriter::packet`] with an `opt_comment` (Wireshark shows it as the packet's
+    /// comment); an empty one is left out.
+    pub fn packet_with_comment(
+        &mut self,
+        interface: u32,
+        ts_us: u64,
+        frame: &[u8],
+        comment: &str,
+    ) -> io::Result<()> {
         if interface as usize >= self.interfaces {
             return Err(invalid(format!("no interface {interface}")));
         }
         let len = len32(frame.len())?;
-        let mut epb = Vec::with_capacity(20 + frame.len() + 3);
+        let mut epb = std::mem::take(&mut self.block);
+        epb.clear();
         epb.extend(interface.to_le_bytes());
         epb.extend(((ts_us >> 32) as u32).to_le_bytes());
         epb.extend((ts_us as u32).to_le_bytes());
         epb.extend(len.to_le_bytes());
         epb.extend(len.to_le_bytes());
         epb.extend_from_slice(frame);
-        write_block(&mut self.out, 6, &epb)
+        epb.resize(epb.len() + (4 - frame.len() % 4) % 4, 0);
+        push_options(&mut epb, 1, comment)?; // opt_comment
+        let written = write_block(&mut self.out, 6, &epb);
+        self.block = epb;
+        written
+    }
+
+    /// Flushes the underlying writer (a file being recorded can then be read while it grows).
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
     }
 
     pub fn finish(mut self) -> io::Result<W> {
         self.out.flush()?;
         Ok(self.out)
     }
+}
+
+/// One text option (`code`, padded to 32 bits) and the end of options; nothing when `text` is
+/// empty.
+fn push_options(body: &mut Vec<u8>, code: u16, text: &str) -> io::Result<()> {
+    if text.is_empty() {
+        return Ok(());
+    }
+    let len = u16::try_from(text.len()).map_err(|_| invalid("pcapng option longer than 64 KiB"))?;
+    body.extend(code.to_le_bytes());
+    body.extend(len.to_le_bytes());
+    body.extend_from_slice(text.as_bytes());
+    body.resize(body.len() + (4 - text.len() % 4) % 4, 0);
+    body.extend([0u8; 4]); // opt_endofopt
+    Ok(())
 }
 
 /// A pcapng block: type, total length, body padded to 32 bits, total length again.

@@ -1,0 +1,395 @@
+//! `proxy`: a UDP relay between game clients and a server that impairs the traffic on demand
+//! (delay, jitter, loss, burst loss, duplication, reordering, rate, MTU), for the datagrams a
+//! direction, a display filter and a schedule select, reproducibly (`--seed`), and records what
+//! each side sent and what was delivered (`-w`); and `replay`, which re-sends a capture's client
+//! side to a live server.
+
+mod impair;
+mod prng;
+mod record;
+mod relay;
+mod replay;
+mod select;
+
+pub use replay::{run as replay, ReplayArgs};
+
+use std::fmt::Write as _;
+use std::io::IsTerminal;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::app::{write_stdout, Format};
+use crate::display_filter::DisplayFilter;
+use crate::proto::profile::Profile;
+use crate::proto::registry::Registry;
+use crate::report::live::{catch_signals, default_signals, seconds, STOP};
+use impair::{parse_burst, parse_duration, parse_percent, parse_rate, Cause, Ms, Settings};
+use relay::{Config, Counts, Relay};
+use select::{parse_window, Dir, Directions, Selector};
+
+/// Clients relayed at most by default (`--max-clients`).
+const MAX_CLIENTS: u16 = 64;
+/// Bytes of datagrams waiting per client and direction, at most.
+pub const QUEUE_BYTES: usize = 1 << 20;
+
+/// Arguments of `rtype-inspect proxy`.
+#[derive(clap::Args)]
+pub struct ProxyArgs {
+    /// Address the clients send to.
+    #[arg(long, value_name = "ADDR")]
+    listen: SocketAddr,
+    /// The server's address.
+    #[arg(long, value_name = "ADDR")]
+    to: SocketAddr,
+    /// Added delay, e.g. 80ms.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    delay: Option<u64>,
+    /// Delay varies uniformly by up to this much either way, e.g. 20ms.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    jitter: Option<u64>,
+    /// Jitter may reorder datagrams (by default a datagram never leaves before the previous).
+    #[arg(long)]
+    jitter_reorder: bool,
+    /// Independent loss, e.g. 5% or 0.05.
+    #[arg(long, value_name = "P", value_parser = parse_percent)]
+    loss: Option<f64>,
+    /// Gilbert-Elliott burst loss: P,R (the chances to go from the good state to the bad one and
+    /// back, per datagram) and optionally LOSS_GOOD,LOSS_BAD (default 0%,100%), e.g. 1%,30%.
+    #[arg(long, value_name = "P,R[,G,B]", value_parser = parse_burst)]
+    burst: Option<impair::Burst>,
+    /// Send a second copy of this share of datagrams, e.g. 1%.
+    #[arg(long, value_name = "P", value_parser = parse_percent)]
+    duplicate: Option<f64>,
+    /// Send this share of datagrams at once, ahead of the delayed ones, e.g. 2%.
+    #[arg(long, value_name = "P", value_parser = parse_percent)]
+    reorder: Option<f64>,
+    /// Bandwidth per client and direction, e.g. 256kbit.
+    #[arg(long, value_name = "RATE", value_parser = parse_rate)]
+    rate: Option<u64>,
+    /// Drop datagrams whose UDP payload is larger than this many bytes.
+    #[arg(long, value_name = "BYTES")]
+    mtu: Option<usize>,
+    /// Which direction the impairments apply to.
+    #[arg(long, value_enum, default_value = "both")]
+    direction: Directions,
+    /// Impair only the datagrams this display filter matches, e.g.
+    /// 'rtype.msg_type == SERVER_SNAPSHOT'; the others pass at once.
+    #[arg(long, value_name = "FILTER")]
+    only: Option<String>,
+    /// Drop the selected datagrams between two times (seconds since the start), e.g. 10s-12s;
+    /// repeatable.
+    #[arg(long, value_name = "START-END", value_parser = parse_window)]
+    schedule: Vec<select::Window>,
+    /// Seed of the decisions: the same seed and the same datagrams give the same decisions.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Write the record: a pcapng of both sides, each frame annotated with what the proxy did.
+    #[arg(short = 'w', long = "write", value_name = "FILE")]
+    write: Option<PathBuf>,
+    /// Stop after relaying this many datagrams (both directions).
+    #[arg(short = 'c', long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    count: Option<u64>,
+    /// Stop after this many seconds.
+    #[arg(long, value_name = "SECS", value_parser = seconds)]
+    duration: Option<Duration>,
+    /// Clients relayed at most; datagrams from further addresses are dropped.
+    #[arg(long, value_name = "N", default_value_t = MAX_CLIENTS,
+        value_parser = clap::value_parser!(u16).range(1..=4096))]
+    max_clients: u16,
+    /// Output form of the summary: text, or json (one document).
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+}
+
+impl ProxyArgs {
+    fn settings(&self) -> Settings {
+        Settings {
+            delay_ns: self.delay.unwrap_or(0),
+            jitter_ns: self.jitter.unwrap_or(0),
+            jitter_reorder: self.jitter_reorder,
+            loss: self.loss.unwrap_or(0.0),
+            burst: self.burst,
+            duplicate: self.duplicate.unwrap_or(0.0),
+            reorder: self.reorder.unwrap_or(0.0),
+            rate_bps: self.rate,
+            mtu: self.mtu,
+        }
+    }
+}
+
+/// Runs the proxy until Ctrl-C, `--duration` or `--count`; then prints the summary.
+pub fn run(args: ProxyArgs) -> Result<ExitCode, String> {
+    let profile = Profile::document();
+    let only = match &args.only {
+        Some(text) => Some(
+            DisplayFilter::compile(text, &Registry::new(&profile))
+                .map_err(|e| format!("--only: {e}"))?,
+        ),
+        None => None,
+    };
+    let settings = args.settings();
+    let config = Config {
+        settings: [settings.clone(), settings.clone()],
+        seed: args.seed,
+        max_clients: usize::from(args.max_clients),
+        queue_bytes: QUEUE_BYTES,
+    };
+    let mut relay = Relay::new(args.listen, args.to, config)?;
+    relay.selector = Selector::new(args.direction, only, profile, args.schedule.clone());
+    if let Some(path) = &args.write {
+        relay.record = Some(record::Record::create(path)?);
+    }
+    catch_signals();
+    let live = std::io::stderr().is_terminal();
+    eprintln!(
+        "rtype-inspect proxy: {} -> {} ({})",
+        relay.listen_addr(),
+        args.to,
+        describe(&settings)
+    );
+    let started = Instant::now();
+    let (mut relayed, mut next_view) = (0u64, Duration::from_secs(1));
+    while !STOP.load(Ordering::Relaxed) {
+        let elapsed = started.elapsed();
+        if args.duration.is_some_and(|d| elapsed >= d) || args.count.is_some_and(|c| relayed >= c) {
+            break;
+        }
+        let until_view = next_view.saturating_sub(elapsed);
+        let until_end = args
+            .duration
+            .map_or(until_view, |d| d.saturating_sub(elapsed));
+        relayed += relay
+            .step(until_view.min(until_end).min(Duration::from_millis(200)))
+            .map_err(|e| format!("proxy: {e}"))?;
+        if started.elapsed() >= next_view {
+            next_view += Duration::from_secs(1);
+            if let Some(r) = &mut relay.record {
+                r.flush().map_err(|e| format!("-w: {e}"))?;
+            }
+            if live {
+                eprint!("\r\x1b[K{}", view_line(&relay, started.elapsed()));
+            }
+        }
+    }
+    // What was accepted is delivered (when stopped by --count or --duration; Ctrl-C too, within
+    // a second): the record then holds every fate the proxy decided.
+    relay.drain(Instant::now() + Duration::from_secs(1));
+    default_signals();
+    if live {
+        eprintln!();
+    }
+    let summary = Summary::of(&relay, started.elapsed(), &settings, args.seed);
+    if let Some(r) = relay.record.take() {
+        r.commit()?;
+    }
+    match args.format {
+        Format::Json => {
+            let text = serde_json::to_string_pretty(&summary.json()).unwrap_or_default() + "\n";
+            write_stdout(text.as_bytes())
+        }
+        Format::Text => write_stdout(summary.text().as_bytes()),
+    }
+}
+
+/// The impairments in a few words.
+fn describe(s: &Settings) -> String {
+    if s.is_none() {
+        return "no impairment".into();
+    }
+    let mut parts = Vec::new();
+    if s.delay_ns > 0 || s.jitter_ns > 0 {
+        parts.push(format!("delay {} ± {}", Ms(s.delay_ns), Ms(s.jitter_ns)));
+    }
+    let pct = |name: &str, p: f64| format!("{name} {:.2}%", p * 100.0);
+    for (name, p) in [
+        ("loss", s.loss),
+        ("duplicate", s.duplicate),
+        ("reorder", s.reorder),
+    ] {
+        if p > 0.0 {
+            parts.push(pct(name, p));
+        }
+    }
+    if let Some(b) = s.burst {
+        parts.push(format!(
+            "burst loss p {:.2}% r {:.2}%",
+            b.p * 100.0,
+            b.r * 100.0
+        ));
+    }
+    if let Some(r) = s.rate_bps {
+        parts.push(format!("rate {r} bit/s"));
+    }
+    if let Some(m) = s.mtu {
+        parts.push(format!("mtu {m}"));
+    }
+    parts.join(", ")
+}
+
+/// The live view's line: time, clients, and per direction what came and what was dropped.
+fn view_line(relay: &Relay, elapsed: Duration) -> String {
+    let total = |d: Dir| {
+        relay.clients.iter().fold(Counts::default(), |mut a, c| {
+            add(&mut a, &c.counts[d as usize]);
+            a
+        })
+    };
+    let (up, down) = (total(Dir::Up), total(Dir::Down));
+    format!(
+        "{:.0} s  {} clients  up {} in, {} dropped  down {} in, {} dropped  {} waiting",
+        elapsed.as_secs_f64(),
+        relay.clients.len(),
+        up.received,
+        up.dropped_total(),
+        down.received,
+        down.dropped_total(),
+        relay.waiting()
+    )
+}
+
+fn add(a: &mut Counts, b: &Counts) {
+    a.received += b.received;
+    a.delivered += b.delivered;
+    a.duplicated += b.duplicated;
+    a.reordered += b.reordered;
+    for (x, y) in a.dropped.iter_mut().zip(b.dropped) {
+        *x += y;
+    }
+    a.delay_ns += b.delay_ns;
+}
+
+/// What the proxy did, per client and direction.
+struct Summary {
+    seconds: f64,
+    settings: String,
+    seed: u64,
+    clients: Vec<(SocketAddr, [Counts; 2])>,
+    refused: u64,
+    send_errors: u64,
+    waiting: usize,
+    record: Option<u64>,
+}
+
+const CAUSES: [Cause; 5] = [
+    Cause::Loss,
+    Cause::Burst,
+    Cause::Mtu,
+    Cause::Schedule,
+    Cause::Queue,
+];
+
+impl Summary {
+    fn of(relay: &Relay, elapsed: Duration, settings: &Settings, seed: u64) -> Summary {
+        Summary {
+            seconds: elapsed.as_secs_f64(),
+            settings: describe(settings),
+            seed,
+            clients: relay.clients.iter().map(|c| (c.addr, c.counts)).collect(),
+            refused: relay.refused,
+            send_errors: relay.send_errors,
+            waiting: relay.waiting(),
+            record: relay.record.as_ref().map(|r| r.frames),
+        }
+    }
+
+    fn json(&self) -> serde_json::Value {
+        let direction = |c: &Counts| {
+            let dropped: serde_json::Map<String, serde_json::Value> = CAUSES
+                .iter()
+                .map(|&k| (k.name().replace(' ', "_"), c.dropped[k as usize].into()))
+                .collect();
+            json!({
+                "received": c.received,
+                "delivered": c.delivered,
+                "duplicated": c.duplicated,
+                "reordered": c.reordered,
+                "dropped": dropped,
+                "mean_delay_ms": mean_ms(c),
+            })
+        };
+        let clients: Vec<_> = self
+            .clients
+            .iter()
+            .map(|(addr, c)| {
+                json!({
+                    "client": addr.to_string(),
+                    "client_to_server": direction(&c[0]),
+                    "server_to_client": direction(&c[1]),
+                })
+            })
+            .collect();
+        json!({
+            "seconds": self.seconds,
+            "impairments": self.settings,
+            "seed": self.seed,
+            "clients": clients,
+            "refused": self.refused,
+            "send_errors": self.send_errors,
+            "undelivered_at_stop": self.waiting,
+            "record_frames": self.record,
+        })
+    }
+
+    fn text(&self) -> String {
+        let mut out = format!(
+            "Proxy: {:.1} s, {} client(s), {}, seed {}\n",
+            self.seconds,
+            self.clients.len(),
+            self.settings,
+            self.seed
+        );
+        for (addr, counts) in &self.clients {
+            for dir in [Dir::Up, Dir::Down] {
+                let c = &counts[dir as usize];
+                let causes: Vec<String> = CAUSES
+                    .iter()
+                    .filter(|&&k| c.dropped[k as usize] > 0)
+                    .map(|&k| format!("{} {}", c.dropped[k as usize], k.name()))
+                    .collect();
+                let _ = writeln!(
+                    out,
+                    "  {addr} {:<16}  {} in, {} delivered, {} dropped{}, {} duplicated, {} reordered, mean delay {:.3} ms",
+                    dir.name(),
+                    c.received,
+                    c.delivered,
+                    c.dropped_total(),
+                    if causes.is_empty() { String::new() } else { format!(" ({})", causes.join(", ")) },
+                    c.duplicated,
+                    c.reordered,
+                    mean_ms(c)
+                );
+            }
+        }
+        if self.refused > 0 {
+            let _ = writeln!(
+                out,
+                "  {} datagrams from clients past --max-clients dropped",
+                self.refused
+            );
+        }
+        if self.send_errors > 0 {
+            let _ = writeln!(out, "  {} datagrams could not be sent on", self.send_errors);
+        }
+        if self.waiting > 0 {
+            let _ = writeln!(
+                out,
+                "  {} datagrams still waiting when the proxy stopped",
+                self.waiting
+            );
+        }
+        out
+    }
+}
+
+fn mean_ms(c: &Counts) -> f64 {
+    if c.delivered == 0 {
+        0.0
+    } else {
+        c.delay_ns as f64 / c.delivered as f64 / 1e6
+    }
+}
