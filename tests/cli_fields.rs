@@ -4,6 +4,8 @@
 
 #[path = "support/bin.rs"]
 mod bin;
+#[path = "support/skip.rs"]
+mod skip;
 
 use std::process::Command;
 
@@ -53,7 +55,10 @@ fn tshark(capture: &str, args: &[&str]) -> Option<String> {
         .args(args)
         .output();
     let Ok(out) = out else {
-        eprintln!("skipping the tshark comparison: tshark is not on PATH (apt-get install tshark)");
+        skip::missing(
+            "the tshark comparison",
+            "tshark is not on PATH (apt-get install tshark)",
+        );
         return None;
     };
     assert!(
@@ -311,7 +316,10 @@ fn same_times_as_tshark(capture: &str) {
                 ])
                 .output();
             let Ok(out) = out else {
-                eprintln!("skipping the tshark comparison: tshark is not on PATH");
+                skip::missing(
+                    "the tshark comparison",
+                    "tshark is not on PATH (apt-get install tshark)",
+                );
                 return;
             };
             let theirs = String::from_utf8(out.stdout).unwrap();

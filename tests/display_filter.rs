@@ -6,6 +6,9 @@
 //! or with hand-checked frame lists. The tshark part skips (with a message) when `tshark` is not
 //! on PATH; CI installs Debian's `tshark`.
 
+#[path = "support/skip.rs"]
+mod skip;
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -392,7 +395,10 @@ fn hand_checked_frames() {
 #[test]
 fn tshark_selects_the_same_frames() {
     if !have_tshark() {
-        eprintln!("skipping tshark_selects_the_same_frames: tshark is not on PATH (apt-get install tshark)");
+        skip::missing(
+            "tshark_selects_the_same_frames",
+            "tshark is not on PATH (apt-get install tshark)",
+        );
         return;
     }
     let scripts: Vec<(Option<&str>, PathBuf)> = [None, Some("reference-17byte")]
@@ -464,7 +470,10 @@ fn tshark_selects_the_same_frames() {
 #[test]
 fn lengths_of_a_cut_capture_are_tsharks() {
     if !have_tshark() {
-        eprintln!("skipping lengths_of_a_cut_capture_are_tsharks: tshark is not on PATH (apt-get install tshark)");
+        skip::missing(
+            "lengths_of_a_cut_capture_are_tsharks",
+            "tshark is not on PATH (apt-get install tshark)",
+        );
         return;
     }
     let cut = scratch("clean-session-cut80.pcap");

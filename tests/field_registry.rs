@@ -3,6 +3,9 @@
 //! registry's dissector fields, with the same types, and every expert info the Lua registers is
 //! a rule field of the registry.
 
+#[path = "support/skip.rs"]
+mod skip;
+
 use std::collections::BTreeMap;
 
 use rtype_inspect::proto::profile::{Profile, BUNDLED};
@@ -130,7 +133,10 @@ fn wiresharks_own_fields_are_listed_as_tshark_lists_them() {
         .args(["-G", "fields"])
         .output()
     else {
-        eprintln!("skipping: tshark is not on PATH (apt-get install tshark)");
+        skip::missing(
+            "wiresharks_own_fields_are_listed_as_tshark_lists_them",
+            "tshark is not on PATH (apt-get install tshark)",
+        );
         return;
     };
     let ours = std::process::Command::new(env!("CARGO_BIN_EXE_rtype-inspect"))

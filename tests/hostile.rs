@@ -6,6 +6,9 @@
 //! Peak memory is measured by a counting global allocator. Pipelines in this binary run one at a
 //! time (under [`SERIAL`]), so the peak is that of one run.
 
+#[path = "support/skip.rs"]
+mod skip;
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::BTreeSet;
 use std::io::{self, Cursor, Write};
@@ -1037,7 +1040,10 @@ fn tshark_shows_no_lua_error_on_mutated_captures() {
         .output()
         .is_ok_and(|o| o.status.success())
     {
-        eprintln!("skipping tshark_shows_no_lua_error_on_mutated_captures: tshark is not on PATH");
+        skip::missing(
+            "tshark_shows_no_lua_error_on_mutated_captures",
+            "tshark is not on PATH (apt-get install tshark)",
+        );
         return;
     }
     let script = root().join("wireshark/rtype.lua");

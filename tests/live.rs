@@ -6,6 +6,9 @@
 //! not root. Every run is bounded in time (`--duration` and a kill deadline) and only 127.0.0.1 is
 //! used.
 
+#[path = "support/skip.rs"]
+mod skip;
+
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader, Read};
 use std::net::{SocketAddr, UdpSocket};
@@ -47,7 +50,10 @@ fn root() -> bool {
     // SAFETY: geteuid has no preconditions.
     let euid = unsafe { libc::geteuid() };
     if euid != 0 {
-        eprintln!("skipped: live capture on lo needs root (euid is {euid}, not 0)");
+        skip::missing(
+            "a live capture test",
+            &format!("live capture on lo needs root (euid is {euid}, not 0)"),
+        );
     }
     euid == 0
 }
@@ -374,7 +380,10 @@ fn without_cap_net_raw_the_error_says_so() {
     // Drop CAP_NET_RAW from a root child with setpriv (util-linux), when it is installed.
     let probe = Command::new("setpriv").arg("--version").output();
     if !probe.is_ok_and(|o| o.status.success()) {
-        eprintln!("skipped: setpriv (util-linux) is not installed");
+        skip::missing(
+            "without_cap_net_raw_the_error_says_so",
+            "setpriv (util-linux) is not installed",
+        );
         return;
     }
     let out = Command::new("setpriv")

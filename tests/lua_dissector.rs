@@ -2909,6 +2909,45 @@ fn filters_select_the_same_frames_whether_the_tree_is_drawn_or_not() {
     }
 }
 
+/// A tshark test on a machine without tshark skips, saying so, on a developer's machine, and
+/// fails under `CI=true` (tests/support/skip.rs): this test binary, run again on one tshark test
+/// with no tshark on PATH and no chroot.
+#[test]
+fn a_missing_tshark_skips_outside_ci_and_fails_in_ci() {
+    let run = |ci: Option<&str>| {
+        let mut cmd = Command::new(std::env::current_exe().unwrap());
+        cmd.args(["--exact", "tshark_expert_counts_match_check", "--nocapture"])
+            .env("PATH", "/nonexistent")
+            .env("RTYPE_TRIXIE_ROOT", "/nonexistent")
+            .env("RTYPE_SID_ROOT", "/nonexistent")
+            .env_remove("RTYPE_REQUIRE_TSHARK_4_4")
+            .env_remove("RTYPE_REQUIRE_TSHARK_4_6")
+            .env_remove("CI");
+        if let Some(ci) = ci {
+            cmd.env("CI", ci);
+        }
+        let out = cmd.output().unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (passed, stderr) = run(None);
+    assert!(passed, "{stderr}");
+    assert!(
+        stderr.contains("skipping the tshark 4.0 half of tshark_expert_counts_match_check: tshark is not on PATH"),
+        "{stderr}"
+    );
+    let (passed, stderr) = run(Some("false"));
+    assert!(passed, "{stderr}");
+    let (passed, stderr) = run(Some("true"));
+    assert!(!passed, "{stderr}");
+    assert!(
+        stderr.contains("the tshark 4.0 half of tshark_expert_counts_match_check: tshark is not on PATH (apt-get install tshark) (CI=true: a missing tool fails the test instead of skipping it)"),
+        "{stderr}"
+    );
+}
+
 /// Wireshark fakes a tree to filter on (`-Y`, colouring rules), to fill custom columns and to
 /// extract `-T fields`: the dissector adds its fields to it in every tshark. 4.6 gives a faked
 /// tree's root no text, which the dissector once took for no tree: every filter on its fields
@@ -2972,19 +3011,32 @@ fn filters_fields_and_custom_columns_find_the_fields_in_every_tshark() {
 /// normalised, before the dissector's output in 4.4 and 4.6 is compared with 4.0's:
 /// - a long value is cut short at another length (4.0: 36 bytes of a byte string, 4.6: the
 ///   whole label) and marked otherwise ("Label [truncated]: ", "[ [truncated]Expert…" in 4.0,
-///   "Label […]: ", "[[…] Expert…" later): the markers are dropped and every value that was cut,
-///   or is longer than 64 characters, is cut to 64 characters and "…" (the values themselves
-///   are compared with `rtype-inspect export`'s in full, version by version, by `compare`);
+///   "[truncated]Label: " in 4.4, "Label […]: ", "[[…] Expert…" in 4.6): the markers are
+///   dropped and every value that was cut, or is longer than 64 characters, is cut to 64
+///   characters and "…" (the values themselves are compared with `rtype-inspect export`'s in
+///   full, version by version, by `compare`);
 /// - a NaN is "nan" or "-nan" depending on the C library's printf: always "nan";
 /// - lower layers and other protocols (their names, fields and expert infos change between
 ///   versions) are left out by the caller: only the frames, subtrees and expert infos of the
 ///   dissector's own protocols are compared.
 fn wireshark_neutral(text: &str) -> String {
-    static MARK: OnceLock<regex::Regex> = OnceLock::new();
-    let mark = MARK.get_or_init(|| regex::Regex::new(r" ?\[(truncated|…)\] ?").unwrap());
+    // The markers, each with what replaces it: before a bracketed label, after a label, before
+    // a label.
+    static MARKS: OnceLock<[(regex::Regex, &str); 3]> = OnceLock::new();
+    let marks = MARKS.get_or_init(|| {
+        let re = |r: &str| regex::Regex::new(r).unwrap();
+        [
+            (re(r"\[ ?\[(truncated|…)\] ?"), "["),
+            (re(r" \[(truncated|…)\]:"), ":"),
+            (re(r"\[(truncated|…)\] ?"), ""),
+        ]
+    });
     let mut out = String::with_capacity(text.len());
     for line in text.lines() {
-        let line = mark.replace_all(line, "").replace("-nan", "nan");
+        let mut line = line.replace("-nan", "nan");
+        for (mark, with) in marks {
+            line = mark.replace_all(&line, *with).into_owned();
+        }
         match line.split_once(": ") {
             Some((label, value)) if value.ends_with('…') || value.chars().count() > 64 => {
                 let cut: String = value.trim_end_matches('…').chars().take(64).collect();
@@ -3019,16 +3071,16 @@ fn views(ts: Tshark, capture: &Path) -> Vec<(&'static str, String)> {
             trees.push('\n');
         }
     }
-    // Rows of the dissector's protocols, under their severity's heading.
+    // Rows of the dissector's protocols, each with its severity's heading.
     let mut experts = String::new();
-    for line in tshark(ts, capture, &["-q", "-z", "expert"]).lines() {
+    let mut heading = "";
+    let text = tshark(ts, capture, &["-q", "-z", "expert"]);
+    for line in text.lines() {
         let words: Vec<&str> = line.split_whitespace().collect();
         if line.ends_with(')') && line.contains(" (") && !line.starts_with(' ') {
-            experts.push_str(line.split(" (").next().unwrap());
-            experts.push('\n');
+            heading = line.split(" (").next().unwrap();
         } else if words.len() > 3 && ["RTYPE", "RT", "RTNP"].contains(&words[2]) {
-            experts.push_str(line);
-            experts.push('\n');
+            experts.push_str(&format!("{heading} | {}\n", words.join(" ")));
         }
     }
     vec![

@@ -12,6 +12,8 @@ use serde_json::Value;
 
 #[path = "support/bin.rs"]
 mod bin;
+#[path = "support/skip.rs"]
+mod skip;
 use bin::BIN;
 
 fn json_of(args: &[&str]) -> Value {
@@ -33,8 +35,11 @@ fn python_has(module: &str, test: &str) -> bool {
         .output()
         .is_ok_and(|o| o.status.success());
     if !ok {
-        eprintln!(
-            "SKIPPED {test}: python3 cannot import `{module}` (`.ci/run` installs it: pip install {module})"
+        skip::missing(
+            test,
+            &format!(
+                "python3 cannot import `{module}` (`.ci/run` installs it: pip install {module})"
+            ),
         );
     }
     ok
@@ -254,7 +259,10 @@ fn the_spark_example_gives_duckdb_s_results() {
         .output()
         .is_ok_and(|o| o.status.success())
     {
-        eprintln!("SKIPPED the_spark_example_gives_duckdb_s_results: no java (`.ci/run` installs Debian's OpenJDK)");
+        skip::missing(
+            "the_spark_example_gives_duckdb_s_results",
+            "no java (`.ci/run` installs Debian's OpenJDK)",
+        );
         return;
     }
     let dataset = scratch("spark");

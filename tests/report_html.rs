@@ -11,6 +11,8 @@ use serde_json::Value;
 
 #[path = "support/bin.rs"]
 mod bin;
+#[path = "support/skip.rs"]
+mod skip;
 use bin::run;
 
 const C17: &str = "tests/fixtures/reference-17byte-1client.pcap";
@@ -336,7 +338,10 @@ fn chromium(dir: &Path, args: &[&str]) -> Option<(String, String)> {
         if std::env::var_os("RTYPE_REQUIRE_CHROMIUM").is_some() {
             panic!("{CHROMIUM} is missing");
         }
-        eprintln!("SKIPPED: {CHROMIUM} is not installed (.ci/run installs it)");
+        skip::missing(
+            "the browser test",
+            &format!("{CHROMIUM} is not installed (.ci/run installs it)"),
+        );
         return None;
     }
     let profile = dir.join("chromium-profile");

@@ -12,6 +12,9 @@
 //! macOS installers are 4.4 or later), it embeds Lua 5.4, and its rules for loading plugins are
 //! the ones README must get right; 4.0 is proven by tshark, the same dissection engine.
 
+#[path = "support/skip.rs"]
+mod skip;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -77,7 +80,7 @@ fn wireshark_4_4_shows_a_reassembled_snapshot() {
         if std::env::var_os("RTYPE_REQUIRE_TSHARK_4_4").is_some() {
             panic!("the Wireshark GUI test is required (RTYPE_REQUIRE_TSHARK_4_4) but {why}");
         }
-        eprintln!("skipping wireshark_4_4_shows_a_reassembled_snapshot: {why}");
+        skip::missing("wireshark_4_4_shows_a_reassembled_snapshot", &why);
         return;
     }
     // A home for nobody inside the chroot: the dissector in the personal plugin folder, as
