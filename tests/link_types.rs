@@ -216,3 +216,41 @@ fn a_record_longer_than_any_capture_holds_still_ends_reading() {
         assert_eq!(doc["counts"]["datagrams"], 1);
     }
 }
+
+#[test]
+fn a_packet_of_an_undescribed_interface_is_a_finding_at_its_frame() {
+    let packets = ip_packets(SESSIONS[0]);
+    let path = dir().join("undescribed.pcapng");
+    write_wrapped(&path, Encap::Raw12, &packets, true);
+    // The second packet names interface 3; the section describes one.
+    let mut bytes = std::fs::read(&path).unwrap();
+    let (mut at, mut packets_seen) = (0, 0);
+    while packets_seen < 2 {
+        let word = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+        let (kind, len) = (word(at), word(at + 4) as usize);
+        if kind == 6 {
+            packets_seen += 1;
+            if packets_seen == 2 {
+                bytes[at + 8..at + 12].copy_from_slice(&3u32.to_le_bytes());
+            }
+        }
+        at += len;
+    }
+    std::fs::write(&path, bytes).unwrap();
+    let (code, out, _) = run(&["--format", "json", path.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(doc["counts"]["unsupported_link"], 1);
+    assert_eq!(doc["counts"]["datagrams"], 592);
+    let found: Vec<(&str, &Value, &Value)> = doc["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| (v["id"].as_str().unwrap(), &v["count"], &v["first_frame"]))
+        .filter(|(id, _, _)| id.starts_with("capture."))
+        .collect();
+    assert_eq!(
+        found,
+        [("capture.undescribed-interface", &1.into(), &2.into())]
+    );
+}

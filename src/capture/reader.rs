@@ -331,6 +331,11 @@ impl CaptureReader {
             Some(len) => (INITIAL_BUFFER.max(len + 1), FIRST_BATCH_BYTES.max(len + 1)),
             None => (INITIAL_BUFFER, FIRST_BATCH_BYTES),
         };
+        // What was found in a gzip file is what decompressing it gave: said so.
+        let found = |plain: String, decompressed: String| match gzip {
+            true => not_capture(format!("gzip data that decompresses to {decompressed}")),
+            false => not_capture(plain),
+        };
         let created = Window::open(capacity, first_read, opened.source);
         if created.is_err() {
             // An I/O error cut the header: it is the cause, whatever the parser says.
@@ -350,20 +355,29 @@ impl CaptureReader {
         }
         let mut window = match created {
             Ok(p) => p,
+            // One byte of a gzip file's two-byte magic: a gzip stream cut short, most likely.
+            Err(PcapError::Incomplete(_)) | Err(PcapError::Eof) if !gzip && magic == [0x1f] => {
+                return Err(not_capture(
+                    "too short for a capture file header (starts with 1f, as a gzip stream does: cut after one byte?)".into(),
+                ))
+            }
             Err(PcapError::Incomplete(_)) | Err(PcapError::Eof) if !looks_ng => {
-                return Err(not_capture(format!(
-                    "too short for a capture file header (starts with {shown})"
-                )))
+                return Err(found(
+                    format!("too short for a capture file header (starts with {shown})"),
+                    format!("{} bytes, too few for a capture file header (starts with {shown})", head.len()),
+                ))
             }
             Err(_) if looks_ng => {
-                return Err(not_capture(
+                return Err(found(
                     "pcapng section header block is invalid or cut".into(),
+                    "a pcapng section header block that is invalid or cut".into(),
                 ))
             }
             Err(_) => {
-                return Err(not_capture(format!(
-                    "not a pcap or pcapng file (starts with {shown})"
-                )))
+                return Err(found(
+                    format!("not a pcap or pcapng file (starts with {shown})"),
+                    format!("neither pcap nor pcapng (starts with {shown})"),
+                ))
             }
         };
         let (info, layout, header_len) = match window.next() {
@@ -1885,9 +1899,20 @@ mod tests {
         let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
         enc.write_all(b"hello world, not a capture").unwrap();
         let msg = not_capture(enc.finish().unwrap());
-        assert!(
-            msg.contains("not a pcap or pcapng file (starts with 68 65 6c 6c)"),
-            "{msg}"
+        assert_eq!(
+            msg,
+            "test.pcap: not a capture file: gzip data that decompresses to neither pcap nor pcapng (starts with 68 65 6c 6c)"
+        );
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        enc.write_all(b"#").unwrap();
+        assert_eq!(
+            not_capture(enc.finish().unwrap()),
+            "test.pcap: not a capture file: gzip data that decompresses to 1 bytes, too few for a capture file header (starts with 23)"
+        );
+        // The first byte of a gzip stream, alone.
+        assert_eq!(
+            not_capture(vec![0x1f]),
+            "test.pcap: not a capture file: too short for a capture file header (starts with 1f, as a gzip stream does: cut after one byte?)"
         );
         // Corrupt gzip right away.
         let msg = not_capture(vec![0x1f, 0x8b, 0xff, 0xff, 0xff, 0xff]);

@@ -751,7 +751,13 @@ impl State {
                 }
             }
             LinkOutcome::NotUdp => self.counts.not_udp += 1,
-            LinkOutcome::UnsupportedLink => self.counts.unsupported_link += 1,
+            LinkOutcome::UnsupportedLink => {
+                self.counts.unsupported_link += 1;
+                if frame.link_type == capture::LinkType::UNKNOWN {
+                    let rule = Rule::CaptureUndescribedInterface;
+                    loose(&mut self.shown, sink, rule, 0, Detail::None);
+                }
+            }
             LinkOutcome::Malformed { offset, what } => {
                 self.counts.malformed += 1;
                 loose(

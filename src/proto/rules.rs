@@ -78,6 +78,8 @@ rules! {
         "the capture holds no datagram of any dialect (empty, an unsupported link type, other traffic, the wrong port): nothing was judged, so a check of it cannot pass";
     CaptureOversizedRecord = "capture.oversized-record", Warning, "pcap",
         "a pcap record is longer than the file header's snaplen (a host with GRO/TSO, a capture taken with a small -s); it was read whole, as libpcap reads it, up to 262144 bytes";
+    CaptureUndescribedInterface = "capture.undescribed-interface", Warning, "pcap",
+        "a pcapng packet names an interface its section never described, so its link type is unknown; the packet was not decoded (tshark refuses the file there)";
     // rtype datagram.
     RtypeShortDatagram = "rtype.datagram.short", Error, "002 §4",
         "datagram shorter than the 17-byte header plus the 4-byte CRC";
