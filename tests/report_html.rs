@@ -441,6 +441,12 @@ fn chromium_draws_every_graph_and_lists_a_clicked_buckets_frames() {
         return;
     };
     no_errors(&dom, &stderr);
+    // The first entity timeline (every update of it sampled) says its stride in English.
+    assert!(!dom.contains("1th sampled update"), "{dom}");
+    assert!(
+        dom.contains(": position (every sampled update)"),
+        "no entity timeline title"
+    );
     let drawn = charts(&dom);
     for (index, file) in data["files"].as_array().unwrap().iter().enumerate() {
         for conv in file["profile"]["conversations"].as_array().unwrap() {

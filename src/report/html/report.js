@@ -316,6 +316,13 @@
     list.forEach((t, i) => pick.append(el("option", { value: i }, "entity " + t.id + " (" + t.type + ", " + t.sampled_updates + " samples)")));
     const holder = el("div", {});
     box.append(el("h4", {}, "entity timeline "), pick, holder);
+    // "every", "every 2nd", "every 4th"...: the stride of the samples kept.
+    const everyNth = (n) => {
+      if (n === 1) return "every";
+      const tens = n % 100, ones = n % 10;
+      const suffix = tens >= 11 && tens <= 13 ? "th" : ones === 1 ? "st" : ones === 2 ? "nd" : ones === 3 ? "rd" : "th";
+      return "every " + n + suffix;
+    };
     const draw = () => {
       holder.textContent = "";
       const t = list[Number(pick.value)];
@@ -337,7 +344,7 @@
         ctx.restore();
       } } };
       plot("timeline-" + file.index + "-" + conv.id, holder, {
-        title: "entity " + t.id + ": position (every " + t.stride + "th sampled update)",
+        title: "entity " + t.id + ": position (" + everyNth(t.stride) + " sampled update)",
         scales: { x: { time: false } }, axes: [{ label: "s" }, { label: "position" }],
         series: [{ label: "s" }, { label: "x", stroke: "#4f8ad8", points: { show: true, size: 3 } }, { label: "y", stroke: "#e8833a", points: { show: true, size: 3 } }],
         plugins: [marks],
