@@ -666,6 +666,18 @@ fn check_of_every_real_capture_ends_with_one_layout_finding() {
         assert_eq!(layout(&c), layout_count, "{capture}: {c:?}");
         assert!(!cascade(&c), "{capture}: {c:?}");
     }
+    // Each file names the layout it was read with.
+    let found = check(&[&path(C17), "--format", "json"]);
+    assert_eq!(json(&found)["files"][0]["profile"], "reference-17byte");
+    let text = String::from_utf8(check(&[&path(C17)]).stdout).unwrap();
+    assert!(
+        text.contains(
+            "-1client.pcap: FAIL (1 rule), snapshots read with profile reference-17byte\n"
+        ),
+        "{text}"
+    );
+    let strict = check(&[&path(C17), "--strict-layout", "--format", "json"]);
+    assert_eq!(json(&strict)["files"][0]["profile"], "document");
     // --strict-layout keeps the document's layout and its cascade (137 truncated fields, 573
     // reserved and 190 undefined bits on the 17-byte capture).
     let strict = counts(&check(&[&path(C17), "--strict-layout", "--format", "json"]));

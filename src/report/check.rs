@@ -202,6 +202,8 @@ pub struct FileResult {
     pub path: String,
     pub outcome: Result<RuleCounts, String>,
     pub budgets: Vec<BudgetBreak>,
+    /// The snapshot profile the file was read with: named, or the layout found for it.
+    pub profile: Option<String>,
 }
 
 impl FileResult {
@@ -242,6 +244,7 @@ pub fn run(args: CheckArgs, term: Term) -> Result<ExitCode, String> {
                     outcome: Err(e),
                     path,
                     budgets: Vec::new(),
+                    profile: None,
                 }
             }
         };
@@ -255,6 +258,7 @@ pub fn run(args: CheckArgs, term: Term) -> Result<ExitCode, String> {
             judge_budgets(file, &reading, &budgets)
         };
         FileResult {
+            profile: outcome.is_ok().then(|| reading.profile.name.clone()),
             outcome: outcome.map_err(|e| {
                 // The reader's messages start with the path, which the reports already show.
                 e.strip_prefix(&format!("{path}: "))
@@ -411,7 +415,7 @@ fn to_json(results: &[FileResult], policy: &Policy, code: u8) -> Json {
                     })
                     .collect();
                 let budgets: Vec<Json> = r.budgets.iter().map(BudgetBreak::to_json).collect();
-                json!({"file": r.path, "result": result_name(r.exit_code(policy)), "error": null, "findings": findings, "budgets": budgets})
+                json!({"file": r.path, "result": result_name(r.exit_code(policy)), "error": null, "profile": r.profile, "findings": findings, "budgets": budgets})
             }
         })
         .collect();
@@ -464,7 +468,12 @@ fn text(results: &[FileResult], policy: &Policy, code: u8, term: Term) -> String
                 } else {
                     "pass".into()
                 };
-                out += &format!("\n{}: {head}\n", r.path);
+                // The layout its snapshots were read with, unless the document's.
+                let layout = match r.profile.as_deref() {
+                    Some(p) if p != "document" => format!(", snapshots read with profile {p}"),
+                    _ => String::new(),
+                };
+                out += &format!("\n{}: {head}{layout}\n", r.path);
                 if found.is_empty() {
                     out += "No findings.\n";
                     continue;
@@ -540,6 +549,7 @@ mod tests {
             path: "x".into(),
             outcome: Ok(counts.clone()),
             budgets: Vec::new(),
+            profile: None,
         };
         assert_eq!(r.exit_code(&p), 0);
         counts.add(Rule::RtypeReason, 4);
@@ -548,6 +558,7 @@ mod tests {
                 path: "x".into(),
                 outcome: Ok(counts.clone()),
                 budgets: Vec::new(),
+                profile: None,
             }
             .exit_code(&p),
             0
@@ -557,6 +568,7 @@ mod tests {
                 path: "x".into(),
                 outcome: Ok(counts),
                 budgets: Vec::new(),
+                profile: None,
             }
             .exit_code(&policy(Severity::Info, &[])),
             1
@@ -566,6 +578,7 @@ mod tests {
                 path: "x".into(),
                 outcome: Err("gone".into()),
                 budgets: Vec::new(),
+                profile: None,
             }
             .exit_code(&p),
             2
