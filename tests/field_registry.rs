@@ -39,6 +39,7 @@ fn proto_fields(lua: &str, profile: &str) -> BTreeMap<String, &'static str> {
             "bytes" => "FT_BYTES",
             "bool" => "FT_BOOLEAN",
             "framenum" => "FT_FRAMENUM",
+            "relative_time" => "FT_RELATIVE_TIME",
             other => panic!("unexpected ProtoField.{other} for {name}"),
         };
         assert!(

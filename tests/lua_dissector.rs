@@ -1134,6 +1134,10 @@ const RUNTIME: &[&str] = &[
     "rtype.conversation",
     "rt.conversation",
     "rtnp.conversation",
+    // Compared with `packets -T fields` in tests/stalls.rs.
+    "rtype.stream.time_delta",
+    "rt.stream.time_delta",
+    "rtnp.stream.time_delta",
 ];
 
 /// What one comparison saw, for the tests' own assertions.

@@ -466,8 +466,9 @@ fn chromium_draws_every_graph_and_lists_a_clicked_buckets_frames() {
             );
             let gaps = conv["series"]["snapshot_gap_ms_mean"].as_array().unwrap();
             let with_gap = gaps.iter().filter(|g| !g.is_null()).count() as u64;
-            // The gap line, the nominal rate and the jitter band (3 lines over every bucket).
-            assert_eq!(count("gap"), with_gap + 3 * gaps.len() as u64);
+            // The mean and longest gap lines, the nominal rate and the jitter band (3 lines over
+            // every bucket).
+            assert_eq!(count("gap"), 2 * with_gap + 3 * gaps.len() as u64);
             assert!(with_gap > 0);
             let rtt = conv["series"]["rtt_ms_mean"].as_array().unwrap();
             assert_eq!(
