@@ -77,7 +77,18 @@ fn finish(mut child: Child) -> Value {
     }
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success());
-    serde_json::from_slice(&out.stdout).unwrap()
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let schema: Value =
+        serde_json::from_str(&std::fs::read_to_string("docs/schemas/proxy.schema.json").unwrap())
+            .unwrap();
+    let errors: Vec<String> = jsonschema::validator_for(&schema)
+        .unwrap()
+        .iter_errors(&summary)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(summary["schema"], "proxy/1");
+    summary
 }
 
 /// What the endpoints received, in order.
