@@ -77,7 +77,18 @@ fn finish(mut child: Child) -> Value {
     }
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success());
-    serde_json::from_slice(&out.stdout).unwrap()
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let schema: Value =
+        serde_json::from_str(&std::fs::read_to_string("docs/schemas/proxy.schema.json").unwrap())
+            .unwrap();
+    let errors: Vec<String> = jsonschema::validator_for(&schema)
+        .unwrap()
+        .iter_errors(&summary)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(summary["schema"], "proxy/1");
+    summary
 }
 
 /// What the endpoints received, in order.
@@ -313,6 +324,36 @@ fn loss_delay_and_duplication_are_within_bounds_and_recorded() {
     ]);
     assert_eq!(code, 1, "{out}{err}");
     assert!(out.contains("budget.loss-percent"), "{out}");
+    // stats tells the proxy's loss from loss before it: each side is a conversation, complete
+    // in the direction sent there, and short by exactly the proxy's drops (and long by its
+    // duplicates) in the direction delivered there.
+    let (_, out, _) = bin::run(&["stats", "--format", "json", record.to_str().unwrap()]);
+    let stats: Value = serde_json::from_str(&out).unwrap();
+    let mut seen: Vec<(String, u64, u64, u64)> = stats["conversations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["sequences"].as_array().unwrap().clone())
+        .map(|s| {
+            let n = |k: &str| count(&s[k]);
+            let direction = s["direction"].as_str().unwrap().to_string();
+            (direction, n("received"), n("lost"), n("duplicates"))
+        })
+        .collect();
+    seen.sort();
+    let delivered = |d: &Value| {
+        let lost = count(&d["dropped"]["loss"]);
+        (1000 - lost, lost, count(&d["duplicated"]))
+    };
+    let (u, d) = (delivered(up), delivered(down));
+    let mut expected = vec![
+        ("client_to_server".to_string(), 1000, 0, 0),
+        ("client_to_server".to_string(), u.0, u.1, u.2),
+        ("server_to_client".to_string(), 1000, 0, 0),
+        ("server_to_client".to_string(), d.0, d.1, d.2),
+    ];
+    expected.sort();
+    assert_eq!(seen, expected);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -421,9 +462,8 @@ fn a_flood_fills_only_its_own_queue() {
     assert!(received > 1000, "{received}");
     assert!(full > 0, "{flood}");
     assert_eq!(count(&flood["delivered"]) + full, received);
-    // The server got every ping (flood datagrams may overflow its own socket's buffer when they
-    // all come due together: that is the kernel's, after the proxy).
+    // What the server's socket got is at most what the proxy sent: when the delayed flood comes
+    // due at once it overflows that socket's buffer (the kernel's, after the proxy), pings with it.
     let pings_got = server_got.iter().filter(|d| d.len() != 1400).count();
-    assert_eq!(pings_got, 50);
-    assert!(server_got.len() as u64 <= 50 + count(&flood["delivered"]));
+    assert!(pings_got <= 50 && server_got.len() as u64 <= 50 + count(&flood["delivered"]));
 }

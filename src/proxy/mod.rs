@@ -34,6 +34,8 @@ use select::{parse_window, Dir, Directions, Selector};
 
 /// Clients relayed at most by default (`--max-clients`).
 const MAX_CLIENTS: u16 = 64;
+/// The summary document's schema (docs/schemas/proxy.schema.json).
+const SCHEMA: &str = "proxy/1";
 /// Bytes of datagrams waiting per client and direction, at most.
 pub const QUEUE_BYTES: usize = 1 << 20;
 
@@ -323,7 +325,7 @@ impl Summary {
                 })
             })
             .collect();
-        json!({
+        let mut document = json!({
             "seconds": self.seconds,
             "impairments": self.settings,
             "seed": self.seed,
@@ -332,7 +334,9 @@ impl Summary {
             "send_errors": self.send_errors,
             "undelivered_at_stop": self.waiting,
             "record_frames": self.record,
-        })
+        });
+        crate::report::stamp(&mut document, SCHEMA);
+        document
     }
 
     fn text(&self) -> String {
