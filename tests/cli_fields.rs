@@ -77,8 +77,10 @@ fn field_args(fields: &[&str]) -> Vec<String> {
         .collect()
 }
 
+/// Our `-T fields`, read with the document's layout (`--strict-layout`), as the dissector reads
+/// by default: the layout that fits is found by rtype-inspect only.
 fn ours(capture: &str, args: &[&str]) -> String {
-    let mut all = vec!["packets", capture, "-T", "fields"];
+    let mut all = vec!["packets", capture, "--strict-layout", "-T", "fields"];
     all.extend(args);
     let (code, out, err) = run(&all);
     assert_eq!(code, 0, "{all:?}: {err}");

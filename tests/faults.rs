@@ -22,7 +22,16 @@ fn findings(name: &str, pcap: &[u8]) -> BTreeMap<u64, Vec<String>> {
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let file = dir.join(format!("{n}-{name}"));
     std::fs::write(&file, pcap).unwrap();
-    let (code, out, err) = bin::run(&["export", file.to_str().unwrap(), "-o", "-", "--quiet"]);
+    // The document's layout (`--strict-layout`): each frame keeps its own findings, where the
+    // layout found would report its departure once, at a conversation's first snapshot only.
+    let (code, out, err) = bin::run(&[
+        "export",
+        file.to_str().unwrap(),
+        "--strict-layout",
+        "-o",
+        "-",
+        "--quiet",
+    ]);
     assert_eq!(code, 0, "{err}");
     let _ = std::fs::remove_file(&file);
     findings_by_frame(&out, true)

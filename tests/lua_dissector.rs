@@ -3020,12 +3020,22 @@ fn filters_fields_and_custom_columns_find_the_fields_in_every_tshark() {
 ///   characters and "…" (the values themselves are compared with `rtype-inspect export`'s in
 ///   full, version by version, by `compare`);
 /// - a NaN is "nan" or "-nan" depending on the C library's printf: always "nan";
+/// - a relative time (`FT_RELATIVE_TIME`) is shown in seconds up to 4.4 and in the largest unit
+///   under its value from 4.6 on ("0.033333000 seconds", "33.333000 milliseconds", "1 second"):
+///   always in seconds, with 9 decimals;
 /// - lower layers and other protocols (their names, fields and expert infos change between
 ///   versions) are left out by the caller: only the frames, subtrees and expert infos of the
 ///   dissector's own protocols are compared.
 fn wireshark_neutral(text: &str) -> String {
     // The markers, each with what replaces it: before a bracketed label, after a label, before
     // a label.
+    static RELATIVE: OnceLock<regex::Regex> = OnceLock::new();
+    let relative = RELATIVE.get_or_init(|| {
+        regex::Regex::new(
+            r": (-?[0-9]+(?:\.[0-9]+)?) (second|millisecond|microsecond|nanosecond)s?",
+        )
+        .unwrap()
+    });
     static MARKS: OnceLock<[(regex::Regex, &str); 3]> = OnceLock::new();
     let marks = MARKS.get_or_init(|| {
         let re = |r: &str| regex::Regex::new(r).unwrap();
@@ -3038,6 +3048,18 @@ fn wireshark_neutral(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for line in text.lines() {
         let mut line = line.replace("-nan", "nan");
+        line = relative
+            .replace_all(&line, |c: &regex::Captures| {
+                let value: f64 = c[1].parse().unwrap();
+                let per_second = match &c[2] {
+                    "second" => 1.0,
+                    "millisecond" => 1e3,
+                    "microsecond" => 1e6,
+                    _ => 1e9,
+                };
+                format!(": {:.9} seconds", value / per_second)
+            })
+            .into_owned();
         for (mark, with) in marks {
             line = mark.replace_all(&line, *with).into_owned();
         }

@@ -416,8 +416,8 @@ fn a_session_finding_filter_shows_the_datagrams_it_is_about() {
     assert!(
         all.ends_with(
             "   3202  15.039690 #1   S→C rtype   411 SERVER_SNAPSHOT_CHUNK seq=1001 tick=1000 \
-             chunk=2/2 entities=38 [rtype.snapshot.undefined-bit]\n      9            #1   finding \
-             [session.entity-never-destroyed] 520 entities still alive at the end\n"
+             chunk=2/2 entities=38\n      9            #1   finding \
+             [session.entity-never-destroyed] 103 entities still alive at the end\n"
         ),
         "{all}"
     );

@@ -11,7 +11,9 @@ use serde_json::Value;
 
 #[path = "support/bin.rs"]
 mod bin;
-use bin::{captures, run, BIN};
+#[path = "support/skip.rs"]
+mod skip;
+use bin::{captures, run, run_in};
 
 const C17: &str = "tests/fixtures/reference-17byte-1client.pcap";
 
@@ -26,20 +28,6 @@ fn scratch(name: &str) -> PathBuf {
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The binary run in `dir`, where a configuration file may be.
-fn run_in(dir: &PathBuf, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(BIN)
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("binary runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into(),
-        String::from_utf8_lossy(&out.stderr).into(),
-    )
 }
 
 /// The stall findings of an export: (frame, detail).
@@ -226,11 +214,10 @@ fn the_stream_time_delta_finds_the_stall() {
 #[test]
 fn tshark_gives_the_same_stream_time_deltas() {
     if Command::new("tshark").arg("--version").output().is_err() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "tshark is required under CI (apt-get install tshark)"
+        skip::missing(
+            "tshark_gives_the_same_stream_time_deltas",
+            "tshark is not on PATH (apt-get install tshark)",
         );
-        eprintln!("skipping: tshark is not on PATH (apt-get install tshark)");
         return;
     }
     let script = root().join("wireshark/rtype.lua");

@@ -51,7 +51,7 @@ fn a_display_filter_and_a_count_are_the_same_on_several_threads() {
         &[
             "packets",
             "-Y",
-            "rtype.snapshot.entity.id == 65538",
+            "rtype.snapshot.entity.id == 68",
             "-c",
             "900",
         ][..],

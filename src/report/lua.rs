@@ -1743,6 +1743,7 @@ mod tests {
         assert_eq!(
             left,
             [
+                "rtype.snapshot.layout",
                 "rtype.chunk.missing",
                 "rt.reliable.unacknowledged",
                 "rtnp.message.direction",

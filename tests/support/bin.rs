@@ -3,13 +3,23 @@
 
 #![allow(dead_code)]
 
+use std::path::Path;
 use std::process::Command;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_rtype-inspect");
 
 /// Runs the binary: its exit code, stdout and stderr.
 pub fn run(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(BIN).args(args).output().expect("binary runs");
+    run_in(Path::new(env!("CARGO_MANIFEST_DIR")), args)
+}
+
+/// Runs the binary in `dir`, where a configuration file may be.
+pub fn run_in(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(BIN)
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("binary runs");
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into(),

@@ -45,8 +45,12 @@ impl Kind {
             FieldType::Unsigned(_) => Kind::U32,
             FieldType::Signed(16) => Kind::I16,
             FieldType::Signed(_) => Kind::I32,
-            FieldType::Float => Kind::F32,
-            FieldType::Double | FieldType::RelativeTime => Kind::F64,
+            // A field keeps one type whatever layout a capture was read with: a dataset of
+            // several layouts has one column per name, and Spark refuses to merge FLOAT with
+            // DOUBLE. A scaled field (i16 × 10: five significant digits) is a FLOAT exactly as
+            // it is shown.
+            FieldType::Float | FieldType::Double => Kind::F32,
+            FieldType::RelativeTime => Kind::F64,
             FieldType::String => Kind::Str,
             FieldType::FrameNum => Kind::I64,
             FieldType::Protocol
