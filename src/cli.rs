@@ -92,6 +92,69 @@ Display filters (-Y), as in Wireshark, on the dissector's field names (rtype-ins
   -Y '_ws.expert.severity == error'                       everything with an error
   -Y 'rtype.msg_type in {SERVER_SNAPSHOT, SERVER_SNAPSHOT_CHUNK} && frame.time_relative > 10'";
 
+/// The `dialect` commands.
+#[derive(Subcommand)]
+enum DialectCommand {
+    /// Decode a capture with a description and list the datagrams it fails to parse: frame,
+    /// rule, byte offset, field, what was expected and what was found (exit 1 on an error,
+    /// 2 when no datagram of the dialect is found).
+    Check {
+        /// The description (YAML).
+        description: PathBuf,
+        /// The capture (pcap or pcapng).
+        capture: PathBuf,
+        /// Output form: text (a line per finding and a summary), or json (one document).
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
+    /// One line per datagram of the described dialect; -V for every field; json: one object
+    /// per datagram, one per line.
+    Packets {
+        description: PathBuf,
+        capture: PathBuf,
+        /// Print every decoded field, with its filter name, offset and length.
+        #[arg(short = 'V', long)]
+        verbose: bool,
+        #[arg(long, value_enum, default_value = "text", conflicts_with = "verbose")]
+        format: Format,
+    },
+    /// List the display-filter fields a description defines: name, type, label.
+    Fields {
+        description: PathBuf,
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
+    /// Write the layout part as Kaitai Struct (.ksy), for Kaitai's Web IDE.
+    Ksy {
+        description: PathBuf,
+        /// Output file, - for standard output [default: -].
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// Write a commented starting description.
+    New {
+        /// Output file, - for standard output [default: -].
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+}
+
+/// Runs a `dialect` command.
+fn dialect(command: DialectCommand) -> Result<ExitCode, String> {
+    use report::dialect as d;
+    match command {
+        DialectCommand::Check { description, capture, format } => {
+            d::check(&description, &capture, format == Format::Json)
+        }
+        DialectCommand::Packets { description, capture, verbose, format } => {
+            d::packets(&description, &capture, verbose, format == Format::Json)
+        }
+        DialectCommand::Fields { description, format } => d::fields(&description, format == Format::Json),
+        DialectCommand::Ksy { description, output } => d::ksy(&description, output.as_deref()),
+        DialectCommand::New { output } => d::write_out(output.as_deref(), crate::describe::TEMPLATE),
+    }
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Summarise a capture: conversations, message counts, violations (the default command).
@@ -247,6 +310,10 @@ enum Command {
     },
     /// Print the manual page, roff (docs/rtype-inspect.1; man -l docs/rtype-inspect.1).
     Man,
+    /// Your own protocol, described in a YAML file (docs/dialect-format.md): check it against
+    /// a capture, list its datagrams and fields, export it to Kaitai, or start one.
+    #[command(subcommand)]
+    Dialect(DialectCommand),
     /// Write the deterministic sample captures (see samples/README.md).
     Generate {
         /// Directory to write every sample into.
@@ -794,6 +861,7 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
             write_stdout(&script)
         }
         Command::Man => write_stdout(&man_page()),
+        Command::Dialect(command) => dialect(command),
         Command::Interfaces { format } => report::live::interfaces(format, term),
         Command::Generate { all, large, output } => match (all, large, output) {
             (Some(dir), None, None) => {

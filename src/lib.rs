@@ -17,6 +17,7 @@ pub mod app;
 pub mod capture;
 pub mod cli;
 pub mod datagram;
+pub mod describe;
 pub mod display_filter;
 pub mod message;
 pub mod pipeline;

@@ -3,6 +3,7 @@
 pub mod catalog;
 pub mod check;
 pub mod cut;
+pub mod dialect;
 pub mod diff;
 pub mod export;
 pub mod field_lines;

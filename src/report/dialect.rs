@@ -1,0 +1,509 @@
+//! The `dialect` commands: a team's own description (docs/dialect-format.md) checked against a
+//! capture, its datagrams listed, its fields, its Kaitai export and its starting file.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::ExitCode;
+
+use serde_json::{json, Map, Value as Json};
+
+use crate::capture::{self, CaptureReader, LinkOutcome};
+use crate::describe::decode::{self, Decoded, Item, Value};
+use crate::describe::model::{Description, Kind};
+use crate::describe::names::{self, Names};
+use crate::describe::Described;
+use crate::proto::Severity;
+
+/// One datagram of the dialect, decoded, as the commands see it.
+pub struct Seen<'a> {
+    pub frame: u64,
+    /// Seconds since the first frame of the capture.
+    pub time: f64,
+    pub src: SocketAddr,
+    pub dst: SocketAddr,
+    pub bytes: &'a [u8],
+    pub from_client: Option<bool>,
+    pub decoded: &'a Decoded,
+}
+
+/// What reading the capture found besides the dialect's datagrams.
+#[derive(Default)]
+pub struct Totals {
+    pub frames: u64,
+    pub udp: u64,
+    pub datagrams: u64,
+    pub other_udp: u64,
+    /// The reason reading stopped early, when it did.
+    pub cut: Option<String>,
+}
+
+/// Reads `capture` and decodes every datagram `d` claims, in file order. The client is the side
+/// that is not on one of the description's ports, else the side that sent first.
+pub fn each_datagram(
+    d: &Described,
+    capture: &Path,
+    mut on: impl FnMut(&Seen<'_>),
+) -> Result<Totals, String> {
+    let mut reader = CaptureReader::open(capture).map_err(|e| e.to_string())?;
+    let mut totals = Totals::default();
+    let mut decoded = Decoded::default();
+    let mut first_ts = None;
+    let mut clients: HashMap<(SocketAddr, SocketAddr), SocketAddr> = HashMap::new();
+    let desc = &d.description;
+    let end = reader.for_each_frame(|frame| {
+        totals.frames += 1;
+        let first = *first_ts.get_or_insert(frame.ts_nanos);
+        let LinkOutcome::Udp(udp) = capture::udp_from_frame(frame.link_type, frame.data) else {
+            return;
+        };
+        totals.udp += 1;
+        let key = if udp.src <= udp.dst { (udp.src, udp.dst) } else { (udp.dst, udp.src) };
+        let known = clients.contains_key(&key);
+        if !known && !decode::claims(desc, udp.payload, udp.src.port(), udp.dst.port()) {
+            totals.other_udp += 1;
+            return;
+        }
+        if !known && clients.len() < 65_536 {
+            let client = if desc.ports.contains(&udp.src.port()) { udp.dst } else { udp.src };
+            clients.insert(key, client);
+        }
+        let from_client = clients.get(&key).map(|c| *c == udp.src);
+        totals.datagrams += 1;
+        decode::decode(desc, &d.names, udp.payload, from_client, &mut decoded);
+        on(&Seen {
+            frame: frame.number,
+            time: (frame.ts_nanos - first) as f64 / 1e9,
+            src: udp.src,
+            dst: udp.dst,
+            bytes: udp.payload,
+            from_client,
+            decoded: &decoded,
+        });
+    });
+    let end = end.map_err(|e| e.to_string())?;
+    if let Some(t) = &end.truncated {
+        totals.cut = Some(format!("reading stopped at frame {}: {}", totals.frames + 1, t.reason));
+    }
+    Ok(totals)
+}
+
+/// A value as people read it: enum names, scaled fixed point, quoted text.
+fn shown(d: &Description, names: &Names, item: &Item) -> String {
+    let field = &names.fields[item.field];
+    match &item.value {
+        Value::Int(i) => {
+            let base = match field.divisor {
+                Some(div) => format!("{}", *i as f64 / div),
+                None => i.to_string(),
+            };
+            match field.enumeration.and_then(|e| d.enums[e].name_of(*i)) {
+                Some(name) => format!("{name} ({base})"),
+                None => base,
+            }
+        }
+        Value::UInt(u) => u.to_string(),
+        Value::Float(f) => format!("{f}"),
+        Value::Text(t) => format!("{t:?}"),
+        Value::Bytes(b) => b.iter().map(|x| format!("{x:02x}")).collect(),
+        Value::Group => String::new(),
+    }
+}
+
+fn json_value(names: &Names, item: &Item) -> Json {
+    let field = &names.fields[item.field];
+    match &item.value {
+        Value::Int(i) => match field.divisor {
+            Some(div) => json!(*i as f64 / div),
+            None => json!(i),
+        },
+        Value::UInt(u) => json!(u),
+        Value::Float(f) => serde_json::Number::from_f64(*f).map_or(Json::Null, Json::Number),
+        Value::Text(t) => json!(t),
+        Value::Bytes(b) => json!(b.iter().map(|x| format!("{x:02x}")).collect::<String>()),
+        Value::Group => Json::Object(Map::new()),
+    }
+}
+
+/// The message names of a datagram, `+`-joined when it holds several.
+fn message_names(d: &Description, decoded: &Decoded) -> String {
+    let names: Vec<String> = decoded
+        .messages
+        .iter()
+        .map(|m| match (m.message, m.code) {
+            (Some(i), _) => d.messages[i].name.clone(),
+            (None, Some(c)) => format!("unknown {c:#04x}"),
+            (None, None) => "?".into(),
+        })
+        .collect();
+    if names.is_empty() {
+        "?".into()
+    } else {
+        names.join("+")
+    }
+}
+
+/// The last segment of a filter name.
+fn leaf(name: &str) -> &str {
+    name.rsplit('.').next().unwrap_or(name)
+}
+
+/// `dialect packets`: one line per datagram, `-V` every field, or NDJSON.
+pub fn packets(file: &Path, capture: &Path, verbose: bool, json: bool) -> Result<ExitCode, String> {
+    let d = Described::open(file)?;
+    let desc = &d.description;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut error = None;
+    let totals = each_datagram(&d, capture, |seen| {
+        if error.is_some() {
+            return;
+        }
+        let text = if json {
+            serde_json::to_string(&datagram_json(&d, seen)).unwrap_or_default() + "\n"
+        } else {
+            datagram_text(&d, seen, verbose)
+        };
+        if let Err(e) = std::io::Write::write_all(&mut out, text.as_bytes()) {
+            error = Some(e);
+        }
+    })?;
+    if error.is_none() {
+        if let Err(e) = std::io::Write::flush(&mut out) {
+            error = Some(e);
+        }
+    }
+    if let Some(cut) = &totals.cut {
+        eprintln!("{}: {cut}", capture.display());
+    }
+    if totals.datagrams == 0 {
+        eprintln!(
+            "{}: no datagram of {} in {} frames ({} UDP)",
+            capture.display(),
+            desc.id,
+            totals.frames,
+            totals.udp
+        );
+    }
+    crate::app::written(error)
+}
+
+fn datagram_text(d: &Described, seen: &Seen<'_>, verbose: bool) -> String {
+    let desc = &d.description;
+    let decoded = seen.decoded;
+    let mut line = format!(
+        "{:>6} {:>10.6} {} → {} {:>5} {}",
+        seen.frame,
+        seen.time,
+        seen.src,
+        seen.dst,
+        seen.bytes.len(),
+        message_names(desc, decoded)
+    );
+    let body: Vec<String> = decoded
+        .items
+        .iter()
+        .filter(|i| i.depth == 0 && !d.names.fields[i.field].name.starts_with(&format!("{}.header.", desc.id)))
+        .filter(|i| !d.names.fields[i.field].name.starts_with(&format!("{}.footer.", desc.id)))
+        .filter(|i| i.value != Value::Group)
+        .take(6)
+        .map(|i| format!("{}={}", leaf(&d.names.fields[i.field].name), shown(desc, &d.names, i)))
+        .collect();
+    if !body.is_empty() {
+        let _ = write!(line, " {}", body.join(" "));
+    }
+    for p in &decoded.problems {
+        let _ = write!(line, " [{}]", desc.rules[p.rule].id);
+    }
+    line.push('\n');
+    if verbose {
+        for i in &decoded.items {
+            let f = &d.names.fields[i.field];
+            let indent = "    ".repeat(usize::from(i.depth) + 1);
+            let at = if i.decompressed { " (decompressed)" } else { "" };
+            let _ = writeln!(
+                line,
+                "{indent}{}: {} [{}] @{}+{}{at}",
+                f.label,
+                shown(desc, &d.names, i),
+                f.name,
+                i.offset,
+                i.len
+            );
+        }
+        for p in &decoded.problems {
+            let r = &desc.rules[p.rule];
+            let _ = writeln!(line, "    {}", problem_text(r, p));
+        }
+    }
+    line
+}
+
+fn problem_text(rule: &crate::describe::model::Rule, p: &decode::Problem) -> String {
+    let field = if p.field.is_empty() { String::new() } else { format!("{}: ", p.field) };
+    format!(
+        "{} {} at byte {}: {field}expected {}, found {}",
+        rule.id,
+        rule.severity.name(),
+        p.offset,
+        p.expected,
+        p.found
+    )
+}
+
+/// A datagram as one JSON object: header, each message's fields (nested as their types are),
+/// the footer, and the findings.
+fn datagram_json(d: &Described, seen: &Seen<'_>) -> Json {
+    let desc = &d.description;
+    let decoded = seen.decoded;
+    let prefix_header = format!("{}.header.", desc.id);
+    let prefix_footer = format!("{}.footer.", desc.id);
+    // Rebuild the nesting from the flat items: a stack of open objects by depth.
+    let mut header = Map::new();
+    let mut footer = Map::new();
+    let mut messages: Vec<Json> = Vec::new();
+    let mut body = Map::new();
+    let mut stack: Vec<(String, Map<String, Json>, u8, bool)> = Vec::new();
+    let close = |stack: &mut Vec<(String, Map<String, Json>, u8, bool)>, to: u8, body: &mut Map<String, Json>| {
+        while stack.last().is_some_and(|s| s.2 >= to) {
+            let (key, obj, _, repeated) = stack.pop().expect("checked");
+            let parent = match stack.last_mut() {
+                Some(p) => &mut p.1,
+                None => &mut *body,
+            };
+            insert(parent, &key, Json::Object(obj), repeated);
+        }
+    };
+    for item in &decoded.items {
+        let name = &d.names.fields[item.field].name;
+        let key = leaf(name).to_string();
+        if name.starts_with(&prefix_header) && item.depth == 0 {
+            close(&mut stack, 0, &mut body);
+            if !body.is_empty() || !header.is_empty() {
+                // A new message begins (several per datagram).
+                if !header.is_empty() {
+                    messages.push(json!({"header": Json::Object(std::mem::take(&mut header)), "fields": Json::Object(std::mem::take(&mut body))}));
+                }
+            }
+            insert(&mut header, &key, json_value(&d.names, item), false);
+            continue;
+        }
+        if name.starts_with(&prefix_footer) && item.depth == 0 {
+            close(&mut stack, 0, &mut body);
+            insert(&mut footer, &key, json_value(&d.names, item), false);
+            continue;
+        }
+        close(&mut stack, item.depth + 1, &mut body);
+        if item.value == Value::Group {
+            stack.push((key, Map::new(), item.depth + 1, d.names.fields[item.field].repeated));
+            continue;
+        }
+        let target = match stack.last_mut() {
+            Some(s) => &mut s.1,
+            None => &mut body,
+        };
+        insert(target, &key, json_value(&d.names, item), d.names.fields[item.field].repeated);
+    }
+    close(&mut stack, 0, &mut body);
+    if !header.is_empty() || !body.is_empty() {
+        messages.push(json!({"header": Json::Object(header), "fields": Json::Object(body)}));
+    }
+    for (m, seen_m) in messages.iter_mut().zip(&decoded.messages) {
+        if let Json::Object(obj) = m {
+            let name = seen_m.message.map(|i| desc.messages[i].name.clone());
+            obj.insert("message".into(), json!(name));
+            obj.insert("code".into(), json!(seen_m.code));
+        }
+    }
+    let findings: Vec<Json> = decoded.problems.iter().map(|p| problem_json(desc, seen.frame, p)).collect();
+    json!({
+        "frame": seen.frame,
+        "time": seen.time,
+        "src": seen.src.to_string(),
+        "dst": seen.dst.to_string(),
+        "length": seen.bytes.len(),
+        "direction": seen.from_client.map(|c| if c { "client-to-server" } else { "server-to-client" }),
+        "dialect": desc.id,
+        "messages": messages,
+        "footer": Json::Object(footer),
+        "findings": findings,
+    })
+}
+
+/// A repeated field's values are a list, even of one; a field met twice otherwise (several
+/// messages' fields are kept apart, so only a description's own repeats do this) becomes one too.
+fn insert(map: &mut Map<String, Json>, key: &str, value: Json, repeated: bool) {
+    match map.get_mut(key) {
+        None if repeated => {
+            map.insert(key.to_string(), Json::Array(vec![value]));
+        }
+        None => {
+            map.insert(key.to_string(), value);
+        }
+        Some(Json::Array(list)) if repeated => list.push(value),
+        Some(existing) => {
+            let first = existing.take();
+            *existing = Json::Array(vec![first, value]);
+        }
+    }
+}
+
+fn problem_json(desc: &Description, frame: u64, p: &decode::Problem) -> Json {
+    let r = &desc.rules[p.rule];
+    json!({
+        "frame": frame,
+        "rule": r.id,
+        "severity": r.severity.name(),
+        "section": r.section,
+        "offset": p.offset,
+        "field": p.field,
+        "expected": p.expected,
+        "found": p.found,
+    })
+}
+
+/// `dialect check`: the datagrams the description fails to parse, field by field. Exits 1 when
+/// one breaks an error rule, 2 when the capture holds no datagram of the dialect.
+pub fn check(file: &Path, capture: &Path, json: bool) -> Result<ExitCode, String> {
+    let d = Described::open(file)?;
+    let desc = &d.description;
+    let mut lines = String::new();
+    let mut findings: Vec<Json> = Vec::new();
+    let (mut failed, mut errors, mut warnings) = (0u64, 0u64, 0u64);
+    let mut by_message: Vec<u64> = vec![0; desc.messages.len()];
+    let totals = each_datagram(&d, capture, |seen| {
+        for m in &seen.decoded.messages {
+            if let Some(i) = m.message {
+                by_message[i] += 1;
+            }
+        }
+        if seen.decoded.problems.is_empty() {
+            return;
+        }
+        failed += 1;
+        for p in &seen.decoded.problems {
+            let r = &desc.rules[p.rule];
+            match r.severity {
+                Severity::Error => errors += 1,
+                Severity::Warning => warnings += 1,
+                Severity::Info => {}
+            }
+            if findings.len() < 100_000 {
+                findings.push(problem_json(desc, seen.frame, p));
+                let _ = writeln!(lines, "frame {}: {}", seen.frame, problem_text(r, p));
+            }
+        }
+    })?;
+    let shown = capture.display();
+    let clean = totals.datagrams - failed;
+    let summary = format!(
+        "{shown}: {} datagrams of {} in {} frames: {clean} decoded cleanly, {failed} with findings ({errors} errors, {warnings} warnings)",
+        totals.datagrams, desc.id, totals.frames
+    );
+    let code = if totals.datagrams == 0 {
+        2
+    } else if errors > 0 {
+        1
+    } else {
+        0
+    };
+    let text = if json {
+        let messages: Map<String, Json> = desc
+            .messages
+            .iter()
+            .zip(&by_message)
+            .map(|(m, n)| (m.name.clone(), json!(n)))
+            .collect();
+        serde_json::to_string_pretty(&json!({
+            "file": capture.display().to_string(),
+            "description": file.display().to_string(),
+            "dialect": desc.id,
+            "frames": totals.frames,
+            "datagrams": totals.datagrams,
+            "clean": clean,
+            "failed": failed,
+            "errors": errors,
+            "warnings": warnings,
+            "messages": messages,
+            "cut": totals.cut,
+            "findings": findings,
+        }))
+        .unwrap_or_default()
+            + "\n"
+    } else {
+        let mut text = lines;
+        if let Some(cut) = &totals.cut {
+            let _ = writeln!(text, "{shown}: {cut}");
+        }
+        if totals.datagrams == 0 {
+            let _ = writeln!(
+                text,
+                "{shown}: no datagram of {} in {} frames ({} UDP): nothing was judged",
+                desc.id, totals.frames, totals.udp
+            );
+        }
+        text + &summary + "\n"
+    };
+    crate::app::write_stdout(text.as_bytes())?;
+    Ok(ExitCode::from(code))
+}
+
+/// `dialect fields`: every filter field of the description, as `fields` lists the bundled ones.
+pub fn fields(file: &Path, json: bool) -> Result<ExitCode, String> {
+    let d = Described::open(file)?;
+    let desc = &d.description;
+    let type_name = |k: Kind, i: usize| -> String {
+        match (k, i) {
+            (_, names::PROTOCOL) => "protocol".into(),
+            (Kind::Int { width, signed }, _) => format!("{}{}", if signed { "int" } else { "uint" }, u32::from(width) * 8),
+            (Kind::Bits { width }, _) => format!("uint{}", if width <= 8 { 8 } else if width <= 16 { 16 } else { 32 }),
+            (Kind::Float { width: 4 }, _) => "float".into(),
+            (Kind::Float { .. }, _) => "double".into(),
+            (Kind::Str | Kind::Strz, _) => "string".into(),
+            (Kind::Bytes, _) => "bytes".into(),
+            (Kind::User(_), _) => "none".into(),
+        }
+    };
+    let text = if json {
+        let list: Vec<Json> = d
+            .names
+            .fields
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                json!({
+                    "name": f.name,
+                    "label": f.label,
+                    "type": type_name(f.kind, i),
+                    "enum": f.enumeration.map(|e| desc.enums[e].id.clone()),
+                    "divisor": f.divisor,
+                })
+            })
+            .collect();
+        serde_json::to_string_pretty(&json!({"dialect": desc.id, "fields": list})).unwrap_or_default() + "\n"
+    } else {
+        let mut t = String::new();
+        for (i, f) in d.names.fields.iter().enumerate() {
+            let _ = writeln!(t, "{}\t{}\t{}", f.name, type_name(f.kind, i), f.label);
+        }
+        t
+    };
+    crate::app::write_stdout(text.as_bytes())
+}
+
+/// Writes `text` to `output` (a temporary file renamed into place), or to standard output.
+pub fn write_out(output: Option<&Path>, text: &str) -> Result<ExitCode, String> {
+    match output {
+        Some(path) if !crate::app::output::is_stdout(path) => {
+            crate::app::write_file(path, text.as_bytes()).map_err(|e| format!("{}: {e}", path.display()))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        _ => crate::app::write_stdout(text.as_bytes()),
+    }
+}
+
+/// `dialect ksy`.
+pub fn ksy(file: &Path, output: Option<&Path>) -> Result<ExitCode, String> {
+    let d = Described::open(file)?;
+    write_out(output, &crate::describe::ksy::export(&d.description, &file.display().to_string()))
+}
