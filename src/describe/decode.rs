@@ -424,6 +424,7 @@ fn decompress(algorithm: CompressionAlgorithm, input: &[u8], original: Option<i6
                 Err(e) => Err(format!("LZ4 data that fails: {e}")),
             }
         }
+        CompressionAlgorithm::Lz4Frame => read_bounded(lz4_flex::frame::FrameDecoder::new(input), out),
         CompressionAlgorithm::Zlib => read_bounded(flate2::read::ZlibDecoder::new(input), out),
     }
 }

@@ -122,14 +122,12 @@ fn choice<T: Copy>(node: &Node, what: &str, list: &[(T, &str)]) -> Result<T> {
     let t = text(node, what)?;
     match list.iter().find(|(_, name)| *name == t) {
         Some((v, _)) => Ok(*v),
-        None => err(
-            node,
-            format!(
-                "`{t}` is not {what}{}; one of: {}",
-                hint(t, list.iter().map(|x| x.1)),
-                list.iter().map(|x| x.1).collect::<Vec<_>>().join(", ")
-            ),
-        ),
+        None => {
+            let near = hint(t, list.iter().map(|x| x.1));
+            let all = list.iter().map(|x| x.1).collect::<Vec<_>>().join(", ");
+            let list = if near.is_empty() { format!("; one of: {all}") } else { near };
+            err(node, format!("`{t}` is not {what}{list}"))
+        }
     }
 }
 
@@ -713,7 +711,7 @@ impl Loader {
                 let algorithm = choice(
                     k.need("algorithm", "framing.compression")?,
                     "a compression",
-                    &[(CompressionAlgorithm::Lz4Block, "lz4-block"), (CompressionAlgorithm::Zlib, "zlib")],
+                    &[(CompressionAlgorithm::Lz4Block, "lz4-block"), (CompressionAlgorithm::Lz4Frame, "lz4-frame"), (CompressionAlgorithm::Zlib, "zlib")],
                 )?;
                 let flag = header_field(k.need("flag", "framing.compression")?)?;
                 let mask = match k.get("mask") {

@@ -365,6 +365,7 @@ pub struct ChecksumRule {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CompressionAlgorithm {
     Lz4Block,
+    Lz4Frame,
     Zlib,
 }
 

@@ -279,11 +279,13 @@ fn datagram_json(d: &Described, seen: &Seen<'_>) -> Json {
         let key = leaf(name).to_string();
         if name.starts_with(&prefix_header) && item.depth == 0 {
             close(&mut stack, 0, &mut body);
-            if !body.is_empty() || !header.is_empty() {
-                // A new message begins (several per datagram).
-                if !header.is_empty() {
-                    messages.push(json!({"header": Json::Object(std::mem::take(&mut header)), "fields": Json::Object(std::mem::take(&mut body))}));
-                }
+            // The header's first field begins the next message (several per datagram).
+            let first = d.names.header.slots.first().map(|s| s.field);
+            if first == Some(item.field) && !header.is_empty() {
+                messages.push(json!({
+                    "header": Json::Object(std::mem::take(&mut header)),
+                    "fields": Json::Object(std::mem::take(&mut body)),
+                }));
             }
             insert(&mut header, &key, json_value(&d.names, item), false);
             continue;
@@ -311,23 +313,37 @@ fn datagram_json(d: &Described, seen: &Seen<'_>) -> Json {
     for (m, seen_m) in messages.iter_mut().zip(&decoded.messages) {
         if let Json::Object(obj) = m {
             let name = seen_m.message.map(|i| desc.messages[i].name.clone());
-            obj.insert("message".into(), json!(name));
             obj.insert("code".into(), json!(seen_m.code));
+            obj.insert("name".into(), json!(name));
         }
     }
-    let findings: Vec<Json> = decoded.problems.iter().map(|p| problem_json(desc, seen.frame, p)).collect();
-    json!({
+    let violations: Vec<Json> = decoded.problems.iter().map(|p| problem_json(desc, None, p)).collect();
+    let mut record = json!({
+        "kind": "datagram",
         "frame": seen.frame,
-        "time": seen.time,
-        "src": seen.src.to_string(),
-        "dst": seen.dst.to_string(),
-        "length": seen.bytes.len(),
-        "direction": seen.from_client.map(|c| if c { "client-to-server" } else { "server-to-client" }),
+        "time_rel": seen.time,
+        "src_ip": seen.src.ip().to_string(),
+        "src_port": seen.src.port(),
+        "dst_ip": seen.dst.ip().to_string(),
+        "dst_port": seen.dst.port(),
         "dialect": desc.id,
-        "messages": messages,
-        "footer": Json::Object(footer),
-        "findings": findings,
-    })
+        "direction": seen.from_client.map(|c| if c { "client_to_server" } else { "server_to_client" }),
+        "length": seen.bytes.len(),
+    });
+    let Json::Object(obj) = &mut record else { unreachable!("a json! object") };
+    // One message: its code, name, header and fields at the top, as `packets --format json`
+    // writes the bundled dialects'; several: each in `messages`, and their names joined.
+    if messages.len() == 1 {
+        if let Some(Json::Object(first)) = messages.pop() {
+            obj.extend(first);
+        }
+    } else {
+        obj.insert("name".into(), json!(message_names(desc, decoded)));
+        obj.insert("messages".into(), Json::Array(messages));
+    }
+    obj.insert("footer".into(), Json::Object(footer));
+    obj.insert("violations".into(), Json::Array(violations));
+    record
 }
 
 /// A repeated field's values are a list, even of one; a field met twice otherwise (several
@@ -348,18 +364,23 @@ fn insert(map: &mut Map<String, Json>, key: &str, value: Json, repeated: bool) {
     }
 }
 
-fn problem_json(desc: &Description, frame: u64, p: &decode::Problem) -> Json {
+/// A finding as JSON: `id`, `severity` and `offset` as the bundled dialects' violations have
+/// them, and what was expected and found; `frame` when it is listed apart from its datagram.
+fn problem_json(desc: &Description, frame: Option<u64>, p: &decode::Problem) -> Json {
     let r = &desc.rules[p.rule];
-    json!({
-        "frame": frame,
-        "rule": r.id,
+    let mut v = json!({
+        "id": r.id,
         "severity": r.severity.name(),
         "section": r.section,
         "offset": p.offset,
         "field": p.field,
         "expected": p.expected,
         "found": p.found,
-    })
+    });
+    if let (Some(frame), Json::Object(obj)) = (frame, &mut v) {
+        obj.insert("frame".into(), json!(frame));
+    }
+    v
 }
 
 /// `dialect check`: the datagrams the description fails to parse, field by field. Exits 1 when
@@ -389,7 +410,7 @@ pub fn check(file: &Path, capture: &Path, json: bool) -> Result<ExitCode, String
                 Severity::Info => {}
             }
             if findings.len() < 100_000 {
-                findings.push(problem_json(desc, seen.frame, p));
+                findings.push(problem_json(desc, Some(seen.frame), p));
                 let _ = writeln!(lines, "frame {}: {}", seen.frame, problem_text(r, p));
             }
         }
@@ -397,8 +418,12 @@ pub fn check(file: &Path, capture: &Path, json: bool) -> Result<ExitCode, String
     let shown = capture.display();
     let clean = totals.datagrams - failed;
     let summary = format!(
-        "{shown}: {} datagrams of {} in {} frames: {clean} decoded cleanly, {failed} with findings ({errors} errors, {warnings} warnings)",
-        totals.datagrams, desc.id, totals.frames
+        "{shown}: {} datagrams of {} in {} frames: {clean} decoded cleanly, {failed} with findings ({errors} {}, {warnings} {})",
+        totals.datagrams,
+        desc.id,
+        totals.frames,
+        if errors == 1 { "error" } else { "errors" },
+        if warnings == 1 { "warning" } else { "warnings" },
     );
     let code = if totals.datagrams == 0 {
         2
