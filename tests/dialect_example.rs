@@ -1,0 +1,237 @@
+//! The proof of the dialect description format (docs/dialect-format.md) on a protocol nobody
+//! here designed: RTGP, the R-Type Game Protocol of
+//! <https://github.com/My-Epitech-Organisation/Rtype>, described in examples/dialects/rtgp.yaml.
+//! The captures are written by an encoder made from that project's C++, not from the
+//! description (tests/support/rtgp.rs): `dialect check` must pass its clean session and name the
+//! frame and rule of each fault put in it, and `dialect packets` must name every datagram as the
+//! project does.
+
+#[path = "support/bin.rs"]
+mod bin;
+#[path = "support/faults.rs"]
+mod faults;
+#[path = "support/rtgp.rs"]
+mod rtgp;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use bin::run;
+use serde_json::Value;
+
+const DIALECT: &str = "examples/dialects/rtgp.yaml";
+/// The clean session, committed for docs/describe-your-protocol.md; `RTYPE_BLESS=1 cargo test
+/// --test dialect_example` rewrites it from the encoder.
+const SAMPLE: &str = "examples/dialects/rtgp-session.pcap";
+
+/// The session's datagrams.
+const DATAGRAMS: usize = 182;
+/// The frame whose `payload_size` says 4 bytes more than there are (the S_ENTITY_SPAWN of Bydos
+/// 100 to client A).
+const WRONG_LENGTH_FRAME: u64 = 88;
+/// The frame whose opcode is 0x7E, which RTGP does not define (client B's 10th C_INPUT).
+const UNKNOWN_TYPE_FRAME: u64 = 131;
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "rtype-dialect-example-{name}-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// `datagrams` written as a capture named `name` in a fresh directory.
+fn capture(name: &str, datagrams: &[rtgp::Datagram]) -> String {
+    let path = dir(name).join(format!("{name}.pcap"));
+    rtgp::write_capture(&path, datagrams);
+    path.to_str().unwrap().to_owned()
+}
+
+/// Whether a line of `out` names `rule` and `frame` (as a number of its own).
+fn names_fault(out: &str, frame: u64, rule: &str) -> bool {
+    let frame = frame.to_string();
+    out.lines().any(|l| {
+        l.contains(rule)
+            && l.split(|c: char| !c.is_ascii_digit())
+                .any(|number| number == frame)
+    })
+}
+
+/// The facts the other tests hold the tool to, as the encoder makes them: the count, the fault
+/// frames, how many of each message, and that every datagram is whole by the project's rules.
+#[test]
+fn the_session_is_what_the_tests_expect() {
+    let session = rtgp::session();
+    assert_eq!(session.len(), DATAGRAMS);
+    assert_eq!(rtgp::with_wrong_length().1, WRONG_LENGTH_FRAME);
+    assert_eq!(rtgp::with_unknown_type().1, UNKNOWN_TYPE_FRAME);
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for d in &session {
+        *counts
+            .entry(d.name().expect("a defined opcode"))
+            .or_default() += 1;
+    }
+    let expected: BTreeMap<&str, usize> = [
+        ("ACK", 64),
+        ("C_CHAT", 1),
+        ("C_CONNECT", 2),
+        ("C_INPUT", 28),
+        ("C_JOIN_LOBBY", 2),
+        ("C_READY", 2),
+        ("C_REQUEST_LOBBIES", 2),
+        ("C_SET_BANDWIDTH_MODE", 1),
+        ("DISCONNECT", 4),
+        ("PING", 2),
+        ("PONG", 10),
+        ("R_GET_USERS", 2),
+        ("S_ACCEPT", 2),
+        ("S_BANDWIDTH_MODE_CHANGED", 2),
+        ("S_CHAT", 2),
+        ("S_ENTITY_DESTROY", 3),
+        ("S_ENTITY_HEALTH", 2),
+        ("S_ENTITY_MOVE", 2),
+        ("S_ENTITY_MOVE_BATCH", 28),
+        ("S_ENTITY_SPAWN", 8),
+        ("S_GAME_START", 2),
+        ("S_JOIN_LOBBY_RESPONSE", 2),
+        ("S_LEVEL_ANNOUNCE", 2),
+        ("S_LOBBY_LIST", 2),
+        ("S_PLAYER_READY_STATE", 3),
+        ("S_UPDATE_STATE", 2),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(counts, expected);
+    let mut compressed = Vec::new();
+    for (i, d) in session.iter().enumerate() {
+        let b = &d.bytes;
+        assert_eq!(b[0], rtgp::MAGIC_BYTE, "frame {}", i + 1);
+        // The header's payload size is the bytes after it (Connection::processPacket's check).
+        let size = usize::from(u16::from_be_bytes([b[2], b[3]]));
+        assert_eq!(size, b.len() - rtgp::HEADER_SIZE, "frame {}", i + 1);
+        assert_eq!(&b[13..16], &[0, 0, 0], "frame {}", i + 1);
+        if b[12] & rtgp::flags::COMPRESSED != 0 {
+            // An LZ4 frame: magic, FLG, BD, content size, HC; one block; the end mark.
+            let f = &b[16..];
+            assert_eq!(&f[..4], &0x184D_2204u32.to_le_bytes());
+            let content = u64::from_le_bytes(f[6..14].try_into().unwrap()) as usize;
+            assert_eq!(f[14], ((rtgp::xxh32(&f[4..14], 0) >> 8) & 0xFF) as u8);
+            let block = u32::from_le_bytes(f[15..19].try_into().unwrap()) as usize;
+            assert_eq!(block & 0x8000_0000, 0);
+            let plain = lz4_flex::block::decompress(&f[19..19 + block], content).unwrap();
+            assert_eq!(plain.len(), content);
+            assert_eq!(&f[19 + block..], &[0, 0, 0, 0]);
+            compressed.push((i as u64 + 1, d.name().unwrap(), content));
+        }
+    }
+    // The payloads of 64 bytes or more that LZ4 shrinks: the level announce (3 × 32 bytes) to
+    // each client, the chat line (4 + 256 bytes) from A and to each client.
+    assert_eq!(
+        compressed.iter().map(|c| (c.1, c.2)).collect::<Vec<_>>(),
+        [
+            ("S_LEVEL_ANNOUNCE", 96),
+            ("S_LEVEL_ANNOUNCE", 96),
+            ("C_CHAT", 260),
+            ("S_CHAT", 260),
+            ("S_CHAT", 260),
+        ]
+    );
+}
+
+/// XXH32 against the reference values (the LZ4 frame's header checksum depends on it).
+#[test]
+fn xxh32_is_the_reference() {
+    assert_eq!(rtgp::xxh32(b"", 0), 0x02CC_5D05);
+    assert_eq!(rtgp::xxh32(b"a", 0), 0x550D_7456);
+    assert_eq!(rtgp::xxh32(b"abc", 0), 0x32D1_53FF);
+    assert_eq!(
+        rtgp::xxh32(b"Nobody inspects the spammish repetition", 0),
+        0xE229_3B2F
+    );
+}
+
+#[test]
+fn the_committed_sample_is_the_encoders() {
+    let bytes = rtgp::pcap(&rtgp::session());
+    if std::env::var_os("RTYPE_BLESS").is_some() {
+        std::fs::write(SAMPLE, &bytes).unwrap();
+    }
+    assert!(
+        std::fs::read(SAMPLE).unwrap() == bytes,
+        "{SAMPLE} is not the encoder's session: RTYPE_BLESS=1 cargo test --test dialect_example rewrites it"
+    );
+}
+
+/// docs/describe-your-protocol.md makes the two faulty captures with `dd` at these offsets of the
+/// committed sample: they are the encoder's.
+#[test]
+fn the_tutorials_dd_offsets_make_the_encoders_faults() {
+    let sample = std::fs::read(SAMPLE).unwrap();
+    let mut length = sample.clone();
+    length[7135..7137].copy_from_slice(&[0x00, 0x12]);
+    assert!(length == rtgp::pcap(&rtgp::with_wrong_length().0));
+    let mut unknown = sample;
+    unknown[10948] = 0x7E;
+    assert!(unknown == rtgp::pcap(&rtgp::with_unknown_type().0));
+}
+
+#[test]
+fn dialect_check_passes_the_clean_session() {
+    let cap = capture("clean", &rtgp::session());
+    let (code, out, err) = run(&["dialect", "check", DIALECT, &cap]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!out.contains("rtgp."), "{out}");
+}
+
+#[test]
+fn dialect_check_names_the_frame_and_rule_of_each_fault() {
+    let (wrong_length, frame) = rtgp::with_wrong_length();
+    let (unknown_type, frame2) = rtgp::with_unknown_type();
+    for (name, datagrams, frame, rule) in [
+        ("length", wrong_length, frame, "rtgp.length"),
+        ("unknown-type", unknown_type, frame2, "rtgp.unknown-type"),
+    ] {
+        let cap = capture(name, &datagrams);
+        let (code, out, err) = run(&["dialect", "check", DIALECT, &cap]);
+        assert_eq!(code, 1, "{name}: {out}{err}");
+        let all = format!("{out}{err}");
+        assert!(
+            names_fault(&all, frame, rule),
+            "{name}: no line names frame {frame} and {rule}:\n{all}"
+        );
+    }
+    // RTGP has no checksum, so no checksum fault.
+}
+
+#[test]
+fn dialect_packets_names_every_datagram_as_the_project_does() {
+    let session = rtgp::session();
+    let cap = capture("packets", &session);
+    let (code, out, err) = run(&["dialect", "packets", DIALECT, &cap, "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let records: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .filter(|r: &Value| r["kind"] == "datagram")
+        .collect();
+    for r in &records {
+        assert_eq!(r["dialect"], "rtgp", "{r}");
+    }
+    let got: Vec<(u64, &str)> = records
+        .iter()
+        .map(|r| {
+            (
+                r["frame"].as_u64().unwrap(),
+                r["name"].as_str().unwrap_or_else(|| panic!("no name: {r}")),
+            )
+        })
+        .collect();
+    let expected: Vec<(u64, &str)> = session
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (i as u64 + 1, d.name().unwrap()))
+        .collect();
+    assert_eq!(got, expected);
+}
