@@ -234,3 +234,61 @@ fn ksy_exports_the_layout() {
         assert!(out.contains(expected), "{expected}\nnot in\n{out}");
     }
 }
+
+mod hostile {
+    use proptest::prelude::*;
+    use rtype_inspect::describe::decode::{decode, Decoded};
+    use rtype_inspect::describe::Described;
+
+    /// The descriptions the mutations start from: the template and the public project's.
+    fn seeds() -> Vec<String> {
+        vec![
+            rtype_inspect::describe::TEMPLATE.to_string(),
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/dialects/rtgp.yaml")).unwrap(),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(256),
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        })]
+
+        /// A description with bytes replaced, inserted or cut anywhere loads or is refused with
+        /// a placed error, never a panic; one that loads decodes random datagrams without panic,
+        /// and no more items than the limit.
+        #[test]
+        fn mutated_descriptions_and_datagrams_never_panic(
+            seed in 0usize..2,
+            edits in proptest::collection::vec((any::<u16>(), any::<u8>(), 0u8..3), 1..8),
+            datagrams in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..200), 1..16),
+        ) {
+            let mut text = seeds()[seed].clone().into_bytes();
+            for (at, byte, how) in edits {
+                let at = usize::from(at) % (text.len() + 1);
+                match how {
+                    0 if at < text.len() => text[at] = byte,
+                    1 => text.insert(at, byte),
+                    _ => text.truncate(at.max(1)),
+                }
+            }
+            let text = String::from_utf8_lossy(&text);
+            match Described::from_text("mutated.yaml", &text) {
+                Err(e) => prop_assert!(e.starts_with("mutated.yaml"), "{e}"),
+                Ok(d) => {
+                    let mut out = Decoded::default();
+                    for mut bytes in datagrams {
+                        // Give half of them the magic, so that they get past it.
+                        if bytes.first().is_some_and(|b| b % 2 == 0) {
+                            let magic = d.description.magic.clone();
+                            bytes.splice(0..0, magic);
+                        }
+                        decode(&d.description, &d.names, &bytes, Some(true), &mut out);
+                        prop_assert!(out.items.len() <= rtype_inspect::describe::decode::MAX_ITEMS);
+                    }
+                }
+            }
+        }
+    }
+}

@@ -185,22 +185,25 @@ fn dialect_check_passes_the_clean_session() {
     assert!(!out.contains("rtgp."), "{out}");
 }
 
+/// The tutorial's two broken captures, checked: the output is exactly what the tutorial shows
+/// (so the tutorial cannot drift), and each names the fault's frame and rule.
 #[test]
 fn dialect_check_names_the_frame_and_rule_of_each_fault() {
+    let tutorial = std::fs::read_to_string("docs/describe-your-protocol.md").unwrap();
     let (wrong_length, frame) = rtgp::with_wrong_length();
     let (unknown_type, frame2) = rtgp::with_unknown_type();
+    let here = dir("tutorial");
     for (name, datagrams, frame, rule) in [
-        ("length", wrong_length, frame, "rtgp.length"),
-        ("unknown-type", unknown_type, frame2, "rtgp.unknown-type"),
+        ("bad-length.pcap", wrong_length, frame, "rtgp.length"),
+        ("bad-type.pcap", unknown_type, frame2, "rtgp.unknown-type"),
     ] {
-        let cap = capture(name, &datagrams);
-        let (code, out, err) = run(&["dialect", "check", DIALECT, &cap]);
+        rtgp::write_capture(&here.join(name), &datagrams);
+        let description = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(DIALECT);
+        let (code, out, err) = bin::run_in(&here, &["dialect", "check", description.to_str().unwrap(), name]);
         assert_eq!(code, 1, "{name}: {out}{err}");
-        let all = format!("{out}{err}");
-        assert!(
-            names_fault(&all, frame, rule),
-            "{name}: no line names frame {frame} and {rule}:\n{all}"
-        );
+        assert!(names_fault(&out, frame, rule), "{name}: no line names frame {frame} and {rule}:\n{out}");
+        let shown = format!("$ rtype-inspect dialect check {DIALECT} {name}\n{out}");
+        assert!(tutorial.contains(&shown), "the tutorial does not show:\n{shown}");
     }
     // RTGP has no checksum, so no checksum fault.
 }
