@@ -316,7 +316,7 @@ pub fn unknown_rules(key: &str, ids: &[&str]) -> String {
     let named: Vec<String> = ids
         .iter()
         .map(|id| {
-            let known = Rule::ALL.iter().map(|r| r.id());
+            let known = Rule::all().iter().map(|r| r.id());
             match crate::proto::near::nearest(id, known, 3).as_slice() {
                 [] => (*id).to_string(),
                 near => format!("{id} (did you mean {}?)", near.join(", ")),

@@ -775,7 +775,7 @@ impl Registry {
             b.push(runtime_field(f, Provider::Dissector));
         }
         b.described();
-        for rule in Rule::ALL {
+        for rule in Rule::all() {
             b.push(FilterField {
                 column: None,
                 name: rule.id().into(),

@@ -45,20 +45,44 @@ pub struct RuleInfo {
 
 macro_rules! rules {
     ($($variant:ident = $id:literal, $sev:ident, $section:literal, $summary:literal;)*) => {
-        /// A rule of the catalog. The variant is the handle code uses; [`Rule::info`] the facts.
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-        pub enum Rule { $($variant),* }
+        /// The catalog's order, which numbers the rules.
+        #[allow(clippy::enum_variant_names)]
+        #[repr(u16)]
+        enum Index { $($variant),* }
 
-        /// Every rule, in catalog order.
+        /// Every rule of the catalog, in order.
         pub const CATALOG: &[RuleInfo] = &[
             $(RuleInfo { id: $id, severity: Severity::$sev, section: $section, summary: $summary }),*
         ];
 
+        #[allow(non_upper_case_globals)]
         impl Rule {
+            $(pub const $variant: Rule = Rule(Index::$variant as u16);)*
+            /// The catalog's rules (a described dialect's come after them: [`Rule::all`]).
             pub const ALL: &'static [Rule] = &[$(Rule::$variant),*];
         }
     };
 }
+
+/// A rule: the catalog's, by the constant code uses (`Rule::RtypeCrcMismatch`), or one a
+/// dialect description declares, numbered after the catalog when the description loads.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Rule(u16);
+
+impl std::fmt::Debug for Rule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.id())
+    }
+}
+
+/// The rules of the described dialects loaded in this run, registered once before any capture
+/// is read.
+struct Described {
+    infos: Vec<RuleInfo>,
+    all: Vec<Rule>,
+}
+
+static DESCRIBED: std::sync::OnceLock<Described> = std::sync::OnceLock::new();
 
 rules! {
     // Capture layer.
@@ -290,7 +314,11 @@ rules! {
 
 impl Rule {
     pub fn info(self) -> &'static RuleInfo {
-        &CATALOG[self as usize]
+        let i = self.index();
+        CATALOG.get(i).unwrap_or_else(|| {
+            let extra = &DESCRIBED.get().expect("a described rule was registered").infos;
+            &extra[i - CATALOG.len()]
+        })
     }
     pub fn id(self) -> &'static str {
         self.info().id
@@ -298,8 +326,32 @@ impl Rule {
     pub fn severity(self) -> Severity {
         self.info().severity
     }
+    /// The rule's number: its place in [`Rule::all`], for tables indexed by rule.
+    pub const fn index(self) -> usize {
+        self.0 as usize
+    }
     pub fn from_id(id: &str) -> Option<Rule> {
-        Rule::ALL.iter().copied().find(|r| r.id() == id)
+        Rule::all().iter().copied().find(|r| r.id() == id)
+    }
+
+    /// The catalog's rules, then the described dialects'.
+    pub fn all() -> &'static [Rule] {
+        DESCRIBED.get().map_or(Rule::ALL, |d| &d.all)
+    }
+
+    /// Registers the rules of the described dialects (once, before any capture is read; a
+    /// second call is refused) and returns the first one's number.
+    pub fn register(infos: Vec<RuleInfo>) -> Result<Rule, String> {
+        let first = CATALOG.len();
+        let total = first + infos.len();
+        if total > usize::from(u16::MAX) {
+            return Err(format!("more than {} rules", u16::MAX));
+        }
+        let all = (0..total).map(|i| Rule(i as u16)).collect();
+        DESCRIBED
+            .set(Described { infos, all })
+            .map_err(|_| "the described dialects' rules are registered once".to_string())?;
+        Ok(Rule(first as u16))
     }
 }
 
@@ -310,7 +362,7 @@ mod tests {
     #[test]
     fn ids_are_unique_and_table_aligned() {
         for (i, rule) in Rule::ALL.iter().enumerate() {
-            assert_eq!(*rule as usize, i);
+            assert_eq!(rule.index(), i);
             assert_eq!(Rule::from_id(rule.id()), Some(*rule));
         }
         let mut ids: Vec<_> = CATALOG.iter().map(|r| r.id).collect();

@@ -90,12 +90,12 @@ pub struct Policy {
 
 impl Policy {
     pub fn allowed(&self, rule: Rule) -> bool {
-        self.allowed[rule as usize]
+        self.allowed[rule.index()]
     }
 
     /// Allowed rule IDs, in catalog order.
     pub fn allowed_ids(&self) -> Vec<&'static str> {
-        Rule::ALL
+        Rule::all()
             .iter()
             .filter(|r| self.allowed(**r))
             .map(|r| r.id())
@@ -212,7 +212,7 @@ impl FileResult {
         match &self.outcome {
             Err(_) => 2,
             Ok(counts) => u8::from(
-                Rule::ALL
+                Rule::all()
                     .iter()
                     .any(|r| policy.verdict(*r, counts.get(*r).count) == Verdict::Fail),
             ),
@@ -326,14 +326,14 @@ fn policy(args: &CheckArgs, reading: &Reading) -> Result<Policy, String> {
         .map(FailOn::severity)
         .or(config.fail_on)
         .unwrap_or(Severity::Error);
-    let mut allowed = vec![false; Rule::ALL.len()];
+    let mut allowed = vec![false; Rule::all().len()];
     for rule in &config.allow {
-        allowed[*rule as usize] = true;
+        allowed[rule.index()] = true;
     }
     let mut unknown = Vec::new();
     for id in &args.allow {
         match Rule::from_id(id) {
-            Some(rule) => allowed[rule as usize] = true,
+            Some(rule) => allowed[rule.index()] = true,
             None => unknown.push(id.as_str()),
         }
     }
@@ -369,7 +369,7 @@ impl RuleLine {
 
 /// Every rule of the catalog for one file's counts, in catalog order.
 pub fn lines(counts: &RuleCounts, policy: &Policy) -> Vec<RuleLine> {
-    Rule::ALL
+    Rule::all()
         .iter()
         .map(|&rule| {
             let count = counts.get(rule).count;
@@ -524,7 +524,7 @@ mod tests {
     use super::*;
 
     fn policy(fail_on: Severity, allow: &[Rule]) -> Policy {
-        let mut allowed = vec![false; Rule::ALL.len()];
+        let mut allowed = vec![false; Rule::all().len()];
         for r in allow {
             allowed[*r as usize] = true;
         }

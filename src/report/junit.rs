@@ -133,7 +133,7 @@ pub fn write(results: &[FileResult], policy: &Policy) -> String {
             suites += "</testcase>\n";
         }
         suites += "  </testsuite>\n";
-        tests += Rule::ALL.len();
+        tests += Rule::all().len();
         failures += fails;
         skipped += skips;
     }

@@ -146,7 +146,7 @@ fn percent(fraction: f64) -> f64 {
 /// The session findings of one conversation, by rule ID.
 fn findings_of(findings: &BTreeMap<(u32, Rule), u64>, id: u32) -> serde_json::Map<String, Json> {
     findings
-        .range((id, Rule::ALL[0])..=(id, Rule::ALL[Rule::ALL.len() - 1]))
+        .range((id, Rule::all()[0])..=(id, Rule::all()[Rule::all().len() - 1]))
         .map(|((_, rule), n)| (rule.id().to_string(), json!(n)))
         .collect()
 }

@@ -39,23 +39,23 @@ impl RuleCounts {
     /// Counts a finding: a datagram's finding of a rule broken `count` times counts `count`.
     pub fn add_finding(&mut self, finding: &Finding, frame: u64) {
         if self.counts.is_empty() {
-            self.counts = vec![RuleCount::default(); Rule::ALL.len()];
-            self.frames = vec![Vec::new(); Rule::ALL.len()];
+            self.counts = vec![RuleCount::default(); Rule::all().len()];
+            self.frames = vec![Vec::new(); Rule::all().len()];
         }
         let rule = finding.rule;
-        let c = &mut self.counts[rule as usize];
+        let c = &mut self.counts[rule.index()];
         if c.count == 0 {
             c.first_frame = frame;
         }
         c.count += u64::from(finding.count);
-        let frames = &mut self.frames[rule as usize];
+        let frames = &mut self.frames[rule.index()];
         if frames.len() < MAX_FRAMES && frames.last() != Some(&frame) {
             frames.push(frame);
         }
     }
     /// Rules with at least one finding, most severe first, then by ID.
     pub fn present(&self) -> Vec<(Rule, RuleCount)> {
-        let mut v: Vec<_> = Rule::ALL
+        let mut v: Vec<_> = Rule::all()
             .iter()
             .map(|r| (*r, self.get(*r)))
             .filter(|(_, c)| c.count > 0)
@@ -68,11 +68,11 @@ impl RuleCounts {
         v
     }
     pub fn get(&self, rule: Rule) -> RuleCount {
-        self.counts.get(rule as usize).copied().unwrap_or_default()
+        self.counts.get(rule.index()).copied().unwrap_or_default()
     }
     /// The first distinct frames (at most [`MAX_FRAMES`]) where `rule` broke.
     pub fn frames(&self, rule: Rule) -> &[u64] {
-        self.frames.get(rule as usize).map_or(&[], |f| f)
+        self.frames.get(rule.index()).map_or(&[], |f| f)
     }
 }
 

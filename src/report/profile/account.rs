@@ -394,7 +394,7 @@ impl Account {
             largest_wire: 0,
             over_safe: 0,
             over_mtu: 0,
-            findings: vec![0; Rule::ALL.len()],
+            findings: vec![0; Rule::all().len()],
             series: detailed.then(Box::default),
             timelines: detailed.then(Timelines::default),
         }
@@ -422,7 +422,7 @@ impl Account {
 
     /// A finding known only by its frame, in `bucket` when the frame's bucket is known.
     pub fn loose(&mut self, rule: Rule, bucket: Option<usize>) {
-        self.findings[rule as usize] += 1;
+        self.findings[rule.index()] += 1;
         if let (Some(s), Some(b)) = (&mut self.series, bucket) {
             s.findings.add(b, 1);
         }
@@ -515,7 +515,7 @@ impl Account {
         self.over_safe += u64::from(s.udp > SAFE_PAYLOAD);
         self.over_mtu += u64::from(s.wire > MTU);
         for f in s.findings {
-            self.findings[f.rule as usize] += u64::from(f.count);
+            self.findings[f.rule.index()] += u64::from(f.count);
         }
         let o = s.observed;
         if let Some(gap) = o.snapshot_gap_micros {

@@ -67,11 +67,11 @@ pub fn document(p: &Profiler, end: &RunEnd<'_>) -> Json {
         })
         .collect();
     let others = (p.others.first.is_some()).then(|| account(&cx, &p.others, None));
-    let findings: Vec<Json> = Rule::ALL
+    let findings: Vec<Json> = Rule::all()
         .iter()
-        .filter(|r| p.total.findings[**r as usize] > 0)
+        .filter(|r| p.total.findings[r.index()] > 0)
         .map(|r| {
-            json!({"id": r.id(), "severity": r.severity(), "count": p.total.findings[*r as usize]})
+            json!({"id": r.id(), "severity": r.severity(), "count": p.total.findings[r.index()]})
         })
         .collect();
     json!({
@@ -226,10 +226,10 @@ fn account(cx: &Context<'_>, a: &Account, id: Option<u32>) -> Json {
     let largest = a
         .largest
         .map(|(bytes, frame)| json!({"bytes": bytes, "frame": frame}));
-    let findings: Map<String, Json> = Rule::ALL
+    let findings: Map<String, Json> = Rule::all()
         .iter()
-        .filter(|r| a.findings[**r as usize] > 0)
-        .map(|r| (r.id().to_owned(), json!(a.findings[*r as usize])))
+        .filter(|r| a.findings[r.index()] > 0)
+        .map(|r| (r.id().to_owned(), json!(a.findings[r.index()])))
         .collect();
     json!({
         "first_s": a.first.map(|m| since(m.ts_nanos)),
