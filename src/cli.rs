@@ -32,6 +32,11 @@ pub struct Cli {
     /// always, never.
     #[arg(long, value_enum, global = true, default_value = "auto")]
     color: ColorChoice,
+    /// A dialect description (YAML, docs/dialect-format.md) to recognise and judge besides the
+    /// bundled dialects, in every command; repeatable (also `dialects = [...]` in the
+    /// configuration).
+    #[arg(long = "dialect", value_name = "FILE", global = true)]
+    dialects: Vec<PathBuf>,
     #[command(subcommand)]
     command: Option<Command>,
     #[command(flatten)]
@@ -335,6 +340,14 @@ pub fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return clap_exit(&e),
     };
+    let mut dialects = cli.dialects.clone();
+    let loaded = crate::app::config::dialects_in(&args)
+        .map(|more| dialects.extend(more))
+        .and_then(|()| crate::describe::loaded::load(&dialects));
+    if let Err(message) = loaded {
+        eprintln!("rtype-inspect: {message}");
+        return ExitCode::from(2);
+    }
     let command = match cli.command {
         Some(command) => command,
         None => {

@@ -51,6 +51,53 @@ struct ConfigFile {
     budgets: Budgets,
     #[serde(default, deserialize_with = "in_file_order")]
     profiles: Vec<(String, String)>,
+    /// Dialect descriptions, loaded before the configuration is read ([`dialects_in`]).
+    #[serde(default)]
+    #[allow(dead_code)]
+    dialects: Vec<String>,
+}
+
+/// The dialect descriptions the configuration names (`dialects = [...]`, placed relative to
+/// its folder), read before anything else so that their rules exist when the rest of the
+/// configuration (its `allow` list) and the captures are read. The configuration is the one
+/// `--config FILE` in `args` names, else the working directory's.
+pub fn dialects_in(args: &[std::ffi::OsString]) -> Result<Vec<PathBuf>, String> {
+    let explicit = args.iter().enumerate().find_map(|(i, a)| {
+        let a = a.to_str()?;
+        match a.strip_prefix("--config=") {
+            Some(v) => Some(PathBuf::from(v)),
+            None if a == "--config" => args.get(i + 1).map(PathBuf::from),
+            None => None,
+        }
+    });
+    let path = match explicit {
+        Some(p) => p,
+        None if Path::new(CONFIG_FILE).is_file() => PathBuf::from(CONFIG_FILE),
+        None => return Ok(Vec::new()),
+    };
+    let shown = path.display();
+    let mut text = String::new();
+    std::fs::File::open(&path)
+        .and_then(|f| f.take(MAX_CONFIG + 1).read_to_string(&mut text))
+        .map_err(|e| format!("{shown}: {e}"))?;
+    let value: toml::Table = match toml::from_str(&text) {
+        Ok(v) => v,
+        // The configuration's own reading reports what is wrong with it.
+        Err(_) => return Ok(Vec::new()),
+    };
+    let Some(list) = value.get("dialects") else {
+        return Ok(Vec::new());
+    };
+    let dir = path.parent().unwrap_or(Path::new(""));
+    list.as_array()
+        .ok_or_else(|| format!("{shown}: dialects must be a list of description files"))?
+        .iter()
+        .map(|v| {
+            v.as_str()
+                .map(|p| dir.join(p))
+                .ok_or_else(|| format!("{shown}: dialects must be a list of description files"))
+        })
+        .collect()
 }
 
 /// A table's entries in the order the file gives them (the first matching pattern wins).

@@ -15,14 +15,32 @@ pub enum Dialect {
     /// Document 004: a JSON object (`{`), a Cap'n Proto single-segment message
     /// (`00 00 00 00`, a plausible word count, a struct pointer), or a bare `PING` / `PONG`.
     Rtnp,
+    /// A dialect description loaded for this run (`--dialect`), by its place among them.
+    Described(u8),
 }
 
 impl Dialect {
-    pub const fn name(self) -> &'static str {
+    /// The bundled dialects (described ones are loaded per run: [`crate::describe::loaded`]).
+    pub const ALL: [Dialect; 3] = [Dialect::Rtype, Dialect::Rt, Dialect::Rtnp];
+
+    /// A number per dialect, for tables keyed by dialect and value.
+    pub fn ordinal(self) -> u64 {
+        match self {
+            Dialect::Rtype => 0,
+            Dialect::Rt => 1,
+            Dialect::Rtnp => 2,
+            Dialect::Described(i) => 3 + u64::from(i),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
         match self {
             Dialect::Rtype => "rtype",
             Dialect::Rt => "rt",
             Dialect::Rtnp => "rtnp",
+            Dialect::Described(i) => crate::describe::loaded::all()
+                .get(usize::from(i))
+                .map_or("?", |l| l.described.description.id.as_str()),
         }
     }
 
@@ -35,6 +53,7 @@ impl Dialect {
             Dialect::Rtype => rtype::consistent(payload),
             Dialect::Rt => rt::consistent(payload),
             Dialect::Rtnp => rtnp::consistent(payload),
+            Dialect::Described(_) => true,
         })
     }
 

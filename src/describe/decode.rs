@@ -54,13 +54,14 @@ pub struct Item {
 
 /// Where a datagram departs from its description.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Problem {
+pub struct Problem<'n> {
     /// Index in [`Description::rules`].
     pub rule: usize,
     /// Offset in the datagram (for a problem inside a decompressed body: where the body starts).
     pub offset: u32,
-    /// The filter name of the field, empty when it is about no one field.
-    pub field: String,
+    /// The filter name of the field (borrowed from the [`Names`]), empty when it is about no
+    /// one field.
+    pub field: &'n str,
     pub expected: String,
     pub found: String,
 }
@@ -76,15 +77,15 @@ pub struct MessageSeen {
 
 /// A datagram decoded; reused from one datagram to the next.
 #[derive(Debug, Default)]
-pub struct Decoded {
+pub struct Decoded<'n> {
     pub items: Vec<Item>,
-    pub problems: Vec<Problem>,
+    pub problems: Vec<Problem<'n>>,
     pub messages: Vec<MessageSeen>,
     scratch: Vec<u8>,
     vars: Vec<Option<i64>>,
 }
 
-impl Decoded {
+impl Decoded<'_> {
     fn clear(&mut self, vars: usize) {
         self.items.clear();
         self.problems.clear();
@@ -115,9 +116,9 @@ enum Stop {
     Undecodable,
 }
 
-struct Walk<'a> {
+struct Walk<'a, 'n> {
     d: &'a Description,
-    names: &'a Names,
+    names: &'n Names,
     buf: &'a [u8],
     /// Where `buf` starts in the datagram (for problems), or 0 when decompressed.
     base: usize,
@@ -127,12 +128,12 @@ struct Walk<'a> {
     bit: u8,
     end: usize,
     out: &'a mut Vec<Item>,
-    problems: &'a mut Vec<Problem>,
+    problems: &'a mut Vec<Problem<'n>>,
     vars: &'a mut Vec<Option<i64>>,
 }
 
 /// Decodes `bytes` as a datagram of `d`. `from_client`: the direction, when it is known.
-pub fn decode(d: &Description, names: &Names, bytes: &[u8], from_client: Option<bool>, out: &mut Decoded) {
+pub fn decode<'n>(d: &Description, names: &'n Names, bytes: &[u8], from_client: Option<bool>, out: &mut Decoded<'n>) {
     out.clear(d.vars.len());
     let Decoded {
         items,
@@ -145,7 +146,7 @@ pub fn decode(d: &Description, names: &Names, bytes: &[u8], from_client: Option<
         problems.push(Problem {
             rule: Description::rule_index(Check::Magic),
             offset: 0,
-            field: String::new(),
+            field: "",
             expected: hex(&d.magic),
             found: hex(&bytes[..bytes.len().min(d.magic.len())]),
         });
@@ -202,7 +203,7 @@ pub fn decode(d: &Description, names: &Names, bytes: &[u8], from_client: Option<
                     expected_total == natural as i64
                 };
                 if !fits {
-                    let field = &names.fields[names.header.slots[rule.field].field].name;
+                    let field = names.fields[names.header.slots[rule.field].field].name.as_str();
                     let found_bytes = match rule.covers {
                         LengthCovers::Body => natural as i64,
                         LengthCovers::Message => (natural + header_len + footer_len) as i64,
@@ -211,7 +212,7 @@ pub fn decode(d: &Description, names: &Names, bytes: &[u8], from_client: Option<
                     problems.push(Problem {
                         rule: Description::rule_index(Check::Length),
                         offset: (at + offset_of(d, rule.field)) as u32,
-                        field: field.clone(),
+                        field,
                         expected: format!("{stated} bytes"),
                         found: format!("{found_bytes} bytes"),
                     });
@@ -237,7 +238,7 @@ pub fn decode(d: &Description, names: &Names, bytes: &[u8], from_client: Option<
                     problems.push(Problem {
                         rule: Description::rule_index(Check::Compression),
                         offset: body_start as u32,
-                        field: String::new(),
+                        field: "",
                         expected: "a body that decompresses".into(),
                         found: why,
                     });
@@ -248,11 +249,11 @@ pub fn decode(d: &Description, names: &Names, bytes: &[u8], from_client: Option<
         match message {
             None => {
                 if let Some(c) = code {
-                    let field = &names.fields[names.header.slots[d.type_field].field].name;
+                    let field = names.fields[names.header.slots[d.type_field].field].name.as_str();
                     problems.push(Problem {
                         rule: Description::rule_index(Check::UnknownType),
                         offset: (at + offset_of(d, d.type_field)) as u32,
-                        field: field.clone(),
+                        field,
                         expected: "a message type the description names".into(),
                         found: format!("{c:#04x}"),
                     });
@@ -267,7 +268,7 @@ pub fn decode(d: &Description, names: &Names, bytes: &[u8], from_client: Option<
                         problems.push(Problem {
                             rule: Description::rule_index(Check::Direction),
                             offset: at as u32,
-                            field: String::new(),
+                            field: "",
                             expected: msg.direction.name().into(),
                             found: if from_client { "client-to-server" } else { "server-to-client" }.into(),
                         });
@@ -293,7 +294,7 @@ pub fn decode(d: &Description, names: &Names, bytes: &[u8], from_client: Option<
                         walk.align();
                         if walk.pos < end {
                             let left = end - walk.pos;
-                            walk.problem(Check::Trailing, walk.pos, String::new(), "the end of the body".into(), format!("{left} more bytes"));
+                            walk.problem(Check::Trailing, walk.pos, "", "the end of the body".into(), format!("{left} more bytes"));
                         }
                     }
                 }
@@ -340,22 +341,22 @@ fn offset_of(d: &Description, i: usize) -> usize {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn check_sum(
+fn check_sum<'n>(
     d: &Description,
-    names: &Names,
+    names: &'n Names,
     c: &ChecksumRule,
     bytes: &[u8],
     message_at: usize,
     footer_at: usize,
     vars: &[Option<i64>],
-    problems: &mut Vec<Problem>,
+    problems: &mut Vec<Problem<'n>>,
 ) {
     let (field, at, name) = match c.field {
-        Place::Header(i) => (&d.header[i], message_at + offset_of(d, i), &names.fields[names.header.slots[i].field].name),
+        Place::Header(i) => (&d.header[i], message_at + offset_of(d, i), names.fields[names.header.slots[i].field].name.as_str()),
         Place::Footer(i) => (
             &d.footer[i],
             footer_at + fixed_width(&d.footer[..i], &d.types).unwrap_or(0),
-            &names.fields[names.footer.slots[i].field].name,
+            names.fields[names.footer.slots[i].field].name.as_str(),
         ),
     };
     let Some(stated) = vars[field.var as usize] else { return };
@@ -382,7 +383,7 @@ fn check_sum(
         problems.push(Problem {
             rule: Description::rule_index(Check::Checksum),
             offset: at as u32,
-            field: name.clone(),
+            field: name,
             expected: format!("{:#x}", computed & mask),
             found: format!("{:#x}", stated as u64 & mask),
         });
@@ -441,12 +442,12 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02X}")).collect::<Vec<_>>().join(" ")
 }
 
-impl Walk<'_> {
-    fn problem(&mut self, check: Check, at: usize, field: String, expected: String, found: String) {
+impl<'n> Walk<'_, 'n> {
+    fn problem(&mut self, check: Check, at: usize, field: &'n str, expected: String, found: String) {
         self.problem_rule(Description::rule_index(check), at, field, expected, found);
     }
 
-    fn problem_rule(&mut self, rule: usize, at: usize, field: String, expected: String, found: String) {
+    fn problem_rule(&mut self, rule: usize, at: usize, field: &'n str, expected: String, found: String) {
         let offset = if self.decompressed { self.base } else { at };
         self.problems.push(Problem {
             rule,
@@ -457,7 +458,7 @@ impl Walk<'_> {
         });
     }
 
-    fn name(&self, slot: usize) -> &str {
+    fn name(&self, slot: usize) -> &'n str {
         &self.names.fields[slot].name
     }
 
@@ -471,7 +472,7 @@ impl Walk<'_> {
 
     fn push(&mut self, field: usize, depth: u8, offset: usize, len: usize, value: Value) -> Result<(), Stop> {
         if self.out.len() >= MAX_ITEMS {
-            let name = self.name(field).to_string();
+            let name = self.name(field);
             self.problem(Check::Truncated, offset, name, format!("at most {MAX_ITEMS} fields"), "more".into());
             return Err(Stop::Undecodable);
         }
@@ -499,7 +500,7 @@ impl Walk<'_> {
                     Some(0) => continue,
                     Some(_) => {}
                     None => {
-                        let name = self.name(slot.field).to_string();
+                        let name = self.name(slot.field);
                         self.problem(Check::Truncated, self.pos, name, "the fields its `if` reads".into(), "a field that was not read".into());
                         return Err(Stop::Undecodable);
                     }
@@ -510,12 +511,12 @@ impl Walk<'_> {
                 Repeat::Count(e) => {
                     let lookup = |v: u16| self.var(v);
                     let Some(n) = e.eval(&lookup) else {
-                        let name = self.name(slot.field).to_string();
+                        let name = self.name(slot.field);
                         self.problem(Check::Truncated, self.pos, name, "a count".into(), "a field that was not read".into());
                         return Err(Stop::Undecodable);
                     };
                     if n < 0 || n as usize > MAX_REPEAT {
-                        let name = self.name(slot.field).to_string();
+                        let name = self.name(slot.field);
                         self.problem(Check::Valid, self.pos, name, format!("a count from 0 to {MAX_REPEAT}"), n.to_string());
                         return Err(Stop::Undecodable);
                     }
@@ -547,7 +548,7 @@ impl Walk<'_> {
         self.align();
         if self.end.saturating_sub(self.pos) < n {
             let left = self.end.saturating_sub(self.pos);
-            let name = self.name(field).to_string();
+            let name = self.name(field);
             self.problem(Check::Truncated, self.pos, name, format!("{n} bytes"), format!("{left}"));
             return Err(Stop::Truncated);
         }
@@ -581,7 +582,7 @@ impl Walk<'_> {
                 let needed_bits = usize::from(self.bit) + usize::from(width);
                 let bytes = needed_bits.div_ceil(8);
                 if self.end.saturating_sub(self.pos) < bytes {
-                    let name = self.name(slot).to_string();
+                    let name = self.name(slot);
                     self.problem(Check::Truncated, self.pos, name, format!("{width} bits"), "fewer".into());
                     return Err(Stop::Truncated);
                 }
@@ -608,7 +609,7 @@ impl Walk<'_> {
                 let bytes = &self.buf[at..at + n];
                 if let Some(contents) = &f.contents {
                     if bytes != contents.as_slice() {
-                        let name = self.name(slot).to_string();
+                        let name = self.name(slot);
                         self.problem(Check::Contents, at, name, hex(contents), hex(bytes));
                     }
                 }
@@ -624,7 +625,7 @@ impl Walk<'_> {
                 self.align();
                 let rest = &self.buf[self.pos.min(self.end)..self.end];
                 let Some(nul) = rest.iter().position(|b| *b == 0) else {
-                    let name = self.name(slot).to_string();
+                    let name = self.name(slot);
                     self.problem(Check::Truncated, self.pos, name, "a NUL-terminated string".into(), "no NUL before the end".into());
                     return Err(Stop::Truncated);
                 };
@@ -642,7 +643,7 @@ impl Walk<'_> {
                 if let Size::Bytes(_) | Size::ToEnd = f.size {
                     let n = self.size(f, slot)?;
                     if self.end - self.pos < n {
-                        let name = self.name(slot).to_string();
+                        let name = self.name(slot);
                         let left = self.end - self.pos;
                         self.problem(Check::Truncated, self.pos, name, format!("{n} bytes"), format!("{left}"));
                         return Err(Stop::Truncated);
@@ -674,7 +675,7 @@ impl Walk<'_> {
                 match e.eval(&lookup) {
                     Some(n) if n >= 0 => Ok(n as usize),
                     found => {
-                        let name = self.name(slot).to_string();
+                        let name = self.name(slot);
                         let found = found.map_or("a field that was not read".into(), |n| n.to_string());
                         self.problem(Check::Valid, self.pos, name, "a size of 0 or more".into(), found);
                         Err(Stop::Undecodable)
@@ -690,7 +691,7 @@ impl Walk<'_> {
             Encoding::Utf8 => std::str::from_utf8(bytes).is_ok(),
         };
         if !ok {
-            let name = self.name(slot).to_string();
+            let name = self.name(slot);
             let expected = if f.encoding == Encoding::Ascii { "ASCII" } else { "UTF-8" };
             self.problem(Check::Encoding, at, name, expected.into(), hex(&bytes[..bytes.len().min(16)]));
         }
@@ -706,20 +707,20 @@ impl Walk<'_> {
         if let Some(contents) = &f.contents {
             let bytes = &self.buf[at..at + len];
             if bytes != contents.as_slice() {
-                let name = self.name(slot).to_string();
+                let name = self.name(slot);
                 self.problem(Check::Contents, at, name, hex(contents), hex(bytes));
             }
         }
         if let Some(valid) = &f.valid {
             if !valid.accepts(v) {
-                let name = self.name(slot).to_string();
+                let name = self.name(slot);
                 let rule = valid.rule;
                 self.problem_rule(rule, at, name, valid.expected(), v.to_string());
             }
         }
         if let Some(e) = f.enumeration {
             if self.d.enums[e].name_of(v).is_none() {
-                let name = self.name(slot).to_string();
+                let name = self.name(slot);
                 let expected = format!("a value of enum `{}`", self.d.enums[e].id);
                 self.problem(Check::Enum, at, name, expected, v.to_string());
             }

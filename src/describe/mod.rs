@@ -6,8 +6,10 @@ pub mod decode;
 pub mod expr;
 pub mod ksy;
 pub mod load;
+pub mod loaded;
 pub mod model;
 pub mod names;
+pub mod view;
 pub mod yaml;
 
 use std::path::Path;

@@ -20,6 +20,7 @@ pub struct FilterField {
     pub divisor: Option<f64>,
     /// The field repeats (`repeat`): JSON gives it as a list, always.
     pub repeated: bool,
+    pub role: Option<super::model::FieldRole>,
 }
 
 /// Where each field of a sequence is registered; a user type's fields have their own layout.
@@ -61,6 +62,7 @@ impl Names {
             enumeration: None,
             divisor: None,
             repeated: false,
+            role: None,
         };
         let mut fields = vec![
             special(d.id.clone(), if d.title.is_empty() { &d.id } else { &d.title }),
@@ -110,6 +112,7 @@ fn layout(
             enumeration: f.enumeration,
             divisor: f.divisor,
             repeated: f.repeat != super::model::Repeat::Once,
+            role: f.role,
         });
         let index = fields.len() - 1;
         let inner = match f.kind {

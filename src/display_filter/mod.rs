@@ -271,14 +271,6 @@ fn expert_severity(s: Severity) -> i64 {
     }
 }
 
-fn protocol_of(d: Dialect) -> Protocol {
-    match d {
-        Dialect::Rtype => Protocol::Rtype,
-        Dialect::Rt => Protocol::Rt,
-        Dialect::Rtnp => Protocol::Rtnp,
-    }
-}
-
 impl DisplayFilter {
     /// Compiles `text` against the registry.
     pub fn compile(text: &str, registry: &Registry) -> Result<DisplayFilter, FilterError> {
@@ -392,7 +384,7 @@ impl DisplayFilter {
 
     /// Whether the datagram passes the filter.
     pub fn matches(&mut self, e: &DatagramEvent<'_>, ctx: &Context<'_>) -> bool {
-        let protocol = protocol_of(e.dialect);
+        let protocol = e.dialect;
         if let Ok(i) = usize::try_from(e.conversation) {
             if i < crate::session::MAX_CONVERSATIONS + 1 {
                 if self.protocols.len() <= i {
@@ -535,7 +527,7 @@ impl DisplayFilter {
                     _ => {}
                 }
             }
-            Dialect::Rtnp => {}
+            Dialect::Rtnp | Dialect::Described(_) => {}
         }
     }
 }

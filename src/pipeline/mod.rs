@@ -4,6 +4,7 @@
 //! Buffers (decompression scratch, findings) are reused across datagrams: steady traffic
 //! allocates nothing per datagram. Each dialect's part of the pipeline is in its own file.
 
+mod described_arm;
 mod rt_arm;
 /// How many rt server endpoints the pipeline remembers (the Lua dissector keeps the same bound).
 pub use rt_arm::MAX_SERVERS as RT_MAX_SERVERS;
@@ -287,6 +288,7 @@ struct State {
     last_ts: Option<i64>,
     rt: rt_arm::RtState,
     rtnp: rtnp_arm::RtnpState,
+    described: described_arm::DescribedState,
     shown: Shown,
 }
 
@@ -330,6 +332,7 @@ impl Pipeline {
                 last_ts: None,
                 rt: rt_arm::RtState::default(),
                 rtnp: rtnp_arm::RtnpState::default(),
+                described: described_arm::DescribedState::default(),
                 shown: Shown::default(),
             },
         }
@@ -641,6 +644,7 @@ fn recognise_cut(bytes: &[u8]) -> Option<Dialect> {
                 && crate::proto::rt::message(h.packet_type()).is_some()
         }),
         Dialect::Rtnp => true,
+        Dialect::Described(_) => false,
     })
 }
 
@@ -791,6 +795,7 @@ impl State {
         let Some(dialect) = known
             .map(|c| c.dialect)
             .or_else(|| Dialect::recognise(udp.bytes))
+            .or_else(|| described_arm::recognise(udp.bytes, udp.src, udp.dst))
             .or_else(|| udp.cut.then(|| recognise_cut(udp.bytes)).flatten())
         else {
             self.counts.other_udp += 1;
@@ -804,6 +809,7 @@ impl State {
             Dialect::Rtype => self.rtype(&udp, unpack, sink),
             Dialect::Rt => self.rt(&udp, sink),
             Dialect::Rtnp => self.rtnp(&udp, sink),
+            Dialect::Described(i) => self.described(i, &udp, sink),
         }
         self.flush_closed(sink);
     }

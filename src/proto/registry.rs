@@ -19,25 +19,8 @@ use super::rules::{Rule, CATALOG};
 use super::schema::{Check, Display, Field, Group, Message, Named, Node, Role, Ty};
 use super::{rt, rtype};
 
-/// The three protocols (dialects) of the dissector, by their filter names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Protocol {
-    Rtype,
-    Rt,
-    Rtnp,
-}
-
-impl Protocol {
-    pub const ALL: [Protocol; 3] = [Protocol::Rtype, Protocol::Rt, Protocol::Rtnp];
-
-    pub const fn name(self) -> &'static str {
-        match self {
-            Protocol::Rtype => "rtype",
-            Protocol::Rt => "rt",
-            Protocol::Rtnp => "rtnp",
-        }
-    }
-}
+/// The protocols of the dissector are the dialects, by their filter names: one enum for one idea.
+pub use crate::datagram::Dialect as Protocol;
 
 /// A field's type, as Wireshark's `FT_*` types name them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -323,6 +306,10 @@ pub fn scope_table(scope: Scope) -> &'static str {
         Scope::Header(Protocol::Rtype) | Scope::Message(Protocol::Rtype, _) => "datagrams",
         Scope::Header(Protocol::Rt) | Scope::Message(Protocol::Rt, _) => "rt_messages",
         Scope::Header(Protocol::Rtnp) | Scope::Message(Protocol::Rtnp, _) => "rtnp_messages",
+        // A described dialect's fields are not in this registry: `dialect fields` lists them.
+        Scope::Header(Protocol::Described(_)) | Scope::Message(Protocol::Described(_), _) => {
+            "datagrams"
+        }
         Scope::Reassembled => "reassembled",
     }
 }
@@ -334,7 +321,8 @@ pub fn items_table(scope: Scope, item: &Group) -> String {
         Scope::Reassembled => "reassembled_",
         Scope::Header(Protocol::Rt) | Scope::Message(Protocol::Rt, _) => "rt_",
         Scope::Header(Protocol::Rtnp) | Scope::Message(Protocol::Rtnp, _) => "rtnp_",
-        Scope::Header(Protocol::Rtype) | Scope::Message(Protocol::Rtype, _) => "",
+        Scope::Header(Protocol::Rtype | Protocol::Described(_))
+        | Scope::Message(Protocol::Rtype | Protocol::Described(_), _) => "",
     };
     format!("{prefix}{}", item.name)
 }
@@ -762,6 +750,7 @@ impl Registry {
                     Protocol::Rtype => "R-Type UDP Protocol",
                     Protocol::Rt => "R-Type RT Protocol (document 003)",
                     Protocol::Rtnp => "R-Type RTNP Protocol (document 004)",
+                    Protocol::Described(_) => "a described dialect",
                 }
                 .into(),
                 ty: FieldType::Protocol,

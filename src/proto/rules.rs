@@ -330,6 +330,10 @@ impl Rule {
     pub const fn index(self) -> usize {
         self.0 as usize
     }
+    /// The rule numbered `i` (see [`Rule::index`]).
+    pub fn from_index(i: usize) -> Rule {
+        Rule(i as u16)
+    }
     pub fn from_id(id: &str) -> Option<Rule> {
         Rule::all().iter().copied().find(|r| r.id() == id)
     }

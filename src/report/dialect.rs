@@ -10,9 +10,9 @@ use std::process::ExitCode;
 use serde_json::{json, Map, Value as Json};
 
 use crate::capture::{self, CaptureReader, LinkOutcome};
-use crate::describe::decode::{self, Decoded, Item, Value};
+use crate::describe::decode::{self, Decoded};
 use crate::describe::model::{Description, Kind};
-use crate::describe::names::{self, Names};
+use crate::describe::names;
 use crate::describe::Described;
 use crate::proto::Severity;
 
@@ -25,7 +25,7 @@ pub struct Seen<'a> {
     pub dst: SocketAddr,
     pub bytes: &'a [u8],
     pub from_client: Option<bool>,
-    pub decoded: &'a Decoded,
+    pub decoded: &'a Decoded<'a>,
 }
 
 /// What reading the capture found besides the dialect's datagrams.
@@ -89,45 +89,8 @@ pub fn each_datagram(
     Ok(totals)
 }
 
-/// A value as people read it: enum names, scaled fixed point, quoted text.
-fn shown(d: &Description, names: &Names, item: &Item) -> String {
-    let field = &names.fields[item.field];
-    match &item.value {
-        Value::Int(i) => {
-            let base = match field.divisor {
-                Some(div) => format!("{}", *i as f64 / div),
-                None => i.to_string(),
-            };
-            match field.enumeration.and_then(|e| d.enums[e].name_of(*i)) {
-                Some(name) => format!("{name} ({base})"),
-                None => base,
-            }
-        }
-        Value::UInt(u) => u.to_string(),
-        Value::Float(f) => format!("{f}"),
-        Value::Text(t) => format!("{t:?}"),
-        Value::Bytes(b) => b.iter().map(|x| format!("{x:02x}")).collect(),
-        Value::Group => String::new(),
-    }
-}
-
-fn json_value(names: &Names, item: &Item) -> Json {
-    let field = &names.fields[item.field];
-    match &item.value {
-        Value::Int(i) => match field.divisor {
-            Some(div) => json!(*i as f64 / div),
-            None => json!(i),
-        },
-        Value::UInt(u) => json!(u),
-        Value::Float(f) => serde_json::Number::from_f64(*f).map_or(Json::Null, Json::Number),
-        Value::Text(t) => json!(t),
-        Value::Bytes(b) => json!(b.iter().map(|x| format!("{x:02x}")).collect::<String>()),
-        Value::Group => Json::Object(Map::new()),
-    }
-}
-
 /// The message names of a datagram, `+`-joined when it holds several.
-fn message_names(d: &Description, decoded: &Decoded) -> String {
+fn message_names(d: &Description, decoded: &Decoded<'_>) -> String {
     let names: Vec<String> = decoded
         .messages
         .iter()
@@ -142,11 +105,6 @@ fn message_names(d: &Description, decoded: &Decoded) -> String {
     } else {
         names.join("+")
     }
-}
-
-/// The last segment of a filter name.
-fn leaf(name: &str) -> &str {
-    name.rsplit('.').next().unwrap_or(name)
 }
 
 /// `dialect packets`: one line per datagram, `-V` every field, or NDJSON.
@@ -200,37 +158,13 @@ fn datagram_text(d: &Described, seen: &Seen<'_>, verbose: bool) -> String {
         seen.bytes.len(),
         message_names(desc, decoded)
     );
-    let body: Vec<String> = decoded
-        .items
-        .iter()
-        .filter(|i| i.depth == 0 && !d.names.fields[i.field].name.starts_with(&format!("{}.header.", desc.id)))
-        .filter(|i| !d.names.fields[i.field].name.starts_with(&format!("{}.footer.", desc.id)))
-        .filter(|i| i.value != Value::Group)
-        .take(6)
-        .map(|i| format!("{}={}", leaf(&d.names.fields[i.field].name), shown(desc, &d.names, i)))
-        .collect();
-    if !body.is_empty() {
-        let _ = write!(line, " {}", body.join(" "));
-    }
+    crate::describe::view::info(d, decoded, &mut line);
     for p in &decoded.problems {
         let _ = write!(line, " [{}]", desc.rules[p.rule].id);
     }
     line.push('\n');
     if verbose {
-        for i in &decoded.items {
-            let f = &d.names.fields[i.field];
-            let indent = "    ".repeat(usize::from(i.depth) + 1);
-            let at = if i.decompressed { " (decompressed)" } else { "" };
-            let _ = writeln!(
-                line,
-                "{indent}{}: {} [{}] @{}+{}{at}",
-                f.label,
-                shown(desc, &d.names, i),
-                f.name,
-                i.offset,
-                i.len
-            );
-        }
+        crate::describe::view::tree(d, decoded, "    ", &mut line);
         for p in &decoded.problems {
             let r = &desc.rules[p.rule];
             let _ = writeln!(line, "    {}", problem_text(r, p));
@@ -239,7 +173,7 @@ fn datagram_text(d: &Described, seen: &Seen<'_>, verbose: bool) -> String {
     line
 }
 
-fn problem_text(rule: &crate::describe::model::Rule, p: &decode::Problem) -> String {
+fn problem_text(rule: &crate::describe::model::Rule, p: &decode::Problem<'_>) -> String {
     let field = if p.field.is_empty() { String::new() } else { format!("{}: ", p.field) };
     format!(
         "{} {} at byte {}: {field}expected {}, found {}",
@@ -251,72 +185,12 @@ fn problem_text(rule: &crate::describe::model::Rule, p: &decode::Problem) -> Str
     )
 }
 
-/// A datagram as one JSON object: header, each message's fields (nested as their types are),
-/// the footer, and the findings.
+/// A datagram as one JSON object with the timeline record's keys: one message's code, name,
+/// header and fields at the top (several: in `messages`), the footer, the findings.
 fn datagram_json(d: &Described, seen: &Seen<'_>) -> Json {
     let desc = &d.description;
     let decoded = seen.decoded;
-    let prefix_header = format!("{}.header.", desc.id);
-    let prefix_footer = format!("{}.footer.", desc.id);
-    // Rebuild the nesting from the flat items: a stack of open objects by depth.
-    let mut header = Map::new();
-    let mut footer = Map::new();
-    let mut messages: Vec<Json> = Vec::new();
-    let mut body = Map::new();
-    let mut stack: Vec<(String, Map<String, Json>, u8, bool)> = Vec::new();
-    let close = |stack: &mut Vec<(String, Map<String, Json>, u8, bool)>, to: u8, body: &mut Map<String, Json>| {
-        while stack.last().is_some_and(|s| s.2 >= to) {
-            let (key, obj, _, repeated) = stack.pop().expect("checked");
-            let parent = match stack.last_mut() {
-                Some(p) => &mut p.1,
-                None => &mut *body,
-            };
-            insert(parent, &key, Json::Object(obj), repeated);
-        }
-    };
-    for item in &decoded.items {
-        let name = &d.names.fields[item.field].name;
-        let key = leaf(name).to_string();
-        if name.starts_with(&prefix_header) && item.depth == 0 {
-            close(&mut stack, 0, &mut body);
-            // The header's first field begins the next message (several per datagram).
-            let first = d.names.header.slots.first().map(|s| s.field);
-            if first == Some(item.field) && !header.is_empty() {
-                messages.push(json!({
-                    "header": Json::Object(std::mem::take(&mut header)),
-                    "fields": Json::Object(std::mem::take(&mut body)),
-                }));
-            }
-            insert(&mut header, &key, json_value(&d.names, item), false);
-            continue;
-        }
-        if name.starts_with(&prefix_footer) && item.depth == 0 {
-            close(&mut stack, 0, &mut body);
-            insert(&mut footer, &key, json_value(&d.names, item), false);
-            continue;
-        }
-        close(&mut stack, item.depth + 1, &mut body);
-        if item.value == Value::Group {
-            stack.push((key, Map::new(), item.depth + 1, d.names.fields[item.field].repeated));
-            continue;
-        }
-        let target = match stack.last_mut() {
-            Some(s) => &mut s.1,
-            None => &mut body,
-        };
-        insert(target, &key, json_value(&d.names, item), d.names.fields[item.field].repeated);
-    }
-    close(&mut stack, 0, &mut body);
-    if !header.is_empty() || !body.is_empty() {
-        messages.push(json!({"header": Json::Object(header), "fields": Json::Object(body)}));
-    }
-    for (m, seen_m) in messages.iter_mut().zip(&decoded.messages) {
-        if let Json::Object(obj) = m {
-            let name = seen_m.message.map(|i| desc.messages[i].name.clone());
-            obj.insert("code".into(), json!(seen_m.code));
-            obj.insert("name".into(), json!(name));
-        }
-    }
+    let (mut messages, footer) = crate::describe::view::messages(d, decoded);
     let violations: Vec<Json> = decoded.problems.iter().map(|p| problem_json(desc, None, p)).collect();
     let mut record = json!({
         "kind": "datagram",
@@ -331,8 +205,6 @@ fn datagram_json(d: &Described, seen: &Seen<'_>) -> Json {
         "length": seen.bytes.len(),
     });
     let Json::Object(obj) = &mut record else { unreachable!("a json! object") };
-    // One message: its code, name, header and fields at the top, as `packets --format json`
-    // writes the bundled dialects'; several: each in `messages`, and their names joined.
     if messages.len() == 1 {
         if let Some(Json::Object(first)) = messages.pop() {
             obj.extend(first);
@@ -346,27 +218,9 @@ fn datagram_json(d: &Described, seen: &Seen<'_>) -> Json {
     record
 }
 
-/// A repeated field's values are a list, even of one; a field met twice otherwise (several
-/// messages' fields are kept apart, so only a description's own repeats do this) becomes one too.
-fn insert(map: &mut Map<String, Json>, key: &str, value: Json, repeated: bool) {
-    match map.get_mut(key) {
-        None if repeated => {
-            map.insert(key.to_string(), Json::Array(vec![value]));
-        }
-        None => {
-            map.insert(key.to_string(), value);
-        }
-        Some(Json::Array(list)) if repeated => list.push(value),
-        Some(existing) => {
-            let first = existing.take();
-            *existing = Json::Array(vec![first, value]);
-        }
-    }
-}
-
 /// A finding as JSON: `id`, `severity` and `offset` as the bundled dialects' violations have
 /// them, and what was expected and found; `frame` when it is listed apart from its datagram.
-fn problem_json(desc: &Description, frame: Option<u64>, p: &decode::Problem) -> Json {
+fn problem_json(desc: &Description, frame: Option<u64>, p: &decode::Problem<'_>) -> Json {
     let r = &desc.rules[p.rule];
     let mut v = json!({
         "id": r.id,

@@ -300,6 +300,21 @@ impl<W: Write> Export<W> {
                     }
                 }
             }
+            // A described dialect's header and fields, nested as its types nest.
+            Some(Decoded::Described { index, decoded }) => {
+                if let Some(l) = crate::describe::loaded::all().get(usize::from(index)) {
+                    let (messages, footer) = crate::describe::view::messages(&l.described, decoded);
+                    if let Some(first) = messages.first() {
+                        let _ = write!(line, ",\"header\":{},\"fields\":{}", first["header"], first["fields"]);
+                    }
+                    if messages.len() > 1 {
+                        let _ = write!(line, ",\"messages\":{}", serde_json::Value::Array(messages));
+                    }
+                    if !footer.is_empty() {
+                        let _ = write!(line, ",\"footer\":{}", serde_json::Value::Object(footer));
+                    }
+                }
+            }
             None => {}
         }
         self.tail.clear();

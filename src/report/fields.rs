@@ -447,7 +447,7 @@ impl JsonFields {
         let dialect = self.dialect;
         // A message type's name is the dialect's: the dialect is kept above the type's bits.
         let id = match field.display {
-            Display::MessageType => n | (dialect as u64) << 32,
+            Display::MessageType => n | dialect.ordinal() << 32,
             _ => n,
         };
         let member = self.names.get(field, id, |member| {

@@ -470,6 +470,11 @@ impl<W: Write> Sink for Packets<W> {
         line.push(' ');
         line.push_str(e.name);
         key_fields(line, e);
+        if let Some(Decoded::Described { index, decoded }) = e.decoded {
+            if let Some(l) = crate::describe::loaded::all().get(usize::from(index)) {
+                crate::describe::view::info(&l.described, decoded, line);
+            }
+        }
         entity_fields(line, e, &self.fields.tree.sprites);
         let session = e.session.iter().map(|l| &l.finding);
         for (i, f) in e.findings.iter().chain(session).enumerate() {
@@ -523,6 +528,11 @@ impl<W: Write> Sink for Packets<W> {
             }
             line.push('\n');
             line.push_str(&self.fields.tree.out);
+            if let Some(Decoded::Described { index, decoded }) = e.decoded {
+                if let Some(l) = crate::describe::loaded::all().get(usize::from(index)) {
+                    crate::describe::view::tree(&l.described, decoded, "  ", line);
+                }
+            }
             // rtnp messages are JSON, shown whole rather than field by field.
             if let Some(Decoded::Rtnp {
                 framing,

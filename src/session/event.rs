@@ -93,6 +93,11 @@ pub enum Decoded<'a> {
         text: Option<&'a str>,
         json: Option<&'a serde_json::Value>,
     },
+    /// A described dialect's datagram (`Dialect::Described(index)`), as its interpreter read it.
+    Described {
+        index: u8,
+        decoded: &'a crate::describe::decode::Decoded<'static>,
+    },
 }
 
 impl DatagramEvent<'_> {
@@ -100,6 +105,9 @@ impl DatagramEvent<'_> {
     pub fn crc_failed(&self) -> bool {
         match self.decoded {
             Some(Decoded::Rtype(d)) => !d.crc_ok(),
+            Some(Decoded::Described { decoded, .. }) => decoded.problems.iter().any(|p| {
+                p.rule == crate::describe::Description::rule_index(crate::describe::model::Check::Checksum)
+            }),
             Some(Decoded::Rt(_) | Decoded::Rtnp { .. }) | None => false,
         }
     }
@@ -108,7 +116,7 @@ impl DatagramEvent<'_> {
         match self.decoded {
             Some(Decoded::Rtype(d)) => d.header.compressed(),
             Some(Decoded::Rt(d)) => d.header.compressed(),
-            Some(Decoded::Rtnp { .. }) | None => false,
+            Some(Decoded::Rtnp { .. } | Decoded::Described { .. }) | None => false,
         }
     }
 }

@@ -208,7 +208,7 @@ impl Parquet {
                 t.col(20).set_bool(row, d.crc_ok());
             }
             Some(Decoded::Rt(_)) => t.col(17).set_bool(row, e.compressed()),
-            Some(Decoded::Rtnp { .. }) | None => {}
+            Some(Decoded::Rtnp { .. } | Decoded::Described { .. }) | None => {}
         }
         row
     }
@@ -277,8 +277,11 @@ impl Sink for Parquet {
                 self.rtnp_row(e);
                 (Protocol::Rtnp, RTNP)
             }
+            // A described dialect's datagrams are rows of `datagrams` (frame, addresses,
+            // message name, findings); their fields are not columns yet.
+            Dialect::Described(_) => (e.dialect, DATAGRAMS),
         };
-        if e.dialect != Dialect::Rtnp {
+        if matches!(e.dialect, Dialect::Rtype | Dialect::Rt) {
             let body_scope = Scope::Message(protocol, e.code.unwrap_or(0));
             let body_table = match (e.message, self.dataset.routes.get(body_scope)) {
                 (Some(_), Some(route)) => route.table,

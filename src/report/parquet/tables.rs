@@ -156,7 +156,7 @@ impl Routes {
             Scope::Reassembled => Some(&self.reassembled),
             Scope::Message(Protocol::Rtype, code) => self.rtype[code as usize].as_ref(),
             Scope::Message(Protocol::Rt, code) => self.rt[code as usize].as_ref(),
-            Scope::Message(Protocol::Rtnp, _) => None,
+            Scope::Message(Protocol::Rtnp | Protocol::Described(_), _) => None,
         }
     }
 
