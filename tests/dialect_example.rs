@@ -238,3 +238,65 @@ fn dialect_packets_names_every_datagram_as_the_project_does() {
         .collect();
     assert_eq!(got, expected);
 }
+
+/// The description drives every command, not only `dialect`: with `--dialect` (or `dialects`
+/// in the configuration) the summary, `check`, `packets` and `export` recognise RTGP, name its
+/// messages and judge it under its own rules, and the configuration may allow them.
+#[test]
+fn every_command_reads_the_described_dialect() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let description = root.join(DIALECT);
+    let description = description.to_str().unwrap();
+    let here = dir("every-command");
+    let (datagrams, frame) = rtgp::with_wrong_length();
+    rtgp::write_capture(&here.join("bad-length.pcap"), &datagrams);
+
+    let (code, out, err) = bin::run_in(&here, &["check", "--dialect", description, "bad-length.pcap"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("│ rtgp.length                    ┆ error    ┆ 1     ┆ fail          ┆ 88     │"), "{out}");
+    assert_eq!(frame, 88);
+
+    let (code, out, err) = bin::run_in(&here, &["packets", "--dialect", description, "bad-length.pcap", "--frames", "88"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        out,
+        "     88   4.451380 #2   S→C rtgp     30 S_ENTITY_SPAWN seq=16 entity_id=100 entity_type=bydos (1) sub_type=1 pos_x=1900 pos_y=250 entity=100 [rtgp.length]\n"
+    );
+
+    let (code, out, err) = bin::run_in(&here, &["export", "--dialect", description, "bad-length.pcap"]);
+    assert_eq!(code, 0, "{err}");
+    let record: Value = out
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|r| r["frame"] == 88)
+        .unwrap();
+    assert_eq!(record["dialect"], "rtgp");
+    assert_eq!(record["name"], "S_ENTITY_SPAWN");
+    assert_eq!(
+        record["fields"],
+        serde_json::json!({"entity_id": 100, "entity_type": 1, "sub_type": 1, "pos_x": 1900, "pos_y": 250})
+    );
+    assert_eq!(record["header"]["payload_size"], 18);
+    assert_eq!(record["violations"][0]["id"], "rtgp.length");
+
+    // The configuration names the description; its `allow` may then name the description's rules.
+    std::fs::write(
+        here.join("rtype-inspect.toml"),
+        format!("dialects = [{description:?}]\nallow = [\"rtgp.length\"]\n"),
+    )
+    .unwrap();
+    let (code, out, err) = bin::run_in(&here, &["check", "bad-length.pcap"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = bin::run_in(&here, &["bad-length.pcap", "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let summary: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(summary["counts"]["datagrams"], DATAGRAMS as u64, "{out}");
+}
+
+/// Without the description, RTGP is other UDP: nothing is judged, and a CI gate does not pass.
+#[test]
+fn without_the_description_rtgp_is_not_judged() {
+    let (code, out, err) = run(&["check", SAMPLE]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("capture.no-datagrams"), "{out}");
+}

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use super::Described;
-use crate::proto::{Rule, RuleInfo};
+use crate::proto::{Named, Rule, RuleInfo};
 
 /// The most described dialects in one run.
 pub const MAX_DIALECTS: usize = 16;
@@ -15,6 +15,8 @@ pub const MAX_DIALECTS: usize = 16;
 pub struct Loaded {
     pub described: Described,
     pub first_rule: Rule,
+    /// Each enum's names as display filters read them (`== bydos`), by enum index.
+    pub enum_names: Vec<&'static [Named]>,
 }
 
 static LOADED: OnceLock<Vec<Loaded>> = OnceLock::new();
@@ -54,6 +56,19 @@ pub fn load(paths: &[PathBuf]) -> Result<(), String> {
         .into_iter()
         .zip(firsts)
         .map(|(described, first)| Loaded {
+            enum_names: described
+                .description
+                .enums
+                .iter()
+                .map(|e| {
+                    let named: Vec<Named> = e
+                        .values
+                        .iter()
+                        .filter_map(|(v, name)| Some(Named { value: u32::try_from(*v).ok()?, name: leak(name) }))
+                        .collect();
+                    &*Box::leak(named.into_boxed_slice())
+                })
+                .collect(),
             described,
             first_rule: base.map_or(Rule::ALL[0], |b| Rule::from_index(b.index() + first)),
         })

@@ -579,6 +579,20 @@ impl Walking<'_> {
 }
 
 /// Gives `give` the values of a pipeline fact of datagram `e`.
+/// A described field's value as filters compare it: a fixed-point field scaled, text as bytes.
+fn described_value(value: &crate::describe::decode::Value, divisor: Option<f64>) -> Val<'_> {
+    use crate::describe::decode::Value;
+    match (value, divisor) {
+        (Value::Int(i), Some(d)) => Val::Float(*i as f64 / d),
+        (Value::Int(i), None) => Val::Int(*i),
+        (Value::UInt(u), _) => Val::Int(*u as i64),
+        (Value::Float(f), _) => Val::Float(*f),
+        (Value::Text(t), _) => Val::Bytes(t.as_bytes()),
+        (Value::Bytes(b), _) => Val::Bytes(b),
+        (Value::Group, _) => Val::Present,
+    }
+}
+
 fn runtime_values(
     r: Runtime,
     protocol: Protocol,
@@ -645,6 +659,26 @@ fn runtime_values(
                 one(Some(Val::Int(expert_severity(f.rule.severity()))));
             }
         }
+        Runtime::DescribedField(d, f) => {
+            if let Some(Decoded::Described { index, decoded }) = e.decoded {
+                let divisor = |f: usize| {
+                    crate::describe::loaded::all()
+                        .get(usize::from(index))
+                        .and_then(|l| l.described.names.fields.get(f))
+                        .and_then(|f| f.divisor)
+                };
+                let wanted = usize::from(f);
+                if index == d {
+                    for item in decoded.items.iter().filter(|i| i.field == wanted) {
+                        one(Some(described_value(&item.value, divisor(wanted))));
+                    }
+                }
+            }
+        }
+        Runtime::DescribedMessage(d) if protocol == Protocol::Described(d) => {
+            one(Some(Val::Bytes(e.name.as_bytes())))
+        }
+        Runtime::DescribedMessage(_) => {}
         Runtime::Conversation(p) if p == protocol => one(Some(Val::Int(e.conversation.into()))),
         Runtime::StreamDelta(p) if p == protocol => one(ctx.frame.stream_delta.map(Val::Time)),
         Runtime::Violation(p) if p == protocol => {

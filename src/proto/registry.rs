@@ -231,6 +231,10 @@ pub enum Runtime {
     RtnpKeepalive,
     RtnpText,
     RtnpType,
+    /// A field of a described dialect (by its place among the run's, and in its names).
+    DescribedField(u8, u16),
+    /// A described dialect's message name.
+    DescribedMessage(u8),
 }
 
 /// Where a field's value comes from.
@@ -817,6 +821,9 @@ impl Registry {
                 });
             }
         }
+        for (i, loaded) in crate::describe::loaded::all().iter().enumerate() {
+            b.described_dialect(i as u8, loaded);
+        }
         b.finish()
     }
 
@@ -876,6 +883,49 @@ struct Builder<'p> {
 }
 
 impl<'p> Builder<'p> {
+    /// A described dialect's fields, named as its description's field registry names them (the
+    /// one naming algorithm of `describe::names`), read by the pipeline's interpreter.
+    fn described_dialect(&mut self, index: u8, loaded: &crate::describe::loaded::Loaded) {
+        use crate::describe::model::Kind;
+        use crate::describe::names;
+        let dialect = Protocol::Described(index);
+        for (i, f) in loaded.described.names.fields.iter().enumerate() {
+            let (ty, runtime) = match i {
+                names::PROTOCOL => (FieldType::Protocol, Runtime::Protocol(dialect)),
+                names::MESSAGE => (FieldType::String, Runtime::DescribedMessage(index)),
+                names::VIOLATION => (FieldType::String, Runtime::Violation(dialect)),
+                _ => {
+                    let ty = match (f.kind, f.divisor) {
+                        (Kind::Int { .. } | Kind::Bits { .. }, Some(_)) => FieldType::Double,
+                        (Kind::Int { width, signed: false }, _) => FieldType::Unsigned(width * 8),
+                        (Kind::Int { width, signed: true }, _) => FieldType::Signed(width * 8),
+                        (Kind::Bits { width }, _) => FieldType::Unsigned(width.next_power_of_two().max(8)),
+                        (Kind::Float { width: 4 }, _) => FieldType::Float,
+                        (Kind::Float { .. }, _) => FieldType::Double,
+                        (Kind::Str | Kind::Strz, _) => FieldType::String,
+                        (Kind::Bytes, _) => FieldType::Bytes,
+                        (Kind::User(_), _) => FieldType::None,
+                    };
+                    (ty, Runtime::DescribedField(index, i as u16))
+                }
+            };
+            let values = f
+                .enumeration
+                .and_then(|e| loaded.enum_names.get(e))
+                .map_or(Values::None, |n| Values::Named(n));
+            self.push(FilterField {
+                column: None,
+                name: f.name.clone(),
+                label: f.label.clone(),
+                ty,
+                hex: false,
+                values,
+                source: Source::Runtime(runtime),
+                provider: Provider::Dissector,
+            });
+        }
+    }
+
     fn new(profile: &'p Profile) -> Self {
         let mut used: HashSet<String> = DISSECTOR_RUNTIME
             .iter()

@@ -526,7 +526,7 @@ mod tests {
     fn policy(fail_on: Severity, allow: &[Rule]) -> Policy {
         let mut allowed = vec![false; Rule::all().len()];
         for r in allow {
-            allowed[*r as usize] = true;
+            allowed[r.index()] = true;
         }
         Policy {
             fail_on,
