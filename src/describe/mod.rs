@@ -6,6 +6,7 @@ pub mod decode;
 pub mod expr;
 pub mod ksy;
 pub mod load;
+pub mod lua;
 pub mod model;
 pub mod names;
 pub mod yaml;
