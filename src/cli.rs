@@ -136,6 +136,13 @@ enum DialectCommand {
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
     },
+    /// Write a Wireshark Lua dissector of the described dialect (tshark -X lua_script:FILE).
+    Dissector {
+        description: PathBuf,
+        /// Output file, - for standard output [default: -].
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
     /// Write a commented starting description.
     New {
         /// Output file, - for standard output [default: -].
@@ -156,6 +163,10 @@ fn dialect(command: DialectCommand) -> Result<ExitCode, String> {
         }
         DialectCommand::Fields { description, format } => d::fields(&description, format == Format::Json),
         DialectCommand::Ksy { description, output } => d::ksy(&description, output.as_deref()),
+        DialectCommand::Dissector { description, output } => {
+            let described = crate::describe::Described::open(&description)?;
+            d::write_out(output.as_deref(), &crate::describe::lua::generate(&described))
+        }
         DialectCommand::New { output } => d::write_out(output.as_deref(), crate::describe::TEMPLATE),
     }
 }

@@ -10,6 +10,7 @@
 //! - [`pipeline`]: frames through the layers above, in order, into a report's sink;
 //! - [`app`]: configuration, reading options and the read loop, output files and the terminal;
 //! - [`report`]: tables, JSON, `check`, the Lua generator;
+//! - [`lua_runtime`]: the hand-written Lua both generated Wireshark dissectors share;
 //! - [`proxy`]: the impairing relay between game clients and a server, and its record;
 //! - [`cli`]: the arguments, and which report each command runs.
 
@@ -19,6 +20,7 @@ pub mod cli;
 pub mod datagram;
 pub mod describe;
 pub mod display_filter;
+pub mod lua_runtime;
 pub mod message;
 pub mod pipeline;
 pub mod proto;

@@ -278,12 +278,14 @@ fn op_text(op: Op) -> &'static str {
 }
 
 /// A binary operation in Lua 5.2-compatible form: integers are numbers, booleans are 0 or 1,
-/// bit operations go through the `bit32`-compatible helpers the generated dissector defines.
+/// bit operations, division and remainder go through the helpers the generated dissector
+/// defines (`idiv` and `irem` truncate towards zero, and raise on a zero divisor, as `eval`).
 fn lua_binary(op: Op, a: &str, b: &str) -> String {
     let truth = |cond: String| format!("(({cond}) and 1 or 0)");
     match op {
-        Op::Add | Op::Sub | Op::Mul | Op::Rem => format!("({a} {} {b})", op_text(op)),
-        Op::Div => format!("math.floor({a} / {b})"),
+        Op::Add | Op::Sub | Op::Mul => format!("({a} {} {b})", op_text(op)),
+        Op::Div => format!("idiv({a}, {b})"),
+        Op::Rem => format!("irem({a}, {b})"),
         Op::And => format!("band({a}, {b})"),
         Op::Or => format!("bor({a}, {b})"),
         Op::Xor => format!("bxor({a}, {b})"),

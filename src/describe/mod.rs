@@ -7,6 +7,7 @@ pub mod expr;
 pub mod ksy;
 pub mod load;
 pub mod loaded;
+pub mod lua;
 pub mod model;
 pub mod names;
 pub mod view;

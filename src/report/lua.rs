@@ -7,9 +7,10 @@
 //! description), a `ProtoExpert` per rule a single datagram can break, and a Lua function per
 //! message layout that reads the fields in the description's order, exactly as `message::walk`
 //! does. Every bundled snapshot profile is compiled in, chosen by a preference. The only
-//! hand-written Lua is the fixed runtime in `lua/`: bytes, CRC-32, LZ4, JSON, the field readers,
-//! the datagram checks, the chunk reassembly, the per-conversation decisions, the statistics and
-//! the registration. No field layout is written by hand.
+//! hand-written Lua is the fixed runtime: in `lua/`, JSON, the field readers, the datagram checks,
+//! the chunk reassembly, the per-conversation decisions, the statistics and the registration; in
+//! [`crate::lua_runtime`] (shared with the described dialects' generator), bytes, CRC-32, LZ4,
+//! UTF-8 and clamped ranges. No field layout is written by hand.
 //!
 //! The output runs in Wireshark/tshark 4.0 (Lua 5.2) and later (Lua 5.4): it uses Wireshark's
 //! `bit` module, never `bit32` nor the Lua 5.3 operators (but in one CRC loop compiled with
@@ -20,6 +21,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt::Write as _;
 
 use crate::datagram::rtype::{MAX_PAYLOAD, MESSAGE_RULES};
+use crate::lua_runtime::{lua_str, BYTES, CRC32, LZ4, RANGE, UTF8};
 use crate::proto::profile::{BitSlot, Profile, BUNDLED, MASK_BITS};
 use crate::proto::registry::{FieldType, RuntimeField, Values, DISSECTOR_RUNTIME};
 use crate::proto::rtnp::{JsonField, MAX_DATAGRAM, MAX_DEPTH, MAX_JSON, PING, PONG};
@@ -379,6 +381,10 @@ pub fn generate(profile: &Profile) -> String {
     );
     out.push_str(PRELUDE);
     out.push('\n');
+    for chunk in [BYTES, CRC32, LZ4, UTF8, RANGE] {
+        out.push_str(chunk);
+        out.push('\n');
+    }
     g.declarations(&mut out, default);
     out.push_str(WALKER);
     out.push('\n');
@@ -1633,25 +1639,6 @@ fn pad(indent: usize) -> String {
     "    ".repeat(indent)
 }
 
-/// A double-quoted Lua string literal for `s` (any bytes).
-fn lua_str(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for b in s.bytes() {
-        match b {
-            b'"' => out.push_str("\\\""),
-            b'\\' => out.push_str("\\\\"),
-            b'\n' => out.push_str("\\n"),
-            0x20..=0x7E => out.push(b as char),
-            _ => {
-                let _ = write!(out, "\\{b:03}");
-            }
-        }
-    }
-    out.push('"');
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1670,11 +1657,6 @@ mod tests {
         let names: Vec<&str> = super::DISSECTOR_RUNTIME.iter().map(|f| f.name).collect();
         let lua: Vec<&str> = super::RUNTIME_LUA.iter().map(|(name, ..)| *name).collect();
         assert_eq!(names, lua);
-    }
-
-    #[test]
-    fn lua_strings_are_escaped() {
-        assert_eq!(lua_str("a\"b\\c\n→"), "\"a\\\"b\\\\c\\n\\226\\134\\146\"");
     }
 
     #[test]
