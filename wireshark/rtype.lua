@@ -162,14 +162,16 @@ end
 -- The LZ4 output buffer, reused by every datagram (the walk reads it; its strings are copied).
 local LZ4_OUT = {}
 
---- Decompresses a raw LZ4 block (no frame, no size prefix) held in b[from..to] into LZ4_OUT.
---- Returns the decompressed length, or nil and a reason. Output is limited to `limit` bytes.
+--- Decompresses a raw LZ4 block (no frame, no size prefix) held in b[from..to] into LZ4_OUT,
+--- after the `start` bytes already there (an LZ4 frame's earlier blocks, which its matches may
+--- reach back into; 0 when absent). Returns the decompressed length so far, or nil and a
+--- reason. Output is limited to `limit` bytes.
 local lz4_block
 do
     local floor, tmove = math.floor, table.move
-    lz4_block = function(b, from, to, limit)
+    lz4_block = function(b, from, to, limit, start)
         if from > to then return nil, "empty block" end
-        local out, o, i = LZ4_OUT, 0, from
+        local out, o, i = LZ4_OUT, start or 0, from
         while true do
             if i > to then return nil, "block ends before a token" end
             local token = b[i]

@@ -124,12 +124,13 @@ fn algorithms(out: &mut String, d: &Description) {
         });
     }
     if let Some(c) = &d.compression {
-        if c.algorithm == CompressionAlgorithm::Lz4Block {
+        if c.algorithm != CompressionAlgorithm::Zlib {
             out.push_str(LZ4);
             out.push('\n');
         }
         out.push_str(match c.algorithm {
             CompressionAlgorithm::Lz4Block => INFLATE_LZ4,
+            CompressionAlgorithm::Lz4Frame => INFLATE_LZ4_FRAME,
             CompressionAlgorithm::Zlib => INFLATE_ZLIB,
         });
     }
@@ -183,6 +184,43 @@ inflate = function(c, from, to, original)
     if n ~= size then return nil, n .. \" bytes, not the \" .. size .. \" the header states\" end
     local tvb = n > 0 and ByteArray.new(string_of(LZ4_OUT, 1, n), true):tvb(\"Decompressed body\") or nil
     return LZ4_OUT, n, tvb
+end
+";
+
+const INFLATE_LZ4_FRAME: &str = "\
+-- An LZ4 frame (magic 0x184D2204): its blocks, compressed or stored, one after the other (a
+-- block's matches may reach into the blocks before it); the bytes, their length and a Tvb of
+-- them (nil when empty), or nil and why the frame does not decompress.
+inflate = function(c, from, to)
+    local b, i, floor = c.b, from + 1, math.floor
+    local function u32(k) return b[k] + b[k + 1] * 256 + b[k + 2] * 65536 + b[k + 3] * 16777216 end
+    local fail = \"LZ4 frame data that fails: \"
+    if to - from < 7 or u32(i) ~= 0x184D2204 then return nil, fail .. \"no frame magic\" end
+    local flg = b[i + 4]
+    local block_sums, has_size, has_dict = floor(flg / 16) % 2 == 1, floor(flg / 8) % 2 == 1, flg % 2 == 1
+    i = i + 7 + (has_size and 8 or 0) + (has_dict and 4 or 0)
+    local o = 0
+    while true do
+        if i + 3 > to then return nil, fail .. \"it ends before its end mark\" end
+        local size = u32(i)
+        i = i + 4
+        if size == 0 then break end
+        local stored = size >= 0x80000000
+        if stored then size = size - 0x80000000 end
+        if i + size - 1 > to then return nil, fail .. \"a block runs past its end\" end
+        if stored then
+            if o + size > MAX_DECOMPRESSED then return nil, \"more than \" .. MAX_DECOMPRESSED .. \" bytes\" end
+            for k = 0, size - 1 do LZ4_OUT[o + k + 1] = b[i + k] end
+            o = o + size
+        else
+            local n, why = lz4_block(b, i, i + size - 1, MAX_DECOMPRESSED, o)
+            if not n then return nil, fail .. why end
+            o = n
+        end
+        i = i + size + (block_sums and 4 or 0)
+    end
+    local tvb = o > 0 and ByteArray.new(string_of(LZ4_OUT, 1, o), true):tvb(\"Decompressed body\") or nil
+    return LZ4_OUT, o, tvb
 end
 ";
 
