@@ -115,22 +115,28 @@ enum DialectCommand {
     /// One line per datagram of the described dialect; -V for every field; json: one object
     /// per datagram, one per line.
     Packets {
+        /// The description (YAML).
         description: PathBuf,
+        /// The capture (pcap or pcapng).
         capture: PathBuf,
         /// Print every decoded field, with its filter name, offset and length.
         #[arg(short = 'V', long)]
         verbose: bool,
+        /// Output form: text (a line per datagram), or json (a record per datagram, one per line).
         #[arg(long, value_enum, default_value = "text", conflicts_with = "verbose")]
         format: Format,
     },
     /// List the display-filter fields a description defines: name, type, label.
     Fields {
+        /// The description (YAML).
         description: PathBuf,
+        /// Output form: text (tshark -G fields' lines), or json (one document).
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
     },
     /// Write the layout part as Kaitai Struct (.ksy), for Kaitai's Web IDE.
     Ksy {
+        /// The description (YAML).
         description: PathBuf,
         /// Output file, - for standard output [default: -].
         #[arg(short, long, value_name = "FILE")]
@@ -138,6 +144,7 @@ enum DialectCommand {
     },
     /// Write a Wireshark Lua dissector of the described dialect (tshark -X lua_script:FILE).
     Dissector {
+        /// The description (YAML).
         description: PathBuf,
         /// Output file, - for standard output [default: -].
         #[arg(short, long, value_name = "FILE")]
