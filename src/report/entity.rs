@@ -138,6 +138,7 @@ impl Follow {
     fn write<W: Write>(self, out: &mut W, file: &str, end: &End) -> io::Result<()> {
         let Follow {
             id,
+            conversation: only,
             sections,
             counts,
             format,
@@ -150,7 +151,8 @@ impl Follow {
         match format {
             Format::Text => {
                 if counts.is_empty() {
-                    writeln!(out, "entity {id}: no datagram of {file} names it")?;
+                    let within = only.map_or(String::new(), |c| format!(" in conversation #{c}"));
+                    writeln!(out, "entity {id}: no datagram of {file} names it{within}")?;
                 }
                 let head = |out: &mut W, c: u32, index: usize| {
                     let (client, server) = ends(c);
