@@ -259,6 +259,13 @@ enum Command {
     /// Per-conversation session analysis: handshake, rates, round trips, loss, LevelInit.
     #[command(after_help = FILTER_EXAMPLES)]
     Stats(report::stats::StatsArgs),
+    /// Follow one entity through each client's view: its spawns, every update with the fields
+    /// that changed and the gap since the one before, its destroys, and what came after.
+    #[command(after_help = FILTER_EXAMPLES)]
+    Entity(report::entity::EntityArgs),
+    /// The world each client held at a time: every entity with its type, position, velocity,
+    /// health and the age of its last update.
+    World(report::world::WorldArgs),
     /// Judge captures for CI: exit 0 clean, 1 when a finding reaches --fail-on, 2 on errors.
     #[command(after_help = FILTER_EXAMPLES)]
     Check(report::check::CheckArgs),
@@ -825,6 +832,8 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Stats(args) => report::stats::run(args, term),
+        Command::Entity(args) => report::entity::run(args),
+        Command::World(args) => report::world::run(args, term),
         Command::Check(args) => report::check::run(args, term),
         Command::Profile(args) => report::profile::run(args, term),
         Command::Diff(args) => report::diff::run(args, term),

@@ -8,6 +8,8 @@
 //! - [`session`]: conversations, chunk sets, sequences, timing, and the events the pipeline emits;
 //! - [`display_filter`]: Wireshark's filter language over the registry's fields;
 //! - [`pipeline`]: frames through the layers above, in order, into a report's sink;
+//! - [`world`]: each conversation's entities rebuilt from what its client received, for the
+//!   reports that follow an entity or show the world at a time;
 //! - [`app`]: configuration, reading options and the read loop, output files and the terminal;
 //! - [`report`]: tables, JSON, `check`, the Lua generator;
 //! - [`lua_runtime`]: the hand-written Lua both generated Wireshark dissectors share;
@@ -28,3 +30,4 @@ pub mod proxy;
 pub mod report;
 pub mod samplegen;
 pub mod session;
+pub mod world;

@@ -42,6 +42,7 @@ use rtype_inspect::report::summary::Summary;
 use rtype_inspect::session::chunks;
 use rtype_inspect::session::event::{DatagramEvent, LooseFinding};
 use rtype_inspect::session::MAX_CONVERSATIONS;
+use rtype_inspect::world::{Gather, World};
 
 // ------------------------------------------------------------------------------------------------
 // Counting allocator
@@ -221,8 +222,8 @@ fn unpacking_ahead_changes_nothing() {
     assert!(compared >= 19, "only {compared} captures found");
 }
 
-/// The summary, the NDJSON export, the verbose packet list with hex and the session statistics,
-/// over `bytes`.
+/// The summary, the NDJSON export, the verbose packet list with hex, the session statistics and
+/// the world (of every entity, and of one), over `bytes`.
 fn every_report(bytes: &[u8]) {
     let mut summary = Summary::default();
     if run(bytes, &mut summary) {
@@ -249,6 +250,8 @@ fn every_report(bytes: &[u8]) {
                 &mut Stats::new(io::sink(), format, "mutated", Term::pipe()),
             );
         }
+        run(bytes, &mut Rebuilt(World::new(None)));
+        run(bytes, &mut Rebuilt(World::new(Some(1))));
         let mut profiler = Profiler::new("mutated", &reading(), 100_000_000);
         run(bytes, &mut profiler);
         if let Some(json) = profiler.json() {
@@ -256,6 +259,26 @@ fn every_report(bytes: &[u8]) {
             let _ = profile::budget::judge(json, &every_budget());
         }
     }
+}
+
+/// The world the `entity` and `world` reports read, rebuilt from every datagram.
+struct Rebuilt(World);
+
+impl Sink for Rebuilt {
+    type Fields = Gather;
+    fn fields(&mut self) -> &mut Gather {
+        self.0.fields()
+    }
+    fn begin(&mut self, _: &rtype_inspect::session::Conversations, _: u32) {
+        self.0.begin();
+    }
+    fn datagram(&mut self, e: &DatagramEvent<'_>) {
+        self.0.apply(e, |change| {
+            let _ = change.life.map(|l| l.type_name(|t| change.archetypes.sprite(t)));
+        });
+    }
+    fn loose(&mut self, _: &LooseFinding) {}
+    fn end(&mut self, _: &RunEnd<'_>) {}
 }
 
 /// Reading options as a command line without options has them (no config file is in the

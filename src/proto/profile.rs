@@ -18,7 +18,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::rtype::STATUS_FLAGS;
-use super::schema::{Check, Display, Field, Named, Role, Ty};
+use super::schema::{Check, Display, Field, Named, Quantity, Role, Ty};
 
 /// Number of bits in the update mask.
 pub const MASK_BITS: usize = 16;
@@ -133,11 +133,11 @@ impl PlainBits {
 
 static DOCUMENT_FIELDS: [Field; 8] = [
     Field::new("entity_type", "Entity Type", Ty::U8).role(Role::EntityType),
-    Field::new("pos_x", "Position X", Ty::F32),
-    Field::new("pos_y", "Position Y", Ty::F32),
-    Field::new("vel_x", "Velocity X", Ty::F32),
-    Field::new("vel_y", "Velocity Y", Ty::F32),
-    Field::new("health", "Health", Ty::U16),
+    Field::new("pos_x", "Position X", Ty::F32).quantity(Quantity::PosX),
+    Field::new("pos_y", "Position Y", Ty::F32).quantity(Quantity::PosY),
+    Field::new("vel_x", "Velocity X", Ty::F32).quantity(Quantity::VelX),
+    Field::new("vel_y", "Velocity Y", Ty::F32).quantity(Quantity::VelY),
+    Field::new("health", "Health", Ty::U16).quantity(Quantity::Health),
     Field::new("status_flags", "Status Flags", Ty::U8).display(Display::Flags(STATUS_FLAGS)),
     Field::new("lives", "Lives", Ty::U8),
 ];
@@ -353,6 +353,7 @@ impl BitSpec {
             ty,
         );
         field.divisor = divisor;
+        field.quantity = Quantity::of_profile_name(&name);
         if name == "entity_type" {
             field = field.role(Role::EntityType);
         }

@@ -11,8 +11,8 @@
 
 use super::rules::Rule;
 use super::schema::{
-    fixed_len, index_by_code, Case, Direction, Display, Field, Group, Message, Named, Node, Role,
-    Ty, Variant,
+    fixed_len, index_by_code, Case, Direction, Display, Field, Group, Message, Named, Node,
+    Quantity, Role, Ty, Variant,
 };
 use Direction::{ClientToServer as C2S, ServerToClient as S2C};
 
@@ -451,6 +451,11 @@ const fn field(name: &'static str, label: &'static str, ty: Ty) -> Node {
     Node::Field(Field::new(name, label, ty))
 }
 
+/// A field that measures `quantity` of its entity (see [`Quantity`]).
+const fn measured(name: &'static str, label: &'static str, ty: Ty, quantity: Quantity) -> Node {
+    Node::Field(Field::new(name, label, ty).quantity(quantity))
+}
+
 const fn u8f(name: &'static str, label: &'static str) -> Node {
     field(name, label, Ty::U8)
 }
@@ -549,8 +554,8 @@ component!(
     "transform",
     "Transform",
     [
-        i16f("pos_x", "Position X"),
-        i16f("pos_y", "Position Y"),
+        measured("pos_x", "Position X", Ty::I16, Quantity::PosX),
+        measured("pos_y", "Position Y", Ty::I16, Quantity::PosY),
         u16f("rotation", "Rotation (0-65535 = 0-360°)"),
         u16f("scale", "Scale (1000 = 1.0x)"),
     ]
@@ -562,8 +567,8 @@ component!(
     "velocity",
     "Velocity",
     [
-        i16f("vel_x", "Velocity X"),
-        i16f("vel_y", "Velocity Y"),
+        measured("vel_x", "Velocity X", Ty::I16, Quantity::VelX),
+        measured("vel_y", "Velocity Y", Ty::I16, Quantity::VelY),
         i16f("acceleration_x", "Acceleration X"),
         i16f("acceleration_y", "Acceleration Y"),
     ]
@@ -575,7 +580,7 @@ component!(
     "health",
     "Health",
     [
-        u8f("current_health", "Current Health"),
+        measured("current_health", "Current Health", Ty::U8, Quantity::Health),
         u8f("max_health", "Max Health"),
         u8f("current_shield", "Current Shield"),
         u8f("max_shield", "Max Shield"),
@@ -870,12 +875,22 @@ pub const MESSAGES: &[Message] = &[
         &[
             entity_id(),
             entity_type(),
-            u16f("position_x", "Position X"),
-            u16f("position_y", "Position Y"),
+            measured("position_x", "Position X", Ty::U16, Quantity::PosX),
+            measured("position_y", "Position Y", Ty::U16, Quantity::PosY),
             u8f("mob_variant", "Mob Variant"),
-            u8f("initial_health", "Initial Health"),
-            u16f("initial_velocity_x", "Initial Velocity X"),
-            u16f("initial_velocity_y", "Initial Velocity Y"),
+            measured("initial_health", "Initial Health", Ty::U8, Quantity::Health),
+            measured(
+                "initial_velocity_x",
+                "Initial Velocity X",
+                Ty::U16,
+                Quantity::VelX,
+            ),
+            measured(
+                "initial_velocity_y",
+                "Initial Velocity Y",
+                Ty::U16,
+                Quantity::VelY,
+            ),
             u8f("is_playable", "Is Playable (0 = NPC)"),
         ],
     ),

@@ -3,7 +3,7 @@
 use super::rules::Rule;
 use super::schema::{
     fixed_len, index_by_code, Case, Check, Direction, Display, Field, Group, Message, Named, Node,
-    Role, Ty, Variant,
+    Quantity, Role, Ty, Variant,
 };
 use Direction::{ClientToServer as C2S, ServerToClient as S2C};
 
@@ -526,8 +526,8 @@ pub const MESSAGES: &[Message] = &[
         &[
             Node::Field(Field::new("entity_id", "Entity ID", Ty::U32).role(Role::EntityId)),
             Node::Field(Field::new("entity_type", "Entity Type", Ty::U8).role(Role::EntityType)),
-            f32("pos_x", "Position X"),
-            f32("pos_y", "Position Y"),
+            Node::Field(Field::new("pos_x", "Position X", Ty::F32).quantity(Quantity::PosX)),
+            Node::Field(Field::new("pos_y", "Position Y", Ty::F32).quantity(Quantity::PosY)),
         ],
     ),
     msg(

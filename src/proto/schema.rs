@@ -98,6 +98,36 @@ pub enum Role {
     Timestamp,
 }
 
+/// What an entity's field measures, where the world's views show it in a column of its own
+/// (`world`'s position, velocity and health). Apart from [`Role`], which the walk, the checks
+/// and the generators act on: a quantity changes nothing of how a field is decoded or shown.
+/// The same quantity may come from several fields (a spawn's f32 position, a snapshot's i16
+/// one): the world keeps one value for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Quantity {
+    None,
+    PosX,
+    PosY,
+    VelX,
+    VelY,
+    Health,
+}
+
+impl Quantity {
+    /// A snapshot profile's field named `name` measures this ([`crate::proto::profile`]: the
+    /// names are the profile format's vocabulary, as `entity_type` is).
+    pub fn of_profile_name(name: &str) -> Quantity {
+        match name {
+            "pos_x" => Quantity::PosX,
+            "pos_y" => Quantity::PosY,
+            "vel_x" => Quantity::VelX,
+            "vel_y" => Quantity::VelY,
+            "health" => Quantity::Health,
+            _ => Quantity::None,
+        }
+    }
+}
+
 /// A check the decoder applies to a field's value as it reads it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Check {
@@ -133,6 +163,8 @@ pub struct Field {
     /// display is [`Display::Text`], as bytes otherwise. An attribute rather than a `Ty` variant
     /// so that code matching `Ty` exhaustively keeps compiling; use [`Field::width`] for sizes.
     pub array: u16,
+    /// What the field measures, for the world's views ([`Quantity`]).
+    pub quantity: Quantity,
 }
 
 impl Field {
@@ -150,6 +182,7 @@ impl Field {
             check: Check::None,
             divisor: 1,
             array: 0,
+            quantity: Quantity::None,
         }
     }
     /// A fixed byte array of `len` bytes (see [`Field::array`]).
@@ -174,6 +207,10 @@ impl Field {
     }
     pub const fn check(mut self, check: Check) -> Field {
         self.check = check;
+        self
+    }
+    pub const fn quantity(mut self, quantity: Quantity) -> Field {
+        self.quantity = quantity;
         self
     }
 }

@@ -5,6 +5,7 @@ pub mod check;
 pub mod cut;
 pub mod dialect;
 pub mod diff;
+pub mod entity;
 pub mod export;
 pub mod field_lines;
 pub mod field_list;
@@ -21,10 +22,12 @@ pub mod profile;
 pub mod profile_hint;
 pub mod protocol_doc;
 pub mod render;
+pub mod sections;
 pub mod stats;
 pub mod summary;
 pub mod table;
 pub mod time;
+pub mod world;
 
 /// Marks a JSON document with the schema it follows (`"<name>/<version>"`, described by
 /// docs/schemas/<name>.schema.json) and the tool that wrote it, as the profile's are.

@@ -1,0 +1,436 @@
+//! `rtype-inspect entity FILE ID`: follows one entity through the world each client received,
+//! Wireshark's Follow Stream for an entity. Per conversation, one after the other: each spawn,
+//! every update with the fields that changed and their new values and the gap since the
+//! update before, each destroy, and whatever came after a destroy, each with its frame, time
+//! and tick; one line per event, or one JSON document.
+//!
+//! The events are rendered as they come, into a section per conversation ([`Sections`]), so
+//! that memory stays flat on a long capture.
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use super::render::{
+    decimal_len, json_str, json_value, push_f64, push_spaces, push_u64, text_value,
+};
+use super::sections::Sections;
+use super::time::write_seconds;
+use crate::app::{read_capture, written, Format, ReadOpts};
+use crate::message::Value;
+use crate::pipeline::{RunEnd, Sink};
+use crate::proto::schema::{Display, Role};
+use crate::session::entities::IdMap;
+use crate::session::event::{DatagramEvent, LooseFinding};
+use crate::session::Conversations;
+use crate::world::{Change, Gather, Happened, World};
+
+/// Arguments of `rtype-inspect entity`.
+#[derive(clap::Args)]
+pub struct EntityArgs {
+    /// Capture file (pcap or pcapng, gzipped or not); - reads standard input.
+    #[arg(value_name = "FILE")]
+    file: PathBuf,
+    /// The entity id to follow.
+    #[arg(value_name = "ID")]
+    id: u32,
+    /// Only this conversation's view (its number in the summary).
+    #[arg(long, value_name = "N")]
+    conversation: Option<u32>,
+    /// Output form: text (a line per event), or json (one document).
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+    #[command(flatten)]
+    read: ReadOpts,
+}
+
+/// The schema of `entity --format json` (docs/schemas/entity.schema.json).
+pub const SCHEMA: &str = "entity/1";
+
+/// Runs `rtype-inspect entity`.
+pub fn run(args: EntityArgs) -> Result<ExitCode, String> {
+    let reading = args.read.reading()?.for_file(&args.file)?;
+    let mut follow = Follow::new(args.id, args.conversation, args.format);
+    read_capture(&args.file, &reading, &mut follow)?;
+    let mut out = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
+    let file = args.file.display().to_string();
+    let result = match follow.end.take() {
+        Some(end) => follow.write(&mut out, &file, &end),
+        None => Ok(()),
+    };
+    written(result.and_then(|()| out.flush()).err())
+}
+
+/// What the report needs of the run's end.
+struct End {
+    profile: String,
+    filter: Option<String>,
+    /// Each conversation's client and server, by id.
+    ends: IdMap<u32, (String, String)>,
+}
+
+/// A conversation's count of the entity's lives and events.
+#[derive(Clone, Copy, Default)]
+struct Counts {
+    lives: u32,
+    updates: u64,
+    destroys: u64,
+    events: u64,
+}
+
+/// Follows the entity while the pipeline runs (see the module's documentation).
+struct Follow {
+    world: World,
+    id: u32,
+    conversation: Option<u32>,
+    format: Format,
+    first_ts: Option<i64>,
+    sections: Sections,
+    counts: IdMap<u32, Counts>,
+    end: Option<End>,
+}
+
+impl Follow {
+    fn new(id: u32, conversation: Option<u32>, format: Format) -> Follow {
+        Follow {
+            world: World::new(Some(id)),
+            id,
+            conversation,
+            format,
+            first_ts: None,
+            sections: Sections::default(),
+            counts: IdMap::default(),
+            end: None,
+        }
+    }
+
+    /// A datagram, which the display filter passed (`shown`) or not: the world takes it
+    /// either way; only the updates shown are listed.
+    fn seen(&mut self, e: &DatagramEvent<'_>, shown: bool) {
+        let first = *self.first_ts.get_or_insert(e.ts_nanos);
+        if self.conversation.is_some_and(|c| c != e.conversation) {
+            return;
+        }
+        let (sections, counts, format) = (&mut self.sections, &mut self.counts, self.format);
+        self.world.apply(e, |change| {
+            let count = counts.entry(change.conversation).or_default();
+            let listed = !matches!(change.happened, Happened::Update { .. }) || shown;
+            count_change(count, change.happened);
+            if !listed {
+                return;
+            }
+            count.events += 1;
+            let line = Line {
+                change,
+                message: e.name,
+                rel_nanos: change.at.ts_nanos.saturating_sub(first),
+                life: count.lives,
+                first: count.events == 1,
+            };
+            sections.append(change.conversation, |out| match format {
+                Format::Text => line.text(out),
+                Format::Json => line.json(out),
+            });
+        });
+    }
+
+    /// Writes the report.
+    fn write<W: Write>(self, out: &mut W, file: &str, end: &End) -> io::Result<()> {
+        let Follow {
+            id,
+            conversation: only,
+            sections,
+            counts,
+            format,
+            world,
+            ..
+        } = self;
+        let ends = |c: u32| end.ends.get(&c).cloned().unwrap_or_default();
+        let count = |c: u32| counts.get(&c).copied().unwrap_or_default();
+        let refused = world.refused();
+        match format {
+            Format::Text => {
+                if counts.is_empty() {
+                    let within = only.map_or(String::new(), |c| format!(" in conversation #{c}"));
+                    writeln!(out, "entity {id}: no datagram of {file} names it{within}")?;
+                }
+                let head = |out: &mut W, c: u32, index: usize| {
+                    let (client, server) = ends(c);
+                    let n = count(c);
+                    if index > 0 {
+                        writeln!(out)?;
+                    }
+                    writeln!(
+                        out,
+                        "Entity {id} in conversation #{c} ({client} ↔ {server}): {} {}, {} updates, {} destroys",
+                        n.lives,
+                        if n.lives == 1 { "life" } else { "lives" },
+                        n.updates,
+                        n.destroys
+                    )?;
+                    writeln!(
+                        out,
+                        "{:>7} {:>10} {:>7}  {:<21} {:>10}  changed",
+                        "frame", "time", "tick", "event", "gap"
+                    )
+                };
+                sections.write_to(out, head, |_, _| Ok(()))?;
+                if let Some(r) = refused {
+                    writeln!(
+                        out,
+                        "note: {} lives from frame {} on were not followed (the world holds {} at most)",
+                        r.lives,
+                        r.first_frame,
+                        crate::world::MAX_HELD
+                    )?;
+                }
+                if let Some(filter) = &end.filter {
+                    writeln!(out, "updates shown: those that pass {filter}")?;
+                }
+                Ok(())
+            }
+            Format::Json => {
+                let mut doc = serde_json::json!({
+                    "file": file,
+                    "profile": end.profile,
+                    "entity": id,
+                    "display_filter": end.filter,
+                    "refused": refused.map(|r| serde_json::json!({"first_frame": r.first_frame, "lives": r.lives})),
+                });
+                super::stamp(&mut doc, SCHEMA);
+                let mut head = serde_json::to_string(&doc).map_err(io::Error::from)?;
+                head.pop();
+                head.push_str(",\"conversations\":[");
+                out.write_all(head.as_bytes())?;
+                let open = |out: &mut W, c: u32, index: usize| {
+                    let (client, server) = ends(c);
+                    let n = count(c);
+                    let mut text = String::new();
+                    if index > 0 {
+                        text.push(',');
+                    }
+                    text.push_str("\n{\"id\":");
+                    push_u64(&mut text, c.into());
+                    text.push_str(",\"client\":");
+                    json_str(&mut text, &client);
+                    text.push_str(",\"server\":");
+                    json_str(&mut text, &server);
+                    for (key, value) in [
+                        ("lives", u64::from(n.lives)),
+                        ("updates", n.updates),
+                        ("destroys", n.destroys),
+                    ] {
+                        text.push_str(",\"");
+                        text.push_str(key);
+                        text.push_str("\":");
+                        push_u64(&mut text, value);
+                    }
+                    text.push_str(",\"events\":[\n");
+                    out.write_all(text.as_bytes())
+                };
+                sections.write_to(out, open, |out, _| out.write_all(b"]}"))?;
+                out.write_all(b"]}\n")
+            }
+        }
+    }
+}
+
+/// Counts a change in its conversation's figures.
+fn count_change(count: &mut Counts, happened: Happened) {
+    match happened {
+        Happened::Spawn { .. } | Happened::Update { unseen: true, .. } => count.lives += 1,
+        Happened::Update { .. } | Happened::Destroy { .. } | Happened::DestroyUnknown => {}
+    }
+    match happened {
+        Happened::Update { .. } => count.updates += 1,
+        Happened::Destroy { .. } | Happened::DestroyUnknown => count.destroys += 1,
+        Happened::Spawn { .. } => {}
+    }
+}
+
+/// Appends `n` right-aligned in a column of `width`.
+fn push_right(out: &mut String, n: u64, width: usize) {
+    push_spaces(out, width.saturating_sub(decimal_len(n)));
+    push_u64(out, n);
+}
+
+/// The name of what happened, in both forms.
+fn event_name(happened: Happened) -> &'static str {
+    match happened {
+        Happened::Spawn { replaced: false } => "spawn",
+        Happened::Spawn { replaced: true } => "spawn-over-live",
+        Happened::Update {
+            after_destroy: true,
+            ..
+        } => "update-after-destroy",
+        Happened::Update { unseen: true, .. } => "update-unspawned",
+        Happened::Update { .. } => "update",
+        Happened::Destroy { again: false } => "destroy",
+        Happened::Destroy { again: true } => "destroy-again",
+        Happened::DestroyUnknown => "destroy-unknown",
+    }
+}
+
+/// One event, rendered.
+struct Line<'a, 'c> {
+    change: &'a Change<'c>,
+    message: &'a str,
+    rel_nanos: i64,
+    life: u32,
+    /// The first event of its conversation's section.
+    first: bool,
+}
+
+impl Line<'_, '_> {
+    /// The fields that changed, each once (its last value, where a message gives a field twice).
+    fn changed(&self) -> impl Iterator<Item = (usize, &'static str, Value<'static>)> + '_ {
+        let changed = self.change.changed;
+        changed.iter().enumerate().filter_map(move |(i, (f, v))| {
+            let later = changed[i + 1..].iter().any(|(g, _)| g.name == f.name);
+            (!later).then_some((i, f.name, v.value()))
+        })
+    }
+
+    fn type_name(&self) -> Option<&str> {
+        let archetypes = self.change.archetypes;
+        self.change
+            .life
+            .and_then(|l| l.type_name(|t| archetypes.sprite(t)))
+    }
+
+    fn text(&self, out: &mut String) {
+        let c = self.change;
+        push_right(out, c.at.frame, 7);
+        out.push(' ');
+        // As packets' time column writes it (to the microsecond, truncated).
+        write_seconds(out, self.rel_nanos, 6, 10);
+        out.push(' ');
+        match c.at.tick {
+            Some(tick) => push_right(out, tick.into(), 7),
+            None => out.push_str("      -"),
+        }
+        out.push_str("  ");
+        // The event, in a column of 21.
+        let event_at = out.len();
+        out.push_str(event_name(c.happened));
+        if matches!(
+            c.happened,
+            Happened::Spawn { .. } | Happened::Update { unseen: true, .. }
+        ) {
+            out.push_str(" #");
+            push_u64(out, self.life.into());
+        }
+        let width = out[event_at..].chars().count();
+        push_spaces(out, 21usize.saturating_sub(width));
+        match c.gap_nanos {
+            // In milliseconds, to the microsecond.
+            Some(gap) => {
+                out.push(' ');
+                write_seconds(out, gap.saturating_mul(1000), 3, 7);
+                out.push_str(" ms");
+            }
+            None => push_spaces(out, 11),
+        }
+        for (i, name, value) in self.changed() {
+            out.push_str("  ");
+            out.push_str(name);
+            out.push('=');
+            let field = c.changed[i].0;
+            text_value(out, field, value, |_| None);
+            // An enum names the type already (rt); LevelInit's sprite names it otherwise.
+            if field.role == Role::EntityType && !matches!(field.display, Display::Enum(_)) {
+                if let Some(type_name) = self.type_name() {
+                    out.push_str(" (");
+                    out.push_str(type_name);
+                    out.push(')');
+                }
+            }
+        }
+        // A destroy has no gap nor fields: no padding is left at its end.
+        out.truncate(out.trim_end().len());
+        out.push('\n');
+    }
+
+    fn json(&self, out: &mut String) {
+        let c = self.change;
+        if !self.first {
+            out.push_str(",\n");
+        }
+        out.push_str("{\"frame\":");
+        push_u64(out, c.at.frame);
+        out.push_str(",\"time_rel\":");
+        push_f64(out, self.rel_nanos as f64 / 1e9);
+        out.push_str(",\"tick\":");
+        match c.at.tick {
+            Some(t) => push_u64(out, t.into()),
+            None => out.push_str("null"),
+        }
+        out.push_str(",\"event\":\"");
+        out.push_str(event_name(c.happened));
+        out.push_str("\",\"message\":");
+        json_str(out, self.message);
+        out.push_str(",\"life\":");
+        push_u64(out, self.life.into());
+        out.push_str(",\"gap_s\":");
+        match c.gap_nanos {
+            Some(g) => push_f64(out, g as f64 / 1e9),
+            None => out.push_str("null"),
+        }
+        out.push_str(",\"type_name\":");
+        match self.type_name() {
+            Some(name) => json_str(out, name),
+            None => out.push_str("null"),
+        }
+        out.push_str(",\"changed\":{");
+        for (n, (i, name, value)) in self.changed().enumerate() {
+            if n > 0 {
+                out.push(',');
+            }
+            json_str(out, name);
+            out.push(':');
+            json_value(out, c.changed[i].0, value);
+        }
+        out.push_str("}}");
+    }
+}
+
+impl Sink for Follow {
+    type Fields = Gather;
+
+    fn fields(&mut self) -> &mut Gather {
+        self.world.fields()
+    }
+
+    fn begin(&mut self, _conversations: &Conversations, _conversation: u32) {
+        self.world.begin();
+    }
+
+    fn datagram(&mut self, e: &DatagramEvent<'_>) {
+        self.seen(e, true);
+    }
+
+    fn skipped(&mut self, e: &DatagramEvent<'_>) {
+        self.seen(e, false);
+    }
+
+    fn loose(&mut self, _finding: &LooseFinding) {}
+
+    fn end(&mut self, end: &RunEnd<'_>) {
+        let ends = end
+            .conversations
+            .all()
+            .iter()
+            .filter(|c| self.counts.contains_key(&c.id))
+            .map(|c| (c.id, (c.client.to_string(), c.server.to_string())))
+            .collect();
+        self.end = Some(End {
+            profile: end.profile.to_string(),
+            filter: end.displayed.map(|(text, _)| text.to_string()),
+            ends,
+        });
+    }
+
+    fn done(&self) -> bool {
+        self.sections.error.is_some()
+    }
+}

@@ -1,0 +1,366 @@
+//! `entity` and `world` on the real 17-byte capture: entity 68 through each of its lives (the
+//! values checked by hand against `packets -V`), and the world at chosen times against a world
+//! rebuilt here from export's records, independently of the tool's world code.
+
+use std::collections::BTreeMap;
+use std::process::Command;
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_rtype-inspect");
+const REAL: &str = "tests/fixtures/reference-17byte-1client.pcap";
+const RT: &str = "tests/fixtures/rt-two-players.pcap";
+
+fn ok(args: &[&str]) -> String {
+    let out = Command::new(BIN).args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn json(args: &[&str]) -> Value {
+    serde_json::from_str(&ok(args)).unwrap()
+}
+
+fn assert_follows(name: &str, doc: &Value) {
+    let path = format!("docs/schemas/{name}.schema.json");
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator.iter_errors(doc).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{name}: {errors:?}");
+}
+
+/// The events of entity 68 in the capture's one conversation.
+fn events_of_68(extra: &[&str]) -> Vec<Value> {
+    let mut args = vec!["entity", REAL, "68", "--format", "json"];
+    args.extend(extra);
+    let doc = json(&args);
+    assert_follows("entity", &doc);
+    assert_eq!(doc["schema"], "entity/1");
+    assert_eq!(doc["profile"], "reference-17byte", "the layout is found");
+    let conversations = doc["conversations"].as_array().unwrap();
+    assert_eq!(conversations.len(), 1);
+    conversations[0]["events"].as_array().unwrap().clone()
+}
+
+fn event_at(events: &[Value], frame: u64) -> &Value {
+    events
+        .iter()
+        .find(|e| e["frame"] == frame)
+        .unwrap_or_else(|| panic!("no event at frame {frame}"))
+}
+
+#[test]
+fn entity_68_is_followed_through_each_of_its_lives() {
+    let events = events_of_68(&[]);
+    let lifecycle: Vec<(u64, &str, u64)> = events
+        .iter()
+        .filter(|e| !e["event"].as_str().unwrap().starts_with("update"))
+        .map(|e| {
+            let frame = e["frame"].as_u64().unwrap();
+            (
+                frame,
+                e["event"].as_str().unwrap(),
+                e["life"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        lifecycle,
+        [
+            (523, "spawn", 1),
+            (975, "destroy", 1),
+            (978, "destroy-again", 1),
+            (982, "spawn", 2),
+            (1461, "destroy", 2),
+            (1720, "destroy-again", 2),
+            (1725, "destroy-again", 2),
+            (1895, "spawn", 3),
+            (2014, "destroy", 3),
+            (2243, "spawn", 4),
+            (2645, "destroy", 4),
+            (2647, "destroy-again", 4),
+            (2808, "spawn", 5),
+        ]
+    );
+    // Each spawn's values, as `packets -V --frames N` shows them (f32 on the wire).
+    let spawns = [
+        (523, 126.011024, 705.0),
+        (982, 8.333334, 487.14816),
+        (1895, 284.51797, -9668.274),
+        (2243, 8.333334, 255.98183),
+        (2808, 410.70285, 145.8512),
+    ];
+    for (frame, x, y) in spawns {
+        let e = event_at(&events, frame);
+        assert_eq!(e["message"], "SERVER_ENTITY_SPAWN");
+        assert_eq!(e["tick"], 0, "the spawns' header tick");
+        assert_eq!(e["type_name"], "bullet");
+        let changed = &e["changed"];
+        assert_eq!(changed["entity_type"], 3, "{frame}");
+        assert_eq!(changed["pos_x"].as_f64(), Some(x), "{frame}");
+        assert_eq!(changed["pos_y"].as_f64(), Some(y), "{frame}");
+    }
+    // The first updates: the snapshot at 524 gives the i16 × 10 position (126, not the spawn's
+    // 126.011024) and the velocity; 526 moves it by 8.3.
+    let first = event_at(&events, 524);
+    assert_eq!(first["event"], "update");
+    assert_eq!(first["tick"], 324);
+    assert_eq!(first["gap_s"], 0.000113);
+    assert_eq!(
+        first["changed"],
+        serde_json::json!({"pos_x": 126, "vel_x": 500, "vel_y": 0})
+    );
+    let second = event_at(&events, 526);
+    assert_eq!(second["changed"], serde_json::json!({"pos_x": 134.3}));
+    assert_eq!(second["gap_s"], 0.016623);
+    // The update after the destroy at 1461: no spawn between, another entity type (16, the
+    // player_death archetype), 16.867 ms after the snapshot at 1459.
+    let after = event_at(&events, 1465);
+    assert_eq!(after["event"], "update-after-destroy");
+    assert_eq!(after["life"], 2);
+    assert_eq!(after["tick"], 565);
+    assert_eq!(after["gap_s"], 0.016867);
+    assert_eq!(
+        after["changed"],
+        serde_json::json!({"entity_type": 16, "pos_x": 358.2, "pos_y": 373.3})
+    );
+    // The chunked full state at 1552 still names it, with the same values.
+    let chunk = event_at(&events, 1552);
+    assert_eq!(chunk["event"], "update-after-destroy");
+    assert_eq!(chunk["message"], "SERVER_SNAPSHOT_CHUNK");
+    assert_eq!(chunk["changed"], serde_json::json!({}));
+}
+
+#[test]
+fn entity_text_is_a_line_per_event() {
+    let text = ok(&["entity", REAL, "68"]);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0],
+        "Entity 68 in conversation #1 (127.0.0.1:41000 ↔ 127.0.0.1:50010): 5 lives, 479 updates, 8 destroys"
+    );
+    assert_eq!(lines.len(), 2 + events_of_68(&[]).len());
+    let line = |frame: &str| {
+        *lines
+            .iter()
+            .find(|l| l.split_whitespace().next() == Some(frame))
+            .unwrap()
+    };
+    assert_eq!(
+        line("523"),
+        "    523   3.772622       0  spawn #1                          entity_type=3 (bullet)  pos_x=126.011024  pos_y=705"
+    );
+    assert_eq!(line("978"), "    978   5.772910       0  destroy-again");
+    assert_eq!(
+        line("1465"),
+        "   1465   7.790041     565  update-after-destroy   16.867 ms  entity_type=16 (bullet)  pos_x=358.2  pos_y=373.3"
+    );
+}
+
+#[test]
+fn a_display_filter_lists_only_the_updates_that_pass() {
+    let all = events_of_68(&[]);
+    let filtered = events_of_68(&["-Y", "frame.number == 1465 || frame.number == 975"]);
+    let kept: Vec<&Value> = all
+        .iter()
+        .filter(|e| !e["event"].as_str().unwrap().starts_with("update") || e["frame"] == 1465)
+        .collect();
+    assert_eq!(filtered.iter().collect::<Vec<_>>(), kept);
+    // The values changed are the world's, whatever the filter shows.
+    assert_eq!(event_at(&filtered, 1465), event_at(&all, 1465));
+}
+
+#[test]
+fn entity_follows_the_rt_dialect() {
+    let doc = json(&[
+        "entity",
+        RT,
+        "10012",
+        "--conversation",
+        "2",
+        "--format",
+        "json",
+    ]);
+    assert_follows("entity", &doc);
+    let conversations = doc["conversations"].as_array().unwrap();
+    assert_eq!(conversations.len(), 1);
+    assert_eq!(conversations[0]["id"], 2);
+    let events = conversations[0]["events"].as_array().unwrap();
+    let spawn = &events[0];
+    assert_eq!(spawn["frame"], 1131);
+    assert_eq!(spawn["event"], "spawn");
+    assert_eq!(spawn["type_name"], "enemy");
+    assert_eq!(spawn["tick"], Value::Null);
+    assert_eq!(spawn["changed"]["position_x"], 1939);
+    // The transform snapshot's position is the spawn's: only rotation and scale are new.
+    assert_eq!(
+        events[1]["changed"],
+        serde_json::json!({"rotation": 0, "scale": 1000})
+    );
+}
+
+/// What a client holds of one entity, rebuilt from export's records.
+#[derive(Debug, Default, Clone, PartialEq)]
+struct Held {
+    type_id: Option<u64>,
+    values: BTreeMap<String, f64>,
+    last_frame: u64,
+    destroyed_at: Option<f64>,
+}
+
+/// The world at `at` seconds, from export's datagram records: a spawn starts a life; a destroy
+/// ends it; an update changes the fields it carries, of a life alive, or starts one when the id
+/// is unknown or was destroyed more than 10 s before (a later update of a destroyed life changes
+/// nothing the client holds).
+fn world_from_export(records: &str, at: f64) -> BTreeMap<u64, Held> {
+    const KEYS: [&str; 5] = ["pos_x", "pos_y", "vel_x", "vel_y", "health"];
+    let mut lives: BTreeMap<u64, Held> = BTreeMap::new();
+    for line in records.lines() {
+        let r: Value = serde_json::from_str(line).unwrap();
+        if r["kind"] != "datagram" || r["time_rel"].as_f64().unwrap() > at {
+            continue;
+        }
+        let (time, frame, fields) = (
+            r["time_rel"].as_f64().unwrap(),
+            r["frame"].as_u64().unwrap(),
+            &r["fields"],
+        );
+        let take = |held: &mut Held, fields: &Value| {
+            if let Some(t) = fields["entity_type"].as_u64() {
+                held.type_id = Some(t);
+            }
+            for key in KEYS {
+                if let Some(v) = fields[key].as_f64() {
+                    held.values.insert(key.to_string(), v);
+                }
+            }
+            held.last_frame = frame;
+        };
+        match r["name"].as_str().unwrap() {
+            "SERVER_ENTITY_SPAWN" => {
+                let mut held = Held::default();
+                take(&mut held, fields);
+                lives.insert(fields["entity_id"].as_u64().unwrap(), held);
+            }
+            "SERVER_ENTITY_DESTROYED" => {
+                let id = fields["entity_id"].as_u64().unwrap();
+                if let Some(held) = lives.get_mut(&id) {
+                    held.destroyed_at.get_or_insert(time);
+                }
+            }
+            "SERVER_SNAPSHOT" | "SERVER_SNAPSHOT_CHUNK" => {
+                for e in fields["entities"].as_array().unwrap() {
+                    let id = e["id"].as_u64().unwrap();
+                    let held = lives.entry(id).or_default();
+                    match held.destroyed_at {
+                        Some(d) if time - d > 10.0 => {
+                            *held = Held::default();
+                            take(held, e);
+                        }
+                        Some(_) => {}
+                        None => take(held, e),
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    lives.retain(|_, h| h.destroyed_at.is_none());
+    lives
+}
+
+#[test]
+fn world_at_a_time_agrees_with_the_export() {
+    let records = ok(&["export", REAL]);
+    for at in [0.5, 2.0, 3.8, 5.7725, 7.79, 8.05, 8.9, 10.0, 12.8395, 14.9] {
+        let doc = json(&["world", REAL, "--at", &at.to_string(), "--format", "json"]);
+        assert_follows("world", &doc);
+        let conversations = doc["conversations"].as_array().unwrap();
+        assert_eq!(conversations.len(), 1);
+        let expected = world_from_export(&records, at);
+        let entities = conversations[0]["entities"].as_array().unwrap();
+        let ids: Vec<u64> = entities.iter().map(|e| e["id"].as_u64().unwrap()).collect();
+        assert_eq!(ids, expected.keys().copied().collect::<Vec<_>>(), "at {at}");
+        assert!(!ids.is_empty() || at < 1.0, "at {at}");
+        for e in entities {
+            let held = &expected[&e["id"].as_u64().unwrap()];
+            assert_eq!(e["type_id"].as_u64(), held.type_id, "at {at}: {e}");
+            assert_eq!(e["last_frame"], held.last_frame, "at {at}: {e}");
+            for key in ["pos_x", "pos_y", "vel_x", "vel_y", "health"] {
+                assert_eq!(
+                    e[key].as_f64(),
+                    held.values.get(key).copied(),
+                    "at {at} {key}: {e}"
+                );
+            }
+            if e["type_id"] == 3 {
+                assert_eq!(e["type_name"], "bullet");
+            }
+        }
+    }
+}
+
+#[test]
+fn world_text_names_the_time_and_the_entities() {
+    let text = ok(&["world", REAL, "--at", "3.8"]);
+    assert!(
+        text.starts_with(&format!(
+            "{REAL}: the world at 3.800000 s, as of frame 527 (3.789388 s)\n"
+        )),
+        "{text}"
+    );
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("│ 68 "))
+        .expect("entity 68 is held at 3.8 s");
+    let cells: Vec<&str> = row.split(['│', '┆']).map(str::trim).collect();
+    assert_eq!(
+        cells[1..10],
+        [
+            "68",
+            "bullet (3)",
+            "134.3",
+            "705",
+            "500",
+            "0",
+            "-",
+            "frame 526",
+            "10.6 ms"
+        ]
+    );
+}
+
+#[test]
+fn each_field_knows_when_it_last_changed() {
+    let doc = json(&["world", REAL, "--at", "3.8", "--format", "json"]);
+    let entities = doc["conversations"][0]["entities"].as_array().unwrap();
+    let e68 = entities.iter().find(|e| e["id"] == 68).unwrap();
+    let changed: Vec<(&str, f64, u64, u64)> = e68["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["name"].as_str().unwrap(),
+                f["value"].as_f64().unwrap(),
+                f["changed_frame"].as_u64().unwrap(),
+                f["changed_tick"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    // The spawn (frame 523, tick 0) set the position; the snapshot at 524 the velocity, and its
+    // position y (705) changed nothing; 526 moved x.
+    assert_eq!(
+        changed,
+        [
+            ("pos_x", 134.3, 526, 325),
+            ("pos_y", 705.0, 523, 0),
+            ("vel_x", 500.0, 524, 324),
+            ("vel_y", 0.0, 524, 324),
+        ]
+    );
+}
