@@ -188,6 +188,16 @@ fn description_limits_hold() {
     let deep = format!("{}1{}", "[".repeat(33), "]".repeat(33));
     let err = Described::from_text("f", &deep).err().unwrap();
     assert!(err.contains("nested deeper than 32 levels"), "{err}");
+    // Descriptions per run.
+    let one = scratch("one.yaml");
+    std::fs::write(&one, rtype_inspect::describe::TEMPLATE).unwrap();
+    let mut args = Vec::new();
+    for _ in 0..17 {
+        args.extend(["--dialect", one.to_str().unwrap()]);
+    }
+    args.push("fields");
+    let (code, _, err) = run(&args);
+    assert_eq!((code, err.as_str()), (2, "rtype-inspect: at most 16 dialect descriptions\n"));
     // Registered fields: a type used 3 times in a type used 3 times ... 9 deep would be 3^9.
     let mut types = String::new();
     for level in 0..8 {

@@ -73,6 +73,8 @@ pub struct MessageSeen {
     pub code: Option<i64>,
     /// Index in [`Description::messages`].
     pub message: Option<usize>,
+    /// The body was compressed on the wire (its flag was set).
+    pub compressed: bool,
 }
 
 /// A datagram decoded; reused from one datagram to the next.
@@ -162,6 +164,7 @@ pub fn decode<'n>(d: &Description, names: &'n Names, bytes: &[u8], from_client: 
             offset: at as u32,
             code: None,
             message: None,
+            compressed: false,
         };
         messages.push(seen);
         let mut walk = Walk {
@@ -229,6 +232,7 @@ pub fn decode<'n>(d: &Description, names: &'n Names, bytes: &[u8], from_client: 
         let compressed = d.compression.as_ref().filter(|c| {
             header_values[c.flag].is_some_and(|v| v as u64 & c.mask != 0)
         });
+        messages.last_mut().expect("pushed above").compressed = compressed.is_some();
         let mut body: (&[u8], usize, bool) = (&bytes[..body_end], body_start, false);
         if let Some(c) = compressed {
             let original = c.original_size.and_then(|i| header_values[i]);

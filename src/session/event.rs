@@ -116,7 +116,8 @@ impl DatagramEvent<'_> {
         match self.decoded {
             Some(Decoded::Rtype(d)) => d.header.compressed(),
             Some(Decoded::Rt(d)) => d.header.compressed(),
-            Some(Decoded::Rtnp { .. } | Decoded::Described { .. }) | None => false,
+            Some(Decoded::Described { decoded, .. }) => decoded.messages.iter().any(|m| m.compressed),
+            Some(Decoded::Rtnp { .. }) | None => false,
         }
     }
 }
