@@ -260,7 +260,7 @@ fn every_command_reads_the_described_dialect() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(
         out,
-        "     88   4.451380 #2   S→C rtgp     30 S_ENTITY_SPAWN seq=16 entity_id=100 entity_type=bydos (1) sub_type=1 pos_x=1900 pos_y=250 entity=100 [rtgp.length]\n"
+        "     88   4.451380 #2   S→C rtgp     30 S_ENTITY_SPAWN seq=16 entity_id=100 entity_type=bydos (1) sub_type=1 pos_x=1900 pos_y=250 entity=100 [rtgp.length(rtgp.header.payload_size)]\n"
     );
 
     let (code, out, err) = bin::run_in(&here, &["export", "--dialect", description, "bad-length.pcap"]);
@@ -274,7 +274,7 @@ fn every_command_reads_the_described_dialect() {
     assert_eq!(record["name"], "S_ENTITY_SPAWN");
     assert_eq!(
         record["fields"],
-        serde_json::json!({"entity_id": 100, "entity_type": 1, "sub_type": 1, "pos_x": 1900, "pos_y": 250})
+        serde_json::json!({"entity_id": 100, "entity_type": 1, "sub_type": 1, "pos_x": 1900.0, "pos_y": 250.0})
     );
     assert_eq!(record["header"]["payload_size"], 18);
     assert_eq!(record["violations"][0]["id"], "rtgp.length");

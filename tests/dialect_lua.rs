@@ -125,7 +125,7 @@ impl Case {
             rules
                 .entry(frame)
                 .or_default()
-                .push(f["rule"].as_str().unwrap().to_string());
+                .push(f["id"].as_str().unwrap().to_string());
         }
         rules
     }
