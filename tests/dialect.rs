@@ -8,37 +8,15 @@ use std::path::PathBuf;
 mod bin;
 #[path = "support/datagrams.rs"]
 mod datagrams;
+#[path = "support/template.rs"]
+mod template;
+use template::{entity, mg};
 use bin::run;
 
 fn scratch(name: &str) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("dialect");
     std::fs::create_dir_all(&dir).unwrap();
     dir.join(name)
-}
-
-/// A datagram of the template's dialect: "MG", type, sequence, body length, body, CRC-32 of
-/// everything before it (written here from the template's comments, not from its loader).
-fn mg(ty: u8, seq: u16, body: &[u8]) -> Vec<u8> {
-    let mut d = b"MG".to_vec();
-    d.push(ty);
-    d.extend(seq.to_le_bytes());
-    d.extend((body.len() as u16).to_le_bytes());
-    d.extend(body);
-    let crc = crc32fast::hash(&d);
-    d.extend(crc.to_le_bytes());
-    d
-}
-
-fn entity(id: u32, kind: u8, x: i16, y: i16, health: Option<u8>) -> Vec<u8> {
-    let mut e = id.to_le_bytes().to_vec();
-    e.push(kind);
-    e.extend(x.to_le_bytes());
-    e.extend(y.to_le_bytes());
-    match health {
-        Some(h) => e.extend([0x80, h]),
-        None => e.push(0x00),
-    }
-    e
 }
 
 /// The template file and a capture of its dialect with one fault per frame from frame 5 on.
@@ -52,23 +30,20 @@ fn template_capture() -> (PathBuf, PathBuf) {
     snapshot.push(2);
     snapshot.extend(entity(1, 1, -125, 300, Some(3)));
     snapshot.extend(entity(2, 9, 0, 0, None));
-    let mut bad_crc = mg(0x20, 5, &7u64.to_le_bytes());
+    let mut bad_crc = mg(0x20, 5, &7u64.to_le_bytes(), None);
     let last = bad_crc.len() - 1;
     bad_crc[last] ^= 0xFF;
-    let mut long = mg(0x20, 6, &8u64.to_le_bytes());
-    long.truncate(long.len() - 4);
-    long[5] = 10; // the size field says 10 bytes; the body has 8
-    let crc = crc32fast::hash(&long);
-    long.extend(crc.to_le_bytes());
+    // The size field says 10 bytes; the body has 8.
+    let long = mg(0x20, 6, &8u64.to_le_bytes(), Some(10));
     let (c, s) = (50_000u16, 4242u16);
     let packets = vec![
-        (c, s, mg(0x01, 1, &name)),
-        (s, c, mg(0x02, 1, &[7])),
-        (s, c, mg(0x10, 2, &snapshot)),
-        (c, s, mg(0x20, 3, &123_456_789u64.to_le_bytes())),
+        (c, s, mg(0x01, 1, &name, None)),
+        (s, c, mg(0x02, 1, &[7], None)),
+        (s, c, mg(0x10, 2, &snapshot, None)),
+        (c, s, mg(0x20, 3, &123_456_789u64.to_le_bytes(), None)),
         (c, s, bad_crc),
         (c, s, long),
-        (c, s, mg(0x7F, 7, &[])),
+        (c, s, mg(0x7F, 7, &[], None)),
         (c, s, b"MG\x20\x08\x00".to_vec()),
         (c, 53, b"not ours at all".to_vec()),
     ];
@@ -92,8 +67,8 @@ frame 7: mygame.unknown-type error at byte 2: mygame.header.type: expected a mes
 frame 8: mygame.truncated error at byte 5: mygame.header.size: expected 2 bytes, found 0
 {c}: 8 datagrams of mygame in 9 frames: 2 decoded cleanly, 6 with findings (5 errors, 1 warning)
 ",
-        crc32fast::hash(&mg(0x20, 5, &7u64.to_le_bytes())[..15]),
-        crc32fast::hash(&mg(0x20, 5, &7u64.to_le_bytes())[..15]) ^ 0xFF00_0000,
+        crc32fast::hash(&mg(0x20, 5, &7u64.to_le_bytes(), None)[..15]),
+        crc32fast::hash(&mg(0x20, 5, &7u64.to_le_bytes(), None)[..15]) ^ 0xFF00_0000,
     );
     assert_eq!(out, expected);
 }

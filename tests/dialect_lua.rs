@@ -7,6 +7,9 @@
 //! rtype-inspect's interpreter, and their expert infos rule by rule with `dialect check --format
 //! json`. A tshark that is missing skips, or fails in CI (tests/support/tshark.rs).
 
+#[path = "support/template.rs"]
+mod template;
+use template::{entity, mg};
 #[path = "support/bin.rs"]
 mod bin;
 #[path = "support/datagrams.rs"]
@@ -339,30 +342,6 @@ fn agree(case: &Case, test: &str) {
 
 const CLIENT: u16 = 40000;
 const SERVER: u16 = 4242;
-
-/// A template datagram: "MG", type, sequence, body size (the body's, unless `size` says),
-/// body, CRC-32 of it all (little endian).
-fn mg(kind: u8, seq: u16, body: &[u8], size: Option<u16>) -> Vec<u8> {
-    let mut d = b"MG".to_vec();
-    d.push(kind);
-    d.extend(seq.to_le_bytes());
-    d.extend(size.unwrap_or(body.len() as u16).to_le_bytes());
-    d.extend(body);
-    let crc = crc32fast::hash(&d);
-    d.extend(crc.to_le_bytes());
-    d
-}
-
-/// A template entity: id, kind, x, y, then `has_health` (the top bit) and the health.
-fn entity(id: u32, kind: u8, x: i16, y: i16, health: Option<u8>) -> Vec<u8> {
-    let mut e = id.to_le_bytes().to_vec();
-    e.push(kind);
-    e.extend(x.to_le_bytes());
-    e.extend(y.to_le_bytes());
-    e.push(if health.is_some() { 0x80 } else { 0 });
-    e.extend(health);
-    e
-}
 
 fn template_datagrams() -> Vec<Datagram> {
     let mut snapshot = 1000u32.to_le_bytes().to_vec();
