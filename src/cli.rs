@@ -162,19 +162,38 @@ enum DialectCommand {
 fn dialect(command: DialectCommand) -> Result<ExitCode, String> {
     use report::dialect as d;
     match command {
-        DialectCommand::Check { description, capture, format } => {
-            d::check(&description, &capture, format == Format::Json)
-        }
-        DialectCommand::Packets { description, capture, verbose, format } => {
-            d::packets(&description, &capture, verbose, format == Format::Json)
-        }
-        DialectCommand::Fields { description, format } => d::fields(&description, format == Format::Json),
-        DialectCommand::Ksy { description, output } => d::ksy(&description, output.as_deref()),
-        DialectCommand::Dissector { description, output } => {
+        DialectCommand::Check {
+            description,
+            capture,
+            format,
+        } => d::check(&description, &capture, format == Format::Json),
+        DialectCommand::Packets {
+            description,
+            capture,
+            verbose,
+            format,
+        } => d::packets(&description, &capture, verbose, format == Format::Json),
+        DialectCommand::Fields {
+            description,
+            format,
+        } => d::fields(&description, format == Format::Json),
+        DialectCommand::Ksy {
+            description,
+            output,
+        } => d::ksy(&description, output.as_deref()),
+        DialectCommand::Dissector {
+            description,
+            output,
+        } => {
             let described = crate::describe::Described::open(&description)?;
-            d::write_out(output.as_deref(), &crate::describe::lua::generate(&described))
+            d::write_out(
+                output.as_deref(),
+                &crate::describe::lua::generate(&described),
+            )
         }
-        DialectCommand::New { output } => d::write_out(output.as_deref(), crate::describe::TEMPLATE),
+        DialectCommand::New { output } => {
+            d::write_out(output.as_deref(), crate::describe::TEMPLATE)
+        }
     }
 }
 

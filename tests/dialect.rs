@@ -10,8 +10,8 @@ mod bin;
 mod datagrams;
 #[path = "support/template.rs"]
 mod template;
-use template::{entity, mg};
 use bin::run;
+use template::{entity, mg};
 
 fn scratch(name: &str) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("dialect");
@@ -82,13 +82,23 @@ fn packets_list_one_line_per_datagram_and_every_field_as_json() {
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.len(), 8, "{out}");
     assert!(lines[0].ends_with("HELLO name=\"alice\""), "{}", lines[0]);
-    assert!(lines[2].ends_with("SNAPSHOT tick=100 count=2 [mygame.enum]"), "{}", lines[2]);
-    assert!(lines[6].ends_with("unknown 0x7f [mygame.unknown-type]"), "{}", lines[6]);
+    assert!(
+        lines[2].ends_with("SNAPSHOT tick=100 count=2 [mygame.enum]"),
+        "{}",
+        lines[2]
+    );
+    assert!(
+        lines[6].ends_with("unknown 0x7f [mygame.unknown-type]"),
+        "{}",
+        lines[6]
+    );
 
     let (code, out, err) = run(&["dialect", "packets", d, c, "--format", "json"]);
     assert_eq!(code, 0, "{err}");
-    let records: Vec<serde_json::Value> =
-        out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let records: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(records.len(), 8);
     let snapshot = &records[2];
     assert_eq!(snapshot["name"], "SNAPSHOT");
@@ -103,7 +113,10 @@ fn packets_list_one_line_per_datagram_and_every_field_as_json() {
             ]
         })
     );
-    assert_eq!(snapshot["header"], serde_json::json!({"magic": "4d47", "type": 16, "seq": 2, "size": 26}));
+    assert_eq!(
+        snapshot["header"],
+        serde_json::json!({"magic": "4d47", "type": 16, "seq": 2, "size": 26})
+    );
     assert_eq!(records[2]["direction"], "server_to_client");
     assert_eq!(records[4]["violations"][0]["id"], "mygame.crc.mismatch");
     assert_eq!(records[4]["violations"][0]["section"], "2.3");
@@ -154,7 +167,10 @@ fn description_limits_hold() {
     let path = scratch("big.yaml");
     std::fs::write(&path, &big).unwrap();
     let err = Described::open(&path).err().unwrap();
-    assert!(err.ends_with("the description is larger than 1048576 bytes"), "{err}");
+    assert!(
+        err.ends_with("the description is larger than 1048576 bytes"),
+        "{err}"
+    );
     // Nodes.
     let many = format!("a: [{}]\n", vec!["1"; yaml::MAX_NODES + 1].join(","));
     let err = Described::from_text("f", &many).err().unwrap();
@@ -172,7 +188,10 @@ fn description_limits_hold() {
     }
     args.push("fields");
     let (code, _, err) = run(&args);
-    assert_eq!((code, err.as_str()), (2, "rtype-inspect: at most 16 dialect descriptions\n"));
+    assert_eq!(
+        (code, err.as_str()),
+        (2, "rtype-inspect: at most 16 dialect descriptions\n")
+    );
     // Registered fields: a type used 3 times in a type used 3 times ... 9 deep would be 3^9.
     let mut types = String::new();
     for level in 0..8 {
@@ -195,7 +214,13 @@ fn description_limits_hold() {
     datagram.extend(100_000u32.to_le_bytes());
     rtype_inspect::describe::decode::decode(&d.description, &d.names, &datagram, None, &mut out);
     assert_eq!(out.problems.len(), 1);
-    assert_eq!((out.problems[0].expected.as_str(), out.problems[0].found.as_str()), ("a count from 0 to 65536", "100000"));
+    assert_eq!(
+        (
+            out.problems[0].expected.as_str(),
+            out.problems[0].found.as_str()
+        ),
+        ("a count from 0 to 65536", "100000")
+    );
     // A count within the limit reads only what is there.
     datagram[1..5].copy_from_slice(&60_000u32.to_le_bytes());
     datagram.extend([7; 10]);
@@ -229,7 +254,11 @@ mod hostile {
     fn seeds() -> Vec<String> {
         vec![
             rtype_inspect::describe::TEMPLATE.to_string(),
-            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/dialects/rtgp.yaml")).unwrap(),
+            std::fs::read_to_string(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/examples/dialects/rtgp.yaml"
+            ))
+            .unwrap(),
         ]
     }
 

@@ -199,11 +199,20 @@ fn dialect_check_names_the_frame_and_rule_of_each_fault() {
     ] {
         rtgp::write_capture(&here.join(name), &datagrams);
         let description = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(DIALECT);
-        let (code, out, err) = bin::run_in(&here, &["dialect", "check", description.to_str().unwrap(), name]);
+        let (code, out, err) = bin::run_in(
+            &here,
+            &["dialect", "check", description.to_str().unwrap(), name],
+        );
         assert_eq!(code, 1, "{name}: {out}{err}");
-        assert!(names_fault(&out, frame, rule), "{name}: no line names frame {frame} and {rule}:\n{out}");
+        assert!(
+            names_fault(&out, frame, rule),
+            "{name}: no line names frame {frame} and {rule}:\n{out}"
+        );
         let shown = format!("$ rtype-inspect dialect check {DIALECT} {name}\n{out}");
-        assert!(tutorial.contains(&shown), "the tutorial does not show:\n{shown}");
+        assert!(
+            tutorial.contains(&shown),
+            "the tutorial does not show:\n{shown}"
+        );
     }
     // RTGP has no checksum, so no checksum fault.
 }
@@ -251,19 +260,40 @@ fn every_command_reads_the_described_dialect() {
     let (datagrams, frame) = rtgp::with_wrong_length();
     rtgp::write_capture(&here.join("bad-length.pcap"), &datagrams);
 
-    let (code, out, err) = bin::run_in(&here, &["check", "--dialect", description, "bad-length.pcap"]);
+    let (code, out, err) = bin::run_in(
+        &here,
+        &["check", "--dialect", description, "bad-length.pcap"],
+    );
     assert_eq!(code, 1, "{out}{err}");
-    assert!(out.contains("│ rtgp.length                    ┆ error    ┆ 1     ┆ fail          ┆ 88     │"), "{out}");
+    assert!(
+        out.contains(
+            "│ rtgp.length                    ┆ error    ┆ 1     ┆ fail          ┆ 88     │"
+        ),
+        "{out}"
+    );
     assert_eq!(frame, 88);
 
-    let (code, out, err) = bin::run_in(&here, &["packets", "--dialect", description, "bad-length.pcap", "--frames", "88"]);
+    let (code, out, err) = bin::run_in(
+        &here,
+        &[
+            "packets",
+            "--dialect",
+            description,
+            "bad-length.pcap",
+            "--frames",
+            "88",
+        ],
+    );
     assert_eq!(code, 0, "{err}");
     assert_eq!(
         out,
         "     88   4.451380 #2   S→C rtgp     30 S_ENTITY_SPAWN seq=16 entity_id=100 entity_type=bydos (1) sub_type=1 pos_x=1900 pos_y=250 entity=100 [rtgp.length(rtgp.header.payload_size)]\n"
     );
 
-    let (code, out, err) = bin::run_in(&here, &["export", "--dialect", description, "bad-length.pcap"]);
+    let (code, out, err) = bin::run_in(
+        &here,
+        &["export", "--dialect", description, "bad-length.pcap"],
+    );
     assert_eq!(code, 0, "{err}");
     let record: Value = out
         .lines()

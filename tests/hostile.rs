@@ -274,7 +274,9 @@ impl Sink for Rebuilt {
     }
     fn datagram(&mut self, e: &DatagramEvent<'_>) {
         self.0.apply(e, |change| {
-            let _ = change.life.map(|l| l.type_name(|t| change.archetypes.sprite(t)));
+            let _ = change
+                .life
+                .map(|l| l.type_name(|t| change.archetypes.sprite(t)));
         });
     }
     fn loose(&mut self, _: &LooseFinding) {}

@@ -135,7 +135,13 @@ struct Walk<'a, 'n> {
 }
 
 /// Decodes `bytes` as a datagram of `d`. `from_client`: the direction, when it is known.
-pub fn decode<'n>(d: &Description, names: &'n Names, bytes: &[u8], from_client: Option<bool>, out: &mut Decoded<'n>) {
+pub fn decode<'n>(
+    d: &Description,
+    names: &'n Names,
+    bytes: &[u8],
+    from_client: Option<bool>,
+    out: &mut Decoded<'n>,
+) {
     out.clear(d.vars.len());
     let Decoded {
         items,
@@ -183,14 +189,19 @@ pub fn decode<'n>(d: &Description, names: &'n Names, bytes: &[u8], from_client: 
         if walk.seq(&d.header, &names.header, 0).is_err() {
             return;
         }
-        let header_values: Vec<Option<i64>> = d.header.iter().map(|f| walk.vars[f.var as usize]).collect();
+        let header_values: Vec<Option<i64>> =
+            d.header.iter().map(|f| walk.vars[f.var as usize]).collect();
         let body_start = walk.pos;
         let code = header_values[d.type_field];
         let last = messages.last_mut().expect("pushed above");
         last.code = code;
         // The body's end: the length field's word where there is one, else the footer's start.
         let rest = datagram_end - body_start;
-        let natural = if d.many_per_datagram { rest } else { rest.saturating_sub(footer_len) };
+        let natural = if d.many_per_datagram {
+            rest
+        } else {
+            rest.saturating_sub(footer_len)
+        };
         let mut body_len = natural;
         if let Some(rule) = &d.length {
             if let Some(value) = header_values[rule.field] {
@@ -198,7 +209,9 @@ pub fn decode<'n>(d: &Description, names: &'n Names, bytes: &[u8], from_client: 
                 let expected_total = match rule.covers {
                     LengthCovers::Body => stated,
                     LengthCovers::Message => stated - header_len as i64 - footer_len as i64,
-                    LengthCovers::Datagram => stated - at as i64 - header_len as i64 - footer_len as i64,
+                    LengthCovers::Datagram => {
+                        stated - at as i64 - header_len as i64 - footer_len as i64
+                    }
                 };
                 let fits = if d.many_per_datagram {
                     expected_total >= 0 && expected_total as usize + footer_len <= rest
@@ -206,7 +219,9 @@ pub fn decode<'n>(d: &Description, names: &'n Names, bytes: &[u8], from_client: 
                     expected_total == natural as i64
                 };
                 if !fits {
-                    let field = names.fields[names.header.slots[rule.field].field].name.as_str();
+                    let field = names.fields[names.header.slots[rule.field].field]
+                        .name
+                        .as_str();
                     let found_bytes = match rule.covers {
                         LengthCovers::Body => natural as i64,
                         LengthCovers::Message => (natural + header_len + footer_len) as i64,
@@ -229,9 +244,10 @@ pub fn decode<'n>(d: &Description, names: &'n Names, bytes: &[u8], from_client: 
         let message = code.and_then(|c| d.messages.iter().position(|m| m.code == c));
         messages.last_mut().expect("pushed above").message = message;
         // Decompress when the flag says.
-        let compressed = d.compression.as_ref().filter(|c| {
-            header_values[c.flag].is_some_and(|v| v as u64 & c.mask != 0)
-        });
+        let compressed = d
+            .compression
+            .as_ref()
+            .filter(|c| header_values[c.flag].is_some_and(|v| v as u64 & c.mask != 0));
         messages.last_mut().expect("pushed above").compressed = compressed.is_some();
         let mut body: (&[u8], usize, bool) = (&bytes[..body_end], body_start, false);
         if let Some(c) = compressed {
@@ -253,7 +269,9 @@ pub fn decode<'n>(d: &Description, names: &'n Names, bytes: &[u8], from_client: 
         match message {
             None => {
                 if let Some(c) = code {
-                    let field = names.fields[names.header.slots[d.type_field].field].name.as_str();
+                    let field = names.fields[names.header.slots[d.type_field].field]
+                        .name
+                        .as_str();
                     problems.push(Problem {
                         rule: Description::rule_index(Check::UnknownType),
                         offset: (at + offset_of(d, d.type_field)) as u32,
@@ -274,12 +292,21 @@ pub fn decode<'n>(d: &Description, names: &'n Names, bytes: &[u8], from_client: 
                             offset: at as u32,
                             field: "",
                             expected: msg.direction.name().into(),
-                            found: if from_client { "client-to-server" } else { "server-to-client" }.into(),
+                            found: if from_client {
+                                "client-to-server"
+                            } else {
+                                "server-to-client"
+                            }
+                            .into(),
                         });
                     }
                 }
                 let (buf, start, decompressed) = body;
-                let end = if decompressed { buf.len() } else { body_end.min(buf.len()) };
+                let end = if decompressed {
+                    buf.len()
+                } else {
+                    body_end.min(buf.len())
+                };
                 if !(compressed.is_some() && !decompressed) {
                     let mut walk = Walk {
                         d,
@@ -298,7 +325,13 @@ pub fn decode<'n>(d: &Description, names: &'n Names, bytes: &[u8], from_client: 
                         walk.align();
                         if walk.pos < end {
                             let left = end - walk.pos;
-                            walk.problem(Check::Trailing, walk.pos, "", "the end of the body".into(), format!("{left} more bytes"));
+                            walk.problem(
+                                Check::Trailing,
+                                walk.pos,
+                                "",
+                                "the end of the body".into(),
+                                format!("{left} more bytes"),
+                            );
                         }
                     }
                 }
@@ -329,7 +362,11 @@ pub fn decode<'n>(d: &Description, names: &'n Names, bytes: &[u8], from_client: 
         if let Some(c) = &d.checksum {
             check_sum(d, names, c, bytes, at, footer_at, vars, problems);
         }
-        if !d.many_per_datagram || next >= datagram_end || next <= at || messages.len() >= MAX_REPEAT {
+        if !d.many_per_datagram
+            || next >= datagram_end
+            || next <= at
+            || messages.len() >= MAX_REPEAT
+        {
             if !d.many_per_datagram && next < datagram_end && message.is_none() {
                 // The rest was not read: an unknown type or a body that failed to decompress.
             }
@@ -356,19 +393,27 @@ fn check_sum<'n>(
     problems: &mut Vec<Problem<'n>>,
 ) {
     let (field, at, name) = match c.field {
-        Place::Header(i) => (&d.header[i], message_at + offset_of(d, i), names.fields[names.header.slots[i].field].name.as_str()),
+        Place::Header(i) => (
+            &d.header[i],
+            message_at + offset_of(d, i),
+            names.fields[names.header.slots[i].field].name.as_str(),
+        ),
         Place::Footer(i) => (
             &d.footer[i],
             footer_at + fixed_width(&d.footer[..i], &d.types).unwrap_or(0),
             names.fields[names.footer.slots[i].field].name.as_str(),
         ),
     };
-    let Some(stated) = vars[field.var as usize] else { return };
+    let Some(stated) = vars[field.var as usize] else {
+        return;
+    };
     let resolve = |o: i64| -> Option<usize> {
         let v = if o < 0 { bytes.len() as i64 + o } else { o };
         usize::try_from(v).ok().filter(|v| *v <= bytes.len())
     };
-    let (Some(from), Some(to)) = (resolve(c.from), resolve(c.to)) else { return };
+    let (Some(from), Some(to)) = (resolve(c.from), resolve(c.to)) else {
+        return;
+    };
     if from > to {
         return;
     }
@@ -403,7 +448,11 @@ fn crc32c(bytes: &[u8]) -> u32 {
             let mut c = i as u32;
             let mut k = 0;
             while k < 8 {
-                c = if c & 1 != 0 { 0x82F6_3B78 ^ (c >> 1) } else { c >> 1 };
+                c = if c & 1 != 0 {
+                    0x82F6_3B78 ^ (c >> 1)
+                } else {
+                    c >> 1
+                };
                 k += 1;
             }
             t[i] = c;
@@ -411,10 +460,17 @@ fn crc32c(bytes: &[u8]) -> u32 {
         }
         t
     };
-    !bytes.iter().fold(!0u32, |c, b| TABLE[((c ^ u32::from(*b)) & 0xFF) as usize] ^ (c >> 8))
+    !bytes.iter().fold(!0u32, |c, b| {
+        TABLE[((c ^ u32::from(*b)) & 0xFF) as usize] ^ (c >> 8)
+    })
 }
 
-fn decompress(algorithm: CompressionAlgorithm, input: &[u8], original: Option<i64>, out: &mut Vec<u8>) -> Result<(), String> {
+fn decompress(
+    algorithm: CompressionAlgorithm,
+    input: &[u8],
+    original: Option<i64>,
+    out: &mut Vec<u8>,
+) -> Result<(), String> {
     out.clear();
     match algorithm {
         CompressionAlgorithm::Lz4Block => {
@@ -429,7 +485,9 @@ fn decompress(algorithm: CompressionAlgorithm, input: &[u8], original: Option<i6
                 Err(e) => Err(format!("LZ4 data that fails: {e}")),
             }
         }
-        CompressionAlgorithm::Lz4Frame => read_bounded(lz4_flex::frame::FrameDecoder::new(input), out),
+        CompressionAlgorithm::Lz4Frame => {
+            read_bounded(lz4_flex::frame::FrameDecoder::new(input), out)
+        }
         CompressionAlgorithm::Zlib => read_bounded(flate2::read::ZlibDecoder::new(input), out),
     }
 }
@@ -443,15 +501,33 @@ fn read_bounded(reader: impl Read, out: &mut Vec<u8>) -> Result<(), String> {
 }
 
 fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02X}")).collect::<Vec<_>>().join(" ")
+    bytes
+        .iter()
+        .map(|b| format!("{b:02X}"))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 impl<'n> Walk<'_, 'n> {
-    fn problem(&mut self, check: Check, at: usize, field: &'n str, expected: String, found: String) {
+    fn problem(
+        &mut self,
+        check: Check,
+        at: usize,
+        field: &'n str,
+        expected: String,
+        found: String,
+    ) {
         self.problem_rule(Description::rule_index(check), at, field, expected, found);
     }
 
-    fn problem_rule(&mut self, rule: usize, at: usize, field: &'n str, expected: String, found: String) {
+    fn problem_rule(
+        &mut self,
+        rule: usize,
+        at: usize,
+        field: &'n str,
+        expected: String,
+        found: String,
+    ) {
         let offset = if self.decompressed { self.base } else { at };
         self.problems.push(Problem {
             rule,
@@ -474,10 +550,23 @@ impl<'n> Walk<'_, 'n> {
         }
     }
 
-    fn push(&mut self, field: usize, depth: u8, offset: usize, len: usize, value: Value) -> Result<(), Stop> {
+    fn push(
+        &mut self,
+        field: usize,
+        depth: u8,
+        offset: usize,
+        len: usize,
+        value: Value,
+    ) -> Result<(), Stop> {
         if self.out.len() >= MAX_ITEMS {
             let name = self.name(field);
-            self.problem(Check::Truncated, offset, name, format!("at most {MAX_ITEMS} fields"), "more".into());
+            self.problem(
+                Check::Truncated,
+                offset,
+                name,
+                format!("at most {MAX_ITEMS} fields"),
+                "more".into(),
+            );
             return Err(Stop::Undecodable);
         }
         self.out.push(Item {
@@ -505,7 +594,13 @@ impl<'n> Walk<'_, 'n> {
                     Some(_) => {}
                     None => {
                         let name = self.name(slot.field);
-                        self.problem(Check::Truncated, self.pos, name, "the fields its `if` reads".into(), "a field that was not read".into());
+                        self.problem(
+                            Check::Truncated,
+                            self.pos,
+                            name,
+                            "the fields its `if` reads".into(),
+                            "a field that was not read".into(),
+                        );
                         return Err(Stop::Undecodable);
                     }
                 }
@@ -516,12 +611,24 @@ impl<'n> Walk<'_, 'n> {
                     let lookup = |v: u16| self.var(v);
                     let Some(n) = e.eval(&lookup) else {
                         let name = self.name(slot.field);
-                        self.problem(Check::Truncated, self.pos, name, "a count".into(), "a field that was not read".into());
+                        self.problem(
+                            Check::Truncated,
+                            self.pos,
+                            name,
+                            "a count".into(),
+                            "a field that was not read".into(),
+                        );
                         return Err(Stop::Undecodable);
                     };
                     if n < 0 || n as usize > MAX_REPEAT {
                         let name = self.name(slot.field);
-                        self.problem(Check::Valid, self.pos, name, format!("a count from 0 to {MAX_REPEAT}"), n.to_string());
+                        self.problem(
+                            Check::Valid,
+                            self.pos,
+                            name,
+                            format!("a count from 0 to {MAX_REPEAT}"),
+                            n.to_string(),
+                        );
                         return Err(Stop::Undecodable);
                     }
                     for _ in 0..n {
@@ -553,7 +660,13 @@ impl<'n> Walk<'_, 'n> {
         if self.end.saturating_sub(self.pos) < n {
             let left = self.end.saturating_sub(self.pos);
             let name = self.name(field);
-            self.problem(Check::Truncated, self.pos, name, format!("{n} bytes"), format!("{left}"));
+            self.problem(
+                Check::Truncated,
+                self.pos,
+                name,
+                format!("{n} bytes"),
+                format!("{left}"),
+            );
             return Err(Stop::Truncated);
         }
         let at = self.pos;
@@ -561,7 +674,13 @@ impl<'n> Walk<'_, 'n> {
         Ok(at)
     }
 
-    fn one(&mut self, f: &Field, slot: usize, inner: Option<&Layout>, depth: u8) -> Result<(), Stop> {
+    fn one(
+        &mut self,
+        f: &Field,
+        slot: usize,
+        inner: Option<&Layout>,
+        depth: u8,
+    ) -> Result<(), Stop> {
         match f.kind {
             Kind::Int { width, signed } => {
                 let at = self.take(slot, width as usize)?;
@@ -579,7 +698,11 @@ impl<'n> Walk<'_, 'n> {
             Kind::Float { width } => {
                 let at = self.take(slot, width as usize)?;
                 let raw = read_uint(&self.buf[at..at + width as usize], f.endian);
-                let v = if width == 4 { f64::from(f32::from_bits(raw as u32)) } else { f64::from_bits(raw) };
+                let v = if width == 4 {
+                    f64::from(f32::from_bits(raw as u32))
+                } else {
+                    f64::from_bits(raw)
+                };
                 self.push(slot, depth, at, width as usize, Value::Float(v))
             }
             Kind::Bits { width } => {
@@ -587,14 +710,24 @@ impl<'n> Walk<'_, 'n> {
                 let bytes = needed_bits.div_ceil(8);
                 if self.end.saturating_sub(self.pos) < bytes {
                     let name = self.name(slot);
-                    self.problem(Check::Truncated, self.pos, name, format!("{width} bits"), "fewer".into());
+                    self.problem(
+                        Check::Truncated,
+                        self.pos,
+                        name,
+                        format!("{width} bits"),
+                        "fewer".into(),
+                    );
                     return Err(Stop::Truncated);
                 }
                 let mut value = 0u64;
                 for i in 0..usize::from(width) {
                     let bit = usize::from(self.bit) + i;
                     let byte = self.buf[self.pos + bit / 8];
-                    let b = if self.d.bits_big_endian { (byte >> (7 - bit % 8)) & 1 } else { (byte >> (bit % 8)) & 1 };
+                    let b = if self.d.bits_big_endian {
+                        (byte >> (7 - bit % 8)) & 1
+                    } else {
+                        (byte >> (bit % 8)) & 1
+                    };
                     if self.d.bits_big_endian {
                         value = (value << 1) | u64::from(b);
                     } else {
@@ -630,7 +763,13 @@ impl<'n> Walk<'_, 'n> {
                 let rest = &self.buf[self.pos.min(self.end)..self.end];
                 let Some(nul) = rest.iter().position(|b| *b == 0) else {
                     let name = self.name(slot);
-                    self.problem(Check::Truncated, self.pos, name, "a NUL-terminated string".into(), "no NUL before the end".into());
+                    self.problem(
+                        Check::Truncated,
+                        self.pos,
+                        name,
+                        "a NUL-terminated string".into(),
+                        "no NUL before the end".into(),
+                    );
                     return Err(Stop::Truncated);
                 };
                 let at = self.pos;
@@ -649,13 +788,23 @@ impl<'n> Walk<'_, 'n> {
                     if self.end - self.pos < n {
                         let name = self.name(slot);
                         let left = self.end - self.pos;
-                        self.problem(Check::Truncated, self.pos, name, format!("{n} bytes"), format!("{left}"));
+                        self.problem(
+                            Check::Truncated,
+                            self.pos,
+                            name,
+                            format!("{n} bytes"),
+                            format!("{left}"),
+                        );
                         return Err(Stop::Truncated);
                     }
                     self.end = self.pos + n;
                 }
                 let empty = Layout::default();
-                let result = self.seq(&self.d.types[t].seq, inner.unwrap_or(&empty), depth.saturating_add(1));
+                let result = self.seq(
+                    &self.d.types[t].seq,
+                    inner.unwrap_or(&empty),
+                    depth.saturating_add(1),
+                );
                 self.align();
                 if self.end != saved_end {
                     self.pos = self.end;
@@ -680,8 +829,15 @@ impl<'n> Walk<'_, 'n> {
                     Some(n) if n >= 0 => Ok(n as usize),
                     found => {
                         let name = self.name(slot);
-                        let found = found.map_or("a field that was not read".into(), |n| n.to_string());
-                        self.problem(Check::Valid, self.pos, name, "a size of 0 or more".into(), found);
+                        let found =
+                            found.map_or("a field that was not read".into(), |n| n.to_string());
+                        self.problem(
+                            Check::Valid,
+                            self.pos,
+                            name,
+                            "a size of 0 or more".into(),
+                            found,
+                        );
                         Err(Stop::Undecodable)
                     }
                 }
@@ -696,14 +852,32 @@ impl<'n> Walk<'_, 'n> {
         };
         if !ok {
             let name = self.name(slot);
-            let expected = if f.encoding == Encoding::Ascii { "ASCII" } else { "UTF-8" };
-            self.problem(Check::Encoding, at, name, expected.into(), hex(&bytes[..bytes.len().min(16)]));
+            let expected = if f.encoding == Encoding::Ascii {
+                "ASCII"
+            } else {
+                "UTF-8"
+            };
+            self.problem(
+                Check::Encoding,
+                at,
+                name,
+                expected.into(),
+                hex(&bytes[..bytes.len().min(16)]),
+            );
         }
         String::from_utf8_lossy(bytes).into_owned()
     }
 
     /// An integer: noted for expressions, checked against `contents`, `valid` and `enum`.
-    fn number(&mut self, f: &Field, slot: usize, depth: u8, at: usize, len: usize, value: Value) -> Result<(), Stop> {
+    fn number(
+        &mut self,
+        f: &Field,
+        slot: usize,
+        depth: u8,
+        at: usize,
+        len: usize,
+        value: Value,
+    ) -> Result<(), Stop> {
         let v = value.integer().unwrap_or(0);
         if let Some(var) = self.vars.get_mut(f.var as usize) {
             *var = Some(v);
@@ -737,7 +911,10 @@ fn read_uint(bytes: &[u8], endian: Endian) -> u64 {
     let mut v = 0u64;
     match endian {
         Endian::Big => bytes.iter().for_each(|b| v = (v << 8) | u64::from(*b)),
-        Endian::Little => bytes.iter().rev().for_each(|b| v = (v << 8) | u64::from(*b)),
+        Endian::Little => bytes
+            .iter()
+            .rev()
+            .for_each(|b| v = (v << 8) | u64::from(*b)),
     }
     v
 }

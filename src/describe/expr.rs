@@ -40,9 +40,14 @@ pub enum Expr {
 }
 
 /// Parses `text`; `name` interns a field name (and says whether one is known by it).
-pub fn parse(text: &str, name: &mut dyn FnMut(&str) -> Result<u16, String>) -> Result<Expr, String> {
+pub fn parse(
+    text: &str,
+    name: &mut dyn FnMut(&str) -> Result<u16, String>,
+) -> Result<Expr, String> {
     if text.len() > MAX_LEN {
-        return Err(format!("the expression is longer than {MAX_LEN} characters"));
+        return Err(format!(
+            "the expression is longer than {MAX_LEN} characters"
+        ));
     }
     let tokens = tokens(text)?;
     let mut p = ExprParser {
@@ -330,9 +335,15 @@ mod tests {
     fn errors_say_what() {
         let mut none = |n: &str| Err::<u16, _>(format!("no field `{n}`"));
         assert_eq!(parse("x + 1", &mut none).unwrap_err(), "no field `x`");
-        assert_eq!(parse("1 +", &mut none).unwrap_err(), "the expression ends too soon");
+        assert_eq!(
+            parse("1 +", &mut none).unwrap_err(),
+            "the expression ends too soon"
+        );
         assert_eq!(parse("(1", &mut none).unwrap_err(), "a `(` is not closed");
-        assert_eq!(parse("1 $ 2", &mut none).unwrap_err(), "`$` is not part of an expression");
+        assert_eq!(
+            parse("1 $ 2", &mut none).unwrap_err(),
+            "`$` is not part of an expression"
+        );
         let deep = "(".repeat(40) + "1" + &")".repeat(40);
         assert!(parse(&deep, &mut none).unwrap_err().contains("deeper"));
         let long = "1+".repeat(200) + "1";

@@ -26,7 +26,10 @@ pub struct LoadError {
 impl LoadError {
     /// `FILE:LINE:COLUMN: message`, as compilers write it.
     pub fn in_file(&self, file: &str) -> String {
-        format!("{file}:{}:{}: {}", self.pos.line, self.pos.column, self.message)
+        format!(
+            "{file}:{}:{}: {}",
+            self.pos.line, self.pos.column, self.message
+        )
     }
 }
 
@@ -107,7 +110,8 @@ fn identifier(node: &Node, what: &str) -> Result<String> {
     let t = text(node, what)?;
     let ok = t.len() <= 64
         && t.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
-        && t.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        && t.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
     if !ok {
         return err(
             node,
@@ -125,7 +129,11 @@ fn choice<T: Copy>(node: &Node, what: &str, list: &[(T, &str)]) -> Result<T> {
         None => {
             let near = hint(t, list.iter().map(|x| x.1));
             let all = list.iter().map(|x| x.1).collect::<Vec<_>>().join(", ");
-            let list = if near.is_empty() { format!("; one of: {all}") } else { near };
+            let list = if near.is_empty() {
+                format!("; one of: {all}")
+            } else {
+                near
+            };
             err(node, format!("`{t}` is not {what}{list}"))
         }
     }
@@ -139,7 +147,10 @@ fn bytes(node: &Node, what: &str) -> Result<Vec<u8>> {
             .iter()
             .map(|i| match i.integer() {
                 Some(b @ 0..=255) => Ok(b as u8),
-                _ => err(i, format!("{what}: each byte must be an integer from 0 to 255")),
+                _ => err(
+                    i,
+                    format!("{what}: each byte must be an integer from 0 to 255"),
+                ),
             })
             .collect(),
         _ => err(node, format!("{what} must be a list of bytes or a string")),
@@ -147,8 +158,21 @@ fn bytes(node: &Node, what: &str) -> Result<Vec<u8>> {
 }
 
 const FIELD_KEYS: &[&str] = &[
-    "id", "type", "size", "size-eos", "encoding", "contents", "repeat", "repeat-expr", "if",
-    "enum", "valid", "label", "divisor", "role", "doc",
+    "id",
+    "type",
+    "size",
+    "size-eos",
+    "encoding",
+    "contents",
+    "repeat",
+    "repeat-expr",
+    "if",
+    "enum",
+    "valid",
+    "label",
+    "divisor",
+    "role",
+    "doc",
 ];
 
 #[derive(Default)]
@@ -169,7 +193,10 @@ impl Loader {
         let top = Keys::of(
             root,
             "the description",
-            &["meta", "detect", "header", "framing", "messages", "footer", "types", "enums", "rules"],
+            &[
+                "meta", "detect", "header", "framing", "messages", "footer", "types", "enums",
+                "rules",
+            ],
         )?;
         let meta = Keys::of(
             top.need("meta", "the description")?,
@@ -178,10 +205,17 @@ impl Loader {
         )?;
         let id = identifier(meta.need("id", "meta")?, "meta.id")?;
         if id.len() > 16 || id.starts_with('_') {
-            return err(meta.need("id", "meta")?, "meta.id must start with a letter and have at most 16 characters");
+            return err(
+                meta.need("id", "meta")?,
+                "meta.id must start with a letter and have at most 16 characters",
+            );
         }
         let endian = match meta.get("endian") {
-            Some(n) => choice(n, "an endianness", &[(Endian::Little, "le"), (Endian::Big, "be")])?,
+            Some(n) => choice(
+                n,
+                "an endianness",
+                &[(Endian::Little, "le"), (Endian::Big, "be")],
+            )?,
             None => Endian::Little,
         };
         self.endian = Some(endian);
@@ -190,7 +224,8 @@ impl Loader {
             None => true,
         };
         let opt_text = |keys: &Keys, key: &str| -> Result<String> {
-            keys.get(key).map_or(Ok(String::new()), |n| text(n, key).map(str::to_string))
+            keys.get(key)
+                .map_or(Ok(String::new()), |n| text(n, key).map(str::to_string))
         };
         let title = opt_text(&meta, "title")?;
         let document = opt_text(&meta, "document")?;
@@ -227,7 +262,10 @@ impl Loader {
                         .need("id", "an enum value")?,
                     None => name,
                 };
-                values.push((integer(value, "an enum value")?, identifier(n, "an enum name")?));
+                values.push((
+                    integer(value, "an enum value")?,
+                    identifier(n, "an enum name")?,
+                ));
             }
             enums.push(EnumDef { id, values });
         }
@@ -245,13 +283,20 @@ impl Loader {
             self.rule_list(rules, &id)?;
         }
 
-        let detect = Keys::of(top.need("detect", "the description")?, "detect", &["magic", "ports", "min-length"])?;
+        let detect = Keys::of(
+            top.need("detect", "the description")?,
+            "detect",
+            &["magic", "ports", "min-length"],
+        )?;
         let magic = match detect.get("magic") {
             Some(n) => bytes(n, "detect.magic")?,
             None => Vec::new(),
         };
         if magic.len() > 16 {
-            return err(detect.need("magic", "detect")?, "detect.magic has more than 16 bytes");
+            return err(
+                detect.need("magic", "detect")?,
+                "detect.magic has more than 16 bytes",
+            );
         }
         let ports = match detect.get("ports") {
             Some(n) => match n.items() {
@@ -286,17 +331,34 @@ impl Loader {
             });
         }
         check_type_depth(&types, type_nodes)?;
-        for (seq, node, what) in [(&header, header_node, "header"), (&footer, top.get("footer").unwrap_or(header_node), "footer")] {
+        for (seq, node, what) in [
+            (&header, header_node, "header"),
+            (&footer, top.get("footer").unwrap_or(header_node), "footer"),
+        ] {
             if fixed_width(seq, &types).is_none() {
                 return err(node, format!("every field of the {what} must have a fixed width (no `if`, `repeat` or variable size)"));
             }
         }
-        let type_field = match header.iter().position(|f| f.role == Some(FieldRole::MessageType)) {
+        let type_field = match header
+            .iter()
+            .position(|f| f.role == Some(FieldRole::MessageType))
+        {
             Some(i) => i,
-            None => return err(header_node, "one header field needs `role: message-type`: it chooses the message"),
+            None => {
+                return err(
+                    header_node,
+                    "one header field needs `role: message-type`: it chooses the message",
+                )
+            }
         };
-        if !matches!(header[type_field].kind, Kind::Int { .. } | Kind::Bits { .. }) {
-            return err(header_node, "the message-type field must be an integer or bit field");
+        if !matches!(
+            header[type_field].kind,
+            Kind::Int { .. } | Kind::Bits { .. }
+        ) {
+            return err(
+                header_node,
+                "the message-type field must be an integer or bit field",
+            );
         }
 
         let messages = self.messages(top.need("messages", "the description")?)?;
@@ -345,9 +407,19 @@ impl Loader {
         })
     }
 
-    fn defined(&self, var: u16, header: &[Field], footer: &[Field], messages: &[Message], types: &[TypeDef]) -> bool {
+    fn defined(
+        &self,
+        var: u16,
+        header: &[Field],
+        footer: &[Field],
+        messages: &[Message],
+        types: &[TypeDef],
+    ) -> bool {
         let has = |seq: &[Field]| seq.iter().any(|f| f.var == var);
-        has(header) || has(footer) || messages.iter().any(|m| has(&m.seq)) || types.iter().any(|t| has(&t.seq))
+        has(header)
+            || has(footer)
+            || messages.iter().any(|m| has(&m.seq))
+            || types.iter().any(|t| has(&t.seq))
     }
 
     fn rule_list(&mut self, node: &Node, dialect: &str) -> Result<()> {
@@ -356,20 +428,39 @@ impl Loader {
         };
         let checks: Vec<(Check, &str)> = Check::ALL.iter().map(|c| (c.0, c.1)).collect();
         for item in items {
-            let keys = Keys::of(item, "a rule", &["id", "kind", "severity", "section", "summary"])?;
+            let keys = Keys::of(
+                item,
+                "a rule",
+                &["id", "kind", "severity", "section", "summary"],
+            )?;
             let id_node = keys.need("id", "a rule")?;
             let id = text(id_node, "a rule id")?.to_string();
             let good = id.len() <= 64
-                && id.split('.').all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_'));
+                && id.split('.').all(|p| {
+                    !p.is_empty()
+                        && p.chars().all(|c| {
+                            c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_'
+                        })
+                });
             if !good || !id.starts_with(&format!("{dialect}.")) {
                 return err(id_node, format!("a rule id is `{dialect}.` then dot-separated lowercase words (`{dialect}.crc.mismatch`)"));
             }
             let severity = match keys.get("severity") {
-                Some(n) => choice(n, "a severity", &[(Severity::Error, "error"), (Severity::Warning, "warning"), (Severity::Info, "info")])?,
+                Some(n) => choice(
+                    n,
+                    "a severity",
+                    &[
+                        (Severity::Error, "error"),
+                        (Severity::Warning, "warning"),
+                        (Severity::Info, "info"),
+                    ],
+                )?,
                 None => Severity::Error,
             };
             let opt = |key: &str| -> Result<Option<String>> {
-                keys.get(key).map(|n| text(n, key).map(str::to_string)).transpose()
+                keys.get(key)
+                    .map(|n| text(n, key).map(str::to_string))
+                    .transpose()
             };
             let (section, summary) = (opt("section")?, opt("summary")?);
             let index = match keys.get("kind") {
@@ -415,17 +506,30 @@ impl Loader {
         let mut out: Vec<Message> = Vec::new();
         for (k, v) in entries {
             let code = integer(k, "a message type value")?;
-            let keys = Keys::of(v, "a message", &["id", "name", "role", "direction", "section", "seq", "doc"])?;
+            let keys = Keys::of(
+                v,
+                "a message",
+                &["id", "name", "role", "direction", "section", "seq", "doc"],
+            )?;
             let id = identifier(keys.need("id", "a message")?, "a message id")?;
             if let Some(other) = out.iter().find(|m| m.id == id || m.code == code) {
-                return err(k, format!("message `{id}` ({code:#x}) repeats the id or type value of `{}`", other.id));
+                return err(
+                    k,
+                    format!(
+                        "message `{id}` ({code:#x}) repeats the id or type value of `{}`",
+                        other.id
+                    ),
+                );
             }
             let name = match keys.get("name") {
                 Some(n) => text(n, "a message name")?.to_string(),
                 None => id.to_uppercase(),
             };
             let roles: Vec<(MessageRole, &str)> = MessageRole::ALL.to_vec();
-            let role = keys.get("role").map(|n| choice(n, "a message role", &roles)).transpose()?;
+            let role = keys
+                .get("role")
+                .map(|n| choice(n, "a message role", &roles))
+                .transpose()?;
             let direction = match keys.get("direction") {
                 Some(n) => choice(
                     n,
@@ -446,7 +550,15 @@ impl Loader {
                 Some(n) => self.seq(n, "seq", 0)?,
                 None => Vec::new(),
             };
-            out.push(Message { code, id, name, role, direction, section, seq });
+            out.push(Message {
+                code,
+                id,
+                name,
+                role,
+                direction,
+                section,
+                seq,
+            });
         }
         Ok(out)
     }
@@ -459,7 +571,10 @@ impl Loader {
         for item in items {
             let f = self.field(item)?;
             if out.iter().any(|o| o.id == f.id) {
-                return err(item, format!("two fields of one sequence are named `{}`", f.id));
+                return err(
+                    item,
+                    format!("two fields of one sequence are named `{}`", f.id),
+                );
             }
             out.push(f);
         }
@@ -497,7 +612,8 @@ impl Loader {
             Ok(e) => e,
             Err(m) => return err(node, format!("{what}: {m}")),
         };
-        self.references.extend(names.into_iter().map(|v| (v, node.pos)));
+        self.references
+            .extend(names.into_iter().map(|v| (v, node.pos)));
         Ok(e)
     }
 
@@ -506,7 +622,10 @@ impl Loader {
         let id = identifier(keys.need("id", "a field")?, "a field id")?;
         let endian_default = self.endian.unwrap_or(Endian::Little);
         let mut endian = endian_default;
-        let contents = keys.get("contents").map(|n| bytes(n, "contents")).transpose()?;
+        let contents = keys
+            .get("contents")
+            .map(|n| bytes(n, "contents"))
+            .transpose()?;
         let kind = match keys.get("type") {
             None => Kind::Bytes,
             Some(t) => {
@@ -521,7 +640,10 @@ impl Loader {
                     None => match self.type_names.iter().position(|n| n == name) {
                         Some(i) => Kind::User(i),
                         None => {
-                            let known = PRIMITIVES.iter().copied().chain(self.type_names.iter().map(String::as_str));
+                            let known = PRIMITIVES
+                                .iter()
+                                .copied()
+                                .chain(self.type_names.iter().map(String::as_str));
                             return err(t, format!("`{name}` is not a type{}", hint(name, known)));
                         }
                     },
@@ -549,13 +671,35 @@ impl Loader {
             },
         };
         if matches!(kind, Kind::Str | Kind::Bytes) && size == Size::Natural {
-            return err(node, format!("field `{id}` needs `size` or `size-eos` (its type has no width of its own)"));
+            return err(
+                node,
+                format!(
+                    "field `{id}` needs `size` or `size-eos` (its type has no width of its own)"
+                ),
+            );
         }
-        if matches!(kind, Kind::Int { .. } | Kind::Float { .. } | Kind::Bits { .. } | Kind::Strz) && size != Size::Natural {
-            return err(node, format!("field `{id}`: a number or `strz` has no `size`"));
+        if matches!(
+            kind,
+            Kind::Int { .. } | Kind::Float { .. } | Kind::Bits { .. } | Kind::Strz
+        ) && size != Size::Natural
+        {
+            return err(
+                node,
+                format!("field `{id}`: a number or `strz` has no `size`"),
+            );
         }
         let encoding = match keys.get("encoding") {
-            Some(n) => choice(n, "an encoding", &[(Encoding::Ascii, "ASCII"), (Encoding::Utf8, "UTF-8"), (Encoding::Ascii, "ascii"), (Encoding::Utf8, "utf-8"), (Encoding::Utf8, "UTF8")])?,
+            Some(n) => choice(
+                n,
+                "an encoding",
+                &[
+                    (Encoding::Ascii, "ASCII"),
+                    (Encoding::Utf8, "UTF-8"),
+                    (Encoding::Ascii, "ascii"),
+                    (Encoding::Utf8, "utf-8"),
+                    (Encoding::Utf8, "UTF8"),
+                ],
+            )?,
             None => Encoding::Utf8,
         };
         let repeat = match keys.get("repeat") {
@@ -566,25 +710,51 @@ impl Loader {
                 Repeat::Once
             }
             Some(n) => match text(n, "repeat")? {
-                "expr" => Repeat::Count(self.expression(keys.need("repeat-expr", "`repeat: expr`")?, "repeat-expr")?),
+                "expr" => Repeat::Count(
+                    self.expression(keys.need("repeat-expr", "`repeat: expr`")?, "repeat-expr")?,
+                ),
                 "eos" => Repeat::UntilEnd,
-                other => return err(n, format!("`repeat: {other}` is not supported; use expr or eos{}", hint(other, ["expr", "eos"]))),
+                other => {
+                    return err(
+                        n,
+                        format!(
+                            "`repeat: {other}` is not supported; use expr or eos{}",
+                            hint(other, ["expr", "eos"])
+                        ),
+                    )
+                }
             },
         };
-        let cond = keys.get("if").map(|n| self.expression(n, "if")).transpose()?;
+        let cond = keys
+            .get("if")
+            .map(|n| self.expression(n, "if"))
+            .transpose()?;
         let enumeration = match keys.get("enum") {
             None => None,
             Some(n) => {
                 let name = text(n, "an enum")?;
                 match self.enum_names.iter().position(|e| e == name) {
                     Some(i) => Some(i),
-                    None => return err(n, format!("no enum is named `{name}`{}", hint(name, self.enum_names.iter().map(String::as_str)))),
+                    None => {
+                        return err(
+                            n,
+                            format!(
+                                "no enum is named `{name}`{}",
+                                hint(name, self.enum_names.iter().map(String::as_str))
+                            ),
+                        )
+                    }
                 }
             }
         };
         let valid = keys.get("valid").map(|n| self.valid(n)).transpose()?;
-        if (valid.is_some() || enumeration.is_some()) && !matches!(kind, Kind::Int { .. } | Kind::Bits { .. }) {
-            return err(node, format!("field `{id}`: `valid` and `enum` apply to integers"));
+        if (valid.is_some() || enumeration.is_some())
+            && !matches!(kind, Kind::Int { .. } | Kind::Bits { .. })
+        {
+            return err(
+                node,
+                format!("field `{id}`: `valid` and `enum` apply to integers"),
+            );
         }
         let divisor = match keys.get("divisor") {
             Some(n) => match n.number() {
@@ -594,7 +764,10 @@ impl Loader {
             None => None,
         };
         let roles: Vec<(FieldRole, &str)> = FieldRole::ALL.to_vec();
-        let role = keys.get("role").map(|n| choice(n, "a field role", &roles)).transpose()?;
+        let role = keys
+            .get("role")
+            .map(|n| choice(n, "a field role", &roles))
+            .transpose()?;
         let label = match keys.get("label") {
             Some(n) => text(n, "a label")?.to_string(),
             None => label_of(&id),
@@ -635,19 +808,36 @@ impl Loader {
         }
         let keys = Keys::of(node, "valid", &["eq", "min", "max", "any-of", "rule"])?;
         v.eq = keys.get("eq").map(|n| integer(n, "valid.eq")).transpose()?;
-        v.min = keys.get("min").map(|n| integer(n, "valid.min")).transpose()?;
-        v.max = keys.get("max").map(|n| integer(n, "valid.max")).transpose()?;
+        v.min = keys
+            .get("min")
+            .map(|n| integer(n, "valid.min"))
+            .transpose()?;
+        v.max = keys
+            .get("max")
+            .map(|n| integer(n, "valid.max"))
+            .transpose()?;
         if let Some(n) = keys.get("any-of") {
             let Some(items) = n.items() else {
                 return err(n, "valid.any-of must be a list");
             };
-            v.any_of = items.iter().map(|i| integer(i, "valid.any-of")).collect::<Result<_>>()?;
+            v.any_of = items
+                .iter()
+                .map(|i| integer(i, "valid.any-of"))
+                .collect::<Result<_>>()?;
         }
         if let Some(n) = keys.get("rule") {
             let id = text(n, "valid.rule")?;
             match self.rules.iter().position(|r| r.id == id) {
                 Some(i) => v.rule = i,
-                None => return err(n, format!("no rule is named `{id}`{}", hint(id, self.rules.iter().map(|r| r.id.as_str())))),
+                None => {
+                    return err(
+                        n,
+                        format!(
+                            "no rule is named `{id}`{}",
+                            hint(id, self.rules.iter().map(|r| r.id.as_str()))
+                        ),
+                    )
+                }
             }
         }
         Ok(v)
@@ -659,14 +849,29 @@ impl Loader {
         node: &Node,
         header: &[Field],
         footer: &[Field],
-    ) -> Result<(Option<LengthRule>, Option<ChecksumRule>, Option<CompressionRule>, bool)> {
-        let keys = Keys::of(node, "framing", &["length", "checksum", "compression", "messages-per-datagram"])?;
+    ) -> Result<(
+        Option<LengthRule>,
+        Option<ChecksumRule>,
+        Option<CompressionRule>,
+        bool,
+    )> {
+        let keys = Keys::of(
+            node,
+            "framing",
+            &["length", "checksum", "compression", "messages-per-datagram"],
+        )?;
         let header_field = |n: &Node| -> Result<usize> {
             let name = text(n, "a header field")?;
             match header.iter().position(|f| f.id == name) {
                 Some(i) if matches!(header[i].kind, Kind::Int { .. } | Kind::Bits { .. }) => Ok(i),
                 Some(_) => err(n, format!("`{name}` must be an integer field")),
-                None => err(n, format!("the header has no field `{name}`{}", hint(name, header.iter().map(|f| f.id.as_str())))),
+                None => err(
+                    n,
+                    format!(
+                        "the header has no field `{name}`{}",
+                        hint(name, header.iter().map(|f| f.id.as_str()))
+                    ),
+                ),
             }
         };
         let length = match keys.get("length") {
@@ -675,24 +880,55 @@ impl Loader {
                 let k = Keys::of(n, "framing.length", &["field", "covers", "adjust"])?;
                 let field = header_field(k.need("field", "framing.length")?)?;
                 let covers = match k.get("covers") {
-                    Some(c) => choice(c, "what a length covers", &[(LengthCovers::Body, "body"), (LengthCovers::Message, "message"), (LengthCovers::Datagram, "datagram")])?,
+                    Some(c) => choice(
+                        c,
+                        "what a length covers",
+                        &[
+                            (LengthCovers::Body, "body"),
+                            (LengthCovers::Message, "message"),
+                            (LengthCovers::Datagram, "datagram"),
+                        ],
+                    )?,
                     None => LengthCovers::Body,
                 };
-                let adjust = k.get("adjust").map(|a| integer(a, "adjust")).transpose()?.unwrap_or(0);
-                Some(LengthRule { field, covers, adjust })
+                let adjust = k
+                    .get("adjust")
+                    .map(|a| integer(a, "adjust"))
+                    .transpose()?
+                    .unwrap_or(0);
+                Some(LengthRule {
+                    field,
+                    covers,
+                    adjust,
+                })
             }
         };
         let checksum = match keys.get("checksum") {
             None => None,
             Some(n) => {
                 let k = Keys::of(n, "framing.checksum", &["algorithm", "field", "covers"])?;
-                let algorithm = choice(k.need("algorithm", "framing.checksum")?, "a checksum algorithm", ChecksumAlgorithm::ALL)?;
+                let algorithm = choice(
+                    k.need("algorithm", "framing.checksum")?,
+                    "a checksum algorithm",
+                    ChecksumAlgorithm::ALL,
+                )?;
                 let fnode = k.need("field", "framing.checksum")?;
                 let name = text(fnode, "a field")?;
-                let field = match (header.iter().position(|f| f.id == name), footer.iter().position(|f| f.id == name)) {
+                let field = match (
+                    header.iter().position(|f| f.id == name),
+                    footer.iter().position(|f| f.id == name),
+                ) {
                     (Some(i), _) => Place::Header(i),
                     (None, Some(i)) => Place::Footer(i),
-                    _ => return err(fnode, format!("no header or footer field is named `{name}`{}", hint(name, header.iter().chain(footer).map(|f| f.id.as_str())))),
+                    _ => {
+                        return err(
+                            fnode,
+                            format!(
+                                "no header or footer field is named `{name}`{}",
+                                hint(name, header.iter().chain(footer).map(|f| f.id.as_str()))
+                            ),
+                        )
+                    }
                 };
                 let (from, to) = match k.get("covers") {
                     None => (0, -4),
@@ -701,17 +937,30 @@ impl Loader {
                         _ => return err(c, "covers is [from, to]: byte offsets in the datagram, negative from its end"),
                     },
                 };
-                Some(ChecksumRule { algorithm, field, from, to })
+                Some(ChecksumRule {
+                    algorithm,
+                    field,
+                    from,
+                    to,
+                })
             }
         };
         let compression = match keys.get("compression") {
             None => None,
             Some(n) => {
-                let k = Keys::of(n, "framing.compression", &["algorithm", "flag", "mask", "original-size"])?;
+                let k = Keys::of(
+                    n,
+                    "framing.compression",
+                    &["algorithm", "flag", "mask", "original-size"],
+                )?;
                 let algorithm = choice(
                     k.need("algorithm", "framing.compression")?,
                     "a compression",
-                    &[(CompressionAlgorithm::Lz4Block, "lz4-block"), (CompressionAlgorithm::Lz4Frame, "lz4-frame"), (CompressionAlgorithm::Zlib, "zlib")],
+                    &[
+                        (CompressionAlgorithm::Lz4Block, "lz4-block"),
+                        (CompressionAlgorithm::Lz4Frame, "lz4-frame"),
+                        (CompressionAlgorithm::Zlib, "zlib"),
+                    ],
                 )?;
                 let flag = header_field(k.need("flag", "framing.compression")?)?;
                 let mask = match k.get("mask") {
@@ -722,7 +971,12 @@ impl Loader {
                 if algorithm == CompressionAlgorithm::Lz4Block && original_size.is_none() {
                     return err(n, "lz4-block needs `original-size`: an LZ4 block does not say how large it decompresses");
                 }
-                Some(CompressionRule { algorithm, flag, mask, original_size })
+                Some(CompressionRule {
+                    algorithm,
+                    flag,
+                    mask,
+                    original_size,
+                })
             }
         };
         let many = match keys.get("messages-per-datagram") {
@@ -758,14 +1012,38 @@ fn primitive(name: &str) -> Option<(Kind, Option<Endian>)> {
         (name, None)
     };
     let kind = match base {
-        "u1" => Kind::Int { width: 1, signed: false },
-        "u2" => Kind::Int { width: 2, signed: false },
-        "u4" => Kind::Int { width: 4, signed: false },
-        "u8" => Kind::Int { width: 8, signed: false },
-        "s1" => Kind::Int { width: 1, signed: true },
-        "s2" => Kind::Int { width: 2, signed: true },
-        "s4" => Kind::Int { width: 4, signed: true },
-        "s8" => Kind::Int { width: 8, signed: true },
+        "u1" => Kind::Int {
+            width: 1,
+            signed: false,
+        },
+        "u2" => Kind::Int {
+            width: 2,
+            signed: false,
+        },
+        "u4" => Kind::Int {
+            width: 4,
+            signed: false,
+        },
+        "u8" => Kind::Int {
+            width: 8,
+            signed: false,
+        },
+        "s1" => Kind::Int {
+            width: 1,
+            signed: true,
+        },
+        "s2" => Kind::Int {
+            width: 2,
+            signed: true,
+        },
+        "s4" => Kind::Int {
+            width: 4,
+            signed: true,
+        },
+        "s8" => Kind::Int {
+            width: 8,
+            signed: true,
+        },
         "f4" => Kind::Float { width: 4 },
         "f8" => Kind::Float { width: 8 },
         _ => return None,
@@ -779,7 +1057,8 @@ fn label_of(id: &str) -> String {
         .filter(|w| !w.is_empty())
         .map(|w| {
             let mut c = w.chars();
-            c.next().map_or(String::new(), |f| f.to_uppercase().chain(c).collect())
+            c.next()
+                .map_or(String::new(), |f| f.to_uppercase().chain(c).collect())
         })
         .collect::<Vec<_>>()
         .join(" ")
@@ -810,7 +1089,13 @@ fn check_type_depth(types: &[TypeDef], nodes: &[(Node, Node)]) -> Result<()> {
     let mut memo = vec![None; types.len()];
     for t in 0..types.len() {
         if depth(types, t, &mut memo, 0) >= TOO_DEEP {
-            return err(&nodes[t].0, format!("type `{}` contains itself or nests deeper than {MAX_TYPE_DEPTH} types", types[t].id));
+            return err(
+                &nodes[t].0,
+                format!(
+                    "type `{}` contains itself or nests deeper than {MAX_TYPE_DEPTH} types",
+                    types[t].id
+                ),
+            );
         }
     }
     Ok(())

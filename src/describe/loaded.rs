@@ -31,8 +31,13 @@ pub fn load(paths: &[PathBuf]) -> Result<(), String> {
     for path in paths {
         let d = Described::open(path)?;
         let id = &d.description.id;
-        if ["rtype", "rt", "rtnp"].contains(&id.as_str()) || all.iter().any(|o| &o.description.id == id) {
-            return Err(format!("{}: the dialect id `{id}` is taken", path.display()));
+        if ["rtype", "rt", "rtnp"].contains(&id.as_str())
+            || all.iter().any(|o| &o.description.id == id)
+        {
+            return Err(format!(
+                "{}: the dialect id `{id}` is taken",
+                path.display()
+            ));
         }
         all.push(d);
     }
@@ -43,15 +48,21 @@ pub fn load(paths: &[PathBuf]) -> Result<(), String> {
         infos.extend(d.description.rules.iter().map(|r| RuleInfo {
             id: leak(&r.id),
             severity: r.severity,
-            section: leak(&if d.description.document.is_empty() || r.section.is_empty() {
-                r.section.clone()
-            } else {
-                format!("{} §{}", d.description.document, r.section)
-            }),
+            section: leak(
+                &if d.description.document.is_empty() || r.section.is_empty() {
+                    r.section.clone()
+                } else {
+                    format!("{} §{}", d.description.document, r.section)
+                },
+            ),
             summary: leak(&r.summary),
         }));
     }
-    let base = if infos.is_empty() { None } else { Some(Rule::register(infos)?) };
+    let base = if infos.is_empty() {
+        None
+    } else {
+        Some(Rule::register(infos)?)
+    };
     let loaded = all
         .into_iter()
         .zip(firsts)
@@ -64,7 +75,12 @@ pub fn load(paths: &[PathBuf]) -> Result<(), String> {
                     let named: Vec<Named> = e
                         .values
                         .iter()
-                        .filter_map(|(v, name)| Some(Named { value: u32::try_from(*v).ok()?, name: leak(name) }))
+                        .filter_map(|(v, name)| {
+                            Some(Named {
+                                value: u32::try_from(*v).ok()?,
+                                name: leak(name),
+                            })
+                        })
                         .collect();
                     &*Box::leak(named.into_boxed_slice())
                 })

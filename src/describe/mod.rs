@@ -50,8 +50,12 @@ impl Described {
                 yaml::MAX_BYTES
             ));
         }
-        let text = String::from_utf8(bytes)
-            .map_err(|e| format!("{shown}: not UTF-8 text (byte {})", e.utf8_error().valid_up_to()))?;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            format!(
+                "{shown}: not UTF-8 text (byte {})",
+                e.utf8_error().valid_up_to()
+            )
+        })?;
         Described::from_text(&shown, &text)
     }
 }

@@ -146,7 +146,10 @@ impl FieldRole {
     ];
 
     pub fn name(self) -> &'static str {
-        FieldRole::ALL.iter().find(|r| r.0 == self).map_or("", |r| r.1)
+        FieldRole::ALL
+            .iter()
+            .find(|r| r.0 == self)
+            .map_or("", |r| r.1)
     }
 }
 
@@ -192,7 +195,10 @@ impl MessageRole {
     ];
 
     pub fn name(self) -> &'static str {
-        MessageRole::ALL.iter().find(|r| r.0 == self).map_or("", |r| r.1)
+        MessageRole::ALL
+            .iter()
+            .find(|r| r.0 == self)
+            .map_or("", |r| r.1)
     }
 }
 
@@ -287,18 +293,78 @@ pub enum Check {
 
 impl Check {
     pub const ALL: &'static [(Check, &'static str, Severity, &'static str)] = &[
-        (Check::Magic, "magic", Severity::Error, "a datagram on the dialect's port does not start with its magic"),
-        (Check::Truncated, "truncated", Severity::Error, "the datagram ends inside a field"),
-        (Check::Length, "length", Severity::Error, "the length field disagrees with the bytes there are"),
-        (Check::Checksum, "checksum", Severity::Error, "the checksum does not match the bytes it covers"),
-        (Check::Compression, "compression", Severity::Error, "the compressed body does not decompress, or to another size"),
-        (Check::UnknownType, "unknown-type", Severity::Error, "no message of the description has this type value"),
-        (Check::Trailing, "trailing", Severity::Warning, "bytes are left after the message body"),
-        (Check::Contents, "contents", Severity::Error, "a field does not hold the bytes its `contents` gives"),
-        (Check::Valid, "valid", Severity::Error, "a value is outside what its `valid` allows"),
-        (Check::Enum, "enum", Severity::Warning, "an enum field holds a value the enum does not name"),
-        (Check::Encoding, "encoding", Severity::Warning, "a string is not valid in its encoding"),
-        (Check::Direction, "direction", Severity::Warning, "a message goes the other way than its `direction`"),
+        (
+            Check::Magic,
+            "magic",
+            Severity::Error,
+            "a datagram on the dialect's port does not start with its magic",
+        ),
+        (
+            Check::Truncated,
+            "truncated",
+            Severity::Error,
+            "the datagram ends inside a field",
+        ),
+        (
+            Check::Length,
+            "length",
+            Severity::Error,
+            "the length field disagrees with the bytes there are",
+        ),
+        (
+            Check::Checksum,
+            "checksum",
+            Severity::Error,
+            "the checksum does not match the bytes it covers",
+        ),
+        (
+            Check::Compression,
+            "compression",
+            Severity::Error,
+            "the compressed body does not decompress, or to another size",
+        ),
+        (
+            Check::UnknownType,
+            "unknown-type",
+            Severity::Error,
+            "no message of the description has this type value",
+        ),
+        (
+            Check::Trailing,
+            "trailing",
+            Severity::Warning,
+            "bytes are left after the message body",
+        ),
+        (
+            Check::Contents,
+            "contents",
+            Severity::Error,
+            "a field does not hold the bytes its `contents` gives",
+        ),
+        (
+            Check::Valid,
+            "valid",
+            Severity::Error,
+            "a value is outside what its `valid` allows",
+        ),
+        (
+            Check::Enum,
+            "enum",
+            Severity::Warning,
+            "an enum field holds a value the enum does not name",
+        ),
+        (
+            Check::Encoding,
+            "encoding",
+            Severity::Warning,
+            "a string is not valid in its encoding",
+        ),
+        (
+            Check::Direction,
+            "direction",
+            Severity::Warning,
+            "a message goes the other way than its `direction`",
+        ),
     ];
 
     pub fn name(self) -> &'static str {

@@ -65,7 +65,10 @@ impl Names {
             role: None,
         };
         let mut fields = vec![
-            special(d.id.clone(), if d.title.is_empty() { &d.id } else { &d.title }),
+            special(
+                d.id.clone(),
+                if d.title.is_empty() { &d.id } else { &d.title },
+            ),
             special(format!("{}.message", d.id), "Message"),
             special(format!("{}.violation", d.id), "Violation"),
         ];
@@ -73,7 +76,13 @@ impl Names {
         let footer = layout(d, &d.footer, &format!("{}.footer", d.id), &mut fields, 0)?;
         let mut messages = Vec::new();
         for m in &d.messages {
-            messages.push(layout(d, &m.seq, &format!("{}.{}", d.id, m.id), &mut fields, 0)?);
+            messages.push(layout(
+                d,
+                &m.seq,
+                &format!("{}.{}", d.id, m.id),
+                &mut fields,
+                0,
+            )?);
         }
         Ok(Names {
             fields,

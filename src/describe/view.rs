@@ -19,7 +19,10 @@ pub fn text(d: &Described, item: &Item) -> String {
                 Some(div) => format!("{}", *i as f64 / div),
                 None => i.to_string(),
             };
-            match field.enumeration.and_then(|e| d.description.enums[e].name_of(*i)) {
+            match field
+                .enumeration
+                .and_then(|e| d.description.enums[e].name_of(*i))
+            {
                 Some(name) => format!("{name} ({base})"),
                 None => base,
             }
@@ -39,11 +42,17 @@ pub fn info(d: &Described, decoded: &Decoded<'_>, out: &mut String) {
         name.strip_prefix(id)
             .is_some_and(|rest| !rest.starts_with(".header.") && !rest.starts_with(".footer."))
     };
-    let body = decoded.items.iter().filter(|i| {
-        i.depth == 0 && i.value != Value::Group && own(&d.names.fields[i.field].name)
-    });
+    let body = decoded
+        .items
+        .iter()
+        .filter(|i| i.depth == 0 && i.value != Value::Group && own(&d.names.fields[i.field].name));
     for item in body.take(6) {
-        let _ = write!(out, " {}={}", leaf(&d.names.fields[item.field].name), text(d, item));
+        let _ = write!(
+            out,
+            " {}={}",
+            leaf(&d.names.fields[item.field].name),
+            text(d, item)
+        );
     }
 }
 
@@ -53,7 +62,11 @@ pub fn tree(d: &Described, decoded: &Decoded<'_>, indent: &str, out: &mut String
     for i in &decoded.items {
         let f = &d.names.fields[i.field];
         let depth = "  ".repeat(usize::from(i.depth));
-        let at = if i.decompressed { " (decompressed)" } else { "" };
+        let at = if i.decompressed {
+            " (decompressed)"
+        } else {
+            ""
+        };
         let _ = writeln!(
             out,
             "{indent}{depth}{}: {} [{}] @{}+{}{at}",
@@ -98,7 +111,9 @@ pub fn messages(d: &Described, decoded: &Decoded<'_>) -> (Vec<Json>, Map<String,
     let mut body = Map::new();
     // The open user-type objects: key, members, depth, repeated.
     let mut stack: Vec<(String, Map<String, Json>, u8, bool)> = Vec::new();
-    let close = |stack: &mut Vec<(String, Map<String, Json>, u8, bool)>, to: u8, body: &mut Map<String, Json>| {
+    let close = |stack: &mut Vec<(String, Map<String, Json>, u8, bool)>,
+                 to: u8,
+                 body: &mut Map<String, Json>| {
         while stack.last().is_some_and(|s| s.2 >= to) {
             let (key, obj, _, repeated) = stack.pop().expect("checked");
             let parent = match stack.last_mut() {

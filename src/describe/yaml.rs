@@ -62,7 +62,10 @@ pub fn parse(text: &str) -> Result<Node, Error> {
     if text.len() > MAX_BYTES {
         return Err(Error::at(
             Pos { line: 1, column: 1 },
-            format!("the description is {} bytes; the limit is {MAX_BYTES}", text.len()),
+            format!(
+                "the description is {} bytes; the limit is {MAX_BYTES}",
+                text.len()
+            ),
         ));
     }
     let mut stack: Vec<Open> = Vec::new();
@@ -87,19 +90,23 @@ pub fn parse(text: &str) -> Result<Node, Error> {
             Event::Nothing | Event::StreamStart | Event::StreamEnd | Event::DocumentEnd => None,
             Event::DocumentStart(_) => {
                 if root.is_some() {
-                    return Err(Error::at(pos, "a description is one YAML document; this is a second"));
+                    return Err(Error::at(
+                        pos,
+                        "a description is one YAML document; this is a second",
+                    ));
                 }
                 None
             }
             Event::Alias(_) => {
-                return Err(Error::at(pos, "aliases (*name) are not accepted in a description"))
-            }
-            Event::Scalar(text, style, _, _) => {
-                Some(Node {
+                return Err(Error::at(
                     pos,
-                    value: Yaml::Scalar(text.into_owned(), style != ScalarStyle::Plain),
-                })
+                    "aliases (*name) are not accepted in a description",
+                ))
             }
+            Event::Scalar(text, style, _, _) => Some(Node {
+                pos,
+                value: Yaml::Scalar(text.into_owned(), style != ScalarStyle::Plain),
+            }),
             Event::SequenceStart(..) | Event::MappingStart(..) => {
                 if stack.len() >= MAX_DEPTH {
                     return Err(Error::at(
@@ -128,7 +135,10 @@ pub fn parse(text: &str) -> Result<Node, Error> {
         let Some(node) = done else { continue };
         nodes += 1;
         if nodes > MAX_NODES {
-            return Err(Error::at(node.pos, format!("more than {MAX_NODES} YAML nodes")));
+            return Err(Error::at(
+                node.pos,
+                format!("more than {MAX_NODES} YAML nodes"),
+            ));
         }
         match stack.last_mut() {
             None => root = Some(node),
@@ -257,7 +267,10 @@ mod tests {
         assert!(parse(alias).unwrap_err().message.contains("aliases"));
         let twice = "a: 1\na: 2\n";
         let e = parse(twice).unwrap_err();
-        assert_eq!((e.pos.line, e.message.as_str()), (2, "`a` is given twice (first at line 1)"));
+        assert_eq!(
+            (e.pos.line, e.message.as_str()),
+            (2, "`a` is given twice (first at line 1)")
+        );
         assert!(parse("a: [1, 2").is_err());
         assert!(parse("").is_err());
     }

@@ -54,14 +54,22 @@ fn direction(
             _ => lower_port_is_server(src, dst),
         }
     };
-    servers.learn(if direction == Direction::ServerToClient { src } else { dst });
+    servers.learn(if direction == Direction::ServerToClient {
+        src
+    } else {
+        dst
+    });
     direction
 }
 
 /// The value of the first header field with `role`, when it was read.
 fn header_value(l: &Loaded, decoded: &Interpreted<'_>, role: FieldRole) -> Option<i64> {
     let d = &l.described;
-    let i = d.description.header.iter().position(|f| f.role == Some(role))?;
+    let i = d
+        .description
+        .header
+        .iter()
+        .position(|f| f.role == Some(role))?;
     let field = d.names.header.slots[i].field;
     decoded
         .items
@@ -93,14 +101,29 @@ impl State {
         let dialect = Dialect::Described(index);
         let direction = direction(&mut self.described.servers, description, src, dst, message);
         let from_client = Some(direction == Direction::ClientToServer);
-        decode::decode(description, names, bytes, from_client, &mut self.described.decoded);
+        decode::decode(
+            description,
+            names,
+            bytes,
+            from_client,
+            &mut self.described.decoded,
+        );
         let decoded = &self.described.decoded;
         for p in &decoded.problems {
-            let detail = if p.field.is_empty() { Detail::None } else { Detail::Field(p.field) };
-            add_finding(&mut self.findings, Finding::new(l.rule(p.rule), p.offset, detail));
+            let detail = if p.field.is_empty() {
+                Detail::None
+            } else {
+                Detail::Field(p.field)
+            };
+            add_finding(
+                &mut self.findings,
+                Finding::new(l.rule(p.rule), p.offset, detail),
+            );
         }
         let first = decoded.messages.first();
-        let message = first.and_then(|m| m.message).map(|i| &description.messages[i]);
+        let message = first
+            .and_then(|m| m.message)
+            .map(|i| &description.messages[i]);
         // Entities: the ids a spawn, destroy or snapshot names, by the fields' roles.
         let event = match message.and_then(|m| m.role) {
             Some(MessageRole::Spawn) => Some(EntityEvent::Spawn),
@@ -114,13 +137,20 @@ impl State {
                 if let (true, Some(id)) = (is_id, item.value.integer()) {
                     if let Ok(id) = u32::try_from(id) {
                         let at = item.offset;
-                        self.entities.push(EntityRef { id, event, type_id: None, at });
+                        self.entities.push(EntityRef {
+                            id,
+                            event,
+                            type_id: None,
+                            at,
+                        });
                     }
                 }
             }
         }
-        let conversation = conversation
-            .unwrap_or_else(|| self.conversations.lookup(src, dst, direction, frame, dialect));
+        let conversation = conversation.unwrap_or_else(|| {
+            self.conversations
+                .lookup(src, dst, direction, frame, dialect)
+        });
         sink.begin(&self.conversations, conversation);
         if cut {
             self.findings.retain(|f| super::judged_when_cut(f.rule));
@@ -140,7 +170,9 @@ impl State {
             conversation,
             direction: Some(direction),
             decoded: Some(Decoded::Described { index, decoded }),
-            code: first.and_then(|m| m.code).and_then(|c| u8::try_from(c).ok()),
+            code: first
+                .and_then(|m| m.code)
+                .and_then(|c| u8::try_from(c).ok()),
             sequence: sequence.and_then(|s| u32::try_from(s).ok()),
             tick: tick.and_then(|t| u32::try_from(t).ok()),
             message: None,

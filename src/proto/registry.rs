@@ -897,9 +897,23 @@ impl<'p> Builder<'p> {
                 _ => {
                     let ty = match (f.kind, f.divisor) {
                         (Kind::Int { .. } | Kind::Bits { .. }, Some(_)) => FieldType::Double,
-                        (Kind::Int { width, signed: false }, _) => FieldType::Unsigned(width * 8),
-                        (Kind::Int { width, signed: true }, _) => FieldType::Signed(width * 8),
-                        (Kind::Bits { width }, _) => FieldType::Unsigned(width.next_power_of_two().max(8)),
+                        (
+                            Kind::Int {
+                                width,
+                                signed: false,
+                            },
+                            _,
+                        ) => FieldType::Unsigned(width * 8),
+                        (
+                            Kind::Int {
+                                width,
+                                signed: true,
+                            },
+                            _,
+                        ) => FieldType::Signed(width * 8),
+                        (Kind::Bits { width }, _) => {
+                            FieldType::Unsigned(width.next_power_of_two().max(8))
+                        }
                         (Kind::Float { width: 4 }, _) => FieldType::Float,
                         (Kind::Float { .. }, _) => FieldType::Double,
                         (Kind::Str | Kind::Strz, _) => FieldType::String,

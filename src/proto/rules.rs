@@ -316,7 +316,10 @@ impl Rule {
     pub fn info(self) -> &'static RuleInfo {
         let i = self.index();
         CATALOG.get(i).unwrap_or_else(|| {
-            let extra = &DESCRIBED.get().expect("a described rule was registered").infos;
+            let extra = &DESCRIBED
+                .get()
+                .expect("a described rule was registered")
+                .infos;
             &extra[i - CATALOG.len()]
         })
     }

@@ -59,14 +59,22 @@ pub fn each_datagram(
             return;
         };
         totals.udp += 1;
-        let key = if udp.src <= udp.dst { (udp.src, udp.dst) } else { (udp.dst, udp.src) };
+        let key = if udp.src <= udp.dst {
+            (udp.src, udp.dst)
+        } else {
+            (udp.dst, udp.src)
+        };
         let known = clients.contains_key(&key);
         if !known && !decode::claims(desc, udp.payload, udp.src.port(), udp.dst.port()) {
             totals.other_udp += 1;
             return;
         }
         if !known && clients.len() < 65_536 {
-            let client = if desc.ports.contains(&udp.src.port()) { udp.dst } else { udp.src };
+            let client = if desc.ports.contains(&udp.src.port()) {
+                udp.dst
+            } else {
+                udp.src
+            };
             clients.insert(key, client);
         }
         let from_client = clients.get(&key).map(|c| *c == udp.src);
@@ -84,7 +92,11 @@ pub fn each_datagram(
     });
     let end = end.map_err(|e| e.to_string())?;
     if let Some(t) = &end.truncated {
-        totals.cut = Some(format!("reading stopped at frame {}: {}", totals.frames + 1, t.reason));
+        totals.cut = Some(format!(
+            "reading stopped at frame {}: {}",
+            totals.frames + 1,
+            t.reason
+        ));
     }
     Ok(totals)
 }
@@ -174,7 +186,11 @@ fn datagram_text(d: &Described, seen: &Seen<'_>, verbose: bool) -> String {
 }
 
 fn problem_text(rule: &crate::describe::model::Rule, p: &decode::Problem<'_>) -> String {
-    let field = if p.field.is_empty() { String::new() } else { format!("{}: ", p.field) };
+    let field = if p.field.is_empty() {
+        String::new()
+    } else {
+        format!("{}: ", p.field)
+    };
     format!(
         "{} {} at byte {}: {field}expected {}, found {}",
         rule.id,
@@ -191,7 +207,11 @@ fn datagram_json(d: &Described, seen: &Seen<'_>) -> Json {
     let desc = &d.description;
     let decoded = seen.decoded;
     let (mut messages, footer) = crate::describe::view::messages(d, decoded);
-    let violations: Vec<Json> = decoded.problems.iter().map(|p| problem_json(desc, None, p)).collect();
+    let violations: Vec<Json> = decoded
+        .problems
+        .iter()
+        .map(|p| problem_json(desc, None, p))
+        .collect();
     let mut record = json!({
         "kind": "datagram",
         "frame": seen.frame,
@@ -204,7 +224,9 @@ fn datagram_json(d: &Described, seen: &Seen<'_>) -> Json {
         "direction": seen.from_client.map(|c| if c { "client_to_server" } else { "server_to_client" }),
         "length": seen.bytes.len(),
     });
-    let Json::Object(obj) = &mut record else { unreachable!("a json! object") };
+    let Json::Object(obj) = &mut record else {
+        unreachable!("a json! object")
+    };
     if messages.len() == 1 {
         if let Some(Json::Object(first)) = messages.pop() {
             obj.extend(first);
@@ -334,8 +356,21 @@ pub fn fields(file: &Path, json: bool) -> Result<ExitCode, String> {
     let type_name = |k: Kind, i: usize| -> String {
         match (k, i) {
             (_, names::PROTOCOL) => "protocol".into(),
-            (Kind::Int { width, signed }, _) => format!("{}{}", if signed { "int" } else { "uint" }, u32::from(width) * 8),
-            (Kind::Bits { width }, _) => format!("uint{}", if width <= 8 { 8 } else if width <= 16 { 16 } else { 32 }),
+            (Kind::Int { width, signed }, _) => format!(
+                "{}{}",
+                if signed { "int" } else { "uint" },
+                u32::from(width) * 8
+            ),
+            (Kind::Bits { width }, _) => format!(
+                "uint{}",
+                if width <= 8 {
+                    8
+                } else if width <= 16 {
+                    16
+                } else {
+                    32
+                }
+            ),
             (Kind::Float { width: 4 }, _) => "float".into(),
             (Kind::Float { .. }, _) => "double".into(),
             (Kind::Str | Kind::Strz, _) => "string".into(),
@@ -359,7 +394,9 @@ pub fn fields(file: &Path, json: bool) -> Result<ExitCode, String> {
                 })
             })
             .collect();
-        serde_json::to_string_pretty(&json!({"dialect": desc.id, "fields": list})).unwrap_or_default() + "\n"
+        serde_json::to_string_pretty(&json!({"dialect": desc.id, "fields": list}))
+            .unwrap_or_default()
+            + "\n"
     } else {
         let mut t = String::new();
         for (i, f) in d.names.fields.iter().enumerate() {
@@ -374,7 +411,8 @@ pub fn fields(file: &Path, json: bool) -> Result<ExitCode, String> {
 pub fn write_out(output: Option<&Path>, text: &str) -> Result<ExitCode, String> {
     match output {
         Some(path) if !crate::app::output::is_stdout(path) => {
-            crate::app::write_file(path, text.as_bytes()).map_err(|e| format!("{}: {e}", path.display()))?;
+            crate::app::write_file(path, text.as_bytes())
+                .map_err(|e| format!("{}: {e}", path.display()))?;
             Ok(ExitCode::SUCCESS)
         }
         _ => crate::app::write_stdout(text.as_bytes()),
@@ -384,5 +422,8 @@ pub fn write_out(output: Option<&Path>, text: &str) -> Result<ExitCode, String> 
 /// `dialect ksy`.
 pub fn ksy(file: &Path, output: Option<&Path>) -> Result<ExitCode, String> {
     let d = Described::open(file)?;
-    write_out(output, &crate::describe::ksy::export(&d.description, &file.display().to_string()))
+    write_out(
+        output,
+        &crate::describe::ksy::export(&d.description, &file.display().to_string()),
+    )
 }

@@ -305,10 +305,15 @@ impl<W: Write> Export<W> {
                 if let Some(l) = crate::describe::loaded::all().get(usize::from(index)) {
                     let (messages, footer) = crate::describe::view::messages(&l.described, decoded);
                     if let Some(first) = messages.first() {
-                        let _ = write!(line, ",\"header\":{},\"fields\":{}", first["header"], first["fields"]);
+                        let _ = write!(
+                            line,
+                            ",\"header\":{},\"fields\":{}",
+                            first["header"], first["fields"]
+                        );
                     }
                     if messages.len() > 1 {
-                        let _ = write!(line, ",\"messages\":{}", serde_json::Value::Array(messages));
+                        let _ =
+                            write!(line, ",\"messages\":{}", serde_json::Value::Array(messages));
                     }
                     if !footer.is_empty() {
                         let _ = write!(line, ",\"footer\":{}", serde_json::Value::Object(footer));

@@ -411,7 +411,11 @@ pub fn message_name(dialect: Dialect, code: u64) -> Option<&'static str> {
         Dialect::Described(i) => {
             let loaded = crate::describe::loaded::all().get(usize::from(i))?;
             let code = i64::try_from(code).ok()?;
-            loaded.described.description.message(code).map(|m| m.name.as_str())
+            loaded
+                .described
+                .description
+                .message(code)
+                .map(|m| m.name.as_str())
         }
     }
 }

@@ -106,7 +106,10 @@ impl DatagramEvent<'_> {
         match self.decoded {
             Some(Decoded::Rtype(d)) => !d.crc_ok(),
             Some(Decoded::Described { decoded, .. }) => decoded.problems.iter().any(|p| {
-                p.rule == crate::describe::Description::rule_index(crate::describe::model::Check::Checksum)
+                p.rule
+                    == crate::describe::Description::rule_index(
+                        crate::describe::model::Check::Checksum,
+                    )
             }),
             Some(Decoded::Rt(_) | Decoded::Rtnp { .. }) | None => false,
         }
@@ -116,7 +119,9 @@ impl DatagramEvent<'_> {
         match self.decoded {
             Some(Decoded::Rtype(d)) => d.header.compressed(),
             Some(Decoded::Rt(d)) => d.header.compressed(),
-            Some(Decoded::Described { decoded, .. }) => decoded.messages.iter().any(|m| m.compressed),
+            Some(Decoded::Described { decoded, .. }) => {
+                decoded.messages.iter().any(|m| m.compressed)
+            }
             Some(Decoded::Rtnp { .. }) | None => false,
         }
     }

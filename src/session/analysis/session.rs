@@ -289,9 +289,7 @@ fn prerequisite(dialect: Dialect, role: Role) -> Option<(u32, Step)> {
 /// to whatever a new client sends first).
 fn starts_the_session(event: &DatagramEvent<'_>) -> bool {
     match event.dialect {
-        Dialect::Rtnp | Dialect::Described(_) => {
-            event.direction == Some(Direction::ClientToServer)
-        }
+        Dialect::Rtnp | Dialect::Described(_) => event.direction == Some(Direction::ClientToServer),
         Dialect::Rtype | Dialect::Rt => {
             !event.crc_failed() && Role::of(event) == Role::Step(Step::Hello)
         }
