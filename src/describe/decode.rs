@@ -189,10 +189,11 @@ pub fn decode<'n>(
         if walk.seq(&d.header, &names.header, 0).is_err() {
             return;
         }
-        let header_values: Vec<Option<i64>> =
-            d.header.iter().map(|f| walk.vars[f.var as usize]).collect();
         let body_start = walk.pos;
-        let code = header_values[d.type_field];
+        // The header's values, as the walk noted them for expressions (read before the body,
+        // whose fields may reuse a header field's name).
+        let header = |i: usize| vars[d.header[i].var as usize];
+        let code = header(d.type_field);
         let last = messages.last_mut().expect("pushed above");
         last.code = code;
         // The body's end: the length field's word where there is one, else the footer's start.
@@ -204,7 +205,7 @@ pub fn decode<'n>(
         };
         let mut body_len = natural;
         if let Some(rule) = &d.length {
-            if let Some(value) = header_values[rule.field] {
+            if let Some(value) = header(rule.field) {
                 let stated = value.saturating_add(rule.adjust);
                 let expected_total = match rule.covers {
                     LengthCovers::Body => stated,
@@ -247,11 +248,11 @@ pub fn decode<'n>(
         let compressed = d
             .compression
             .as_ref()
-            .filter(|c| header_values[c.flag].is_some_and(|v| v as u64 & c.mask != 0));
+            .filter(|c| header(c.flag).is_some_and(|v| v as u64 & c.mask != 0));
         messages.last_mut().expect("pushed above").compressed = compressed.is_some();
         let mut body: (&[u8], usize, bool) = (&bytes[..body_end], body_start, false);
         if let Some(c) = compressed {
-            let original = c.original_size.and_then(|i| header_values[i]);
+            let original = c.original_size.and_then(header);
             match decompress(c.algorithm, &bytes[body_start..body_end], original, scratch) {
                 Ok(()) => body = (scratch.as_slice(), 0, true),
                 Err(why) => {
@@ -307,7 +308,8 @@ pub fn decode<'n>(
                 } else {
                     body_end.min(buf.len())
                 };
-                if !(compressed.is_some() && !decompressed) {
+                // A body that failed to decompress is not read.
+                if compressed.is_none() || decompressed {
                     let mut walk = Walk {
                         d,
                         names,
@@ -367,9 +369,6 @@ pub fn decode<'n>(
             || next <= at
             || messages.len() >= MAX_REPEAT
         {
-            if !d.many_per_datagram && next < datagram_end && message.is_none() {
-                // The rest was not read: an unknown type or a body that failed to decompress.
-            }
             return;
         }
         at = next;
@@ -379,6 +378,15 @@ pub fn decode<'n>(
 /// Byte offset of header field `i` (the header is fixed-width).
 fn offset_of(d: &Description, i: usize) -> usize {
     fixed_width(&d.header[..i], &d.types).unwrap_or(0)
+}
+
+/// Integer header field `i` of the message at the start of `bytes`, read before decoding it
+/// (the pipeline's direction falls back to the message's), `None` when it is not there.
+pub fn header_integer(d: &Description, bytes: &[u8], i: usize) -> Option<i64> {
+    let f = d.header.get(i)?;
+    let width = f.kind.number_width()?;
+    let at = offset_of(d, i);
+    Some(read_uint(bytes.get(at..at + width)?, f.endian) as i64)
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -316,15 +316,15 @@ impl Loader {
         }
 
         let header_node = top.need("header", "the description")?;
-        let header = self.seq(header_node, "header", 0)?;
+        let header = self.seq(header_node, "header")?;
         let footer = match top.get("footer") {
-            Some(n) => self.seq(n, "footer", 0)?,
+            Some(n) => self.seq(n, "footer")?,
             None => Vec::new(),
         };
         let mut types = Vec::new();
         for (k, v) in type_nodes {
             let keys = Keys::of(v, "a type", &["seq", "doc"])?;
-            let seq = self.seq(keys.need("seq", "a type")?, "seq", 0)?;
+            let seq = self.seq(keys.need("seq", "a type")?, "seq")?;
             types.push(TypeDef {
                 id: k.text().unwrap_or_default().to_string(),
                 seq,
@@ -547,7 +547,7 @@ impl Loader {
                 None => String::new(),
             };
             let seq = match keys.get("seq") {
-                Some(n) => self.seq(n, "seq", 0)?,
+                Some(n) => self.seq(n, "seq")?,
                 None => Vec::new(),
             };
             out.push(Message {
@@ -563,7 +563,7 @@ impl Loader {
         Ok(out)
     }
 
-    fn seq(&mut self, node: &Node, what: &str, _depth: usize) -> Result<Vec<Field>> {
+    fn seq(&mut self, node: &Node, what: &str) -> Result<Vec<Field>> {
         let Some(items) = node.items() else {
             return err(node, format!("{what} must be a list of fields"));
         };

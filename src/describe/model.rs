@@ -471,12 +471,6 @@ pub struct Description {
 }
 
 impl Description {
-    /// The rule of a mechanism check.
-    pub fn rule(&self, check: Check) -> &Rule {
-        let i = Check::ALL.iter().position(|c| c.0 == check).unwrap_or(0);
-        &self.rules[i]
-    }
-
     /// The rule index of a mechanism check.
     pub fn rule_index(check: Check) -> usize {
         Check::ALL.iter().position(|c| c.0 == check).unwrap_or(0)

@@ -96,7 +96,7 @@ impl State {
         let (description, names) = (&l.described.description, &l.described.names);
         // Direction first, from what identifies the server; the message's own direction is a
         // last resort, read from the header's type before the body is decoded.
-        let code = header_code(description, bytes);
+        let code = decode::header_integer(description, bytes, description.type_field);
         let message = code.and_then(|c| description.message(c));
         let dialect = Dialect::Described(index);
         let direction = direction(&mut self.described.servers, description, src, dst, message);
@@ -191,18 +191,4 @@ impl State {
         let (raised, shown) = (&mut self.raised, &mut self.shown);
         super::report(&mut self.analysis, raised, shown, seen, event, sink);
     }
-}
-
-/// The header's message type, read before the body (the description's header is fixed-width).
-fn header_code(d: &model::Description, bytes: &[u8]) -> Option<i64> {
-    let f = &d.header[d.type_field];
-    let at = model::fixed_width(&d.header[..d.type_field], &d.types)?;
-    let width = f.kind.number_width()?;
-    let raw = bytes.get(at..at + width)?;
-    let mut v = 0i64;
-    match f.endian {
-        model::Endian::Big => raw.iter().for_each(|b| v = (v << 8) | i64::from(*b)),
-        model::Endian::Little => raw.iter().rev().for_each(|b| v = (v << 8) | i64::from(*b)),
-    }
-    Some(v)
 }
