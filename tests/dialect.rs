@@ -19,8 +19,14 @@ fn scratch(name: &str) -> PathBuf {
     dir.join(name)
 }
 
-/// The template file and a capture of its dialect with one fault per frame from frame 5 on.
+/// The template file and a capture of its dialect with one fault per frame from frame 5 on,
+/// written once: the tests run in parallel and must not read a file another is rewriting.
 fn template_capture() -> (PathBuf, PathBuf) {
+    static FILES: std::sync::OnceLock<(PathBuf, PathBuf)> = std::sync::OnceLock::new();
+    FILES.get_or_init(write_template_capture).clone()
+}
+
+fn write_template_capture() -> (PathBuf, PathBuf) {
     let description = scratch("template.yaml");
     let (code, _, err) = run(&["dialect", "new", "-o", description.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");

@@ -377,8 +377,11 @@ fn template_datagrams() -> Vec<Datagram> {
     ]
 }
 
-fn template() -> Case {
-    Case::new("template", TEMPLATE, template_datagrams())
+/// The template's case, written once: the tests run in parallel and must not read a file
+/// another is rewriting.
+fn template() -> &'static Case {
+    static CASE: std::sync::OnceLock<Case> = std::sync::OnceLock::new();
+    CASE.get_or_init(|| Case::new("template", TEMPLATE, template_datagrams()))
 }
 
 /// The columns and fields of every frame of the template's datagrams, `|`-separated.
@@ -536,7 +539,7 @@ fn tshark_raises_what_dialect_check_reports_on_the_template() {
 #[test]
 fn tshark_agrees_with_the_interpreter_on_the_template() {
     agree(
-        &template(),
+        template(),
         "tshark_agrees_with_the_interpreter_on_the_template",
     );
 }
