@@ -329,7 +329,9 @@ enum Command {
         /// Output file, - for standard output [default: -].
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
-        /// Snapshot profile to build in as the default layout (a bundled name or a TOML file).
+        /// Snapshot profile to build in as the preference's default (a bundled name, document,
+        /// or a TOML file) [default: auto: the document's, or per conversation the bundled
+        /// profile its snapshots fit].
         #[arg(long, value_name = "NAME|FILE")]
         profile: Option<PathBuf>,
     },
@@ -870,10 +872,8 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
             write_stdout(text.as_bytes())
         }
         Command::Dissector { output, profile } => {
-            let profile = profile
-                .as_deref()
-                .map_or_else(|| Ok(Profile::document()), Profile::resolve)?;
-            let lua = report::lua::generate(&profile);
+            let profile = profile.as_deref().map(Profile::resolve).transpose()?;
+            let lua = report::lua::generate(profile.as_ref());
             match output {
                 Some(path) => crate::app::write_file(&path, lua.as_bytes())
                     .map_err(|e| format!("{}: {e}", path.display()))?,

@@ -165,7 +165,7 @@ const CASES: &[Case] = &[
     same("_ws.expert", &["violations-snapshot.pcap", "old-header.pcap", "truncated.pcap"]),
     same("rtype.levelinit.boss-trailer || rtype.pong.empty", &["reference-17byte-1client.pcap", "reference-15byte-levelevents.pcap"]),
     same("!rtype.snapshot.undefined-bit && rtype.msg_type == 0x14", &["reference-17byte-1client.pcap", "reference-15byte-levelevents.pcap"]),
-    same("rtype.message.truncated && rtype.snapshot_chunk.total_chunks", REAL17),
+    same("rtype.snapshot.layout && rtype.snapshot_chunk.total_chunks", REAL17),
     // Frame, IP and UDP fields.
     same("frame.number <= 20 || frame.number in {100..110}", &["link-variety.pcapng"]),
     same("frame.len > 100 && udp.length < 200", &["clean-session.pcap", "link-variety.pcapng", "rt-two-players.pcap"]),
@@ -297,12 +297,11 @@ fn ours(capture: &Path, expr: &str, profile: Option<&str>) -> Result<BTreeSet<u6
         .arg("-Y")
         .arg(expr)
         .arg("--quiet");
-    // The dissector reads with the profile its preference names (the document's by default):
-    // so does the CLI, rather than the layout it would find.
-    match profile {
-        Some(p) => cmd.arg("--profile").arg(p),
-        None => cmd.arg("--strict-layout"),
-    };
+    // The profile the dissector's preference names, or by default (auto) each reads with the
+    // layout it finds.
+    if let Some(p) = profile {
+        cmd.arg("--profile").arg(p);
+    }
     let out = cmd.output().expect("rtype-inspect runs");
     if !out.status.success() {
         return Err(format!(
@@ -362,7 +361,7 @@ fn script(profile: Option<&str>) -> PathBuf {
         Some(name) => {
             let path = scratch(&format!("rtype-{name}.lua"));
             let tmp = scratch(&format!("rtype-{name}.lua.{}", std::process::id()));
-            std::fs::write(&tmp, generate(&Profile::bundled(name).unwrap())).unwrap();
+            std::fs::write(&tmp, generate(Some(&Profile::bundled(name).unwrap()))).unwrap();
             std::fs::rename(&tmp, &path).unwrap();
             path
         }

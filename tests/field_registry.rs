@@ -67,7 +67,7 @@ fn registry_names_every_protofield_of_the_dissector() {
             .map(|(name, _)| Profile::bundled(name).unwrap()),
     );
     for profile in &profiles {
-        let lua = generate(profile);
+        let lua = generate(Some(profile));
         let registry = Registry::new(profile);
         let lua_fields = proto_fields(&lua, &profile.name);
         let ours = registry_fields(&registry);

@@ -55,7 +55,7 @@ fn scratch(name: &str) -> PathBuf {
 
 #[test]
 fn generated_dissector_is_checked_in() {
-    let generated = generate(&Profile::document());
+    let generated = generate(None);
     let path = dissector();
     if std::env::var_os("RTYPE_BLESS").is_some() {
         std::fs::write(&path, &generated).unwrap();
@@ -70,7 +70,7 @@ fn generated_dissector_is_checked_in() {
 
 #[test]
 fn generated_lua_uses_only_the_bit_module() {
-    let lua = generate(&Profile::document());
+    let lua = generate(None);
     // The one exception: a chunk compiled with load() only where _VERSION says Lua 5.3 or later.
     let (before, rest) = lua
         .split_once("load([[")
@@ -419,15 +419,13 @@ fn cached<T: Send + Sync + 'static>(
     slot.get_or_init(|| Arc::new(make())).clone()
 }
 
-/// Field types (FT_UINT8, FT_FLOAT, ...) by filter name with snapshot profile `profile` (None:
-/// the document's), read from the dissector's ProtoField constructors (as `tshark -G fields`
+/// Field types (FT_UINT8, FT_FLOAT, ...) by filter name with snapshot profile `wanted`, read from the dissector's ProtoField constructors (as `tshark -G fields`
 /// would list them, without starting tshark; it lists one field of a name that several profiles
 /// register). A profile's own fields are marked `-- profile NAME`.
-fn field_types(profile: Option<&str>) -> Arc<HashMap<String, String>> {
+fn field_types(wanted: &str) -> Arc<HashMap<String, String>> {
     static CACHE: Cache<HashMap<String, String>> = OnceLock::new();
-    cached(&CACHE, format!("{profile:?}"), || {
+    cached(&CACHE, wanted.to_string(), || {
         let lua = std::fs::read_to_string(dissector()).unwrap();
-        let wanted = profile.unwrap_or("document");
         let mut types = HashMap::new();
         for line in lua.lines() {
             if let Some((_, names)) = line.split_once(" -- profile ") {
@@ -509,7 +507,7 @@ fn dissect(ts: Tshark, capture: &Path, profile: Option<&str>) -> Arc<BTreeMap<u6
             None => args.insert(0, "-2"),
         }
         let out = tshark(ts, capture, &args);
-        let types = field_types(profile);
+        let types = field_types(&layout(capture, profile));
         // The bytes of f32 fields, and of rt's magic, which tells their byte order.
         let floats = types
             .iter()
@@ -639,18 +637,34 @@ fn flatten(node: &J, frame: &mut Frame, under_field: bool, reassembled: bool) {
 // rtype-inspect's side
 // ------------------------------------------------------------------------------------------------
 
+/// The snapshot profile `capture`'s rtype conversations are read with: `profile`, or by default
+/// (the preference auto) the layout rtype-inspect found, which its conversation records name.
+fn layout(capture: &Path, profile: Option<&str>) -> String {
+    if let Some(p) = profile {
+        return p.to_string();
+    }
+    export(capture, None)
+        .iter()
+        .find_map(|r| {
+            (r.get("kind").and_then(J::str) == Some("conversation"))
+                .then(|| r.get("layout").and_then(J::str))
+                .flatten()
+        })
+        .unwrap_or("document")
+        .to_string()
+}
+
 /// `rtype-inspect export` of a capture (with a profile), its records in order.
 fn export(capture: &Path, profile: Option<&str>) -> Arc<Vec<J>> {
     static CACHE: Cache<Vec<J>> = OnceLock::new();
     cached(&CACHE, format!("{}|{profile:?}", capture.display()), || {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_rtype-inspect"));
         cmd.arg("export").arg("-q").arg(capture);
-        // The dissector reads with the profile its preference names (the document's by
-        // default): so does the CLI, rather than the layout it would find.
-        match profile {
-            Some(name) => cmd.arg("--profile").arg(name),
-            None => cmd.arg("--strict-layout"),
-        };
+        // The profile the dissector's preference names, or by default (auto) each reads with
+        // the layout it finds.
+        if let Some(name) = profile {
+            cmd.arg("--profile").arg(name);
+        }
         let out = cmd.output().expect("rtype-inspect runs");
         assert!(
             out.status.success(),
@@ -965,7 +979,7 @@ struct Seen {
 fn compare(ts: Tshark, capture: &Path, profile: Option<&str>) -> Seen {
     let frames = dissect(ts, capture, profile);
     let records = export(capture, profile);
-    let types = field_types(profile);
+    let types = field_types(&layout(capture, profile));
     let raised: Vec<&str> = dissector_rules().iter().map(|r| r.id()).collect();
     let mut diffs = Vec::new();
     let mut seen = Seen::default();
@@ -1298,7 +1312,6 @@ fn check_counts(capture: &Path) -> BTreeMap<String, usize> {
             "json",
             "--fail-on",
             "info",
-            "--strict-layout",
         ])
         .arg(capture)
         .output()
@@ -1433,14 +1446,17 @@ fn tshark_agrees_with_export_on_the_17_byte_capture() {
         (S2C, "SERVER_LEVEL_INIT", 1),
     ]);
     for ts in tsharks("tshark_agrees_with_export_on_the_17_byte_capture") {
-        // The document's table misreads this build's snapshots; its profile (chosen by the
-        // preference, with the same installed dissector) reads them all.
-        for profile in [None, Some("reference-17byte")] {
+        // The document's table misreads this build's snapshots; its profile reads them all,
+        // found per conversation by default (auto) or chosen by the preference, with the same
+        // installed dissector.
+        for profile in [None, Some("reference-17byte"), Some("document")] {
             let seen = compare(ts, &capture, profile);
             assert_eq!(seen.messages, expected, "profile {profile:?}");
             assert_eq!(seen.reassembled, 16, "complete chunk sets");
             assert!(!seen.experts.contains_key("rtype.crc.mismatch"));
-            if profile.is_some() {
+            let departures = seen.experts.get("rtype.snapshot.layout").copied();
+            assert_eq!(departures, profile.is_none().then_some(1), "{profile:?}");
+            if profile != Some("document") {
                 for id in [
                     "rtype.message.truncated",
                     "rtype.message.trailing",
@@ -1483,7 +1499,7 @@ fn tshark_agrees_with_export_on_the_17_byte_capture() {
         // A reassembled snapshot that stops decoding says why, as a datagram would (frame 558:
         // entity 0, then 1,041 bytes the document's table cannot read).
         assert_eq!(
-            frames[&558].reassembled_experts,
+            dissect(ts, &capture, Some("document"))[&558].reassembled_experts,
             ["rtype.snapshot.undefined-bit"]
         );
         let level_init = frames
@@ -1527,8 +1543,10 @@ fn tshark_agrees_with_export_on_the_15_byte_capture() {
         (S2C, "SERVER_LEVEL_EVENT", 4),
     ]);
     for ts in tsharks("tshark_agrees_with_export_on_the_15_byte_capture") {
-        for profile in [None, Some("reference-15byte")] {
+        for profile in [None, Some("reference-15byte"), Some("document")] {
             let seen = compare(ts, &capture, profile);
+            let departures = seen.experts.get("rtype.snapshot.layout").copied();
+            assert_eq!(departures, profile.is_none().then_some(1), "{profile:?}");
             assert_eq!(seen.messages, expected, "profile {profile:?}");
             // The older header, reported once for the capture's one conversation.
             assert_eq!(
@@ -1539,7 +1557,7 @@ fn tshark_agrees_with_export_on_the_15_byte_capture() {
             );
             assert!(!seen.experts.contains_key("rtype.crc.mismatch"));
             assert_eq!(seen.reassembled, 0);
-            if profile.is_some() {
+            if profile != Some("document") {
                 for id in [
                     "rtype.message.truncated",
                     "rtype.message.trailing",
@@ -2665,8 +2683,8 @@ fn filters_select_the_same_frames_whether_the_tree_is_drawn_or_not() {
         ),
         (
             "reference-17byte-1client.pcap",
-            "rtype.snapshot.undefined-bit",
-            190,
+            "rtype.snapshot.layout",
+            1,
         ),
         (
             "reference-15byte-levelevents.pcap",
@@ -2859,13 +2877,23 @@ fn wireshark_neutral(text: &str) -> String {
                 format!(": {:.9} seconds", value / per_second)
             })
             .into_owned();
+        let mut truncated = false;
         for (mark, with) in marks {
+            truncated |= mark.is_match(&line);
             line = mark.replace_all(&line, *with).into_owned();
         }
         match line.split_once(": ") {
-            Some((label, value)) if value.ends_with('…') || value.chars().count() > 64 => {
+            Some((label, value))
+                if label.chars().count() <= 100
+                    && (value.ends_with('…') || value.chars().count() > 64) =>
+            {
                 let cut: String = value.trim_end_matches('…').chars().take(64).collect();
                 out.push_str(&format!("{label}: {cut}…\n"));
+            }
+            // 4.0 cuts a long label at 240 bytes, later versions at 240 characters.
+            _ if truncated => {
+                let cut: String = line.chars().take(180).collect();
+                out.push_str(&format!("{cut}…\n"));
             }
             _ => {
                 out.push_str(&line);

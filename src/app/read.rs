@@ -10,13 +10,16 @@ use crate::display_filter::DisplayFilter;
 use crate::pipeline::{Pipeline, Sink, Watch, Watched};
 use crate::proto::profile::Profile;
 use crate::proto::registry::Registry;
+use crate::report::profile_hint::{fitting_layout, Fit};
 use crate::session::analysis;
 
 /// Options shared by the commands that read captures. Each wins over the configuration file.
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct ReadOpts {
     /// Snapshot field profile replacing the document's mask-bit table: a bundled one by name
-    /// (reference-17byte, reference-15byte) or a TOML file.
+    /// (reference-17byte, reference-15byte), document (the document's table, as
+    /// --strict-layout), or a TOML file [default: the document's, or the bundled profile the
+    /// capture's snapshots fit].
     #[arg(long, value_name = "NAME|FILE")]
     pub profile: Option<PathBuf>,
     /// Only datagrams to or from this UDP port (default: any port, recognised by content).
@@ -72,9 +75,10 @@ pub struct Reading {
     pub profile_given: bool,
     /// Keep the document's layout when no profile is named (`--strict-layout`).
     pub strict_layout: bool,
-    /// The bundled profile the capture's snapshots were found to fit (and are read with), when
-    /// no profile was named: its conversations depart from the document's layout.
-    pub found_layout: Option<&'static str>,
+    /// What the capture's snapshots were found to fit, when no profile was named: a bundled
+    /// profile (they are read with it, and depart from the document's layout), or neither it nor
+    /// the document's (the run ends saying so).
+    pub fit: Fit,
 }
 
 impl ReadOpts {
@@ -129,7 +133,7 @@ impl ReadOpts {
                 .map_or_else(super::inputs::default_threads, usize::from),
             profile_given: self.profile.is_some(),
             strict_layout: self.strict_layout,
-            found_layout: None,
+            fit: Fit::Document,
         })
     }
 }
@@ -141,7 +145,7 @@ impl Reading {
     ///
     /// With no profile named at all, a capture file whose first snapshots fail with the
     /// document's layout and fit a bundled profile is read with that profile
-    /// ([`fitting_layout`](crate::report::profile_hint::fitting_layout)), unless
+    /// ([`fitting_layout`]), unless
     /// `--strict-layout`. Standard input cannot be read twice: it keeps the document's layout.
     pub fn for_file(&self, capture: &Path) -> Result<Reading, String> {
         let found = self.config.profile_for(capture);
@@ -179,22 +183,28 @@ impl Reading {
     fn with_found_layout(&self, capture: &Path) -> Reading {
         let named = self.profile_source.is_some() || self.strict_layout;
         let file = !named && std::fs::metadata(capture).is_ok_and(|m| m.is_file());
-        let found = file
-            .then(|| crate::report::profile_hint::fitting_layout(capture, self.port))
-            .flatten();
-        let reading = found.and_then(|name| {
-            let profile = Profile::bundled(name)?;
-            let mut reading = self.with_profile(profile, Path::new(name)).ok()?;
-            reading.found_layout = Some(name);
-            Some(reading)
-        });
-        reading.unwrap_or_else(|| self.clone())
+        let fit = match file {
+            true => fitting_layout(capture, self.port),
+            false => Fit::Document,
+        };
+        let found = match fit {
+            Fit::Profile(name) => Profile::bundled(name)
+                .and_then(|profile| self.with_profile(profile, Path::new(name)).ok()),
+            _ => None,
+        };
+        Reading {
+            fit,
+            ..found.unwrap_or_else(|| self.clone())
+        }
     }
 
     /// The pipeline these settings read with.
     pub fn pipeline(&self) -> Pipeline {
         Pipeline::new(self.profile.clone(), self.port)
-            .with_found_layout(self.found_layout)
+            .with_found_layout(match self.fit {
+                Fit::Profile(name) => Some(name),
+                _ => None,
+            })
             .with_analysis(self.analysis)
             .with_config(self.config.path.clone())
             .with_filter(self.filter.clone())
@@ -241,6 +251,14 @@ pub fn read_capture<S: Sink>(file: &Path, reading: &Reading, sink: &mut S) -> Re
     };
     drop(progress);
     let cpu = result.map_err(|e| e.to_string())?;
+    if let Fit::Neither(misread) = reading.fit {
+        eprintln!(
+            "{}: {misread} of the snapshots scanned do not decode with the document's layout, and \
+             no bundled profile reads them all: their findings stand (a profile of this build's \
+             layout reads them: --profile FILE.toml, as in samples/profiles/)",
+            file.display()
+        );
+    }
     if std::env::var_os(STAGE_CPU).is_some() {
         eprintln!("{}", stage_cpu_line(file, &cpu));
     }

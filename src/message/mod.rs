@@ -7,8 +7,8 @@
 mod walk;
 
 pub use walk::{
-    choose_layout, decode_message, decode_message_as, decode_nodes, plain_number, Endian, Layout,
-    MessageRules,
+    choose_layout, decode_message, decode_message_as, decode_nodes, misreads, plain_number, Endian,
+    Layout, MessageRules,
 };
 
 use crate::proto::schema::{Field, Group};

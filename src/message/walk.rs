@@ -25,6 +25,20 @@ pub struct MessageRules {
     pub undefined_bit: Rule,
 }
 
+impl MessageRules {
+    /// Whether `rule` says a masked message's layout is not the profile's: a field cut short,
+    /// bytes left over, or a mask bit the profile reserves or does not define.
+    pub fn misfit(&self, rule: Rule) -> bool {
+        [
+            self.truncated,
+            self.trailing,
+            self.reserved_bit,
+            self.undefined_bit,
+        ]
+        .contains(&rule)
+    }
+}
+
 /// Why a walk stopped before the end of its nodes.
 #[derive(Debug, PartialEq, Eq)]
 enum Stop {
@@ -669,6 +683,30 @@ fn number(field: &Field, raw: u64) -> Value<'static> {
         Value::I(n) if field.divisor != 1 => Value::F(n as f64 / f64::from(field.divisor)),
         v => v,
     }
+}
+
+/// Whether `profile` misreads `payload` as `message` (a [`MessageRules::misfit`] finding);
+/// `scratch` holds the findings of the reading.
+pub fn misreads(
+    message: &'static Message,
+    payload: &[u8],
+    endian: Endian,
+    profile: &Profile,
+    rules: &MessageRules,
+    scratch: &mut Vec<Finding>,
+) -> bool {
+    scratch.clear();
+    decode_message(
+        message,
+        payload,
+        0,
+        endian,
+        profile,
+        rules,
+        &mut NoFields,
+        scratch,
+    );
+    scratch.iter().any(|f| rules.misfit(f.rule))
 }
 
 /// Decodes a message payload against its description, trying the known variants when the

@@ -266,9 +266,8 @@ pub struct Pipeline {
 /// Everything but the scratch buffer.
 struct State {
     profile: Profile,
-    /// The bundled profile the capture was found to fit, when no profile was named: each
-    /// conversation's first snapshot carries the `rtype.snapshot.layout` finding.
-    found_layout: Option<&'static str>,
+    /// The bundled profile the capture was found to fit, when no profile was named.
+    found_layout: Option<FoundLayout>,
     config: Option<std::path::PathBuf>,
     port: Option<u16>,
     findings: Vec<Finding>,
@@ -290,6 +289,15 @@ struct State {
     rtnp: rtnp_arm::RtnpState,
     described: described_arm::DescribedState,
     shown: Shown,
+}
+
+/// The bundled profile a capture's snapshots were found to fit: each conversation's first
+/// snapshot the document's layout misreads carries the `rtype.snapshot.layout` finding.
+struct FoundLayout {
+    name: &'static str,
+    document: Profile,
+    /// The findings of the document's reading.
+    scratch: Vec<Finding>,
 }
 
 /// The display filter, if any, and how many datagrams it passed.
@@ -345,9 +353,14 @@ impl Pipeline {
     }
 
     /// Reports that the capture's snapshots depart from the document's layout and are read
-    /// with the bundled profile `found` fits (one finding per conversation).
+    /// with the bundled profile `found` fits (one finding per conversation, at its first
+    /// snapshot the document misreads).
     pub fn with_found_layout(mut self, found: Option<&'static str>) -> Pipeline {
-        self.state.found_layout = found;
+        self.state.found_layout = found.map(|name| FoundLayout {
+            name,
+            document: Profile::document(),
+            scratch: Vec::new(),
+        });
         self
     }
 

@@ -5,8 +5,8 @@ use super::{
 use crate::datagram::{rtype, Dialect};
 use crate::display_filter::Context;
 use crate::message::{
-    add_finding, choose_layout, decode_message, decode_message_as, decode_nodes, Detail, Facts,
-    Finding, Layout, Open, Value, Visitor,
+    add_finding, choose_layout, decode_message, decode_message_as, decode_nodes, misreads, Detail,
+    Facts, Finding, Layout, Open, Value, Visitor,
 };
 use crate::proto::profile::Profile;
 use crate::proto::rtype as desc;
@@ -120,9 +120,9 @@ impl State {
                 }
             };
         }
-        if let (Some(found), Some(m), Some(d), false) = (self.found_layout, message, &parsed, cut) {
+        if let (Some(m), Some(p), Some(d), false) = (message, payload, &parsed, cut) {
             if matches!(m.code, desc::SNAPSHOT | desc::SNAPSHOT_CHUNK) {
-                self.layout_departure(conversation, found, d.payload_at);
+                self.layout_departure(conversation, m, p, d.payload_at);
             }
         }
         if cut {
@@ -239,17 +239,33 @@ impl State {
         }
     }
 
-    /// The `rtype.snapshot.layout` finding, on a conversation's first snapshot: its snapshots
-    /// were read with the bundled profile `found`, not the document's layout.
-    fn layout_departure(&mut self, conversation: u32, found: &'static str, at: usize) {
-        let Some(c) = self.conversations.get_mut(conversation) else {
+    /// The `rtype.snapshot.layout` finding, on a conversation's first snapshot (`message`,
+    /// `payload` at `at`) the document's layout misreads, when the capture's snapshots were
+    /// found to fit a bundled profile and are read with it.
+    fn layout_departure(
+        &mut self,
+        conversation: u32,
+        message: &'static Message,
+        payload: &[u8],
+        at: usize,
+    ) {
+        let (Some(found), Some(c)) = (
+            &mut self.found_layout,
+            self.conversations.get_mut(conversation),
+        ) else {
             return;
         };
-        if !c.layout_reported {
-            c.layout_reported = true;
-            let f = Finding::new(Rule::RtypeSnapshotLayout, at as u32, Detail::Layout(found));
-            add_finding(&mut self.findings, f);
+        let rules = &rtype::MESSAGE_RULES;
+        let document = &found.document;
+        if c.layout_reported
+            || !misreads(message, payload, rtype::ENDIAN, document, rules, &mut found.scratch)
+        {
+            return;
         }
+        c.layout_reported = true;
+        let detail = Detail::Layout(found.name);
+        let f = Finding::new(Rule::RtypeSnapshotLayout, at as u32, detail);
+        add_finding(&mut self.findings, f);
     }
 
     /// Keeps the 15-byte-header finding only for a conversation's first such datagram.

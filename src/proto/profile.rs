@@ -191,8 +191,12 @@ impl Profile {
         parsed[i].clone()
     }
 
-    /// What `--profile ARG` names: a bundled profile, or else a profile file.
+    /// What `--profile ARG` names: the document's table (`document`), a bundled profile, or
+    /// else a profile file.
     pub fn resolve(arg: &Path) -> Result<Profile, String> {
+        if arg.as_os_str() == "document" {
+            return Ok(Profile::document());
+        }
         match arg.to_str().and_then(Profile::bundled) {
             Some(profile) => Ok(profile),
             None if !arg.exists() => {

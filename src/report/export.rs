@@ -14,6 +14,7 @@ use super::render::{self, json_str};
 use super::summary::Summary;
 use super::time::Rfc3339;
 use crate::capture::CaptureInfo;
+use crate::datagram::Dialect;
 use crate::display_filter::Context;
 use crate::message::Finding;
 use crate::pipeline::{Rendering, RunEnd, Sink};
@@ -440,9 +441,17 @@ impl<W: Write> Sink for Export<W> {
             self.line.clear();
             let _ = write!(
                 self.line,
-                "{{\"kind\":\"conversation\",\"id\":{},\"client\":\"{}\",\"server\":\"{}\",\"first_frame\":{}}}",
-                c.id, c.client, c.server, c.first_frame
+                "{{\"kind\":\"conversation\",\"id\":{},\"dialect\":\"{}\",\"client\":\"{}\",\"server\":\"{}\",\"first_frame\":{}",
+                c.id,
+                c.dialect.name(),
+                c.client,
+                c.server,
+                c.first_frame
             );
+            if c.dialect == Dialect::Rtype {
+                let _ = write!(self.line, ",\"layout\":\"{}\"", end.profile);
+            }
+            self.line.push('}');
             self.emit();
         }
         let mut summary = self.summary.json().clone();

@@ -209,6 +209,7 @@ fn rtype_rules() -> Vec<(&'static str, Rule)> {
         ("chunk_total_mismatch", Rule::RtypeChunkTotalMismatch),
         ("chunk_duplicate", Rule::RtypeChunkDuplicate),
         ("chunk_limit", Rule::RtypeChunkLimit),
+        ("snapshot_layout", Rule::RtypeSnapshotLayout),
         ("snaplen", Rule::CaptureSnaplen),
     ]
 }
@@ -335,25 +336,29 @@ fn proto_of(name: &str) -> &str {
 }
 
 /// Writes the complete Lua dissector: every bundled snapshot profile, and `profile` (the
-/// default of the preference; the document's table when it is [`Profile::document`]).
-pub fn generate(profile: &Profile) -> String {
+/// default of the preference). Without one the preference's default is `auto`: the document's
+/// table, or per conversation the bundled profile its snapshots fit, as rtype-inspect reads.
+pub fn generate(profile: Option<&Profile>) -> String {
     let mut profiles = vec![Profile::document()];
     for (name, _) in BUNDLED {
         if let Some(p) = Profile::bundled(name) {
             profiles.push(p);
         }
     }
-    let default = match profiles.iter().position(|p| p.name == profile.name) {
-        Some(i)
-            if profile.name == "document" || BUNDLED.iter().any(|(n, _)| *n == profile.name) =>
-        {
-            i
+    let default = profile.map(|profile| {
+        match profiles.iter().position(|p| p.name == profile.name) {
+            Some(i)
+                if profile.name == "document"
+                    || BUNDLED.iter().any(|(n, _)| *n == profile.name) =>
+            {
+                i
+            }
+            _ => {
+                profiles.push(profile.clone());
+                profiles.len() - 1
+            }
         }
-        _ => {
-            profiles.push(profile.clone());
-            profiles.len() - 1
-        }
-    };
+    });
     let mut g = Gen::new(profiles);
     // Compiling declares the fields, which the declarations then list.
     let code = g.code();
@@ -377,7 +382,7 @@ pub fn generate(profile: &Profile) -> String {
             .map(|p| p.name.as_str())
             .collect::<Vec<_>>()
             .join(", "),
-        default = g.profiles[default].name,
+        default = default.map_or("auto", |i| &g.profiles[i].name),
     );
     out.push_str(PRELUDE);
     out.push('\n');
@@ -461,7 +466,7 @@ impl Gen {
     }
 
     /// Constants, rules, experts, value strings, ProtoFields and field descriptors.
-    fn declarations(&mut self, out: &mut String, default: usize) {
+    fn declarations(&mut self, out: &mut String, default: Option<usize>) {
         out.push_str(
             "-- ---------------------------------------------------------------------------------------------\n",
         );
@@ -659,9 +664,9 @@ impl Gen {
         let _ = writeln!(
             out,
             "-- The snapshot profiles (their masked fields are compiled below), the selected one, the CRC\n\
-             -- check; set from the preferences.\n\
-             local PROFILES, DEFAULT_PROFILE, CHECK_CRC = {{}}, {}, true\nlocal PROFILE\n",
-            default + 1
+             -- check; set from the preferences (DEFAULT_PROFILE 0: auto).\n\
+             local PROFILES, DEFAULT_PROFILE, CHECK_CRC = {{}}, {}, true\nlocal PROFILE, AUTO\n",
+            default.map_or(0, |i| i + 1)
         );
     }
 
@@ -739,9 +744,13 @@ impl Gen {
                     }
                 })
                 .collect();
+            let profile = &self.profiles[p];
+            let bundled = BUNDLED.iter().any(|(n, _)| *n == name);
+            let differs = profile.differs.as_deref().map_or("nil".into(), lua_str);
             let _ = writeln!(
                 out,
-                "PROFILES[{}] = {{\n    name = {}, label = {},\n    skip = {{ w = {{}}, e = {{}}, d = {{ {} }} }},",
+                "PROFILES[{}] = {{\n    name = {}, label = {}, bundled = {bundled}, differs = {differs},\n    \
+                 skip = {{ w = {{}}, e = {{}}, d = {{ {} }} }},",
                 p + 1,
                 lua_str(&name),
                 lua_str(&label),
@@ -757,7 +766,7 @@ impl Gen {
             }
             out.push_str("}\n");
         }
-        out.push_str("PROFILE = PROFILES[DEFAULT_PROFILE]\n\n");
+        out.push_str("PROFILE, AUTO = PROFILES[DEFAULT_PROFILE] or PROFILES[1], DEFAULT_PROFILE == 0\n\n");
 
         out.push_str("-- rtnp message types and their JSON schemas (document 004, Appendix B).\n");
         out.push_str("local RTNP_MESSAGES = {\n");
@@ -1661,7 +1670,7 @@ mod tests {
 
     #[test]
     fn declares_the_documented_filter_names() {
-        let lua = generate(&Profile::document());
+        let lua = generate(None);
         for name in [
             "rtype.magic",
             "rtype.version",
@@ -1725,7 +1734,6 @@ mod tests {
         assert_eq!(
             left,
             [
-                "rtype.snapshot.layout",
                 "rtype.chunk.missing",
                 "rt.reliable.unacknowledged",
                 "rtnp.message.direction",
@@ -1753,7 +1761,7 @@ mod tests {
              10 = { name = \"score\", type = \"i32\" }\n",
         )
         .unwrap();
-        let lua = generate(&profile);
+        let lua = generate(Some(&profile));
         assert!(lua.contains("ProtoField.double(\"rtype.snapshot.entity.pos_x\""));
         assert!(lua.contains("ProtoField.int16(\"rtype.snapshot.entity.pos_x.raw\""));
         assert!(lua.contains(", 10) -- profile fixed"));

@@ -11,11 +11,10 @@ use std::path::Path;
 
 use crate::capture::CaptureReader;
 use crate::datagram::{rtype, Dialect};
-use crate::message::{decode_message, Finding, NoFields};
+use crate::message::{misreads, Finding, NoFields};
 use crate::pipeline::{Pipeline, RunEnd, Sink};
 use crate::proto::profile::{Profile, BUNDLED};
 use crate::proto::rtype as desc;
-use crate::proto::Rule;
 use crate::session::event::{DatagramEvent, LooseFinding};
 
 /// Failing snapshots tried with each bundled profile; enough to tell a layout from chance, and
@@ -25,14 +24,6 @@ const PROBES: u32 = 64;
 /// Datagrams the scan before a capture's reading looks at, at most: the snapshots come early,
 /// and a capture without them costs this much more, not a second reading.
 const SCAN_DATAGRAMS: u64 = 4096;
-
-/// The rules that say a snapshot's layout does not fit.
-const LAYOUT_RULES: &[Rule] = &[
-    Rule::RtypeReservedBit,
-    Rule::RtypeUndefinedBit,
-    Rule::RtypeTruncated,
-    Rule::RtypeTrailing,
-];
 
 /// Tries failing snapshots with every bundled profile.
 pub struct ProfileHint {
@@ -66,26 +57,24 @@ impl ProfileHint {
         };
         if !snapshot(e)
             || self.probed >= PROBES
-            || !e.findings.iter().any(|f| LAYOUT_RULES.contains(&f.rule))
+            || !e
+                .findings
+                .iter()
+                .any(|f| rtype::MESSAGE_RULES.misfit(f.rule))
         {
             return;
         }
         self.probed += 1;
         for (profile, clean) in self.profiles.iter().zip(&mut self.clean) {
-            self.findings.clear();
-            decode_message(
+            let rules = &rtype::MESSAGE_RULES;
+            *clean += u32::from(!misreads(
                 message,
                 payload,
-                0,
                 rtype::ENDIAN,
                 profile,
-                &rtype::MESSAGE_RULES,
-                &mut NoFields,
+                rules,
                 &mut self.findings,
-            );
-            if !self.findings.iter().any(|f| LAYOUT_RULES.contains(&f.rule)) {
-                *clean += 1;
-            }
+            ));
         }
     }
 
@@ -106,19 +95,34 @@ fn snapshot(e: &DatagramEvent<'_>) -> bool {
             .is_some_and(|m| matches!(m.code, desc::SNAPSHOT | desc::SNAPSHOT_CHUNK))
 }
 
-/// The bundled profile a capture file's snapshots fit when the document's layout does not:
-/// its first [`PROBES`] snapshots (within its first [`SCAN_DATAGRAMS`] datagrams, on `port`)
-/// are read with the document's layout, and the profile must decode every one that failed.
-/// `None` when they decode with the document's, when none fits, or when the file cannot be
-/// read (its reading says why).
-pub fn fitting_layout(file: &Path, port: Option<u16>) -> Option<&'static str> {
-    let mut reader = CaptureReader::open(file).ok()?;
+/// What the scan before a capture's reading found of its snapshots' layout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fit {
+    /// The document's layout reads the snapshots scanned (or there were none, or the file
+    /// cannot be read: its reading says why).
+    Document,
+    /// The document's misreads some, and this bundled profile reads every one it misread.
+    Profile(&'static str),
+    /// The document's misreads this many, and no bundled profile reads them all.
+    Neither(u32),
+}
+
+/// The layout a capture file's snapshots fit: its first [`PROBES`] snapshots (within its first
+/// [`SCAN_DATAGRAMS`] datagrams, on `port`) are read with the document's layout, and a bundled
+/// profile must decode every one that failed.
+pub fn fitting_layout(file: &Path, port: Option<u16>) -> Fit {
+    let Ok(mut reader) = CaptureReader::open(file) else {
+        return Fit::Document;
+    };
     let mut scan = Scan::default();
-    Pipeline::new(Profile::document(), port)
-        .run(&mut reader, &mut scan)
-        .ok()?;
-    let (name, _) = scan.hint.suggestion()?;
-    Profile::bundled_name(name)
+    let run = Pipeline::new(Profile::document(), port).run(&mut reader, &mut scan);
+    let hint = &scan.hint;
+    match (run, hint.suggestion()) {
+        (Err(_), _) => Fit::Document,
+        (Ok(_), Some((name, _))) => Profile::bundled_name(name).map_or(Fit::Document, Fit::Profile),
+        (Ok(_), None) if hint.probed > 0 => Fit::Neither(hint.probed),
+        (Ok(_), None) => Fit::Document,
+    }
 }
 
 /// The scan of [`fitting_layout`]: probes failing snapshots until enough were seen.

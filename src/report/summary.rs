@@ -220,7 +220,13 @@ impl Summary {
             .conversations
             .all()
             .iter()
-            .map(|c| json!({"id": c.id, "client": c.client.to_string(), "server": c.server.to_string(), "first_frame": c.first_frame}))
+            .map(|c| {
+                let mut j = json!({"id": c.id, "dialect": c.dialect.name(), "client": c.client.to_string(), "server": c.server.to_string(), "first_frame": c.first_frame});
+                if c.dialect == Dialect::Rtype {
+                    j["layout"] = end.profile.into();
+                }
+                j
+            })
             .collect();
         let mut summary = json!({
             "config_file": end.config.map(|p| p.display().to_string()),

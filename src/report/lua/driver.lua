@@ -197,16 +197,18 @@ end
 
 -- First-pass decisions by frame: the conversation's first 15-byte header, chunk notes (a rule
 -- broken), the frame that completed a chunk's set, the set a frame completed, the profile a
--- conversation's snapshots fit. Archetypes: per conversation, the LevelInit versions by frame.
-local OLD_HEADER, CHUNK_NOTE, REASSEMBLED_IN, COMPLETED, SUGGESTED, ARCHETYPES
--- By conversation: the 15-byte header was seen, a profile was suggested.
-local OLD_HEADER_CONV, SUGGESTED_CONV
+-- conversation's snapshots fit, the profile whose departure from the document a frame reports
+-- (preference auto). Archetypes: per conversation, the LevelInit versions by frame.
+local OLD_HEADER, CHUNK_NOTE, REASSEMBLED_IN, COMPLETED, SUGGESTED, DEPARTS, ARCHETYPES
+-- By conversation: the 15-byte header was seen, a profile was suggested, the profile its
+-- snapshots are read with from a frame on (preference auto; false: the document's, decided).
+local OLD_HEADER_CONV, SUGGESTED_CONV, LAYOUT_CONV
 -- Open chunk sets (oldest first), each keyed by conversation and tick.
 local OPEN_SETS
 
 local function rtype_reset()
-    OLD_HEADER, CHUNK_NOTE, REASSEMBLED_IN, COMPLETED, SUGGESTED, ARCHETYPES = {}, {}, {}, {}, {}, {}
-    OLD_HEADER_CONV, SUGGESTED_CONV, OPEN_SETS = {}, {}, {}
+    OLD_HEADER, CHUNK_NOTE, REASSEMBLED_IN, COMPLETED, SUGGESTED, DEPARTS, ARCHETYPES = {}, {}, {}, {}, {}, {}, {}
+    OLD_HEADER_CONV, SUGGESTED_CONV, LAYOUT_CONV, OPEN_SETS = {}, {}, {}, {}
 end
 rtype_reset()
 
@@ -383,6 +385,47 @@ end
 -- What a snapshot that stops decoding breaks: its layout is not the profile's.
 local SNAPSHOT_MISFIT = { [RULE.truncated] = true, [RULE.trailing] = true, [RULE.reserved_bit] = true,
                           [RULE.undefined_bit] = true }
+
+-- The walk context of `misreads`: no tree, findings kept.
+local MISFIT_WALK = walk_context(RULE)
+
+--- Whether profile `p` misreads snapshot payload b[o + 1 .. o + len] as message `m` (a field cut
+--- short, bytes left over, a mask bit it reserves or does not define), as src/message/walk.rs
+--- `misreads`.
+local function misreads(m, b, o, len, p)
+    local selected = PROFILE
+    PROFILE = p
+    local c = MISFIT_WALK
+    walk_reset(c, b, o, len, false, nil, 0, false, false)
+    decode_message(m, c, nil)
+    PROFILE = selected
+    for _, fd in ipairs(c.findings or {}) do
+        if SNAPSHOT_MISFIT[fd.rule] then return true end
+    end
+    return false
+end
+
+--- With the preference auto, the profile conversation `conv` reads snapshot `m` (payload
+--- b[o + 1 .. o + len]) of `frame` with. Deciding (first pass, whole datagrams): the
+--- conversation's first snapshot the document misreads and a bundled profile reads makes that
+--- profile the conversation's from this frame on, and the frame reports the departure; when no
+--- bundled profile reads it, the conversation keeps the document's (src/pipeline/rtype_arm.rs
+--- `layout_departure`, src/report/profile_hint.rs).
+local function auto_profile(conv, frame, m, b, o, len, deciding)
+    local chosen = LAYOUT_CONV[conv]
+    if chosen and frame >= chosen.frame then return chosen.profile end
+    if deciding and m.masked and chosen == nil and misreads(m, b, o, len, PROFILES[1]) then
+        LAYOUT_CONV[conv] = false
+        for k = 2, #PROFILES do
+            if PROFILES[k].bundled and not misreads(m, b, o, len, PROFILES[k]) then
+                LAYOUT_CONV[conv] = { frame = frame, profile = PROFILES[k] }
+                DEPARTS[frame] = PROFILES[k]
+                return PROFILES[k]
+            end
+        end
+    end
+    return PROFILES[1]
+end
 
 local function rtype_datagram(tvb, pinfo, tree, root, mode)
     local n, reported, vis, t = datagram_view(tvb, root, mode)
@@ -566,6 +609,14 @@ local function rtype_datagram(tvb, pinfo, tree, root, mode)
     if m and payload_ok then
         local mt = t
         if vis then mt = root:add(ptvb(pbase, plen), sfmt("%s (%d bytes)", m.name, plen)) end
+        if AUTO then
+            PROFILE = auto_profile(conv, frame, m, pb, po, plen, first and not cut)
+            local p = DEPARTS[frame]
+            if p then
+                found = report(found, RULE.snapshot_layout, payload_at, 0,
+                    p.differs and sfmt("read as profile %s: %s", p.name, p.differs) or "read as profile " .. p.name)
+            end
+        end
         c = MESSAGE_WALK
         walk_reset(c, pb, po, plen, false, ptvb, pbase, vis, false)
         c.archetypes = archetypes_at(conv, frame)
@@ -581,7 +632,7 @@ local function rtype_datagram(tvb, pinfo, tree, root, mode)
             versions[#versions + 1] = { frame = frame, archetypes = a }
         end
 
-        if m.masked and first and not SUGGESTED_CONV[conv] and c.findings and not cut then
+        if not AUTO and m.masked and first and not SUGGESTED_CONV[conv] and c.findings and not cut then
             for _, fd in ipairs(c.findings) do
                 if SNAPSHOT_MISFIT[fd.rule] then
                     local p = profile_that_fits(m, c)

@@ -120,10 +120,12 @@ register_stat_cmd_arg("rtype,stat", function()
 end)
 
 -- Preferences (Edit → Preferences → Protocols → RTYPE, RT, RTNP; tshark -o rtype.profile:NAME).
-local profile_choices = {}
-for i, p in ipairs(PROFILES) do profile_choices[i] = { p.name, p.label, i } end
+local profile_choices = { { "auto", "Automatic: the document's, or per conversation the bundled profile its snapshots fit", 0 } }
+for i, p in ipairs(PROFILES) do profile_choices[i + 1] = { p.name, p.label, i } end
 rtype.prefs.profile = Pref.enum("Snapshot profile", DEFAULT_PROFILE, "Layout of the fields an entity's update mask "
-    .. "gates: the document's, or a real build's (see samples/profiles/)", profile_choices, false)
+    .. "gates: automatic (a conversation whose snapshots the document misreads is read with the bundled "
+    .. "profile that reads them, and says so), the document's, or a real build's (see samples/profiles/)",
+    profile_choices, false)
 rtype.prefs.check_crc = Pref.bool("Check the CRC32 footer", true, "Compute each datagram's CRC-32 and report a mismatch")
 rtype.prefs.heuristic = Pref.bool("Recognise rtype on any UDP port", true,
     "Try every UDP datagram for the rtype magic (as rtype_udp in Analyze → Enabled Protocols)")
@@ -146,7 +148,8 @@ local function register_port(proto, name)
 end
 
 rtype.prefs_changed = function()
-    PROFILE = PROFILES[rtype.prefs.profile] or PROFILES[DEFAULT_PROFILE]
+    AUTO = rtype.prefs.profile == 0
+    PROFILE = PROFILES[rtype.prefs.profile] or PROFILES[1]
     CHECK_CRC = rtype.prefs.check_crc
     HEURISTIC.rtype = rtype.prefs.heuristic
     register_port(rtype, "rtype")
