@@ -7,6 +7,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::Value;
 
+#[path = "support/datagrams.rs"]
+mod datagrams;
+
 const BIN: &str = env!("CARGO_BIN_EXE_rtype-inspect");
 const C17: &str = "tests/fixtures/reference-17byte-1client.pcap";
 const C15: &str = "tests/fixtures/reference-15byte-levelevents.pcap";
@@ -726,6 +729,39 @@ fn check_of_every_real_capture_ends_with_one_layout_finding() {
     assert_eq!(
         failing,
         [("rtype.snapshot.layout", &serde_json::json!([10]))]
+    );
+}
+
+#[test]
+fn the_layout_finding_is_at_each_conversations_first_snapshot_the_document_misreads() {
+    let capture = scratch_dir("late-departure").join("late-departure.pcap");
+    datagrams::write_pcap(&capture, &datagrams::late_departure());
+    let capture = capture.to_str().unwrap();
+    let j = json(&check(&[capture, "--format", "json"]));
+    assert_eq!(j["files"][0]["profile"], "reference-17byte");
+    let layout: Vec<&Value> = j["files"][0]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["id"] == "rtype.snapshot.layout")
+        .map(|f| &f["frames"])
+        .collect();
+    // Conversation 1's third snapshot, not its first (empty, read by any layout); conversation
+    // 2 sends only empty snapshots, which the document reads.
+    assert_eq!(layout, [&serde_json::json!([4])]);
+    // --profile document is --strict-layout: the document's reading and its findings.
+    let document = counts(&check(&[
+        capture,
+        "--profile",
+        "document",
+        "--format",
+        "json",
+    ]));
+    let strict = counts(&check(&[capture, "--strict-layout", "--format", "json"]));
+    assert_eq!(document, strict);
+    assert!(
+        document.contains(&("rtype.snapshot.undefined-bit".to_string(), 2)),
+        "{document:?}"
     );
 }
 

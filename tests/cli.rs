@@ -148,7 +148,7 @@ fn a_dash_is_standard_output_for_every_output_file() {
 #[test]
 fn a_pipe_shows_the_datagrams_that_have_arrived() {
     use std::io::Read;
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
     let bytes = std::fs::read(SAMPLE).unwrap();
     // The records whole in the first 20,000 bytes: every frame of the sample is a datagram.
     let (mut at, mut whole) = (24, 0);
@@ -182,34 +182,27 @@ fn a_pipe_shows_the_datagrams_that_have_arrived() {
                 }
             }
         });
-        let started = Instant::now();
         let mut shown = Vec::new();
-        // One thread decodes each frame as it is read: every datagram arrived is shown. Several
-        // take frames in batches: at least the first ones are.
-        let wanted = if threads == "1" { whole } else { 1 };
+        // A pipe is decoded a frame at a time whatever the threads: every datagram arrived is
+        // shown while the writer still holds the pipe open.
+        let wanted = whole;
         while shown.iter().filter(|b| **b == b'\n').count() < wanted {
-            match got.recv_timeout(Duration::from_secs(5)) {
+            match got.recv_timeout(Duration::from_secs(30)) {
                 Ok(chunk) => shown.extend(chunk),
                 Err(_) => break,
             }
         }
-        let waited = started.elapsed();
         drop(input);
         let _ = child.wait();
         let shown = String::from_utf8(shown).unwrap();
         assert!(
             shown.lines().count() >= wanted,
-            "--threads {threads}: {} lines in 5 s:\n{shown}",
+            "--threads {threads}: {} lines in 30 s:\n{shown}",
             shown.lines().count()
         );
         assert!(
             shown.starts_with("      1   0.000000 #1   C→S rtype    "),
             "--threads {threads}: {shown}"
-        );
-        // Well within a second on a loaded machine; the writer flushes every 50 ms.
-        assert!(
-            waited < Duration::from_secs(1),
-            "--threads {threads}: {waited:?}"
         );
     }
 }
@@ -593,4 +586,56 @@ fn color_always_colours_the_packet_list_by_severity() {
         .count();
     assert_eq!(red, 10, "{coloured}");
     assert_eq!(ok(&["packets", crc, "--color", "always"]), coloured);
+}
+
+#[test]
+fn every_command_ends_saying_when_no_profile_reads_the_snapshots() {
+    // violations-snapshot.pcap breaks the document's snapshot layout on purpose, in ways no
+    // bundled profile reads either: its findings stand, and every command says so on standard
+    // error, once, last.
+    let capture = "samples/violations-snapshot.pcap";
+    let line = "samples/violations-snapshot.pcap: 4 of the snapshots scanned do not decode with \
+                the document's layout, and no bundled profile reads them all: their findings stand \
+                (a profile of this build's layout reads them: --profile FILE.toml, as in \
+                samples/profiles/)\n";
+    let dir = std::env::temp_dir().join(format!("rtype-inspect-cli-unfit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let parquet = dir.join("dataset");
+    let report = dir.join("report.html");
+    let written = dir.join("written.pcap");
+    let commands: [&[&str]; 9] = [
+        &[capture],
+        &["check", capture],
+        &["packets", capture],
+        &["export", capture],
+        &[
+            "export",
+            capture,
+            "--format",
+            "parquet",
+            "-o",
+            parquet.to_str().unwrap(),
+        ],
+        &["stats", capture],
+        &["profile", capture],
+        &["report", capture, "-o", report.to_str().unwrap()],
+        &["packets", capture, "-w", written.to_str().unwrap()],
+    ];
+    for args in commands {
+        let (_, _, err) = run(&[args, &["-q"]].concat());
+        assert_eq!(err, line, "{args:?}");
+    }
+    // A profile named, or the document's layout kept on purpose: nothing to say.
+    for named in [&["--profile", "reference-17byte"][..], &["--strict-layout"]] {
+        let (_, _, err) = run(&[&["check", capture, "-q"][..], named].concat());
+        assert_eq!(err, "", "{named:?}");
+    }
+    // The real captures' layouts are found: nothing to say either.
+    let (_, _, err) = run(&[
+        "check",
+        "-q",
+        "tests/fixtures/reference-17byte-1client.pcap",
+    ]);
+    assert_eq!(err, "");
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -12,7 +12,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use rtype_inspect::proto::profile::Profile;
 use rtype_inspect::proto::schema::{Message, Node};
 use rtype_inspect::proto::{rt, rtype};
 use rtype_inspect::report::lua::{dissector_rules, generate};
@@ -1306,13 +1305,7 @@ fn expert_counts(ts: Tshark, capture: &Path) -> BTreeMap<String, usize> {
 /// dissector raises.
 fn check_counts(capture: &Path) -> BTreeMap<String, usize> {
     let out = Command::new(env!("CARGO_BIN_EXE_rtype-inspect"))
-        .args([
-            "check",
-            "--format",
-            "json",
-            "--fail-on",
-            "info",
-        ])
+        .args(["check", "--format", "json", "--fail-on", "info"])
         .arg(capture)
         .output()
         .expect("rtype-inspect runs");
@@ -1518,6 +1511,34 @@ fn tshark_agrees_with_export_on_the_17_byte_capture() {
             level_init.value("rtype.levelinit.boss.name"),
             Some("boss_alpha")
         );
+    }
+}
+
+#[test]
+fn auto_reads_each_conversation_from_its_first_snapshot_the_document_misreads() {
+    let capture = scratch("late-departure.pcap");
+    datagrams::write_pcap(&capture, &datagrams::late_departure());
+    for ts in tsharks("auto_reads_each_conversation_from_its_first_snapshot_the_document_misreads")
+    {
+        // The dissector by default (auto) and rtype-inspect without a profile agree field by
+        // field and finding by finding.
+        let seen = compare(ts, &capture, None);
+        assert_eq!(seen.experts.get("rtype.snapshot.layout"), Some(&1));
+        assert!(!seen.experts.contains_key("rtype.snapshot.undefined-bit"));
+        let frames = dissect(ts, &capture, None);
+        let departing: Vec<u64> = frames
+            .iter()
+            .filter(|(_, f)| f.experts.iter().any(|e| e == "rtype.snapshot.layout"))
+            .map(|(n, _)| *n)
+            .collect();
+        assert_eq!(departing, [4], "{}", ts.name());
+        assert_eq!(
+            frames[&6].value("rtype.snapshot.entity.pos_x"),
+            Some("100.2")
+        );
+        // The document's table, chosen, misreads both entities.
+        let seen = compare(ts, &capture, Some("document"));
+        assert_eq!(seen.experts.get("rtype.snapshot.undefined-bit"), Some(&2));
     }
 }
 
@@ -2681,11 +2702,7 @@ fn filters_select_the_same_frames_whether_the_tree_is_drawn_or_not() {
             "rtype.reassembled.entity.update_mask == 0x047f",
             16,
         ),
-        (
-            "reference-17byte-1client.pcap",
-            "rtype.snapshot.layout",
-            1,
-        ),
+        ("reference-17byte-1client.pcap", "rtype.snapshot.layout", 1),
         (
             "reference-15byte-levelevents.pcap",
             "rtype.levelevent.event_type",
@@ -2890,10 +2907,13 @@ fn wireshark_neutral(text: &str) -> String {
                 let cut: String = value.trim_end_matches('…').chars().take(64).collect();
                 out.push_str(&format!("{label}: {cut}…\n"));
             }
-            // 4.0 cuts a long label at 240 bytes, later versions at 240 characters.
+            // 4.0 cuts a long label at 240 bytes, later versions at 240 characters; 4.0's
+            // marker leaves a space after the tree's indentation (4 per level).
             _ if truncated => {
-                let cut: String = line.chars().take(180).collect();
-                out.push_str(&format!("{cut}…\n"));
+                let text = line.trim_start();
+                let indent = (line.len() - text.len()) / 4 * 4;
+                let cut: String = text.chars().take(180).collect();
+                out.push_str(&format!("{:indent$}{cut}…\n", ""));
             }
             _ => {
                 out.push_str(&line);

@@ -735,9 +735,18 @@ fn diff_of_the_15_and_17_byte_captures() {
         .map(|c| (c["folded"] == true, c["headline"] == false))
         .collect();
     assert!(order.windows(2).all(|w| w[0] <= w[1]), "{order:?}");
+    // Each side names the layout its snapshots were read with.
+    assert_eq!(
+        (&j["old"]["layout"], &j["new"]["layout"]),
+        (&json!("reference-15byte"), &json!("reference-17byte"))
+    );
     // The 15-byte build against the 17-byte one: its snapshots are 76 % more bytes.
     let (code, out, _) = run(&["diff", new, old, "--fail-above", "25"]);
     assert_eq!(code, 1, "{out}");
+    assert_eq!(
+        out.lines().nth(1),
+        Some("snapshots read with profile reference-17byte → reference-15byte")
+    );
     assert!(
         out.contains(
             "FAIL: 2 figures regressed by more than 25 %: rate.s2c.kbps, rate.snapshot_kbps"

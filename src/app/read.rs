@@ -229,12 +229,19 @@ pub const STDIN: &str = "-";
 /// Reads one capture into `sink` (`-` is standard input), with a progress bar on a terminal;
 /// with a count, stops after reading that many datagrams.
 pub fn read_capture<S: Sink>(file: &Path, reading: &Reading, sink: &mut S) -> Result<(), String> {
-    let mut reader = if file.as_os_str() == STDIN {
+    let stdin = file.as_os_str() == STDIN;
+    let mut reader = if stdin {
         CaptureReader::from_read(file, Box::new(std::io::stdin()))
     } else {
         CaptureReader::open(file)
     }
     .map_err(|e| e.to_string())?;
+    let mut pipeline = reading.pipeline();
+    if stdin && !stdin_is_file() {
+        // A pipe is read by one thread, a frame at a time: several would hold a partial batch
+        // until more arrives, and what has arrived would not be shown.
+        pipeline = pipeline.with_threads(1);
+    }
     // Dropped at the end of the run, which erases it.
     let progress = (!reading.quiet)
         .then(|| progress_bar(file, &reader))
@@ -245,13 +252,13 @@ pub fn read_capture<S: Sink>(file: &Path, reading: &Reading, sink: &mut S) -> Re
                 sink,
                 watch: Limit { left },
             };
-            reading.pipeline().run(&mut reader, &mut limited)
+            pipeline.run(&mut reader, &mut limited)
         }
-        None => reading.pipeline().run(&mut reader, sink),
+        None => pipeline.run(&mut reader, sink),
     };
     drop(progress);
     let cpu = result.map_err(|e| e.to_string())?;
-    if let Fit::Neither(misread) = reading.fit {
+    if let (Fit::Neither(misread), true) = (reading.fit, first_note(file)) {
         eprintln!(
             "{}: {misread} of the snapshots scanned do not decode with the document's layout, and \
              no bundled profile reads them all: their findings stand (a profile of this build's \
@@ -263,6 +270,36 @@ pub fn read_capture<S: Sink>(file: &Path, reading: &Reading, sink: &mut S) -> Re
         eprintln!("{}", stage_cpu_line(file, &cpu));
     }
     Ok(())
+}
+
+/// Whether standard input is a regular file (`< capture.pcap`), which several threads may read
+/// ahead of, rather than a pipe or a terminal.
+fn stdin_is_file() -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsFd;
+        let stdin = std::io::stdin();
+        let file = stdin.as_fd().try_clone_to_owned().map(std::fs::File::from);
+        file.and_then(|f| f.metadata()).is_ok_and(|m| m.is_file())
+    }
+    #[cfg(not(unix))]
+    {
+        false
+    }
+}
+
+/// Whether this run has not yet said something of `file`: a command that reads a capture twice
+/// (`report`) says it once.
+fn first_note(file: &Path) -> bool {
+    static NOTED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+    let mut noted = NOTED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let first = !noted.iter().any(|f| f == file);
+    if first {
+        noted.push(file.to_path_buf());
+    }
+    first
 }
 
 /// The environment variable that makes every run print its stages' CPU time on standard error

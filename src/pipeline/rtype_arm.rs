@@ -258,7 +258,14 @@ impl State {
         let rules = &rtype::MESSAGE_RULES;
         let document = &found.document;
         if c.layout_reported
-            || !misreads(message, payload, rtype::ENDIAN, document, rules, &mut found.scratch)
+            || !misreads(
+                message,
+                payload,
+                rtype::ENDIAN,
+                document,
+                rules,
+                &mut found.scratch,
+            )
         {
             return;
         }

@@ -183,8 +183,8 @@ pub fn run(args: DiffArgs, term: Term) -> Result<ExitCode, String> {
             let j = json!({
                 "schema": SCHEMA,
                 "tool": {"name": env!("CARGO_PKG_NAME"), "version": env!("CARGO_PKG_VERSION")},
-                "old": {"file": args.old.display().to_string(), "from": old.0},
-                "new": {"file": args.new.display().to_string(), "from": new.0},
+                "old": {"file": args.old.display().to_string(), "from": old.0, "layout": old.1["snapshot_profile"]},
+                "new": {"file": args.new.display().to_string(), "from": new.0, "layout": new.1["snapshot_profile"]},
                 "only": only,
                 "fail_above": args.fail_above,
                 "failing": failing.iter().map(|c| c.figure.as_str()).collect::<Vec<_>>(),
@@ -192,7 +192,10 @@ pub fn run(args: DiffArgs, term: Term) -> Result<ExitCode, String> {
             });
             serde_json::to_string_pretty(&j).unwrap_or_default() + "\n"
         }
-        Format::Text => text(&args, &changes, &failing, term),
+        Format::Text => {
+            let layouts = [&old.1, &new.1].map(|p| p["snapshot_profile"].as_str().unwrap_or(""));
+            text(&args, layouts, &changes, &failing, term)
+        }
     };
     write_stdout(out.as_bytes())?;
     Ok(ExitCode::from(u8::from(!failing.is_empty())))
@@ -532,7 +535,15 @@ fn signed(v: f64) -> String {
     }
 }
 
-fn text(args: &DiffArgs, changes: &[Change], failing: &[&Change], term: Term) -> String {
+/// The text form; `layouts` are the snapshot profiles the old and new captures were read with,
+/// said when either is not the document's.
+fn text(
+    args: &DiffArgs,
+    layouts: [&str; 2],
+    changes: &[Change],
+    failing: &[&Change],
+    term: Term,
+) -> String {
     let mut out = String::new();
     let changed: Vec<&Change> = changes.iter().filter(|c| c.status() != "same").collect();
     let _ = writeln!(
@@ -543,6 +554,13 @@ fn text(args: &DiffArgs, changes: &[Change], failing: &[&Change], term: Term) ->
         changes.len(),
         changed.len()
     );
+    if layouts.iter().any(|l| *l != "document") {
+        let _ = writeln!(
+            out,
+            "snapshots read with profile {} → {}",
+            layouts[0], layouts[1]
+        );
+    }
     if changed.is_empty() {
         out += "No change.\n";
     } else {

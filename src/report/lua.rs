@@ -345,20 +345,21 @@ pub fn generate(profile: Option<&Profile>) -> String {
             profiles.push(p);
         }
     }
-    let default = profile.map(|profile| {
-        match profiles.iter().position(|p| p.name == profile.name) {
-            Some(i)
-                if profile.name == "document"
-                    || BUNDLED.iter().any(|(n, _)| *n == profile.name) =>
-            {
-                i
-            }
-            _ => {
-                profiles.push(profile.clone());
-                profiles.len() - 1
-            }
-        }
-    });
+    let default =
+        profile.map(
+            |profile| match profiles.iter().position(|p| p.name == profile.name) {
+                Some(i)
+                    if profile.name == "document"
+                        || BUNDLED.iter().any(|(n, _)| *n == profile.name) =>
+                {
+                    i
+                }
+                _ => {
+                    profiles.push(profile.clone());
+                    profiles.len() - 1
+                }
+            },
+        );
     let mut g = Gen::new(profiles);
     // Compiling declares the fields, which the declarations then list.
     let code = g.code();
@@ -766,7 +767,9 @@ impl Gen {
             }
             out.push_str("}\n");
         }
-        out.push_str("PROFILE, AUTO = PROFILES[DEFAULT_PROFILE] or PROFILES[1], DEFAULT_PROFILE == 0\n\n");
+        out.push_str(
+            "PROFILE, AUTO = PROFILES[DEFAULT_PROFILE] or PROFILES[1], DEFAULT_PROFILE == 0\n\n",
+        );
 
         out.push_str("-- rtnp message types and their JSON schemas (document 004, Appendix B).\n");
         out.push_str("local RTNP_MESSAGES = {\n");

@@ -165,3 +165,33 @@ pub fn crafted_chunk_sets(sets: u32) -> Vec<(u16, u16, Vec<u8>)> {
     }
     packets
 }
+
+/// A server whose snapshots carry an i16 × 10 position and an i32 score on mask bits 1 and 10
+/// (the 17-byte build's layout, `reference-17byte`), to clients on ports 41000 and 41001: the
+/// first conversation's two empty snapshots read with any layout, its third (frame 4) is the
+/// first the document misreads; the second conversation's snapshots are all empty.
+pub fn late_departure() -> Vec<(u16, u16, Vec<u8>)> {
+    let entity = |x: i16| {
+        let mut fields = x.to_be_bytes().to_vec();
+        fields.extend(7i32.to_be_bytes());
+        fields
+    };
+    let (first, second) = (entity(1001), entity(1002));
+    let snapshot = |tick, body: Vec<u8>| dgram(1, 2, 0x14, tick, &body, 0);
+    vec![
+        (50_010, 41_000, snapshot(1, snapshot_body(&[]))),
+        (50_010, 41_001, snapshot(1, snapshot_body(&[]))),
+        (50_010, 41_000, snapshot(2, snapshot_body(&[]))),
+        (
+            50_010,
+            41_000,
+            snapshot(3, snapshot_body(&[(1, 0x0402, &first)])),
+        ),
+        (50_010, 41_001, snapshot(2, snapshot_body(&[]))),
+        (
+            50_010,
+            41_000,
+            snapshot(4, snapshot_body(&[(1, 0x0402, &second)])),
+        ),
+    ]
+}
