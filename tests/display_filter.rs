@@ -166,6 +166,13 @@ const CASES: &[Case] = &[
     same("rtype.levelinit.boss-trailer || rtype.pong.empty", &["reference-17byte-1client.pcap", "reference-15byte-levelevents.pcap"]),
     same("!rtype.snapshot.undefined-bit && rtype.msg_type == 0x14", &["reference-17byte-1client.pcap", "reference-15byte-levelevents.pcap"]),
     same("rtype.snapshot.layout && rtype.snapshot_chunk.total_chunks", REAL17),
+    // Slices and len() of byte and string fields.
+    same("rtype.payload[0] == f2 || rtype.payload[0:2] == f1:01", CLEAN),
+    same("rtype.payload[2-3] == 00:07 && rtype.payload[-2:] == 00:00", CLEAN),
+    same("rtype.payload[:1] == f2 && len(rtype.payload) < 60", CLEAN),
+    same("rtnp.text[0:2] == \"PI\" || rtnp.type[-4:] == \"shot\"", &["rtnp-solo.pcap"]),
+    same("len(rtnp.type) == 8", &["rtnp-solo.pcap"]),
+    same("len(rt.connect.player_name) >= 5", &["rt-two-players.pcap"]),
     // Frame, IP and UDP fields.
     same("frame.number <= 20 || frame.number in {100..110}", &["link-variety.pcapng"]),
     same("frame.len > 100 && udp.length < 200", &["clean-session.pcap", "link-variety.pcapng", "rt-two-players.pcap"]),
@@ -552,6 +559,16 @@ fn errors_point_at_the_problem() {
             "(rtype.tick > 1",
             "unbalanced parenthesis",
             "^",
+        ),
+        (
+            "rtype.tick[0:2] == 00:01",
+            "rtype.tick (type=unsigned integer (4 bytes)): rtype-inspect takes slices and len() of byte and string fields only",
+            "^~~~~~~~~~",
+        ),
+        (
+            "len(rtype.payload) == ab",
+            "\"ab\" is not a valid integer: len(rtype.payload) is of type unsigned integer (4 bytes)",
+            "                      ^~",
         ),
     ] {
         let (code, stdout, stderr) = inspect(&["packets", sample, "-Y", expr]);

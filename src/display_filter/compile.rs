@@ -5,7 +5,9 @@
 
 use std::net::IpAddr;
 
-use super::syntax::{Error, Expr, Literal, Member, Quantifier, Relation, Rhs, Span, Value};
+use super::syntax::{
+    Error, Expr, FieldRef, Literal, Member, Quantifier, Relation, Rhs, Span, Value, View,
+};
 use crate::proto::registry::{FieldType, FilterField, Registry, Runtime, Source, Values};
 
 /// A value converted to the field's type.
@@ -53,6 +55,8 @@ pub(super) struct Atom {
     pub test: Test,
     /// Every occurrence must pass (and there must be one); otherwise some occurrence must.
     pub all: bool,
+    /// What of each occurrence the test reads.
+    pub view: View,
 }
 
 /// The expression over the atoms' results.
@@ -90,10 +94,12 @@ fn node(expr: &Expr, registry: &Registry, atoms: &mut Vec<Atom>) -> Result<Node,
         Expr::Not(a) => Node::Not(Box::new(node(a, registry, atoms)?)),
         Expr::Exists(f) => {
             let field = lookup(registry, &f.name, &f.span)?;
+            viewed(registry.field(field), f)?;
             atoms.push(Atom {
                 field,
                 test: Test::Exists,
                 all: false,
+                view: f.view,
             });
             Node::Atom(atoms.len() - 1)
         }
@@ -105,7 +111,8 @@ fn node(expr: &Expr, registry: &Registry, atoms: &mut Vec<Atom>) -> Result<Node,
             rhs,
         } => {
             let id = lookup(registry, &field.name, &field.span)?;
-            let f = registry.field(id);
+            let viewed = viewed(registry.field(id), field)?;
+            let f = &viewed;
             let relation_error = |what: &str| {
                 Error::new(
                     format!(
@@ -223,6 +230,7 @@ fn node(expr: &Expr, registry: &Registry, atoms: &mut Vec<Atom>) -> Result<Node,
                 field: id,
                 test,
                 all,
+                view: field.view,
             });
             let atom = Node::Atom(atoms.len() - 1);
             if negate {
@@ -231,6 +239,32 @@ fn node(expr: &Expr, registry: &Registry, atoms: &mut Vec<Atom>) -> Result<Node,
                 atom
             }
         }
+    })
+}
+
+/// The field as a test of `at` sees it: its length an integer, a slice of it bytes. Only byte
+/// and string fields are sliced or measured: the walk reads values, not their bytes.
+fn viewed(f: &FilterField, at: &FieldRef) -> Result<FilterField, Error> {
+    let (ty, name) = match at.view {
+        View::Whole => return Ok(f.clone()),
+        View::Len => (FieldType::Unsigned(32), format!("len({})", f.name)),
+        View::Slice { .. } => (FieldType::Bytes, format!("a slice of {}", f.name)),
+    };
+    if !matches!(f.ty, FieldType::String | FieldType::Bytes) {
+        return Err(Error::new(
+            format!(
+                "{} (type={}): rtype-inspect takes slices and len() of byte and string fields only",
+                f.name,
+                f.ty.describe()
+            ),
+            at.span.clone(),
+        ));
+    }
+    Ok(FilterField {
+        name,
+        ty,
+        values: Values::None,
+        ..f.clone()
     })
 }
 

@@ -7,6 +7,7 @@
 use std::net::IpAddr;
 
 use super::compile::{Atom, Cmp, Const, Node, Test};
+use super::syntax::View;
 use crate::message::{Open, Value, Visitor};
 use crate::proto::schema::{Field, Group};
 use crate::proto::trie::{FieldTrie, ROOT};
@@ -54,6 +55,8 @@ impl AtomState {
 impl Atom {
     fn result(&self, s: &AtomState) -> bool {
         match self.test {
+            // A slice exists where the value holds all its bytes.
+            Test::Exists if self.view != View::Whole => s.any,
             Test::Exists => s.seen,
             _ if self.all => s.seen && s.all,
             _ => s.any,
@@ -81,6 +84,18 @@ impl Atom {
             (Test::BitAnd(mask), Val::Int(n)) => n & mask != 0,
             _ => false,
         }
+    }
+}
+
+/// What a test with `view` reads of `v`: its length, or the slice of its bytes when they are
+/// all there.
+fn viewed(view: View, v: Val<'_>) -> Option<Val<'_>> {
+    match (view, v) {
+        (View::Len, Val::Bytes(b)) => Some(Val::Int(b.len() as i64)),
+        (View::Slice { start, end }, Val::Bytes(b)) => {
+            View::range(start, end, b.len()).map(|r| Val::Bytes(&b[r]))
+        }
+        _ => None,
     }
 }
 
@@ -173,7 +188,10 @@ impl States {
     #[inline]
     pub fn feed(&mut self, atoms: &[Atom], a: usize, v: Val<'_>) {
         let (atom, state) = (&atoms[a], &mut self.of[a]);
-        let pass = atom.passes(v);
+        let pass = match atom.view {
+            View::Whole => atom.passes(v),
+            view => viewed(view, v).is_some_and(|v| atom.passes(v)),
+        };
         state.seen = true;
         state.any |= pass;
         state.all &= pass;

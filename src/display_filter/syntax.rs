@@ -85,11 +85,69 @@ pub enum Rhs {
     Set(Vec<Member>),
 }
 
-/// A field as written: its name and where.
+/// A field as written: its name, where, and what of its value a test reads.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FieldRef {
     pub name: String,
     pub span: Span,
+    pub view: View,
+}
+
+/// What of a field's value a test reads: the value, its length in bytes (`len(f)`), or a slice
+/// of its bytes, as Wireshark writes them: `f[i:n]` (n bytes from offset i), `f[i-j]` (offsets i
+/// to j), `f[i]`, `f[i:]`, `f[:n]`; a negative offset counts from the end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum View {
+    Whole,
+    Len,
+    Slice { start: i64, end: SliceEnd },
+}
+
+/// Where a slice ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SliceEnd {
+    /// After this many bytes.
+    Length(i64),
+    /// At this offset, included.
+    Through(i64),
+    /// At the value's end.
+    ToEnd,
+}
+
+impl View {
+    /// The bytes a slice takes of a value `len` bytes long, when they are all in it.
+    pub fn range(start: i64, end: SliceEnd, len: usize) -> Option<std::ops::Range<usize>> {
+        let len = i64::try_from(len).ok()?;
+        let at = |offset: i64| if offset < 0 { len + offset } else { offset };
+        let first = at(start);
+        let last = match end {
+            SliceEnd::Length(n) => first.checked_add(n)?,
+            SliceEnd::Through(offset) => at(offset).checked_add(1)?,
+            SliceEnd::ToEnd => len,
+        };
+        (0 <= first && first <= last && last <= len).then(|| first as usize..last as usize)
+    }
+
+    /// Parses the inside of `[...]`: one range, as Wireshark writes it.
+    fn slice(text: &str) -> Option<View> {
+        let int = |t: &str| super::compile::parse_int(t);
+        let (start, end) = if let Some((i, n)) = text.split_once(':') {
+            let start = if i.is_empty() { 0 } else { int(i)? };
+            let end = if n.is_empty() {
+                SliceEnd::ToEnd
+            } else {
+                SliceEnd::Length(int(n).filter(|n| *n >= 0)?)
+            };
+            (start, end)
+        } else if let Some(dash) = text[1.min(text.len())..].find('-') {
+            // `i-j`; the first character may be a minus sign (`-3--1`).
+            let (i, j) = text.split_at(dash + 1);
+            (int(i)?, SliceEnd::Through(int(&j[1..])?))
+        } else {
+            (int(text)?, SliceEnd::Length(1))
+        };
+        Some(View::Slice { start, end })
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -126,7 +184,7 @@ fn word_char(c: char) -> bool {
 
 const PUNCTS: &[&str] = &[
     "===", "!==", "==", "!=", "~=", "<=", ">=", "&&", "||", "..", "<", ">", "!", "~", "&", "(",
-    ")", "{", "}", ",",
+    ")", "{", "}", ",", "[", "]",
 ];
 
 struct Lexer<'a> {
@@ -373,10 +431,16 @@ impl Parser {
             None
         };
         let field = match self.peek().clone() {
-            Token::Word(name) if !is_keyword(&name) => FieldRef {
-                name,
-                span: self.bump().1,
-            },
+            Token::Word(name)
+                if name == "len" && matches!(self.tokens[self.at + 1].0, Token::Punct("(")) =>
+            {
+                self.len()?
+            }
+            Token::Word(name) if !is_keyword(&name) => {
+                let span = self.bump().1;
+                let view = self.slice()?;
+                FieldRef { name, span, view }
+            }
             Token::Quoted(s) => {
                 return Err(Error::new(
                     format!("\"{s}\" is a value: a test starts with a field"),
@@ -390,6 +454,12 @@ impl Parser {
                 return Err(Error::new(
                     "a quantifier needs a relation (e.g. all f > 1)",
                     span,
+                ));
+            }
+            if field.view == View::Len {
+                return Err(Error::new(
+                    "len() needs a relation (e.g. len(rtype.payload) > 10)",
+                    field.span,
                 ));
             }
             return Ok(Expr::Exists(field));
@@ -406,6 +476,53 @@ impl Parser {
             relation_span,
             rhs,
         })
+    }
+
+    /// `len(field)`, the `len` word next.
+    fn len(&mut self) -> Result<FieldRef, Error> {
+        let start = self.bump().1.start;
+        self.bump();
+        let Token::Word(name) = self.peek().clone() else {
+            return Err(Error::new(
+                "len() takes a field: len(rtype.payload)",
+                self.span(),
+            ));
+        };
+        self.bump();
+        if !self.is_punct(&[")"]) {
+            return Err(Error::new(
+                "len() takes one field and a closing parenthesis",
+                self.span(),
+            ));
+        }
+        let end = self.bump().1.end;
+        Ok(FieldRef {
+            name,
+            span: start..end,
+            view: View::Len,
+        })
+    }
+
+    /// A slice after a field name (`[0:4]`), if there is one.
+    fn slice(&mut self) -> Result<View, Error> {
+        if !self.is_punct(&["["]) {
+            return Ok(View::Whole);
+        }
+        let open = self.bump().1;
+        let inside = match self.peek().clone() {
+            Token::Word(w) => Some((w, self.bump().1)),
+            _ => None,
+        };
+        let view = inside.as_ref().and_then(|(w, _)| View::slice(w));
+        if !self.is_punct(&["]"]) || view.is_none() {
+            let span = inside.map_or(open.clone(), |(_, s)| s);
+            return Err(Error::new(
+                "a slice is one range: [i:n], [i-j], [i], [i:] or [:n] (bytes; negative offsets count from the end)",
+                span,
+            ));
+        }
+        self.bump();
+        Ok(view.unwrap_or(View::Whole))
     }
 
     fn relation(&mut self) -> Option<(Relation, Span)> {
@@ -523,6 +640,7 @@ mod tests {
 
     fn field(name: &str, start: usize) -> FieldRef {
         FieldRef {
+            view: View::Whole,
             name: name.into(),
             span: start..start + name.len(),
         }
@@ -579,6 +697,37 @@ mod tests {
         );
     }
 
+    const SLICE: &str = "a slice is one range: [i:n], [i-j], [i], [i:] or [:n] (bytes; negative offsets count from the end)";
+
+    #[test]
+    fn slices_and_len_read_as_wireshark_writes_them() {
+        let view = |text: &str| match parse(text).unwrap() {
+            Expr::Exists(f) | Expr::Test { field: f, .. } => f.view,
+            other => panic!("{other:?}"),
+        };
+        let slice = |start, end| View::Slice { start, end };
+        assert_eq!(view("a"), View::Whole);
+        assert_eq!(view("len(a) > 3"), View::Len);
+        assert_eq!(view("a[1:2] == 01:02"), slice(1, SliceEnd::Length(2)));
+        assert_eq!(view("a[1-2]"), slice(1, SliceEnd::Through(2)));
+        assert_eq!(view("a[-3--1]"), slice(-3, SliceEnd::Through(-1)));
+        assert_eq!(view("a[3]"), slice(3, SliceEnd::Length(1)));
+        assert_eq!(view("a[2:]"), slice(2, SliceEnd::ToEnd));
+        assert_eq!(view("a[:2]"), slice(0, SliceEnd::Length(2)));
+        assert_eq!(view("a[-2:]"), slice(-2, SliceEnd::ToEnd));
+        // The bytes each takes of a 5-byte value; none past its end.
+        let range = |start, end| View::range(start, end, 5);
+        assert_eq!(range(1, SliceEnd::Length(2)), Some(1..3));
+        assert_eq!(range(1, SliceEnd::Through(2)), Some(1..3));
+        assert_eq!(range(-3, SliceEnd::Through(-1)), Some(2..5));
+        assert_eq!(range(-2, SliceEnd::ToEnd), Some(3..5));
+        assert_eq!(range(5, SliceEnd::ToEnd), Some(5..5));
+        assert_eq!(range(4, SliceEnd::Length(2)), None);
+        assert_eq!(range(-6, SliceEnd::ToEnd), None);
+        assert_eq!(range(3, SliceEnd::Through(1)), None);
+        assert_eq!(range(0, SliceEnd::Length(i64::MAX)), None);
+    }
+
     #[test]
     fn errors_point_at_the_problem() {
         for (text, message, span) in [
@@ -594,6 +743,19 @@ mod tests {
                 "all a",
                 "a quantifier needs a relation (e.g. all f > 1)",
                 0..3,
+            ),
+            ("a[1:2:3] == 1", SLICE, 2..7),
+            ("a[x] == 1", SLICE, 2..3),
+            ("a[] == 1", SLICE, 1..2),
+            (
+                "len(a)",
+                "len() needs a relation (e.g. len(rtype.payload) > 10)",
+                0..6,
+            ),
+            (
+                "len(a b",
+                "len() takes one field and a closing parenthesis",
+                6..7,
             ),
         ] {
             assert_eq!(parse(text), Err(Error::new(message, span)), "{text}");
