@@ -211,6 +211,20 @@ pub struct Config {
     pub profiles: Vec<(String, PathBuf)>,
 }
 
+/// The key serde's "unknown field `x`, expected one of `a`, `b`" names nearest to `x`, as
+/// "; did you mean a?" (empty for another message).
+fn unknown_key_hint(message: &str) -> String {
+    let Some((_, rest)) = message.split_once("unknown field `") else {
+        return String::new();
+    };
+    let Some((typed, expected)) = rest.split_once('`') else {
+        return String::new();
+    };
+    let expected = expected.lines().next().unwrap_or_default();
+    let keys = expected.split('`').skip(1).step_by(2);
+    crate::proto::near::hint(typed, keys)
+}
+
 impl Config {
     /// The profile the `[profiles]` table gives a capture, by its file name: the first pattern
     /// that matches, with the pattern.
@@ -257,9 +271,11 @@ impl Config {
     fn parse(text: &str, path: &Path) -> Result<Config, String> {
         let file: ConfigFile = toml::from_str(text).map_err(|e| {
             // toml's message is several lines (the line, a caret); keep it whole but indented.
+            let message = e.to_string();
             format!(
-                "invalid config: {}",
-                e.to_string().trim_end().replace('\n', "\n  ")
+                "invalid config: {}{}",
+                message.trim_end().replace('\n', "\n  "),
+                unknown_key_hint(&message)
             )
         })?;
         let fail_on = file
@@ -440,6 +456,14 @@ mod tests {
         assert!(!b.is_empty() && parse("").unwrap().budgets.is_empty());
         let e = parse("[budgets]\nsnapshot_kbps = 5\n").unwrap_err();
         assert!(e.contains("snapshot_kbps") && e.contains("line 2"), "{e}");
+        // A key mistyped: the nearest named, in the budgets and at the top.
+        let e = parse("[budgets]\nrtt_p95_ms_mx = 5\n").unwrap_err();
+        assert!(
+            e.ends_with("`snapshot_gap_ms_max`; did you mean rtt_p95_ms_max?"),
+            "{e}"
+        );
+        let e = parse("alow = []\n").unwrap_err();
+        assert!(e.ends_with("; did you mean allow?"), "{e}");
         let e = parse("[budgets]\nloss_percent_max = 120\n").unwrap_err();
         assert!(
             e.starts_with("budgets.loss_percent_max must be a percentage from 0 to 100"),
