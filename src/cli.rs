@@ -605,6 +605,56 @@ fn field_lines(
     written(lines.error)
 }
 
+/// The command line as the completion scripts see it: the options that name a snapshot profile,
+/// a rule, a message type or display-filter fields offer them (`--profile` offers the bundled
+/// names; a profile file is still accepted, typed whole).
+fn completed(command: clap::Command) -> clap::Command {
+    use crate::proto::profile::BUNDLED;
+    let profiles = ["document"]
+        .into_iter()
+        .chain(BUNDLED.iter().map(|(name, _)| *name));
+    let messages = crate::proto::rtype::MESSAGES
+        .iter()
+        .chain(crate::proto::rt::MESSAGES)
+        .map(|m| m.name)
+        .chain(crate::proto::rtnp::MESSAGES.iter().map(|m| m.message.name));
+    // Completion is a one-off run: the field names live as long as it does.
+    let registry = crate::proto::registry::Registry::new(&Profile::document());
+    let offers = Offers {
+        profiles: profiles.collect(),
+        rules: crate::proto::Rule::all().iter().map(|r| r.id()).collect(),
+        messages: messages.collect(),
+        fields: registry
+            .names()
+            .map(|n| &*Box::leak(n.to_owned().into_boxed_str()))
+            .collect(),
+    };
+    offers.offered(command)
+}
+
+/// The values [`completed`] offers.
+struct Offers {
+    profiles: Vec<&'static str>,
+    rules: Vec<&'static str>,
+    messages: Vec<&'static str>,
+    fields: Vec<&'static str>,
+}
+
+impl Offers {
+    fn offered(&self, command: clap::Command) -> clap::Command {
+        let offer = |values: &[&'static str]| clap::builder::PossibleValuesParser::new(values);
+        command
+            .mut_args(|arg| match arg.get_id().as_str() {
+                "profile" => arg.value_parser(offer(&self.profiles)),
+                "allow" | "violation" => arg.value_parser(offer(&self.rules)),
+                "types" => arg.value_parser(offer(&self.messages)),
+                "filter" | "field" => arg.value_parser(offer(&self.fields)),
+                _ => arg,
+            })
+            .mut_subcommands(|c| self.offered(c))
+    }
+}
+
 /// The manual page, roff, from the command line's definition.
 pub fn man_page() -> Vec<u8> {
     let mut page = Vec::new();
@@ -916,7 +966,17 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
         }
         Command::Completions { shell } => {
             let mut script = Vec::new();
-            clap_complete::generate(shell, &mut Cli::command(), "rtype-inspect", &mut script);
+            let mut command = completed(Cli::command());
+            clap_complete::generate(shell, &mut command, "rtype-inspect", &mut script);
+            if shell == clap_complete::Shell::Bash {
+                // clap_complete spells a subcommand's state one way where it sets it and another
+                // where it matches it when the name has a hyphen, so no option after a
+                // subcommand completed (clap-rs/clap#6421): the matching arms are respelt.
+                let text = String::from_utf8_lossy(&script);
+                script = text
+                    .replace("rtype__subcmd__inspect", "rtype__inspect")
+                    .into_bytes();
+            }
             write_stdout(&script)
         }
         Command::Man => write_stdout(&man_page()),

@@ -386,6 +386,46 @@ fn completions_are_generated_for_every_shell() {
     assert!(err.contains("invalid value 'tcsh'"), "{err}");
 }
 
+#[test]
+fn bash_completes_options_names_profiles_rules_messages_and_fields() {
+    let dir = std::env::temp_dir().join(format!("rtype-inspect-completion-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = dir.join("rtype-inspect.bash");
+    std::fs::write(&script, ok(&["completions", "bash"])).unwrap();
+    for (line, offered) in [
+        ("packets --thr", "--threads"),
+        ("check --profile ref", "reference-17byte reference-15byte"),
+        ("check --allow rtype.pong", "rtype.pong.empty"),
+        (
+            "packets --type SERVER_SN",
+            "SERVER_SNAPSHOT SERVER_SNAPSHOT_CHUNK",
+        ),
+        ("packets -Y rtype.seq", "rtype.sequence"),
+        ("packets -T fields -e rtype.tic", "rtype.tick"),
+    ] {
+        // As bash calls the completion function: the words, the one being completed and the
+        // one before it.
+        let words: Vec<&str> = line.split(' ').collect();
+        let (cur, prev) = (words[words.len() - 1], words[words.len() - 2]);
+        let out = Command::new("bash")
+            .arg("-c")
+            .arg(format!(
+                "source {}; COMP_WORDS=(rtype-inspect {line}); COMP_CWORD={}; \
+                 _rtype__inspect rtype-inspect {cur} {prev}; echo \"${{COMPREPLY[*]}}\"",
+                script.display(),
+                words.len()
+            ))
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            format!("{offered}\n"),
+            "{line}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 fn validator(name: &str) -> jsonschema::Validator {
     let path = format!(
         "{}/docs/schemas/{name}.schema.json",

@@ -846,9 +846,14 @@ impl Registry {
         })
     }
 
+    /// Every field's filter name.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.fields.iter().map(|f| f.name.as_str())
+    }
+
     /// Names close to `name`, best first, for "did you mean".
     pub fn nearest(&self, name: &str, max: usize) -> Vec<&str> {
-        super::near::nearest(name, self.fields.iter().map(|f| f.name.as_str()), max)
+        super::near::nearest(name, self.names(), max)
     }
 }
 
