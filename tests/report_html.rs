@@ -758,6 +758,16 @@ fn svg_files_draw_the_profiles_series() {
     // The gap graph draws the nominal 60 Hz line and the ±20 % jitter band.
     let gap = std::fs::read_to_string(svg.join("reference-17byte-1client-c1-gap.svg")).unwrap();
     assert!(gap.contains(">60 Hz (16.67 ms)<") && gap.contains(">jitter band ±20%<"));
+    // Two entity types share the sprite "bullet": each bar names its type; rt's bars are
+    // components.
+    let types = std::fs::read_to_string(svg.join("reference-17byte-1client-c1-types.svg")).unwrap();
+    assert!(
+        types.contains("<title>bullet (3): 404968 B</title>")
+            && types.contains("<title>bullet (16): 22 B</title>"),
+        "{types}"
+    );
+    let components = std::fs::read_to_string(svg.join("rt-two-players-c1-types.svg")).unwrap();
+    assert!(components.contains(">conversation 1: snapshot bytes by component<"));
     // A browser opens one as an image: no XML error page.
     let io = format!("file://{}", svg.join("rt-two-players-c2-io.svg").display());
     if let Some((dom, stderr)) = chromium(&dir, &["--dump-dom", &io]) {

@@ -292,7 +292,7 @@
     const row3 = el("div", { class: "row" });
     box.append(row3);
     const types = conv.snapshots.entity_types.slice().sort((a, b) => b.bytes - a.bytes);
-    bars("types-" + file.index + "-" + conv.id, row3, "snapshot bytes by entity type", types.map((t) => [t.type, t.bytes, t.entities + " entities, " + num(t.updates_per_s, 1) + " updates/s"]), (v) => v + " B");
+    bars("types-" + file.index + "-" + conv.id, row3, "snapshot bytes by " + conv.snapshots.grouped_by, types.map((t) => [t.label, t.bytes, t.entities + " entities, " + num(t.updates_per_s, 1) + " updates/s"]), (v) => v + " B");
     const fields = conv.snapshots.fields.slice().sort((a, b) => b.bytes - a.bytes);
     bars("fields-" + file.index + "-" + conv.id, row3, "snapshot bytes by field", fields.map((f) => [f.field, f.bytes, "(" + f.kind + ")"]), (v) => v + " B");
     const row4 = el("div", { class: "row" });

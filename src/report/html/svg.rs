@@ -47,8 +47,9 @@ pub fn write_graphs(dir: &Path, stem: &str, file: &Json) -> Result<Vec<PathBuf>,
             graphs.push(("rtt", rtt_graph(file, conv, seconds)));
         }
         let snapshots = &conv["snapshots"];
-        let types = rows(&snapshots["entity_types"], "type");
-        let title = format!("conversation {id}: snapshot bytes by entity type");
+        let types = rows(&snapshots["entity_types"], "label");
+        let by = snapshots["grouped_by"].as_str().unwrap_or("entity type");
+        let title = format!("conversation {id}: snapshot bytes by {by}");
         graphs.push(("types", bar_chart(&title, &types)));
         let fields = rows(&snapshots["fields"], "field");
         let title = format!("conversation {id}: snapshot bytes by field");

@@ -309,8 +309,13 @@ fn snapshots(cx: &Context<'_>, a: &Account, id: Option<u32>) -> Json {
         .iter()
         .map(|t| {
             let (name, type_id) = type_name(cx, t.code, id);
+            // Two types may share a sprite: the label tells them apart.
+            let label = match type_id {
+                Some(n) if name != format!("type {n}") => format!("{name} ({n})"),
+                _ => name.clone(),
+            };
             json!({
-                "type": name, "type_id": type_id, "entities": t.entities, "updates": t.updates,
+                "type": name, "type_id": type_id, "label": label, "entities": t.entities, "updates": t.updates,
                 "updates_per_s": ratio(t.updates as f64, seconds), "bytes": t.bytes,
                 "bytes_per_s": ratio(t.bytes as f64, seconds),
                 "share": ratio(t.bytes as f64, payload), "wire_bytes": t.wire_bytes,
@@ -318,6 +323,13 @@ fn snapshots(cx: &Context<'_>, a: &Account, id: Option<u32>) -> Json {
         })
         .collect();
     types.sort_by(|x, y| y["bytes"].as_u64().cmp(&x["bytes"].as_u64()));
+    // rt's snapshots are of components, not of entity types.
+    let components = !n.types.is_empty() && n.types.iter().all(|t| t.code >= KIND);
+    let grouped_by = if components {
+        "component"
+    } else {
+        "entity type"
+    };
     let p = cx.profiler;
     let row = |name: String,
                kind: &str,
@@ -397,6 +409,7 @@ fn snapshots(cx: &Context<'_>, a: &Account, id: Option<u32>) -> Json {
         "kbps": kbps(n.udp_bytes, seconds),
         "peak": peak(&n.bytes_window.peak),
         "quietest_second": quietest,
+        "grouped_by": grouped_by,
         "entity_types": types,
         "entity_ids_complete": !n.seen_full,
         "fields": fields,

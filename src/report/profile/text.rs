@@ -208,10 +208,15 @@ fn snapshots(out: &mut String, s: &Json, term: Term) {
             q["ticks"], q["before_frame"], q["after_frame"]
         );
     }
+    let by = str_of(&s["grouped_by"]);
     let mut t = table::new(
         term,
         &[
-            "Entity type",
+            if by == "component" {
+                "Component"
+            } else {
+                "Entity type"
+            },
             "Entities",
             "Updates",
             "Updates/s",
@@ -221,12 +226,8 @@ fn snapshots(out: &mut String, s: &Json, term: Term) {
         ],
     );
     for r in s["entity_types"].as_array().into_iter().flatten() {
-        let name = match r["type_id"].as_u64() {
-            Some(id) => format!("{} ({id})", str_of(&r["type"])),
-            None => str_of(&r["type"]),
-        };
         t.add_row(vec![
-            name,
+            str_of(&r["label"]),
             r["entities"].to_string(),
             r["updates"].to_string(),
             num(&r["updates_per_s"], 1),
@@ -235,7 +236,7 @@ fn snapshots(out: &mut String, s: &Json, term: Term) {
             percent(&r["share"]),
         ]);
     }
-    let _ = writeln!(out, "By entity type\n{t}");
+    let _ = writeln!(out, "By {by}\n{t}");
     let mut t = table::new(
         term,
         &[
