@@ -24,6 +24,7 @@ pub mod describe;
 pub mod display_filter;
 pub mod lua_runtime;
 pub mod message;
+pub mod number;
 pub mod pipeline;
 pub mod proto;
 pub mod proxy;

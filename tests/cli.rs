@@ -371,11 +371,14 @@ fn completions_are_generated_for_every_shell() {
         }
     }
     // bash parses its script.
-    let script = ok(&["completions", "bash"]);
+    let script = std::env::temp_dir().join(format!("rtype-inspect-{}.bash", std::process::id()));
+    std::fs::write(&script, ok(&["completions", "bash"])).unwrap();
     let out = Command::new("bash")
-        .args(["-n", "-c", &script])
+        .arg("-n")
+        .arg(&script)
         .output()
         .unwrap();
+    std::fs::remove_file(&script).unwrap();
     assert!(
         out.status.success(),
         "{}",
@@ -678,4 +681,48 @@ fn every_command_ends_saying_when_no_profile_reads_the_snapshots() {
     ]);
     assert_eq!(err, "");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn floats_read_as_tshark_writes_them() {
+    // The document's f32 table misreads the 17-byte build's i16 positions: tiny floats, which
+    // tshark writes as %g at the type's precision.
+    let tree = ok(&[
+        "packets",
+        "-V",
+        "--profile",
+        "document",
+        "tests/fixtures/reference-17byte-1client.pcap",
+        "--frames",
+        "12",
+    ]);
+    for line in [
+        "        Position X: 1.3992e-36  [@9]\n",
+        "        Velocity X: 9.29117e-41  [@17]\n",
+    ] {
+        assert!(tree.contains(line), "{line}{tree}");
+    }
+    // A scaled field is a double: its decimals as they are.
+    let tree = ok(&[
+        "packets",
+        "-V",
+        "tests/fixtures/reference-17byte-1client.pcap",
+        "--frames",
+        "12",
+    ]);
+    assert!(tree.contains("        Position X: 100.6  [@9]\n"), "{tree}");
+}
+
+#[test]
+fn info_names_an_rt_entity_type() {
+    let list = ok(&[
+        "packets",
+        "tests/fixtures/rt-two-players.pcap",
+        "--type",
+        "ENTITY_SPAWN",
+    ]);
+    assert_eq!(
+        list.lines().next(),
+        Some("      3   0.002028 #1   S→C rt       28 ENTITY_SPAWN seq=1 entity=10000 type=1(player)")
+    );
 }

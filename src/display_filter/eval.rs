@@ -203,46 +203,6 @@ impl States {
     }
 }
 
-/// C's `%.{digits}g`: `digits` significant digits, exponent form below 1e-4 or from
-/// 10^digits, trailing zeros dropped.
-fn write_g(out: &mut String, f: f64, digits: usize) {
-    use std::fmt::Write as _;
-    if !f.is_finite() {
-        let text = if f.is_nan() {
-            "nan"
-        } else if f < 0.0 {
-            "-inf"
-        } else {
-            "inf"
-        };
-        out.push_str(text);
-        return;
-    }
-    let digits = digits.max(1);
-    let scientific = format!("{f:.*e}", digits - 1);
-    let (mantissa, exponent) = scientific.split_once('e').unwrap_or((&scientific, "0"));
-    let exponent: i64 = exponent.parse().unwrap_or(0);
-    let trim = |s: &str| -> String {
-        if s.contains('.') {
-            s.trim_end_matches('0').trim_end_matches('.').to_string()
-        } else {
-            s.to_string()
-        }
-    };
-    if exponent < -4 || exponent >= digits as i64 {
-        let sign = if exponent < 0 { '-' } else { '+' };
-        let _ = write!(
-            out,
-            "{}e{sign}{:02}",
-            trim(mantissa),
-            exponent.unsigned_abs()
-        );
-    } else {
-        let decimals = (digits as i64 - 1 - exponent).max(0) as usize;
-        out.push_str(&trim(&format!("{f:.decimals$}")));
-    }
-}
-
 /// Writes `v` as tshark's `-T fields` does.
 fn write_value(out: &mut String, v: Val<'_>, shown: Shown) {
     use std::fmt::Write as _;
@@ -250,7 +210,7 @@ fn write_value(out: &mut String, v: Val<'_>, shown: Shown) {
         (Val::Int(n), Shown::Hex(digits)) => write!(out, "0x{n:0digits$x}"),
         (Val::Int(n), _) => write!(out, "{n}"),
         (Val::Float(f), Shown::Float(digits)) => {
-            write_g(out, f, digits);
+            crate::number::write_g(out, f, digits);
             Ok(())
         }
         (Val::Float(f), _) => write!(out, "{f}"),

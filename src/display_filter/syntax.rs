@@ -125,7 +125,7 @@ impl View {
             SliceEnd::Through(offset) => at(offset).checked_add(1)?,
             SliceEnd::ToEnd => len,
         };
-        (0 <= first && first <= last && last <= len).then(|| first as usize..last as usize)
+        (0 <= first && first <= last && last <= len).then_some(first as usize..last as usize)
     }
 
     /// Parses the inside of `[...]`: one range, as Wireshark writes it.

@@ -10,6 +10,7 @@ use super::fields::TreeFields;
 use super::filter::Filter;
 use super::render;
 use super::time::{self, write_rfc3339, TimeFormat};
+use crate::datagram::Dialect;
 use crate::message::{Detail, Facts, Finding, Open, Value, Visitor};
 use crate::pipeline::{RenderAhead, RunEnd, Sink};
 use crate::proto::schema::{Field, Group};
@@ -228,7 +229,7 @@ fn key_fields(line: &mut String, e: &DatagramEvent<'_>) {
 }
 
 /// The entity a spawn or a destruction names (the first, and how many others), with its type and
-/// the type's LevelInit sprite when there is one.
+/// the type's name: its LevelInit sprite (rtype), or the document's name for it (rt).
 fn entity_fields(line: &mut String, e: &DatagramEvent<'_>, sprites: &super::fields::Sprites) {
     let Some(first) = e.entities.first() else {
         return;
@@ -241,9 +242,13 @@ fn entity_fields(line: &mut String, e: &DatagramEvent<'_>, sprites: &super::fiel
     if let Some(t) = first.type_id {
         line.push_str(" type=");
         render::push_u64(line, t.into());
-        if let Some(sprite) = sprites.name(t.into()) {
+        let named = match e.dialect {
+            Dialect::Rt => render::enum_name(crate::proto::rt::ENTITY_TYPES, t.into()),
+            _ => sprites.name(t.into()),
+        };
+        if let Some(name) = named {
             line.push('(');
-            push_printable(line, sprite);
+            push_printable(line, name);
             line.push(')');
         }
     }

@@ -79,9 +79,9 @@ pub fn hex(out: &mut String, bytes: &[u8]) {
     }
 }
 
-/// Appends a float: shortest form at the field's own precision; JSON has no NaN or infinity,
-/// so those become the strings "NaN", "inf", "-inf".
-fn float(out: &mut String, field: &Field, f: f64, json: bool) {
+/// Appends a float to JSON: shortest form at the field's own precision; JSON has no NaN or
+/// infinity, so those become the strings "NaN", "inf", "-inf".
+fn json_float(out: &mut String, field: &Field, f: f64) {
     if !f.is_finite() {
         let text = if f.is_nan() {
             "NaN"
@@ -90,11 +90,7 @@ fn float(out: &mut String, field: &Field, f: f64, json: bool) {
         } else {
             "-inf"
         };
-        if json {
-            json_str(out, text);
-        } else {
-            out.push_str(text);
-        }
+        json_str(out, text);
         return;
     }
     if field.ty == Ty::F32 {
@@ -315,7 +311,7 @@ pub fn json_value(out: &mut String, field: &Field, value: Value<'_>) {
         Value::F(f) => {
             // Most floats of a game are eighths: those are written here, without a call.
             if field.ty != Ty::F32 || !push_eighths(out, f as f32) {
-                float(out, field, f, true);
+                json_float(out, field, f);
             }
         }
         Value::Str(s) => json_str(out, s),
@@ -385,7 +381,11 @@ pub fn text_value(
         (_, Value::I(n)) => {
             let _ = write!(out, "{n}");
         }
-        (_, Value::F(f)) => float(out, field, f, false),
+        // As tshark shows the field: %g at the precision of its type.
+        (_, Value::F(f)) => {
+            let digits = if field.ty == Ty::F32 { 6 } else { 15 };
+            crate::number::write_g(out, f, digits);
+        }
         (_, Value::Str(s)) => {
             let _ = write!(out, "{s:?}");
         }

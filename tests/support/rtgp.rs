@@ -213,7 +213,7 @@ pub struct Header {
 }
 
 impl Header {
-    pub fn to_network(&self) -> [u8; HEADER_SIZE] {
+    pub fn to_network(self) -> [u8; HEADER_SIZE] {
         let mut b = [0u8; HEADER_SIZE];
         b[0] = self.magic;
         b[1] = self.opcode;
