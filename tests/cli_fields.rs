@@ -287,7 +287,7 @@ fn nanosecond_times_equal_tsharks() {
     assert_eq!(
         ours,
         "      2   0.002016137 #1   S→C rt       23 SERVER_ACCEPT seq=0\n\
-         \x20     3   0.002028274 #1   S→C rt       28 ENTITY_SPAWN seq=1 entity=10000 type=1\n\
+         \x20     3   0.002028274 #1   S→C rt       28 ENTITY_SPAWN seq=1 entity=10000 type=1(player)\n\
          \x20     2               #1   finding [rt.reliable.unacknowledged] 760 of 760 RELIABLE \
          packets never acknowledged\n\
          \x20     3               #1   finding [session.entity-never-destroyed] 8 entities still \
@@ -350,7 +350,7 @@ fn time_format_lines_are_exact() {
     assert_eq!(
         lines("ad"),
         "      2 2026-11-22 05:28:28.443701 #1   S→C rt       23 SERVER_ACCEPT seq=0\n\
-         \x20     3 2026-11-22 05:28:28.443713 #1   S→C rt       28 ENTITY_SPAWN seq=1 entity=10000 type=1\n\
+         \x20     3 2026-11-22 05:28:28.443713 #1   S→C rt       28 ENTITY_SPAWN seq=1 entity=10000 type=1(player)\n\
          \x20     4 2026-11-22 05:28:28.453321 #1   S→C rt       26 TRANSFORM_SNAPSHOT seq=1 entities=1 \
          [rt.snapshot.no-world-tick]\n\
          \x20     2            #1   finding [rt.reliable.unacknowledged] 760 of 760 RELIABLE \
