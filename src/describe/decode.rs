@@ -663,20 +663,21 @@ impl<'n> Walk<'_, 'n> {
         Ok(())
     }
 
-    fn take(&mut self, field: usize, n: usize) -> Result<usize, Stop> {
-        self.align();
-        if self.end.saturating_sub(self.pos) < n {
-            let left = self.end.saturating_sub(self.pos);
+    /// Whether `n` bytes are left for `field`; a truncation problem where they are not.
+    fn need(&mut self, field: usize, n: usize) -> Result<(), Stop> {
+        let left = self.end.saturating_sub(self.pos);
+        if left < n {
             let name = self.name(field);
-            self.problem(
-                Check::Truncated,
-                self.pos,
-                name,
-                format!("{n} bytes"),
-                format!("{left}"),
-            );
+            let wanted = format!("{n} bytes");
+            self.problem(Check::Truncated, self.pos, name, wanted, format!("{left}"));
             return Err(Stop::Truncated);
         }
+        Ok(())
+    }
+
+    fn take(&mut self, field: usize, n: usize) -> Result<usize, Stop> {
+        self.align();
+        self.need(field, n)?;
         let at = self.pos;
         self.pos += n;
         Ok(at)
@@ -793,18 +794,7 @@ impl<'n> Walk<'_, 'n> {
                 let saved_end = self.end;
                 if let Size::Bytes(_) | Size::ToEnd = f.size {
                     let n = self.size(f, slot)?;
-                    if self.end - self.pos < n {
-                        let name = self.name(slot);
-                        let left = self.end - self.pos;
-                        self.problem(
-                            Check::Truncated,
-                            self.pos,
-                            name,
-                            format!("{n} bytes"),
-                            format!("{left}"),
-                        );
-                        return Err(Stop::Truncated);
-                    }
+                    self.need(slot, n)?;
                     self.end = self.pos + n;
                 }
                 let empty = Layout::default();

@@ -120,7 +120,9 @@ impl State {
                 }
             };
         }
-        if let (Some(m), Some(p), Some(d), false) = (message, payload, &parsed, cut) {
+        if let (Some(m), Some(p), Some(d), false, true) =
+            (message, payload, &parsed, cut, self.found_layout.is_some())
+        {
             if matches!(m.code, desc::SNAPSHOT | desc::SNAPSHOT_CHUNK) {
                 self.layout_departure(conversation, m, p, d.payload_at);
             }
