@@ -8,6 +8,9 @@ use clap::CommandFactory;
 
 #[path = "support/bin.rs"]
 mod bin;
+#[path = "support/datagrams.rs"]
+#[allow(dead_code)]
+mod datagrams;
 
 use bin::{captures, BIN};
 const SAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/clean-session.pcap");
@@ -711,6 +714,45 @@ fn floats_read_as_tshark_writes_them() {
         "12",
     ]);
     assert!(tree.contains("        Position X: 100.6  [@9]\n"), "{tree}");
+}
+
+/// COMPONENT_ADD and COMPONENT_REMOVE name their entity and component.
+#[test]
+fn info_names_an_rt_component() {
+    let hex = |h: &str| {
+        (0..h.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap())
+            .collect()
+    };
+    // The little-endian sample's handshake, then the server adds velocity (2) to entity 10000
+    // and removes its transform (1).
+    let client = "54520100010000000000000054520100010000000000000001616c69636500000000000000000000000000000000000000000000000000000000000000";
+    let accept = "5452020101000000000000000000000002010000003c00";
+    let add = "54522a010300000002000000102700000208f4ff0c0000000000";
+    let remove = "54522b0104000000030000001027000001";
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("rt-components.pcap");
+    datagrams::write_pcap(
+        &path,
+        &[
+            (41002, 4242, hex(client)),
+            (4242, 41002, hex(accept)),
+            (4242, 41002, hex(add)),
+            (4242, 41002, hex(remove)),
+        ],
+    );
+    let list = ok(&[
+        "packets",
+        path.to_str().unwrap(),
+        "--type",
+        "COMPONENT_ADD",
+        "--type",
+        "COMPONENT_REMOVE",
+    ]);
+    assert_eq!(
+        list,
+        "      3   2.000000 #1   S→C rt       26 COMPONENT_ADD seq=3 entity=10000 component=2(velocity)\n      4   3.000000 #1   S→C rt       17 COMPONENT_REMOVE seq=4 entity=10000 component=1(transform)\n"
+    );
 }
 
 #[test]

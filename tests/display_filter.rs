@@ -173,6 +173,11 @@ const CASES: &[Case] = &[
     same("rtnp.text[0:2] == \"PI\" || rtnp.type[-4:] == \"shot\"", &["rtnp-solo.pcap"]),
     same("len(rtnp.type) == 8", &["rtnp-solo.pcap"]),
     same("len(rt.connect.player_name) >= 5", &["rt-two-players.pcap"]),
+    // The frame's bytes, whatever its link layer, and a dialect's (its UDP payload).
+    same("frame contains a3:5f:c8:1d && frame[12:2] == 08:00", &["clean-session.pcap", "link-variety.pcapng"]),
+    same("len(frame) > 120 || frame[-4:] == 00:00:00:00", &["link-variety.pcapng", "rt-two-players.pcap"]),
+    same("frame matches \"(?-i)snap\" && rtnp contains \"maxHp\"", &["rtnp-solo.pcap", "rtnp-fragmented.pcap"]),
+    same("rtype[0:4] == a3:5f:c8:1d && rtype[16] == 0x14 || rt contains 00:00:00:00:00", &["clean-session.pcap", "rt-two-players.pcap"]),
     // Frame, IP and UDP fields.
     same("frame.number <= 20 || frame.number in {100..110}", &["link-variety.pcapng"]),
     same("frame.len > 100 && udp.length < 200", &["clean-session.pcap", "link-variety.pcapng", "rt-two-players.pcap"]),

@@ -162,7 +162,7 @@ fn node(expr: &Expr, registry: &Registry, atoms: &mut Vec<Atom>) -> Result<Node,
                     (Test::Contains(b), false, false)
                 }
                 (Relation::Matches, Rhs::Value(v)) => {
-                    if f.ty != FieldType::String {
+                    if !matches!(f.ty, FieldType::String | FieldType::Bytes) {
                         return Err(relation_error("matches comparison"));
                     }
                     let Literal::Quoted(pattern) = &v.literal else {
@@ -245,6 +245,14 @@ fn node(expr: &Expr, registry: &Registry, atoms: &mut Vec<Atom>) -> Result<Node,
 /// The field as a test of `at` sees it: its length an integer, a slice of it bytes. Only byte
 /// and string fields are sliced or measured: the walk reads values, not their bytes.
 fn viewed(f: &FilterField, at: &FieldRef) -> Result<FilterField, Error> {
+    let bytes;
+    let f = match protocol_bytes(f) {
+        Some(b) => {
+            bytes = b;
+            &bytes
+        }
+        None => f,
+    };
     let (ty, name) = match at.view {
         View::Whole => return Ok(f.clone()),
         View::Len => (FieldType::Unsigned(32), format!("len({})", f.name)),
@@ -263,6 +271,20 @@ fn viewed(f: &FilterField, at: &FieldRef) -> Result<FilterField, Error> {
     Ok(FilterField {
         name,
         ty,
+        values: Values::None,
+        ..f.clone()
+    })
+}
+
+/// A protocol whose bytes a filter reads compares as a byte field, as in Wireshark: the frame
+/// (`frame contains "RT"`), and a dialect, whose tree item spans the UDP payload (`rtype[0:4]`).
+fn protocol_bytes(f: &FilterField) -> Option<FilterField> {
+    matches!(
+        f.source,
+        Source::Runtime(Runtime::Frame | Runtime::Protocol(_))
+    )
+    .then(|| FilterField {
+        ty: FieldType::Bytes,
         values: Values::None,
         ..f.clone()
     })
@@ -382,7 +404,11 @@ fn convert(f: &FilterField, v: &Value, relation: Relation) -> Result<Const, Erro
         FieldType::Bytes => match (quoted, parse_bytes(text)) {
             (false, Some(bytes)) => Const::Bytes(bytes),
             (true, _) => Const::Bytes(text.as_bytes().to_vec()),
-            (false, None) => return Err(invalid("byte sequence (aa:bb:cc)")),
+            // As Wireshark: a number of one byte is that byte (`frame[12] == 0x08`).
+            (false, None) => match parse_int(text).and_then(|n| u8::try_from(n).ok()) {
+                Some(byte) => Const::Bytes(vec![byte]),
+                None => return Err(invalid("byte sequence (aa:bb:cc)")),
+            },
         },
         FieldType::RelativeTime => match parse_time(text) {
             Some(t) if !quoted => Const::Time(t),

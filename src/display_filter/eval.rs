@@ -161,6 +161,8 @@ pub(super) enum Shown {
     HexBytes,
     /// C's `%.Ng`: a float (N = 6, FLT_DIG) or a double (15, DBL_DIG), as Wireshark prints them.
     Float(usize),
+    /// Nothing: a protocol (tshark writes its tree item's text, which the filter does not know).
+    Nothing,
 }
 
 impl States {
@@ -207,6 +209,7 @@ impl States {
 fn write_value(out: &mut String, v: Val<'_>, shown: Shown) {
     use std::fmt::Write as _;
     let _ = match (v, shown) {
+        (_, Shown::Nothing) => Ok(()),
         (Val::Int(n), Shown::Hex(digits)) => write!(out, "0x{n:0digits$x}"),
         (Val::Int(n), _) => write!(out, "{n}"),
         (Val::Float(f), Shown::Float(digits)) => {

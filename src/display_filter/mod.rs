@@ -72,7 +72,7 @@ pub struct Context<'a> {
     /// The snapshot this datagram completed, when it was the last of a chunk set.
     pub reassembled: Option<&'a [u8]>,
     /// The datagram's frame, as the capture gives it.
-    pub frame: FrameFields,
+    pub frame: FrameFields<'a>,
 }
 
 /// A compiled display filter, with its evaluation state.
@@ -337,6 +337,7 @@ impl DisplayFilter {
                     match f.ty {
                         FieldType::String => Shown::Text,
                         FieldType::Bytes => Shown::HexBytes,
+                        FieldType::Protocol => Shown::Nothing,
                         // Wireshark's own severity field is BASE_NONE: decimal.
                         _ if matches!(f.source, Source::Runtime(Runtime::ExpertSeverity)) => {
                             Shown::Decimal
@@ -620,8 +621,10 @@ fn runtime_values(
         }
     };
     match r {
-        Runtime::Protocol(p) => one((p == protocol).then_some(Val::Present)),
-        Runtime::Frame | Runtime::Udp => one(Some(Val::Present)),
+        // A dialect's tree item spans the UDP payload, as the dissector adds it.
+        Runtime::Protocol(p) => one((p == protocol).then_some(Val::Bytes(e.bytes))),
+        Runtime::Frame => one(Some(Val::Bytes(ctx.frame.bytes))),
+        Runtime::Udp => one(Some(Val::Present)),
         Runtime::FrameNumber => one(Some(Val::Int(e.frame as i64))),
         Runtime::FrameLen => one(Some(Val::Int(ctx.frame.len.into()))),
         Runtime::FrameCapLen => one(Some(Val::Int(ctx.frame.cap_len.into()))),

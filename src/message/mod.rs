@@ -224,6 +224,8 @@ pub struct Facts {
     /// Offset in the payload where the entity blocks start.
     pub entities_at: Option<usize>,
     pub event_type: Option<u8>,
+    /// The entity, and the type of the one component, that a message adds or removes (rt).
+    pub component: Option<(u32, u8)>,
     /// The variant of the message the payload was decoded as (an index into its variants), when
     /// not the document's layout.
     pub variant: Option<u8>,

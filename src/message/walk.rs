@@ -265,6 +265,7 @@ impl<'a, 'c, V: Visitor> Walker<'a, 'c, V> {
             Role::TotalChunks => f.total_chunks = Some(raw as u16),
             Role::ChunkIndex => f.chunk_index = Some(raw as u16),
             Role::EventType => f.event_type = Some(raw as u8),
+            Role::ComponentType => f.component = Some((self.entity, raw as u8)),
             Role::UpdateMask => self.mask = raw as u16,
             Role::EntityId => self.entity = raw as u32,
             _ => {}

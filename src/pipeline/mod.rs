@@ -541,7 +541,11 @@ impl Pipeline {
 type Seen<'c, S> = (Context<'c>, Option<Rendering<'c, S>>);
 
 /// [`Seen`] of a datagram that completed no snapshot and was not rendered ahead (rt, rtnp).
-fn unrendered<S: Sink>(first_ts: i64, profile: &Profile, frame: FrameFields) -> Seen<'_, S> {
+fn unrendered<'a, S: Sink>(
+    first_ts: i64,
+    profile: &'a Profile,
+    frame: FrameFields<'a>,
+) -> Seen<'a, S> {
     let context = Context {
         first_ts,
         profile,
@@ -591,7 +595,7 @@ struct Udp<'a> {
     src: SocketAddr,
     dst: SocketAddr,
     bytes: &'a [u8],
-    frame_fields: FrameFields,
+    frame_fields: FrameFields<'a>,
     /// The recognised conversation it belongs to; `None` for the first datagram of a new one.
     conversation: Option<u32>,
     /// The capture holds less of it than was sent (its snap length): what the missing bytes would
@@ -601,8 +605,9 @@ struct Udp<'a> {
 
 /// The [`FrameFields`] of a datagram of `payload` bytes (as sent) in `frame`, `time_delta` after
 /// the frame before.
-fn frame_fields(frame: &Frame<'_>, payload: u32, time_delta: i64) -> FrameFields {
+fn frame_fields<'a>(frame: &Frame<'a>, payload: u32, time_delta: i64) -> FrameFields<'a> {
     FrameFields {
+        bytes: frame.data,
         len: frame.orig_len,
         cap_len: frame.data.len() as u32,
         udp_len: payload.saturating_add(8),

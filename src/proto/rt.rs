@@ -526,6 +526,11 @@ const fn component_type() -> Field {
     Field::new("component_type", "Component Type", Ty::U8).display(Display::Enum(COMPONENT_TYPES))
 }
 
+/// The type of the one component a message adds or removes (the list shows it).
+const fn the_component_type() -> Field {
+    component_type().role(Role::ComponentType)
+}
+
 /// `entity_count` entries of `item`.
 const fn entries(item: Group) -> Node {
     Node::Repeat {
@@ -657,11 +662,11 @@ const WEAPON_ENTRY_REAL: Group = Group {
     ],
 };
 
-/// One component with its data, as COMPONENT_ADD and ENTITY_FULL_STATE carry it. Components the
-/// document gives no structure for leave the rest undecoded.
-const fn component() -> Node {
+/// One component with its data, `tag` its type, as COMPONENT_ADD and ENTITY_FULL_STATE carry it.
+/// Components the document gives no structure for leave the rest undecoded.
+const fn component(tag: Field) -> Node {
     Node::Switch {
-        tag: component_type(),
+        tag,
         cases: &[
             TRANSFORM_CASE,
             VELOCITY_CASE,
@@ -945,7 +950,7 @@ pub const MESSAGES: &[Message] = &[
         "component_add",
         S2C,
         "003 COMPONENT_ADD",
-        &[entity_id(), component()],
+        &[entity_id(), component(the_component_type())],
     ),
     msg(
         0x2B,
@@ -953,7 +958,7 @@ pub const MESSAGES: &[Message] = &[
         "component_remove",
         S2C,
         "003 COMPONENT_REMOVE",
-        &[entity_id(), Node::Field(component_type())],
+        &[entity_id(), Node::Field(the_component_type())],
     ),
     msg(
         0x2C,
@@ -994,7 +999,7 @@ pub const MESSAGES: &[Message] = &[
                     name: "components",
                     filter: "component",
                     label: "Component",
-                    nodes: &[component()],
+                    nodes: &[component(component_type())],
                 },
             },
         ],

@@ -92,6 +92,8 @@ pub enum Role {
     ArchetypeTypeId,
     ArchetypeSpriteId,
     EventType,
+    /// The one component a message adds to or removes from an entity (rt).
+    ComponentType,
     /// A header's flag bits (rt).
     Flags,
     /// A header's timestamp in milliseconds (rt), as opposed to a game tick.

@@ -216,6 +216,15 @@ fn key_fields(line: &mut String, e: &DatagramEvent<'_>) {
         line.push_str(" event=");
         line.push_str(name);
     }
+    if let Some((entity, component)) = f.component {
+        number(line, " entity=", Some(entity.into()));
+        number(line, " component=", Some(component.into()));
+        if let Some(name) = render::enum_name(crate::proto::rt::COMPONENT_TYPES, component.into()) {
+            line.push('(');
+            line.push_str(name);
+            line.push(')');
+        }
+    }
     number(line, " player=", f.player_id.map(u64::from));
     if let (Some(s), Some(t)) = (f.ack_sequence, f.ack_msg_type) {
         let _ = write!(line, " ack={s}/0x{t:02X}");

@@ -49,7 +49,9 @@ pub struct DatagramEvent<'a> {
 /// wire and as captured, the UDP length field, and the time since the frame before it in the
 /// file. For a datagram reassembled from IP fragments, the frame is the last fragment's.
 #[derive(Clone, Copy, Debug)]
-pub struct FrameFields {
+pub struct FrameFields<'a> {
+    /// The frame's captured bytes (`frame contains`, `frame[0:2]`).
+    pub bytes: &'a [u8],
     pub len: u32,
     pub cap_len: u32,
     pub udp_len: u32,
