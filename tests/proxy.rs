@@ -43,11 +43,15 @@ fn temp(name: &str) -> PathBuf {
     d
 }
 
-/// Starts the proxy; returns it and the address it listens on (its first line on stderr).
-fn start_proxy(args: &[String]) -> (Child, SocketAddr, BufReader<std::process::ChildStderr>) {
+/// Starts the proxy on `host` (a loopback address); returns it and the address it listens on
+/// (its first line on stderr).
+fn start_proxy(
+    host: &str,
+    args: &[String],
+) -> (Child, SocketAddr, BufReader<std::process::ChildStderr>) {
     let mut child = Command::new(bin::BIN)
         .arg("proxy")
-        .args(["--listen", "127.0.0.1:0"])
+        .args(["--listen", &format!("{host}:0")])
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -113,8 +117,20 @@ fn receive_all(socket: &UdpSocket) -> Vec<Vec<u8>> {
 /// A session of `pings` client pings and `snapshots` server snapshots, 1 ms apart, through a
 /// proxy given `impairments`; the proxy stops once it has received them all.
 fn session(pings: u16, snapshots: u16, impairments: &[&str], record: &Path) -> (Value, Seen) {
-    let server = UdpSocket::bind("127.0.0.1:0").unwrap();
-    let reply = UdpSocket::bind("127.0.0.1:0").unwrap();
+    session_on("127.0.0.1", pings, snapshots, impairments, record)
+}
+
+/// [`session`] with every endpoint on the loopback address `host`.
+fn session_on(
+    host: &str,
+    pings: u16,
+    snapshots: u16,
+    impairments: &[&str],
+    record: &Path,
+) -> (Value, Seen) {
+    let any = format!("{host}:0");
+    let server = UdpSocket::bind(&any).unwrap();
+    let reply = UdpSocket::bind(&any).unwrap();
     let mut args: Vec<String> = impairments.iter().map(|s| s.to_string()).collect();
     let total = u32::from(pings) + u32::from(snapshots);
     args.extend([
@@ -127,7 +143,7 @@ fn session(pings: u16, snapshots: u16, impairments: &[&str], record: &Path) -> (
         "--count".into(),
         total.to_string(),
     ]);
-    let (child, proxy, _stderr) = start_proxy(&args);
+    let (child, proxy, _stderr) = start_proxy(host, &args);
     let (first_tx, first_rx) = mpsc::channel();
     let server_side = thread::spawn(move || {
         server
@@ -149,7 +165,7 @@ fn session(pings: u16, snapshots: u16, impairments: &[&str], record: &Path) -> (
         streamer.join().unwrap();
         got
     });
-    let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let client = UdpSocket::bind(&any).unwrap();
     let pinger = client.try_clone().unwrap();
     let client_side = thread::spawn(move || {
         for k in 1..=pings {
@@ -414,7 +430,7 @@ fn a_flood_fills_only_its_own_queue() {
     .map(|s| s.to_string())
     .chain([server.local_addr().unwrap().to_string()])
     .collect();
-    let (child, proxy, _stderr) = start_proxy(&args);
+    let (child, proxy, _stderr) = start_proxy("127.0.0.1", &args);
     let drain = thread::spawn(move || receive_all(&server));
     let flooder = UdpSocket::bind("127.0.0.1:0").unwrap();
     let pinger = UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -466,4 +482,56 @@ fn a_flood_fills_only_its_own_queue() {
     // due at once it overflows that socket's buffer (the kernel's, after the proxy), pings with it.
     let pings_got = server_got.iter().filter(|d| d.len() != 1400).count();
     assert!(pings_got <= 50 && server_got.len() as u64 <= 50 + count(&flood["delivered"]));
+}
+
+/// A preset gives each direction its figures and the options change them, for everyone and for
+/// one client (`--client`); the relay works on IPv6 loopback, and its record reads as the
+/// session it was.
+#[test]
+fn a_preset_and_a_clients_own_settings_over_ipv6() {
+    let dir = temp("preset-ipv6");
+    let record = dir.join("session.pcapng");
+    let impair = [
+        "--preset",
+        "edge",
+        "--loss",
+        "0",
+        "--jitter",
+        "0ms",
+        "--client",
+        "1:rate=1mbit",
+        "--client",
+        "2:preset=4g",
+    ];
+    let (summary, seen) = session_on("[::1]", 100, 100, &impair, &record);
+    assert_eq!(
+        summary["impairments"],
+        "client to server: delay 650.000 ms ± 0.000 ms, rate 260000 bit/s; \
+         server to client: delay 650.000 ms ± 0.000 ms, rate 200000 bit/s"
+    );
+    assert_eq!((seen.server.len(), seen.client.len()), (100, 100));
+    let c = &summary["clients"][0];
+    assert!(c["client"].as_str().unwrap().starts_with("[::1]:"), "{c}");
+    assert_eq!(
+        c["impairments"],
+        "delay 650.000 ms ± 0.000 ms, rate 1000000 bit/s"
+    );
+    for d in ["client_to_server", "server_to_client"] {
+        assert_eq!(count(&c[d]["delivered"]), 100);
+        // The delay, and the queue behind the rate: 100 datagrams of 1 ms apart take longer.
+        let delay = c[d]["mean_delay_ms"].as_f64().unwrap();
+        assert!((650.0..1000.0).contains(&delay), "{d}: {delay} ms");
+    }
+    let out = Command::new(bin::BIN)
+        .arg(&record)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    let read: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(read["counts"]["datagrams"], 400, "{read}");
+    assert!(read["conversations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| c["client"].as_str().unwrap().starts_with("[::1]:")));
 }

@@ -2,8 +2,9 @@
 //! against a scripted server on loopback: every client datagram arrives, in order, with the gaps
 //! between them within 2 ms of the capture's (the median gap; every gap within 2 ms plus the worst
 //! delay this machine took to wake a sleeping thread meanwhile: on a busy machine, milliseconds,
-//! and no process that sleeps keeps time better); the server's answer (from another socket, as the reference server answers) is
-//! reported.
+//! and no process that sleeps keeps time better); the server's answer (from another socket, as the
+//! reference server answers) is reported. The server side (`--side server`) feeds a scripted
+//! client likewise.
 
 #[path = "support/bin.rs"]
 mod bin;
@@ -18,8 +19,8 @@ use rtype_inspect::proto::rtype::MESSAGES;
 use rtype_inspect::samplegen::rtype::RtypeBuilder;
 
 /// The client datagrams (to port 50010) of a legacy pcap of Ethernet/IPv4/UDP frames, with their
-/// times in microseconds.
-fn client_datagrams(path: &std::path::Path) -> Vec<(u64, Vec<u8>)> {
+/// times in microseconds; or the server's (the others) when not `to_server`.
+fn datagrams(path: &std::path::Path, to_server: bool) -> Vec<(u64, Vec<u8>)> {
     let b = std::fs::read(path).unwrap();
     let u32_at = |at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
     let nanos = u32_at(0) == 0xA1B2_3C4D;
@@ -28,7 +29,7 @@ fn client_datagrams(path: &std::path::Path) -> Vec<(u64, Vec<u8>)> {
         let (secs, frac, caplen) = (u32_at(at), u32_at(at + 4), u32_at(at + 8) as usize);
         let data = &b[at + 16..at + 16 + caplen];
         at += 16 + caplen;
-        if u16::from_be_bytes([data[36], data[37]]) == 50010 {
+        if (u16::from_be_bytes([data[36], data[37]]) == 50010) == to_server {
             let us = u64::from(secs) * 1_000_000
                 + if nanos {
                     u64::from(frac) / 1000
@@ -41,9 +42,9 @@ fn client_datagrams(path: &std::path::Path) -> Vec<(u64, Vec<u8>)> {
     out
 }
 
-#[test]
-fn replay_delivers_every_client_datagram_in_order_and_in_time() {
-    let dir = std::env::temp_dir().join(format!("rtype-replay-test-{}", std::process::id()));
+/// A folder for test `name`, and in it the capture's first 3 s, as the replay reads them.
+fn slice(name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let dir = std::env::temp_dir().join(format!("rtype-replay-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let slice = dir.join("slice.pcap");
@@ -56,7 +57,27 @@ fn replay_delivers_every_client_datagram_in_order_and_in_time() {
         slice.to_str().unwrap(),
     ]);
     assert_eq!(code, 0, "{out}{err}");
-    let expected = client_datagrams(&slice);
+    (dir, slice)
+}
+
+/// The median of how far each gap between `got`'s arrivals is from the capture's, in µs.
+fn median_gap_error(got: &[(Instant, Vec<u8>)], expected: &[(u64, Vec<u8>)]) -> i64 {
+    let mut errors: Vec<i64> = got
+        .windows(2)
+        .zip(expected.windows(2))
+        .map(|(g, e)| {
+            let sent = g[1].0.duration_since(g[0].0).as_micros() as i64;
+            (sent - (e[1].0 - e[0].0) as i64).abs()
+        })
+        .collect();
+    errors.sort_unstable();
+    errors[errors.len() / 2]
+}
+
+#[test]
+fn replay_delivers_every_client_datagram_in_order_and_in_time() {
+    let (dir, slice) = slice("client");
+    let expected = datagrams(&slice, true);
     assert!(expected.len() > 150, "{}", expected.len());
 
     let server = UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -129,14 +150,8 @@ fn replay_delivers_every_client_datagram_in_order_and_in_time() {
         })
         .collect();
     // Most gaps are kept within 2 ms whatever the load (a wrong clock or speed moves them all).
-    let mut errors: Vec<i64> = gaps.iter().map(|(_, s, o)| (s - o).abs()).collect();
-    errors.sort_unstable();
-    let median = errors[errors.len() / 2];
+    let median = median_gap_error(&got, &expected);
     assert!(median <= 2000, "median gap error {median} us");
-    eprintln!(
-        "median gap error {median} us, worst {} us",
-        errors[errors.len() - 1]
-    );
     let late: Vec<&(usize, i64, i64)> = gaps
         .iter()
         .filter(|(_, sent, original)| (sent - original).abs() > 2000 + wake_up)
@@ -156,5 +171,57 @@ fn replay_delivers_every_client_datagram_in_order_and_in_time() {
     let text = summary.to_string();
     assert!(text.contains("SERVER_HELLO"), "{text}");
     assert!(record.exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--side server` stands in for the capture's server: once a live client has sent, it gets
+/// every datagram the captured client got, in order and in time.
+#[test]
+fn replay_of_the_server_side_feeds_a_live_client() {
+    let (dir, slice) = slice("server");
+    let expected = datagrams(&slice, false);
+    assert!(expected.len() > 150, "{}", expected.len());
+    let mut child = Command::new(bin::BIN)
+        .args(["replay", "tests/fixtures/reference-17byte-1client.pcap"])
+        .args(["-Y", "frame.time_relative <= 3", "--side", "server"])
+        .args(["--listen", "127.0.0.1:0", "--linger", "0.5", "--quiet"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut err, &mut line).unwrap();
+    let listen = line
+        .strip_prefix("rtype-inspect replay: listening on ")
+        .unwrap_or_else(|| panic!("{line:?}"))
+        .trim()
+        .to_string();
+    let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+    client.send_to(b"hello", &listen).unwrap();
+    client
+        .set_read_timeout(Some(Duration::from_millis(1500)))
+        .unwrap();
+    let mut got: Vec<(Instant, Vec<u8>)> = Vec::new();
+    let mut buf = [0u8; 4096];
+    while let Ok((n, _)) = client.recv_from(&mut buf) {
+        got.push((Instant::now(), buf[..n].to_vec()));
+    }
+    let output = child.wait_with_output().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    assert!(output.status.success(), "{rest}");
+    let payloads: Vec<&Vec<u8>> = got.iter().map(|(_, p)| p).collect();
+    let wanted: Vec<&Vec<u8>> = expected.iter().map(|(_, p)| p).collect();
+    assert_eq!(payloads, wanted, "every server datagram, in order");
+    let median = median_gap_error(&got, &expected);
+    assert!(median <= 2000, "median gap error {median} us");
+    assert!(
+        rest.contains(&format!(
+            "{} datagrams sent to 1 live client(s), 1 answers",
+            expected.len()
+        )),
+        "{rest}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -5,6 +5,7 @@
 //! side to a live server.
 
 mod impair;
+mod preset;
 mod prng;
 mod record;
 mod relay;
@@ -29,6 +30,7 @@ use crate::proto::profile::Profile;
 use crate::proto::registry::Registry;
 use crate::report::live::{catch_signals, default_signals, seconds, STOP};
 use impair::{parse_burst, parse_duration, parse_percent, parse_rate, Cause, Ms, Settings};
+use preset::{parse_client, ClientSettings, Preset};
 use relay::{Config, Counts, Relay};
 use select::{parse_window, Dir, Directions, Selector};
 
@@ -48,6 +50,10 @@ pub struct ProxyArgs {
     /// The server's address.
     #[arg(long, value_name = "ADDR")]
     to: SocketAddr,
+    /// Start from a network's figures, each direction its own; the options below change them.
+    /// One of 4g, 3.5g, 3g, edge, gprs, satellite, high-latency, high-jitter.
+    #[arg(long, value_name = "NAME", value_parser = Preset::named)]
+    preset: Option<&'static Preset>,
     /// Added delay, e.g. 80ms.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     delay: Option<u64>,
@@ -76,6 +82,11 @@ pub struct ProxyArgs {
     /// Drop datagrams whose UDP payload is larger than this many bytes.
     #[arg(long, value_name = "BYTES")]
     mtu: Option<usize>,
+    /// The settings of one client, by its order of arrival (1: the first to send), as changes to
+    /// the above: N:KEY=VALUE,... with the keys preset, delay, jitter, loss, duplicate, reorder,
+    /// rate and mtu, e.g. 2:delay=150ms,loss=5%; repeatable.
+    #[arg(long = "client", value_name = "N:SETTINGS", value_parser = parse_client)]
+    clients: Vec<ClientSettings>,
     /// Which direction the impairments apply to.
     #[arg(long, value_enum, default_value = "both")]
     direction: Directions,
@@ -109,18 +120,20 @@ pub struct ProxyArgs {
 }
 
 impl ProxyArgs {
-    fn settings(&self) -> Settings {
-        Settings {
-            delay_ns: self.delay.unwrap_or(0),
-            jitter_ns: self.jitter.unwrap_or(0),
+    /// Each direction's settings (client to server first): the preset's, changed by the options.
+    fn settings(&self) -> [Settings; 2] {
+        let base = self.preset.map_or_else(Default::default, Preset::settings);
+        base.map(|b| Settings {
+            delay_ns: self.delay.unwrap_or(b.delay_ns),
+            jitter_ns: self.jitter.unwrap_or(b.jitter_ns),
             jitter_reorder: self.jitter_reorder,
-            loss: self.loss.unwrap_or(0.0),
-            burst: self.burst,
-            duplicate: self.duplicate.unwrap_or(0.0),
-            reorder: self.reorder.unwrap_or(0.0),
-            rate_bps: self.rate,
-            mtu: self.mtu,
-        }
+            loss: self.loss.unwrap_or(b.loss),
+            burst: self.burst.or(b.burst),
+            duplicate: self.duplicate.unwrap_or(b.duplicate),
+            reorder: self.reorder.unwrap_or(b.reorder),
+            rate_bps: self.rate.or(b.rate_bps),
+            mtu: self.mtu.or(b.mtu),
+        })
     }
 }
 
@@ -136,7 +149,12 @@ pub fn run(args: ProxyArgs) -> Result<ExitCode, String> {
     };
     let settings = args.settings();
     let config = Config {
-        settings: [settings.clone(), settings.clone()],
+        per_client: args
+            .clients
+            .iter()
+            .map(|c| (c.index, c.apply(&settings)))
+            .collect(),
+        settings: settings.clone(),
         seed: args.seed,
         max_clients: usize::from(args.max_clients),
         queue_bytes: QUEUE_BYTES,
@@ -152,7 +170,7 @@ pub fn run(args: ProxyArgs) -> Result<ExitCode, String> {
         "rtype-inspect proxy: {} -> {} ({})",
         relay.listen_addr(),
         args.to,
-        describe(&settings)
+        describe_both(&settings)
     );
     let started = Instant::now();
     let (mut relayed, mut next_view) = (0u64, Duration::from_secs(1));
@@ -196,6 +214,20 @@ pub fn run(args: ProxyArgs) -> Result<ExitCode, String> {
         }
         Format::Text => write_stdout(summary.text().as_bytes()),
     }
+}
+
+/// Each direction's impairments in a few words, once when they are the same.
+fn describe_both([up, down]: &[Settings; 2]) -> String {
+    if up == down {
+        return describe(up);
+    }
+    format!(
+        "{}: {}; {}: {}",
+        Dir::Up.name(),
+        describe(up),
+        Dir::Down.name(),
+        describe(down)
+    )
 }
 
 /// The impairments in a few words.
@@ -270,7 +302,8 @@ struct Summary {
     seconds: f64,
     settings: String,
     seed: u64,
-    clients: Vec<(SocketAddr, [Counts; 2])>,
+    /// Each client's address, figures and impairments.
+    clients: Vec<(SocketAddr, [Counts; 2], String)>,
     refused: u64,
     send_errors: u64,
     waiting: usize,
@@ -286,12 +319,16 @@ const CAUSES: [Cause; 5] = [
 ];
 
 impl Summary {
-    fn of(relay: &Relay, elapsed: Duration, settings: &Settings, seed: u64) -> Summary {
+    fn of(relay: &Relay, elapsed: Duration, settings: &[Settings; 2], seed: u64) -> Summary {
         Summary {
             seconds: elapsed.as_secs_f64(),
-            settings: describe(settings),
+            settings: describe_both(settings),
             seed,
-            clients: relay.clients.iter().map(|c| (c.addr, c.counts)).collect(),
+            clients: relay
+                .clients
+                .iter()
+                .map(|c| (c.addr, c.counts, describe_both(&c.settings)))
+                .collect(),
             refused: relay.refused,
             send_errors: relay.send_errors,
             waiting: relay.waiting(),
@@ -317,9 +354,10 @@ impl Summary {
         let clients: Vec<_> = self
             .clients
             .iter()
-            .map(|(addr, c)| {
+            .map(|(addr, c, impairments)| {
                 json!({
                     "client": addr.to_string(),
+                    "impairments": impairments,
                     "client_to_server": direction(&c[0]),
                     "server_to_client": direction(&c[1]),
                 })
@@ -347,7 +385,10 @@ impl Summary {
             self.settings,
             self.seed
         );
-        for (addr, counts) in &self.clients {
+        for (addr, counts, impairments) in &self.clients {
+            if *impairments != self.settings {
+                let _ = writeln!(out, "  {addr} {impairments}");
+            }
             for dir in [Dir::Up, Dir::Down] {
                 let c = &counts[dir as usize];
                 let causes: Vec<String> = CAUSES

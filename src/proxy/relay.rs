@@ -54,6 +54,8 @@ pub struct Client {
     socket: UdpSocket,
     local: SocketAddr,
     impair: [Impairer; 2],
+    /// Its settings, client to server first.
+    pub settings: [Settings; 2],
     queued: [usize; 2],
     pub counts: [Counts; 2],
 }
@@ -69,7 +71,10 @@ struct Waiting {
 
 /// The relay's configuration.
 pub struct Config {
+    /// Everyone's settings, client to server first.
     pub settings: [Settings; 2],
+    /// The settings of clients by their order of arrival (`--client`); the last given wins.
+    pub per_client: Vec<(usize, [Settings; 2])>,
     pub seed: u64,
     pub max_clients: usize,
     pub queue_bytes: usize,
@@ -251,6 +256,13 @@ impl Relay {
             socket,
             local,
             impair: [stream(0), stream(1)],
+            settings: self
+                .config
+                .per_client
+                .iter()
+                .rev()
+                .find(|(n, _)| *n == i)
+                .map_or_else(|| self.config.settings.clone(), |(_, s)| s.clone()),
             queued: [0, 0],
             counts: [Counts::default(), Counts::default()],
         });
@@ -266,7 +278,6 @@ impl Relay {
         let c = &self.clients[client];
         let data = &self.buf[..len];
         let selected = self.selector.selects(dir, c.addr, self.server, ts, data);
-        let settings = &self.config.settings[dir as usize];
         let fate = if !selected {
             Fate::Delivered {
                 delay_ns: 0,
@@ -276,7 +287,8 @@ impl Relay {
         } else if self.selector.scheduled_drop(now) {
             Fate::Dropped(Cause::Schedule)
         } else {
-            self.clients[client].impair[dir as usize].decide(settings, now, len)
+            let c = &mut self.clients[client];
+            c.impair[dir as usize].decide(&c.settings[dir as usize], now, len)
         };
         let c = &mut self.clients[client];
         let fate = match fate {
