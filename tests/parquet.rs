@@ -663,8 +663,8 @@ fn many_captures_on_any_number_of_threads_give_the_same_files() {
     }
     let files = files_below(&one);
     assert_eq!(files, files_below(&two));
-    // 15 tables × every capture, nothing else (no temporary file left).
-    assert_eq!(files.len(), 15 * captures().len(), "{files:?}");
+    // 16 tables × every capture, nothing else (no temporary file left).
+    assert_eq!(files.len(), 16 * captures().len(), "{files:?}");
     assert!(files.iter().all(|f| f.ends_with("/part-0.parquet")));
     assert!(files.contains(&"datagrams/capture=clean-session.pcap.gz/part-0.parquet".into()));
     for f in &files {
@@ -712,7 +712,7 @@ fn a_capture_that_cannot_be_read_is_reported_and_the_others_written() {
         "{err}"
     );
     let files = files_below(&dir);
-    assert_eq!(files.len(), 15, "{files:?}");
+    assert_eq!(files.len(), 16, "{files:?}");
     assert!(files.iter().all(|f| f.contains("/capture=good.pcap/")));
     // Arguments that make no dataset.
     let (code, _, err) = run(&[
