@@ -8,6 +8,7 @@
 
 CREATE OR REPLACE VIEW datagrams AS SELECT * FROM read_parquet(getvariable('dataset') || '/datagrams/*/*.parquet', hive_partitioning = true, union_by_name = true);
 CREATE OR REPLACE VIEW entities AS SELECT * FROM read_parquet(getvariable('dataset') || '/entities/*/*.parquet', hive_partitioning = true, union_by_name = true);
+CREATE OR REPLACE VIEW entity_states AS SELECT * FROM read_parquet(getvariable('dataset') || '/entity_states/*/*.parquet', hive_partitioning = true, union_by_name = true);
 CREATE OR REPLACE VIEW findings AS SELECT * FROM read_parquet(getvariable('dataset') || '/findings/*/*.parquet', hive_partitioning = true, union_by_name = true);
 CREATE OR REPLACE VIEW conversations AS SELECT * FROM read_parquet(getvariable('dataset') || '/conversations/*/*.parquet', hive_partitioning = true, union_by_name = true);
 CREATE OR REPLACE VIEW captures AS SELECT * FROM read_parquet(getvariable('dataset') || '/captures/*/*.parquet', hive_partitioning = true, union_by_name = true);
@@ -66,3 +67,30 @@ SELECT r.capture, c.client, count(*) AS pairs,
 FROM rtts r JOIN conversations c ON c.capture = r.capture AND c.id = r.conversation
 GROUP BY r.capture, c.client
 ORDER BY r.capture, c.client;
+
+-- query: position_jumps
+-- Entities whose position jumped further than their speed allows, per capture and entity type:
+-- between two updates of one life in `entity_states`, a move longer than twice the faster of
+-- the two speeds over the time between them, plus one unit (capture times jitter around the
+-- server's ticks); how many such jumps, in how many lives, and the longest.
+WITH states AS (
+    SELECT capture, conversation, entity, life, frame, type_name, epoch_us(time) AS us,
+           CAST(pos_x AS DOUBLE) AS x, CAST(pos_y AS DOUBLE) AS y,
+           sqrt(CAST(vel_x AS DOUBLE) * vel_x + CAST(vel_y AS DOUBLE) * vel_y) AS speed
+    FROM entity_states
+    WHERE event = 'update' AND pos_x IS NOT NULL AND pos_y IS NOT NULL
+      AND vel_x IS NOT NULL AND vel_y IS NOT NULL
+), moves AS (
+    SELECT capture, conversation, entity, life, type_name,
+           sqrt((x - lag(x) OVER w) * (x - lag(x) OVER w) + (y - lag(y) OVER w) * (y - lag(y) OVER w)) AS moved,
+           greatest(speed, lag(speed) OVER w) * (us - lag(us) OVER w) / 1e6 AS allowed
+    FROM states
+    WINDOW w AS (PARTITION BY capture, conversation, entity, life ORDER BY frame)
+)
+SELECT capture, type_name, count(*) AS jumps,
+       count(DISTINCT concat(conversation, '/', entity, '/', life)) AS lives,
+       round(max(moved), 1) AS longest
+FROM moves
+WHERE moved > 2 * allowed + 1
+GROUP BY capture, type_name
+ORDER BY capture, jumps DESC, type_name NULLS LAST;

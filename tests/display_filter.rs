@@ -119,6 +119,10 @@ const CASES: &[Case] = &[
     same("rtype.header_len == 15", &["old-header.pcap", "reference-15byte-levelevents.pcap"]),
     same("rtype.payload", &["violations-compression.pcap", "violations-crc.pcap"]),
     same("rtype.payload contains 00:00", &["violations-compression.pcap"]),
+    // The entity id of any message: spawns, destroys, snapshots, chunks and reassembled ones.
+    same("rtype.entity.id == 68", &["reference-17byte-1client.pcap", "reference-15byte-levelevents.pcap"]),
+    same("rtype.entity.id == 2 && !rtype.snapshot.entity.id", &["clean-session.pcap", "violations-chunks.pcap"]),
+    same("rt.entity.id == 10012", &["rt-two-players.pcap"]),
     // Nested repeated fields: snapshot entities (any, all, the four inequalities).
     same("rtype.snapshot.entity.id == 2", CLEAN),
     same("rtype.snapshot.entity.id != 3", &["clean-session.pcap", "violations-snapshot.pcap"]),

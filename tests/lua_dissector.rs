@@ -2309,9 +2309,25 @@ local function field(kind)
 end
 ProtoField = setmetatable({}, { __index = function(_, kind) return field(kind) end })
 Pref = setmetatable({}, { __index = function() return function(_, default) return default end end })
-function gui_enabled() return false end
+-- The GUI, when run with `lua5.4 -e 'GUI = "packet"'` (a Wireshark with register_packet_menu) or
+-- "menu" (one without): the menus are listed and each Follow entry is invoked, with a packet
+-- naming entities 68 and 70 and rt's 10012, or with ids typed in its dialog.
+local MENUS = {}
+function gui_enabled() return GUI ~= nil end
 function register_stat_cmd_arg() end
-function register_menu() end
+function register_menu(name, action) MENUS[#MENUS + 1] = { "menu", name, action } end
+if GUI == "packet" then
+    function register_packet_menu(name, action, fields)
+        MENUS[#MENUS + 1] = { "packet menu on " .. fields, name, action }
+    end
+end
+local FILTER
+function set_filter(f) FILTER = f end
+function apply_filter() print("apply_filter " .. FILTER) end
+function new_dialog(title, action, label)
+    print("dialog " .. title .. ": " .. label)
+    for _, typed in ipairs({ "-1", "x", "4294967296", "1.5", "68" }) do action(typed) end
+end
 local udp = { add = function() end, remove = function() end, add_for_decode_as = function() end }
 DissectorTable = { get = function() return udp end }
 Dissector = { get = function() return { call = function() end } end }
@@ -2387,6 +2403,7 @@ Item.add_le = Item.add
 function Item:append_text() return self end
 function Item:prepend_text() return self end
 function Item:set_generated() return self end
+function Item:set_hidden() return self end
 function Item:set_len() return self end
 function Item:set_text() return self end
 function Item:add_tvb_expert_info(ex, range, text)
@@ -2402,6 +2419,16 @@ end
 
 local chunk = assert(loadfile(script))
 chunk()
+if GUI then
+    for _, m in ipairs(MENUS) do
+        print(m[1] .. ": " .. m[2])
+        if m[2]:match("Follow") then
+            m[3]({ name = "frame.number", value = 9 }, { name = "rtype.entity.id", value = 68 },
+                { name = "rtype.entity.id", value = 70 }, { name = "rt.entity.id", value = 10012 })
+        end
+    end
+    return
+end
 
 local column = { set = function() end, append = function() end }
 for line in io.lines() do
@@ -3299,4 +3326,106 @@ fn statistics_match_the_summary() {
             assert_eq!(shown, violations, "{what}: violations");
         }
     }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Following an entity
+// ------------------------------------------------------------------------------------------------
+
+/// `rtype.entity.id == 68` selects in each tshark the frames rtype-inspect selects on the real
+/// 17-byte capture (spawns, destroys, snapshots, chunks and the snapshots they complete), and
+/// `-T fields -e rtype.entity.id` lists the same ids of each, in the same order.
+#[test]
+fn entity_id_field_follows_entity_68_as_rtype_inspect_does() {
+    let capture = fixture("reference-17byte-1client.pcap");
+    let fields = [
+        "-T",
+        "fields",
+        "-e",
+        "frame.number",
+        "-e",
+        "rtype.entity.id",
+    ];
+    let ours = Command::new(env!("CARGO_BIN_EXE_rtype-inspect"))
+        .arg("packets")
+        .arg(&capture)
+        .args(["-Y", "rtype.entity.id == 68"])
+        .args(fields)
+        .output()
+        .unwrap();
+    assert!(ours.status.success());
+    let ours = String::from_utf8(ours.stdout).unwrap();
+    let lines: Vec<&str> = ours.lines().collect();
+    assert_eq!(lines.len(), ENTITY_68_FRAMES);
+    // Its first spawn, its first update, and the chunk of frame 558: the chunk's own five
+    // entities, then the 70 of the snapshot it completes.
+    assert_eq!(lines[0], "523\t68");
+    assert!(lines[1].starts_with("524\t0,1,"), "{}", lines[1]);
+    let chunk = lines.iter().find(|l| l.starts_with("558\t")).unwrap();
+    let ids: Vec<u32> = chunk[4..].split(',').map(|x| x.parse().unwrap()).collect();
+    assert_eq!(ids[..5], [65, 66, 67, 68, 69]);
+    assert_eq!(ids[5..], (0..70).collect::<Vec<u32>>());
+    for ts in tsharks("entity_id_field_follows_entity_68_as_rtype_inspect_does") {
+        let mut args = vec!["-Y", "rtype.entity.id == 68"];
+        args.extend(fields);
+        assert_eq!(tshark(ts, &capture, &args), ours, "{}", ts.name());
+    }
+}
+
+/// Frames of the 17-byte capture that name entity 68.
+const ENTITY_68_FRAMES: usize = 497;
+
+/// The Follow R-Type entity menu: with register_packet_menu (Wireshark 4.4, 4.6) an entry of the
+/// packet list per protocol, filtering on the selected packet's first entity; without it (4.0)
+/// an Analyze entry asking for the id, which takes a whole id and nothing else; with no GUI
+/// (tshark), nothing (every other test runs the dissector there).
+#[test]
+fn follow_entity_menu_fits_each_wireshark() {
+    if !Command::new("lua5.4")
+        .arg("-v")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        skip::missing(
+            "follow_entity_menu_fits_each_wireshark",
+            "no lua5.4 (apt-get install lua5.4)",
+        );
+        return;
+    }
+    let mock = scratch("mock-wireshark-gui.lua");
+    std::fs::write(&mock, MOCK_WIRESHARK).unwrap();
+    let run = |gui: &str| {
+        let out = Command::new("lua5.4")
+            .arg("-e")
+            .arg(format!("GUI = {gui:?}"))
+            .arg(&mock)
+            .arg(dissector())
+            .arg("none")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert_eq!(
+        run("packet"),
+        "menu: R-Type\n\
+         packet menu on rtype.entity.id: R-Type/Follow R-Type entity (rtype.entity.id)\n\
+         apply_filter rtype.entity.id == 68\n\
+         packet menu on rt.entity.id: R-Type/Follow R-Type entity (rt.entity.id)\n\
+         apply_filter rt.entity.id == 10012\n"
+    );
+    assert_eq!(
+        run("menu"),
+        "menu: R-Type\n\
+         menu: Follow R-Type entity (rtype.entity.id)\n\
+         dialog Follow R-Type entity (rtype.entity.id): Entity ID\n\
+         apply_filter rtype.entity.id == 68\n\
+         menu: Follow R-Type entity (rt.entity.id)\n\
+         dialog Follow R-Type entity (rt.entity.id): Entity ID\n\
+         apply_filter rt.entity.id == 68\n"
+    );
 }

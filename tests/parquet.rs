@@ -663,8 +663,8 @@ fn many_captures_on_any_number_of_threads_give_the_same_files() {
     }
     let files = files_below(&one);
     assert_eq!(files, files_below(&two));
-    // 15 tables × every capture, nothing else (no temporary file left).
-    assert_eq!(files.len(), 15 * captures().len(), "{files:?}");
+    // 16 tables × every capture, nothing else (no temporary file left).
+    assert_eq!(files.len(), 16 * captures().len(), "{files:?}");
     assert!(files.iter().all(|f| f.ends_with("/part-0.parquet")));
     assert!(files.contains(&"datagrams/capture=clean-session.pcap.gz/part-0.parquet".into()));
     for f in &files {
@@ -712,7 +712,7 @@ fn a_capture_that_cannot_be_read_is_reported_and_the_others_written() {
         "{err}"
     );
     let files = files_below(&dir);
-    assert_eq!(files.len(), 15, "{files:?}");
+    assert_eq!(files.len(), 16, "{files:?}");
     assert!(files.iter().all(|f| f.contains("/capture=good.pcap/")));
     // Arguments that make no dataset.
     let (code, _, err) = run(&[
@@ -874,5 +874,94 @@ fn entity_type_is_carried_into_later_rows() {
     // Before, 55,742 of the 56,891 rows had no type.
     assert_eq!(got.get(&None), None, "{got:?}");
     assert_eq!(rows.len(), 56_891);
+    let _ = std::fs::remove_dir_all(&dataset);
+}
+
+/// `entity_states` holds `rtype-inspect entity`'s events of every entity: for entity 68 of the
+/// real 17-byte capture, one row per event of its report (5 lives, 479 updates, 8 destroys),
+/// with the same frame, event and life, the columns it changed set to the values the report
+/// gives, and every value the report gave before carried in the state.
+#[test]
+fn entity_states_follow_entity_68_as_the_entity_report_does() {
+    let capture = "tests/fixtures/reference-17byte-1client.pcap";
+    let name = "reference-17byte-1client.pcap";
+    let dataset = scratch("states");
+    let out = dataset.to_str().unwrap().to_string();
+    let (code, _, err) = run(&["export", capture, "--format", "parquet", "-o", &out]);
+    assert_eq!(code, 0, "{err}");
+    let rows: Vec<Row> = table(&dataset, "entity_states", name)
+        .into_iter()
+        .filter(|r| r["entity"] == V::Int(68))
+        .collect();
+    let (code, report, err) = run(&["entity", capture, "68", "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let report: Value = serde_json::from_str(&report).unwrap();
+    let conversation = &report["conversations"][0];
+    assert_eq!(
+        (
+            &conversation["lives"],
+            &conversation["updates"],
+            &conversation["destroys"]
+        ),
+        (&Value::from(5), &Value::from(479), &Value::from(8))
+    );
+    let events = conversation["events"].as_array().unwrap();
+    assert_eq!(rows.len(), events.len());
+    assert_eq!(rows.len(), 492);
+    let mut state: BTreeMap<String, Value> = BTreeMap::new();
+    for (row, event) in rows.iter().zip(events) {
+        let at = format!("frame {}", event["frame"]);
+        assert_eq!(
+            row["frame"],
+            V::Int(event["frame"].as_i64().unwrap().into()),
+            "{at}"
+        );
+        assert_eq!(
+            row["event"],
+            V::Str(event["event"].as_str().unwrap().into()),
+            "{at}"
+        );
+        assert_eq!(
+            row["life"],
+            V::Int(event["life"].as_i64().unwrap().into()),
+            "{at}"
+        );
+        assert_eq!(row["conversation"], V::Int(1), "{at}");
+        let changed = event["changed"].as_object().unwrap();
+        let listed = match row.get("changed") {
+            Some(V::Str(s)) if !s.is_empty() => s.split(',').map(String::from).collect(),
+            _ => Vec::new(),
+        };
+        let mut want: Vec<String> = changed.keys().cloned().collect();
+        let mut got = listed.clone();
+        want.sort();
+        got.sort();
+        assert_eq!(got, want, "{at}");
+        let event_name = event["event"].as_str().unwrap();
+        if event_name.starts_with("spawn") || event_name == "update-unspawned" {
+            state.clear();
+        }
+        state.extend(changed.iter().map(|(k, v)| (k.clone(), v.clone())));
+        for (column, value) in &state {
+            assert!(
+                same(value, &row[column]),
+                "{at}: {column} {value} vs {:?}",
+                row[column]
+            );
+        }
+    }
+    // Its first life: spawned as a bullet at frame 523, then moving right at 500 units/s.
+    let first = &rows[0];
+    assert_eq!(first["event"], V::Str("spawn".into()));
+    assert_eq!(first["type_name"], V::Str("bullet".into()));
+    assert_eq!(first["entity_type"], V::Int(3));
+    assert_eq!(first["changed"], V::Str("entity_type,pos_x,pos_y".into()));
+    assert_eq!(rows[1]["frame"], V::Int(524));
+    assert_eq!(rows[1]["tick"], V::Int(324));
+    assert_eq!(rows[1]["changed"], V::Str("pos_x,vel_x,vel_y".into()));
+    assert_eq!(rows[1]["pos_x"], V::F32(126.0));
+    assert_eq!(rows[1]["pos_y"], V::F32(705.0));
+    assert_eq!(rows[1]["vel_x"], V::F32(500.0));
+    assert_eq!(rows[1]["vel_y"], V::F32(0.0));
     let _ = std::fs::remove_dir_all(&dataset);
 }

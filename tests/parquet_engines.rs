@@ -227,6 +227,35 @@ fn duckdb_answers_the_documented_queries_as_the_summary_and_stats_do() {
             assert!(median <= p95 && p95 <= max, "{name} {client}: p95 {p95}");
         }
     }
+    // Position jumps (entity_states): on the real captures, the players' ships and rt's players,
+    // whose positions follow their inputs while their velocity stays 0; on the samples, rt's
+    // (rt-big-endian.pcap, rt-little-endian.pcap) alone.
+    let jumps = |capture: &str| -> Vec<(String, u64, u64, f64)> {
+        rows("position_jumps", capture)
+            .iter()
+            .map(|r| {
+                (
+                    r["type_name"].as_str().unwrap().to_string(),
+                    num(&r["jumps"]) as u64,
+                    num(&r["lives"]) as u64,
+                    num(&r["longest"]),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        jumps("reference-17byte-1client.pcap"),
+        [("player_ship".to_string(), 102, 1, 3677.7)]
+    );
+    assert_eq!(
+        jumps("reference-15byte-levelevents.pcap"),
+        [("player_ship".to_string(), 102, 1, 10370.3)]
+    );
+    assert_eq!(
+        jumps("rt-two-players.pcap"),
+        [("player".to_string(), 1408, 4, 7.1)]
+    );
+    assert_eq!(results["position_jumps"].len(), 6);
     // The captures with the most findings of the rule: the summaries' counts, most first.
     duplicates.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
     duplicates.truncate(10);

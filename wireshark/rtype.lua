@@ -522,6 +522,9 @@ local PF_RTNP = {
     conversation = reg("rtnp", ProtoField.uint32("rtnp.conversation", "Conversation", base.DEC, nil, nil, "rtype-inspect's conversation number: the client's address and port with the server's address, numbered in order of first appearance (0 past the limit)")),
     stream_delta = reg("rtnp", ProtoField.relative_time("rtnp.stream.time_delta", "Time since the previous datagram of the stream (conversation and direction)", nil, "A stream is one direction of one rtype-inspect conversation; none for its first datagram")),
 }
+PF.entity_id = reg("rtype", ProtoField.uint32("rtype.entity.id", "Entity ID (any message)", base.DEC))
+PF_RT.entity_id = reg("rt", ProtoField.uint32("rt.entity.id", "Entity ID (any message)", base.DEC))
+local FOLLOW = { "rtype.entity.id", "rt.entity.id" }
 RULE.undecoded_pf, RULE_RT.undecoded_pf = PF.undecoded, PF_RT.undecoded
 local RULE_REASSEMBLED = setmetatable({ undecoded_pf = PF.reassembled_undecoded }, { __index = RULE })
 
@@ -1053,6 +1056,20 @@ local function add_int(c, t, f, p, w, v)
             for k = 1, #bits do t:add(bits[k], v) end
         end
     end
+end
+
+--- Adds the hidden item of a role's field of its own (`rtype.entity.id`, ProtoField `pf`) for the
+--- integer just read (`w` bytes, value `v`): filters find every entity id by one name.
+local function role_item(c, t, pf, w, v)
+    if t == nil then return end
+    local item
+    if c.vis then
+        local r = c.tvb(c.base + c.pos - w, w)
+        item = c.le and t:add_le(pf, r, v) or t:add(pf, r, v)
+    else
+        item = t:add(pf, v)
+    end
+    item:set_hidden()
 end
 
 local function U8(c, t, f)
@@ -1607,6 +1624,7 @@ MSG[0x14] = {
                 v = U32(c, t0, 26)
                 if v == nil then return false end
                 c.entity = v
+                role_item(c, t0, PF.entity_id, 4, v)
                 v = U16(c, t0, 27)
                 if v == nil then return false end
                 c.mask = v
@@ -1720,6 +1738,7 @@ MSG[0x1D] = {
         v = U32(c, t, 36)
         if v == nil then return false end
         c.entity = v
+        role_item(c, t, PF.entity_id, 4, v)
         v = U8(c, t, 37)
         if v == nil then return false end
         entity_type(c, 37, v, 1)
@@ -1738,6 +1757,7 @@ MSG[0x1E] = {
         v = U32(c, t, 40)
         if v == nil then return false end
         c.entity = v
+        role_item(c, t, PF.entity_id, 4, v)
         return true
     end,
     variants = {},
@@ -1787,6 +1807,7 @@ MSG[0x21] = {
                 v = U32(c, t0, 45)
                 if v == nil then return false end
                 c.entity = v
+                role_item(c, t0, PF.entity_id, 4, v)
                 v = U16(c, t0, 46)
                 if v == nil then return false end
                 c.mask = v
@@ -1975,6 +1996,7 @@ local REASSEMBLED = {
                 v = U32(c, t0, 76)
                 if v == nil then return false end
                 c.entity = v
+                role_item(c, t0, PF.entity_id, 4, v)
                 v = U16(c, t0, 77)
                 if v == nil then return false end
                 c.mask = v
@@ -2122,6 +2144,7 @@ MSG_RT[0x21] = {
         v = U32(c, t, 104)
         if v == nil then return false end
         c.entity = v
+        role_item(c, t, PF_RT.entity_id, 4, v)
         v = U8(c, t, 105)
         if v == nil then return false end
         entity_type(c, 105, v, 1)
@@ -2145,6 +2168,7 @@ MSG_RT[0x22] = {
         v = U32(c, t, 113)
         if v == nil then return false end
         c.entity = v
+        role_item(c, t, PF_RT.entity_id, 4, v)
         if U8(c, t, 114) == nil then return false end
         if U16(c, t, 115) == nil then return false end
         if U16(c, t, 116) == nil then return false end
@@ -2170,6 +2194,7 @@ MSG_RT[0x24] = {
                 v = U32(c, t0, 119)
                 if v == nil then return false end
                 c.entity = v
+                role_item(c, t0, PF_RT.entity_id, 4, v)
                 if I16(c, t0, 120) == nil then return false end
                 if I16(c, t0, 121) == nil then return false end
                 if U16(c, t0, 122) == nil then return false end
@@ -2196,6 +2221,7 @@ MSG_RT[0x24] = {
                     v = U32(c, t0, 119)
                     if v == nil then return false end
                     c.entity = v
+                    role_item(c, t0, PF_RT.entity_id, 4, v)
                     if I16(c, t0, 120) == nil then return false end
                     if I16(c, t0, 121) == nil then return false end
                     if U16(c, t0, 122) == nil then return false end
@@ -2227,6 +2253,7 @@ MSG_RT[0x25] = {
                 v = U32(c, t0, 126)
                 if v == nil then return false end
                 c.entity = v
+                role_item(c, t0, PF_RT.entity_id, 4, v)
                 if I16(c, t0, 127) == nil then return false end
                 if I16(c, t0, 128) == nil then return false end
                 if I16(c, t0, 129) == nil then return false end
@@ -2253,6 +2280,7 @@ MSG_RT[0x25] = {
                     v = U32(c, t0, 126)
                     if v == nil then return false end
                     c.entity = v
+                    role_item(c, t0, PF_RT.entity_id, 4, v)
                     if I16(c, t0, 127) == nil then return false end
                     if I16(c, t0, 128) == nil then return false end
                     if I16(c, t0, 129) == nil then return false end
@@ -2284,6 +2312,7 @@ MSG_RT[0x26] = {
                 v = U32(c, t0, 133)
                 if v == nil then return false end
                 c.entity = v
+                role_item(c, t0, PF_RT.entity_id, 4, v)
                 if U8(c, t0, 134) == nil then return false end
                 if U8(c, t0, 135) == nil then return false end
                 if U8(c, t0, 136) == nil then return false end
@@ -2310,6 +2339,7 @@ MSG_RT[0x26] = {
                     v = U32(c, t0, 133)
                     if v == nil then return false end
                     c.entity = v
+                    role_item(c, t0, PF_RT.entity_id, 4, v)
                     if U8(c, t0, 134) == nil then return false end
                     if U8(c, t0, 135) == nil then return false end
                     if U8(c, t0, 136) == nil then return false end
@@ -2341,6 +2371,7 @@ MSG_RT[0x27] = {
                 v = U32(c, t0, 140)
                 if v == nil then return false end
                 c.entity = v
+                role_item(c, t0, PF_RT.entity_id, 4, v)
                 if U8(c, t0, 141) == nil then return false end
                 if U8(c, t0, 142) == nil then return false end
                 if U16(c, t0, 143) == nil then return false end
@@ -2367,6 +2398,7 @@ MSG_RT[0x27] = {
                     v = U32(c, t0, 140)
                     if v == nil then return false end
                     c.entity = v
+                    role_item(c, t0, PF_RT.entity_id, 4, v)
                     if U16(c, t0, 145) == nil then return false end
                     if U8(c, t0, 146) == nil then return false end
                     if U8(c, t0, 147) == nil then return false end
@@ -2398,6 +2430,7 @@ MSG_RT[0x28] = {
                 v = U32(c, t0, 151)
                 if v == nil then return false end
                 c.entity = v
+                role_item(c, t0, PF_RT.entity_id, 4, v)
                 if U8(c, t0, 152) == nil then return false end
                 if U8(c, t0, 153) == nil then return false end
                 if U32(c, t0, 154) == nil then return false end
@@ -2424,6 +2457,7 @@ MSG_RT[0x28] = {
                     v = U32(c, t0, 151)
                     if v == nil then return false end
                     c.entity = v
+                    role_item(c, t0, PF_RT.entity_id, 4, v)
                     if U8(c, t0, 152) == nil then return false end
                     if U8(c, t0, 153) == nil then return false end
                     if U32(c, t0, 154) == nil then return false end
@@ -2455,6 +2489,7 @@ MSG_RT[0x29] = {
                 v = U32(c, t0, 158)
                 if v == nil then return false end
                 c.entity = v
+                role_item(c, t0, PF_RT.entity_id, 4, v)
                 if BYTES(c, t0, 159, 7) == nil then return false end
                 if t0 then close(c, t0, g0) end
             end
@@ -2478,6 +2513,7 @@ MSG_RT[0x29] = {
                     v = U32(c, t0, 158)
                     if v == nil then return false end
                     c.entity = v
+                    role_item(c, t0, PF_RT.entity_id, 4, v)
                     if BYTES(c, t0, 159, 7) == nil then return false end
                     if t0 then close(c, t0, g0) end
                 end
@@ -2495,6 +2531,7 @@ MSG_RT[0x2A] = {
         v = U32(c, t, 160)
         if v == nil then return false end
         c.entity = v
+        role_item(c, t, PF_RT.entity_id, 4, v)
         v = U8(c, t, 161)
         if v == nil then return false end
         if v == 1 then
@@ -2573,6 +2610,7 @@ MSG_RT[0x2B] = {
         v = U32(c, t, 194)
         if v == nil then return false end
         c.entity = v
+        role_item(c, t, PF_RT.entity_id, 4, v)
         if U8(c, t, 195) == nil then return false end
         return true
     end,
@@ -2597,6 +2635,7 @@ MSG_RT[0x2C] = {
                 v = U32(c, t0, 199)
                 if v == nil then return false end
                 c.entity = v
+                role_item(c, t0, PF_RT.entity_id, 4, v)
                 if I16(c, t0, 200) == nil then return false end
                 if I16(c, t0, 201) == nil then return false end
                 if U16(c, t0, 202) == nil then return false end
@@ -2628,6 +2667,7 @@ MSG_RT[0x2D] = {
                 v = U32(c, t0, 207)
                 if v == nil then return false end
                 c.entity = v
+                role_item(c, t0, PF_RT.entity_id, 4, v)
                 if U8(c, t0, 208) == nil then return false end
                 if U8(c, t0, 209) == nil then return false end
                 if U8(c, t0, 210) == nil then return false end
@@ -2647,6 +2687,7 @@ MSG_RT[0x2E] = {
         v = U32(c, t, 212)
         if v == nil then return false end
         c.entity = v
+        role_item(c, t, PF_RT.entity_id, 4, v)
         v = U8(c, t, 213)
         if v == nil then return false end
         entity_type(c, 213, v, 1)
@@ -2952,6 +2993,7 @@ MSG_RT[0x65] = {
         v = U32(c, t, 329)
         if v == nil then return false end
         c.entity = v
+        role_item(c, t, PF_RT.entity_id, 4, v)
         if U8(c, t, 330) == nil then return false end
         if U8(c, t, 331) == nil then return false end
         if U32(c, t, 332) == nil then return false end
@@ -5210,6 +5252,33 @@ if gui_enabled() then
         local window = TextWindow.new("R-Type statistics")
         window:set(statistics_text())
     end, MENU_STAT_GENERIC)
+end
+-- Follow R-Type entity: filters the frames that name the selected packet's entity (the first
+-- one it names), by its protocol's entity field (FOLLOW). Where Wireshark has register_packet_menu
+-- (4.4 and 4.6 have it, 4.0 has not) it is in the packet list's context menu; elsewhere it is
+-- under Analyze, asking for the id. tshark has no menus: nothing is registered there.
+local function follow(name, id)
+    set_filter(sfmt("%s == %d", name, id))
+    apply_filter()
+end
+if gui_enabled() then
+    for _, name in ipairs(FOLLOW) do
+        local label = "Follow R-Type entity (" .. name .. ")"
+        if register_packet_menu then
+            register_packet_menu("R-Type/" .. label, function(...)
+                for _, f in ipairs({ ... }) do
+                    if f.name == name then return follow(name, f.value) end
+                end
+            end, name)
+        else
+            register_menu(label, function()
+                new_dialog(label, function(text)
+                    local id = tonumber(text)
+                    if id and id >= 0 and id < 4294967296 and id == math.floor(id) then follow(name, id) end
+                end, "Entity ID")
+            end, MENU_ANALYZE_UNSORTED)
+        end
+    end
 end
 register_stat_cmd_arg("rtype,stat", function()
     local listener = Listener.new("frame", "rtype || rt || rtnp")

@@ -19,7 +19,7 @@ from pyspark import SparkFiles
 from pyspark.sql import SparkSession
 
 # The tables the queries read.
-TABLES = ["datagrams", "entities", "findings", "conversations", "captures"]
+TABLES = ["datagrams", "entities", "entity_states", "findings", "conversations", "captures"]
 
 # The queries of docs/parquet.md (examples/duckdb.sql) in Spark SQL: the same results, in
 # Spark's dialect (element_at for a sorted list's rank, `last(x, true)` for IGNORE NULLS, `div`).
@@ -70,6 +70,29 @@ QUERIES = {
         FROM rtts r JOIN conversations c ON c.capture = r.capture AND c.id = r.conversation
         GROUP BY r.capture, c.client
         ORDER BY r.capture, c.client""",
+    "position_jumps": """
+        WITH states AS (
+            SELECT capture, conversation, entity, life, frame, type_name, unix_micros(time) AS us,
+                   CAST(pos_x AS DOUBLE) AS x, CAST(pos_y AS DOUBLE) AS y,
+                   sqrt(CAST(vel_x AS DOUBLE) * vel_x + CAST(vel_y AS DOUBLE) * vel_y) AS speed
+            FROM entity_states
+            WHERE event = 'update' AND pos_x IS NOT NULL AND pos_y IS NOT NULL
+              AND vel_x IS NOT NULL AND vel_y IS NOT NULL
+        ), moves AS (
+            SELECT capture, conversation, entity, life, type_name,
+                   sqrt((x - lag(x) OVER w) * (x - lag(x) OVER w)
+                        + (y - lag(y) OVER w) * (y - lag(y) OVER w)) AS moved,
+                   greatest(speed, lag(speed) OVER w) * (us - lag(us) OVER w) / 1e6 AS allowed
+            FROM states
+            WINDOW w AS (PARTITION BY capture, conversation, entity, life ORDER BY frame)
+        )
+        SELECT capture, type_name, count(*) AS jumps,
+               count(DISTINCT conversation, entity, life) AS lives,
+               round(max(moved), 1) AS longest
+        FROM moves
+        WHERE moved > 2 * allowed + 1
+        GROUP BY capture, type_name
+        ORDER BY capture, jumps DESC, type_name NULLS LAST""",
 }
 
 

@@ -181,17 +181,18 @@ impl Plan {
         };
         for (a, atom) in compiled.atoms.iter().enumerate() {
             let field = registry.field(atom.field);
-            let (described, transform) = match field.source {
-                Source::Described { .. } => (atom.field, Transform::Same),
+            let (described, transform) = match &field.source {
+                Source::Described { .. } => (std::slice::from_ref(&atom.field), Transform::Same),
+                Source::Role { of, .. } => (of.as_slice(), Transform::Same),
                 Source::Bits { of, mask } => (
-                    of,
+                    std::slice::from_ref(of),
                     Transform::Bits {
-                        mask: mask.into(),
+                        mask: (*mask).into(),
                         shift: mask.trailing_zeros(),
                         flag: field.ty == FieldType::Boolean,
                     },
                 ),
-                Source::Raw { of } => (of, Transform::Raw { divisor: 1.0 }),
+                Source::Raw { of } => (std::slice::from_ref(of), Transform::Raw { divisor: 1.0 }),
                 Source::Runtime(Runtime::Undecoded(Protocol::Rtype)) => {
                     plan.rtype_undecoded.push(a);
                     continue;
@@ -205,53 +206,60 @@ impl Plan {
                     continue;
                 }
                 Source::Runtime(r) => {
-                    plan.runtime.push((r, a));
+                    plan.runtime.push((*r, a));
                     continue;
                 }
                 Source::Rule(rule) => {
-                    plan.rules.push((rule, a));
+                    plan.rules.push((*rule, a));
                     continue;
                 }
             };
-            let Source::Described { scope, path, decls } = &registry.field(described).source else {
-                unreachable!("bits and raw values are of described fields")
-            };
-            let with_divisor = |decl: &Field| match transform {
-                Transform::Raw { .. } => Transform::Raw {
-                    divisor: f64::from(decl.divisor),
-                },
-                t => t,
-            };
-            if let Scope::Header(p) = *scope {
-                let (list, nodes) = match p {
-                    Protocol::Rtype => (&mut plan.rtype_header, crate::proto::rtype::HEADER),
-                    _ => (&mut plan.rt_header, crate::proto::rt::HEADER),
-                };
-                for decl in decls {
-                    let transform = with_divisor(decl);
-                    HeaderField::add(list, nodes, decl, Feed { atom: a, transform });
-                }
-                continue;
-            }
-            let trie = match *scope {
-                Scope::Header(_) => unreachable!("read in place"),
-                Scope::Reassembled => plan.reassembled.get_or_insert_with(Trie::default),
-                Scope::Message(p, code) => {
-                    match plan.messages.iter().position(|m| m.0 == p && m.1 == code) {
-                        Some(i) => &mut plan.messages[i].2,
-                        None => {
-                            plan.messages.push((p, code, Trie::default()));
-                            &mut plan.messages.last_mut().expect("just pushed").2
-                        }
-                    }
-                }
-            };
-            for decl in decls {
-                let transform = with_divisor(decl);
-                trie.entry(path, decl).push(Feed { atom: a, transform });
+            for &d in described {
+                plan.feed(registry, d, a, transform);
             }
         }
         plan
+    }
+
+    /// Feeds atom `a` with described field `described`'s values, through `transform`.
+    fn feed(&mut self, registry: &Registry, described: usize, a: usize, transform: Transform) {
+        let Source::Described { scope, path, decls } = &registry.field(described).source else {
+            unreachable!("bits, raw values and roles are of described fields")
+        };
+        let with_divisor = |decl: &Field| match transform {
+            Transform::Raw { .. } => Transform::Raw {
+                divisor: f64::from(decl.divisor),
+            },
+            t => t,
+        };
+        if let Scope::Header(p) = *scope {
+            let (list, nodes) = match p {
+                Protocol::Rtype => (&mut self.rtype_header, crate::proto::rtype::HEADER),
+                _ => (&mut self.rt_header, crate::proto::rt::HEADER),
+            };
+            for decl in decls {
+                let transform = with_divisor(decl);
+                HeaderField::add(list, nodes, decl, Feed { atom: a, transform });
+            }
+            return;
+        }
+        let trie = match *scope {
+            Scope::Header(_) => unreachable!("read in place"),
+            Scope::Reassembled => self.reassembled.get_or_insert_with(Trie::default),
+            Scope::Message(p, code) => {
+                match self.messages.iter().position(|m| m.0 == p && m.1 == code) {
+                    Some(i) => &mut self.messages[i].2,
+                    None => {
+                        self.messages.push((p, code, Trie::default()));
+                        &mut self.messages.last_mut().expect("just pushed").2
+                    }
+                }
+            }
+        };
+        for decl in decls {
+            let transform = with_divisor(decl);
+            trie.entry(path, decl).push(Feed { atom: a, transform });
+        }
     }
 
     fn message(&self, protocol: Protocol, code: u8) -> Option<&Trie> {

@@ -259,6 +259,38 @@ pub enum Source {
     Runtime(Runtime),
     /// Present when the datagram broke the rule (Wireshark registers every expert info's ID).
     Rule(Rule),
+    /// Every occurrence of the described fields `of`, which are the protocol's fields of `role`
+    /// ([`ROLE_FIELDS`]), in the order the walk meets them.
+    Role {
+        role: Role,
+        of: Vec<usize>,
+    },
+}
+
+/// A field for every field of a role, whatever message carries it, under each protocol whose
+/// description has the role (`rtype.entity.id`, `rt.entity.id`): one name to follow one thing
+/// across messages, as Wireshark's `udp.port` is either port. Its name after the protocol's,
+/// and its label.
+pub struct RoleField {
+    pub role: Role,
+    pub suffix: &'static str,
+    pub label: &'static str,
+}
+
+pub const ROLE_FIELDS: &[RoleField] = &[RoleField {
+    role: Role::EntityId,
+    suffix: "entity.id",
+    label: "Entity ID (any message)",
+}];
+
+impl Scope {
+    /// The protocol whose fields the scope holds.
+    pub fn protocol(self) -> Protocol {
+        match self {
+            Scope::Header(p) | Scope::Message(p, _) => p,
+            Scope::Reassembled => Protocol::Rtype,
+        }
+    }
 }
 
 /// One filter field.
@@ -768,6 +800,7 @@ impl Registry {
             b.push(runtime_field(f, Provider::Dissector));
         }
         b.described();
+        b.role_fields();
         for rule in Rule::all() {
             b.push(FilterField {
                 column: None,
@@ -857,6 +890,11 @@ impl Registry {
     }
 }
 
+/// The filter name of role field `r` under protocol `p`.
+pub fn role_field_name(p: Protocol, r: &RoleField) -> String {
+    format!("{}.{}", p.name(), r.suffix)
+}
+
 fn runtime_field(f: &RuntimeField, provider: Provider) -> FilterField {
     FilterField {
         column: None,
@@ -885,6 +923,8 @@ struct Builder<'p> {
     shareable: HashMap<String, &'static Field>,
     /// The rows the fields being declared go to.
     row: Row,
+    /// The described fields of each role of [`ROLE_FIELDS`], with their protocol.
+    roles: Vec<(Protocol, Role, usize)>,
 }
 
 impl<'p> Builder<'p> {
@@ -953,6 +993,9 @@ impl<'p> Builder<'p> {
         used.extend(Protocol::ALL.iter().map(|p| p.name().to_string()));
         used.extend(CATALOG.iter().map(|r| r.id.to_string()));
         used.extend(MALFORMED.iter().map(|id| id.to_string()));
+        for p in Protocol::ALL {
+            used.extend(ROLE_FIELDS.iter().map(|r| role_field_name(p, r)));
+        }
         Builder {
             profile,
             fields: Vec::new(),
@@ -961,6 +1004,35 @@ impl<'p> Builder<'p> {
             signatures: HashMap::new(),
             shareable: HashMap::new(),
             row: Row::of_scope(Scope::Reassembled, ""),
+            roles: Vec::new(),
+        }
+    }
+
+    /// The fields of [`ROLE_FIELDS`], for each protocol whose described fields have the role.
+    fn role_fields(&mut self) {
+        for p in Protocol::ALL {
+            for r in ROLE_FIELDS {
+                let of: Vec<usize> = self
+                    .roles
+                    .iter()
+                    .filter(|(q, role, _)| *q == p && *role == r.role)
+                    .map(|x| x.2)
+                    .collect();
+                if of.is_empty() {
+                    continue;
+                }
+                let ty = self.fields[of[0]].ty;
+                self.push(FilterField {
+                    column: None,
+                    name: role_field_name(p, r),
+                    label: r.label.into(),
+                    ty,
+                    hex: false,
+                    values: Values::None,
+                    source: Source::Role { role: r.role, of },
+                    provider: Provider::Dissector,
+                });
+            }
         }
     }
 
@@ -1150,6 +1222,9 @@ impl<'p> Builder<'p> {
             },
             provider: Provider::Dissector,
         });
+        if f.role != Role::None && ROLE_FIELDS.iter().any(|r| r.role == f.role) {
+            self.roles.push((scope.protocol(), f.role, id));
+        }
         if scaled {
             let raw = self.unique(format!("{name}.raw"));
             self.push(FilterField {
@@ -1335,6 +1410,29 @@ mod tests {
             panic!()
         };
         assert_eq!(decls.len(), 2);
+        // Every entity id of a protocol, under one name.
+        let id = r.get("rtype.entity.id").unwrap();
+        let Source::Role { role, of } = &r.field(id).source else {
+            panic!()
+        };
+        assert_eq!(*role, Role::EntityId);
+        let names: Vec<&str> = of.iter().map(|&f| r.field(f).name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "rtype.snapshot.entity.id",
+                "rtype.entity_spawn.entity_id",
+                "rtype.entity_destroyed.entity_id",
+                "rtype.snapshot_chunk.entity.id",
+                "rtype.reassembled.entity.id"
+            ]
+        );
+        assert_eq!(r.field(id).ty, FieldType::Unsigned(32));
+        let Source::Role { of, .. } = &r.field(r.get("rt.entity.id").unwrap()).source else {
+            panic!()
+        };
+        assert!(of.len() > 10, "{}", of.len());
+        assert!(r.get("rtnp.entity.id").is_none());
         let scaled = Registry::new(&Profile::bundled("reference-17byte").unwrap());
         let pos_x = scaled.get("rtype.snapshot.entity.pos_x").unwrap();
         assert_eq!(scaled.field(pos_x).ty, FieldType::Double);

@@ -116,17 +116,27 @@ pub enum Quantity {
 }
 
 impl Quantity {
-    /// A snapshot profile's field named `name` measures this ([`crate::proto::profile`]: the
-    /// names are the profile format's vocabulary, as `entity_type` is).
+    /// Every quantity, with its name: the profile format's vocabulary (as `entity_type` is), and
+    /// the world's columns.
+    pub const NAMED: [(Quantity, &'static str); 5] = [
+        (Quantity::PosX, "pos_x"),
+        (Quantity::PosY, "pos_y"),
+        (Quantity::VelX, "vel_x"),
+        (Quantity::VelY, "vel_y"),
+        (Quantity::Health, "health"),
+    ];
+
+    /// A snapshot profile's field named `name` measures this ([`crate::proto::profile`]).
     pub fn of_profile_name(name: &str) -> Quantity {
-        match name {
-            "pos_x" => Quantity::PosX,
-            "pos_y" => Quantity::PosY,
-            "vel_x" => Quantity::VelX,
-            "vel_y" => Quantity::VelY,
-            "health" => Quantity::Health,
-            _ => Quantity::None,
-        }
+        Quantity::NAMED
+            .iter()
+            .find(|q| q.1 == name)
+            .map_or(Quantity::None, |q| q.0)
+    }
+
+    /// Its name (none for [`Quantity::None`]).
+    pub fn name(self) -> Option<&'static str> {
+        Quantity::NAMED.iter().find(|q| q.0 == self).map(|q| q.1)
     }
 }
 

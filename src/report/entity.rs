@@ -237,9 +237,8 @@ impl Follow {
 
 /// Counts a change in its conversation's figures.
 fn count_change(count: &mut Counts, happened: Happened) {
-    match happened {
-        Happened::Spawn { .. } | Happened::Update { unseen: true, .. } => count.lives += 1,
-        Happened::Update { .. } | Happened::Destroy { .. } | Happened::DestroyUnknown => {}
+    if happened.starts_life() {
+        count.lives += 1;
     }
     match happened {
         Happened::Update { .. } => count.updates += 1,
@@ -252,23 +251,6 @@ fn count_change(count: &mut Counts, happened: Happened) {
 fn push_right(out: &mut String, n: u64, width: usize) {
     push_spaces(out, width.saturating_sub(decimal_len(n)));
     push_u64(out, n);
-}
-
-/// The name of what happened, in both forms.
-fn event_name(happened: Happened) -> &'static str {
-    match happened {
-        Happened::Spawn { replaced: false } => "spawn",
-        Happened::Spawn { replaced: true } => "spawn-over-live",
-        Happened::Update {
-            after_destroy: true,
-            ..
-        } => "update-after-destroy",
-        Happened::Update { unseen: true, .. } => "update-unspawned",
-        Happened::Update { .. } => "update",
-        Happened::Destroy { again: false } => "destroy",
-        Happened::Destroy { again: true } => "destroy-again",
-        Happened::DestroyUnknown => "destroy-unknown",
-    }
 }
 
 /// One event, rendered.
@@ -312,11 +294,8 @@ impl Line<'_, '_> {
         out.push_str("  ");
         // The event, in a column of 21.
         let event_at = out.len();
-        out.push_str(event_name(c.happened));
-        if matches!(
-            c.happened,
-            Happened::Spawn { .. } | Happened::Update { unseen: true, .. }
-        ) {
+        out.push_str(c.happened.name());
+        if c.happened.starts_life() {
             out.push_str(" #");
             push_u64(out, self.life.into());
         }
@@ -366,7 +345,7 @@ impl Line<'_, '_> {
             None => out.push_str("null"),
         }
         out.push_str(",\"event\":\"");
-        out.push_str(event_name(c.happened));
+        out.push_str(c.happened.name());
         out.push_str("\",\"message\":");
         json_str(out, self.message);
         out.push_str(",\"life\":");

@@ -29,6 +29,7 @@ fn source(f: &FilterField) -> &'static str {
         Source::Raw { .. } => "raw",
         Source::Runtime(_) => "runtime",
         Source::Rule(_) => "rule",
+        Source::Role { .. } => "role",
     }
 }
 

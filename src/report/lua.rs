@@ -23,7 +23,9 @@ use std::fmt::Write as _;
 use crate::datagram::rtype::{MAX_PAYLOAD, MESSAGE_RULES};
 use crate::lua_runtime::{lua_str, BYTES, CRC32, LZ4, RANGE, UTF8};
 use crate::proto::profile::{BitSlot, Profile, BUNDLED, MASK_BITS};
-use crate::proto::registry::{FieldType, RuntimeField, Values, DISSECTOR_RUNTIME};
+use crate::proto::registry::{
+    FieldType, Registry, RuntimeField, Source, Values, DISSECTOR_RUNTIME,
+};
 use crate::proto::rtnp::{JsonField, MAX_DATAGRAM, MAX_DEPTH, MAX_JSON, PING, PONG};
 use crate::proto::rtype::{
     COMPRESSED_BIT, COMPRESS_THRESHOLD, CRC_LEN, HEADER, HEADER_15, LEVEL_INIT, MAGIC, MESSAGES,
@@ -435,6 +437,46 @@ struct Gen {
     /// What the fields being declared belong to, for their descriptions: the message (or header)
     /// and its document section.
     context: String,
+    /// The registry's role fields ([`crate::proto::registry::ROLE_FIELDS`]): each one's protocol,
+    /// role, filter name, label and Lua name (`PF.entity_id`).
+    roles: Vec<RoleLua>,
+}
+
+/// A role field as the Lua registers it.
+struct RoleLua {
+    proto: &'static str,
+    role: Role,
+    name: String,
+    label: String,
+    ty: FieldType,
+    pf: String,
+}
+
+impl RoleLua {
+    /// Every role field of the registry.
+    fn all() -> Vec<RoleLua> {
+        let registry = Registry::new(&Profile::document());
+        let pf_tables = [(PROTO, "PF"), (PROTO_RT, "PF_RT"), (PROTO_RTNP, "PF_RTNP")];
+        registry
+            .fields
+            .iter()
+            .filter_map(|f| {
+                let Source::Role { role, .. } = f.source else {
+                    return None;
+                };
+                let (proto, table) = *pf_tables.iter().find(|(p, _)| *p == proto_of(&f.name))?;
+                let key = f.name[proto.len() + 1..].replace('.', "_");
+                Some(RoleLua {
+                    proto,
+                    role,
+                    name: f.name.clone(),
+                    label: f.label.clone(),
+                    ty: f.ty,
+                    pf: format!("{table}.{key}"),
+                })
+            })
+            .collect()
+    }
 }
 
 impl Gen {
@@ -453,6 +495,8 @@ impl Gen {
             reserved.insert(id.to_string());
         }
         reserved.insert(PROFILE_SUGGESTED.0.to_string());
+        let roles = RoleLua::all();
+        reserved.extend(roles.iter().map(|r| r.name.clone()));
         Gen {
             profiles,
             abbrevs: HashMap::new(),
@@ -463,6 +507,7 @@ impl Gen {
             shareable: HashMap::new(),
             masked: Vec::new(),
             context: String::new(),
+            roles,
         }
     }
 
@@ -635,6 +680,29 @@ impl Gen {
             }
             out.push_str("}\n");
         }
+        // The role fields, hidden beside each field of their role; FOLLOW: the entity ones, which
+        // the Follow R-Type entity menu filters on.
+        for r in &self.roles {
+            let kind =
+                r.ty.ft_name()
+                    .trim_start_matches("FT_")
+                    .to_ascii_lowercase();
+            let _ = writeln!(
+                out,
+                "{} = reg({}, ProtoField.{kind}({}, {}, base.DEC))",
+                r.pf,
+                lua_str(r.proto),
+                lua_str(&r.name),
+                lua_str(&r.label)
+            );
+        }
+        let follow: Vec<String> = self
+            .roles
+            .iter()
+            .filter(|r| r.role == Role::EntityId)
+            .map(|r| lua_str(&r.name))
+            .collect();
+        let _ = writeln!(out, "local FOLLOW = {{ {} }}", follow.join(", "));
         out.push_str("RULE.undecoded_pf, RULE_RT.undecoded_pf = PF.undecoded, PF_RT.undecoded\n");
         out.push_str("local RULE_REASSEMBLED = setmetatable({ undecoded_pf = PF.reassembled_undecoded }, { __index = RULE })\n\n");
         out.push_str(
@@ -955,6 +1023,11 @@ impl Gen {
         profile: Option<usize>,
         want: bool,
     ) {
+        let role = self
+            .roles
+            .iter()
+            .find(|r| r.role == f.role && r.proto == proto_of(&abbrev))
+            .map(|r| r.pf.clone());
         let index = self.declare_with(abbrev, f, "", profile, 0);
         let call = self.read_call(f, index, t);
         let width = f.width().unwrap_or(0);
@@ -971,6 +1044,9 @@ impl Gen {
             }
             Role::ArchetypeTypeId => after.push("archetype_type(c, v)".to_string()),
             _ => {}
+        }
+        if let Some(pf) = role {
+            after.push(format!("role_item(c, {t}, {pf}, {width}, v)"));
         }
         match f.check {
             Check::None => {}

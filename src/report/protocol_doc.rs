@@ -238,7 +238,7 @@ fn filter_fields(out: &mut String) {
     );
     let registry = Registry::new(&Profile::document());
     for f in &registry.fields {
-        if !matches!(f.source, Source::Runtime(_)) {
+        if !matches!(f.source, Source::Runtime(_) | Source::Role { .. }) {
             continue;
         }
         let by = match f.provider {

@@ -44,11 +44,23 @@ impl Num {
         }
     }
 
-    fn as_f64(self) -> f64 {
+    /// As a float (the dataset's float columns).
+    pub fn as_f64(self) -> f64 {
         match self {
             Num::U(n) => n as f64,
             Num::I(n) => n as f64,
             Num::F(f) => f,
+        }
+    }
+}
+
+impl Num {
+    /// As a whole number (the dataset's integer columns; a float is truncated).
+    pub fn as_i64(self) -> i64 {
+        match self {
+            Num::U(n) => i64::try_from(n).unwrap_or(i64::MAX),
+            Num::I(n) => n,
+            Num::F(f) => f as i64,
         }
     }
 }

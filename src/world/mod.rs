@@ -14,9 +14,11 @@
 //! and at most [`MAX_HELD`] lives are held at once over all conversations; past it, new lives
 //! are not followed and [`World::refused`] says from which frame.
 
+mod columns;
 mod gather;
 mod life;
 
+pub use columns::{StateColumn, StateColumns};
 pub use gather::Gather;
 pub use life::{Life, Num, Slot, Stamp};
 
@@ -48,6 +50,33 @@ pub enum Happened {
     Destroy { again: bool },
     /// A destroy of an id the world does not hold (never seen, retired, or not followed).
     DestroyUnknown,
+}
+
+impl Happened {
+    /// Its name, in the reports (`entity`'s event column, the dataset's `entity_states`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Happened::Spawn { replaced: false } => "spawn",
+            Happened::Spawn { replaced: true } => "spawn-over-live",
+            Happened::Update {
+                after_destroy: true,
+                ..
+            } => "update-after-destroy",
+            Happened::Update { unseen: true, .. } => "update-unspawned",
+            Happened::Update { .. } => "update",
+            Happened::Destroy { again: false } => "destroy",
+            Happened::Destroy { again: true } => "destroy-again",
+            Happened::DestroyUnknown => "destroy-unknown",
+        }
+    }
+
+    /// Whether it starts a life: a spawn, or an update no spawn announced.
+    pub fn starts_life(self) -> bool {
+        matches!(
+            self,
+            Happened::Spawn { .. } | Happened::Update { unseen: true, .. }
+        )
+    }
 }
 
 /// One entity's change, as [`World::apply`] reports it.
@@ -175,11 +204,7 @@ impl World {
                 ),
                 (EntityEvent::Destroy, None) => (Happened::DestroyUnknown, None),
             };
-            let starts = matches!(
-                happened,
-                Happened::Spawn { .. } | Happened::Update { unseen: true, .. }
-            );
-            if starts {
+            if happened.starts_life() {
                 if !held.lives.contains_key(&r.id) && self.held >= MAX_HELD {
                     let refused = self.refused.get_or_insert(Refused {
                         first_frame: e.frame,

@@ -112,6 +112,33 @@ if gui_enabled() then
         window:set(statistics_text())
     end, MENU_STAT_GENERIC)
 end
+-- Follow R-Type entity: filters the frames that name the selected packet's entity (the first
+-- one it names), by its protocol's entity field (FOLLOW). Where Wireshark has register_packet_menu
+-- (4.4 and 4.6 have it, 4.0 has not) it is in the packet list's context menu; elsewhere it is
+-- under Analyze, asking for the id. tshark has no menus: nothing is registered there.
+local function follow(name, id)
+    set_filter(sfmt("%s == %d", name, id))
+    apply_filter()
+end
+if gui_enabled() then
+    for _, name in ipairs(FOLLOW) do
+        local label = "Follow R-Type entity (" .. name .. ")"
+        if register_packet_menu then
+            register_packet_menu("R-Type/" .. label, function(...)
+                for _, f in ipairs({ ... }) do
+                    if f.name == name then return follow(name, f.value) end
+                end
+            end, name)
+        else
+            register_menu(label, function()
+                new_dialog(label, function(text)
+                    local id = tonumber(text)
+                    if id and id >= 0 and id < 4294967296 and id == math.floor(id) then follow(name, id) end
+                end, "Entity ID")
+            end, MENU_ANALYZE_UNSORTED)
+        end
+    end
+end
 register_stat_cmd_arg("rtype,stat", function()
     local listener = Listener.new("frame", "rtype || rt || rtnp")
     function listener.draw()

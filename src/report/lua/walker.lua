@@ -89,6 +89,20 @@ local function add_int(c, t, f, p, w, v)
     end
 end
 
+--- Adds the hidden item of a role's field of its own (`rtype.entity.id`, ProtoField `pf`) for the
+--- integer just read (`w` bytes, value `v`): filters find every entity id by one name.
+local function role_item(c, t, pf, w, v)
+    if t == nil then return end
+    local item
+    if c.vis then
+        local r = c.tvb(c.base + c.pos - w, w)
+        item = c.le and t:add_le(pf, r, v) or t:add(pf, r, v)
+    else
+        item = t:add(pf, v)
+    end
+    item:set_hidden()
+end
+
 local function U8(c, t, f)
     local p = c.pos
     if p >= c.len then return truncated(c, f, 1) end

@@ -10,11 +10,13 @@
 pub mod columns;
 pub mod dataset;
 mod record;
+mod states;
 pub mod tables;
 pub mod writer;
 
 use columns::Scratch;
 use record::{Carried, Place, Recorder, ScopeRow};
+use states::States;
 use tables::{Dataset, Target, CAPTURES, CONVERSATIONS, DATAGRAMS, FINDINGS, REASSEMBLED, RTNP};
 use writer::TableWriter;
 
@@ -46,6 +48,8 @@ pub struct Parquet {
     tables: Vec<TableWriter>,
     scratch: Scratch,
     fields: Recorder,
+    /// The world, for `entity_states`.
+    states: States,
     sprites: Sprites,
     /// An address as text (reused).
     ip: String,
@@ -81,7 +85,9 @@ impl Parquet {
         facts: FileFacts,
     ) -> Parquet {
         let entity_type = dataset.entity_type();
+        let states = States::new(dataset.states.clone(), dataset.state_names.clone());
         Parquet {
+            states,
             entity_type,
             pending: None,
             dataset,
@@ -252,6 +258,7 @@ impl Sink for Parquet {
 
     fn skipped(&mut self, e: &DatagramEvent<'_>) {
         self.first_ts.get_or_insert(e.ts_nanos);
+        self.states.apply(e, &self.fields, None);
     }
 
     fn datagram(&mut self, e: &DatagramEvent<'_>) {
@@ -259,7 +266,10 @@ impl Sink for Parquet {
         let first = *self.first_ts.get_or_insert(e.ts_nanos);
         let rel = e.ts_nanos.saturating_sub(first) as f64 / 1e9;
         self.last_ts = e.ts_nanos;
-        if !self.filter.matches(e, rel) {
+        let matched = self.filter.matches(e, rel);
+        let states = matched.then(|| &mut self.tables[self.dataset.entity_states]);
+        self.states.apply(e, &self.fields, states);
+        if !matched {
             self.fields.clear();
             return;
         }

@@ -29,7 +29,7 @@ enum Noted {
 #[derive(Clone, Copy, Debug)]
 enum Step {
     Open(&'static Group, Open),
-    Close,
+    Close(Open),
     Field(&'static Field, Noted),
     Undecoded(u32, u32, u32),
 }
@@ -90,6 +90,20 @@ impl Recorder {
         (start, self.text.len() as u32)
     }
 
+    /// Walks the noted datagram into `v` (with no offsets), for a second consumer of the walk.
+    pub fn replay(&self, v: &mut impl Visitor) {
+        for step in &self.steps {
+            match *step {
+                Step::Open(group, how) => v.open(group, how, 0),
+                Step::Close(how) => v.close(how),
+                Step::Field(field, noted) => v.field(field, 0, 0, self.value(noted)),
+                Step::Undecoded(at, a, b) => {
+                    v.undecoded(at as usize, &self.text[a as usize..b as usize]);
+                }
+            }
+        }
+    }
+
     fn value(&self, noted: Noted) -> Value<'_> {
         let text = |r: Range<u32>| &self.text[r.start as usize..r.end as usize];
         match noted {
@@ -125,8 +139,8 @@ impl Visitor for Recorder {
         self.steps.push(Step::Open(group, how));
     }
 
-    fn close(&mut self, _how: Open) {
-        self.steps.push(Step::Close);
+    fn close(&mut self, how: Open) {
+        self.steps.push(Step::Close(how));
     }
 
     fn undecoded(&mut self, at: usize, bytes: &[u8]) {
@@ -232,7 +246,7 @@ impl Recorder {
                         None => Open3 { node: DEAD, ..top },
                     });
                 }
-                Step::Close => {
+                Step::Close(_) => {
                     let closed = stack.pop();
                     match (closed, stack.last_mut()) {
                         // A group within a row: what it named is the row's.

@@ -10,6 +10,7 @@ use crate::proto::profile::Profile;
 use crate::proto::registry::{scope_table, Column, Protocol, Registry, Scope, Source, Values};
 use crate::proto::schema::Role;
 use crate::proto::trie::FieldTrie;
+use crate::world::StateColumns;
 
 /// One column of a table.
 #[derive(Clone, Debug)]
@@ -109,6 +110,10 @@ pub struct Dataset {
     pub routes: Routes,
     /// rt's table (every rt datagram has a row, described message or not).
     pub rt_messages: usize,
+    /// The `entity_states` table, the columns of a life's state and their names there.
+    pub entity_states: usize,
+    pub states: StateColumns,
+    pub state_names: Vec<String>,
 }
 
 /// What a visited field sets: its column, its value's name, its entity's sprite.
@@ -285,10 +290,31 @@ impl Dataset {
             ));
         }
         let rt_messages = routes.rt_header.table;
+        let states = StateColumns::new(profile);
+        let mut table = Table::new(
+            super::states::TABLE,
+            super::states::ABOUT,
+            super::states::KEYS,
+        );
+        let mut state_names = Vec::with_capacity(states.columns.len());
+        for c in &states.columns {
+            // A profile may name a field as a key column is named.
+            let mut name = c.name.to_string();
+            while table.column(&name).is_some() {
+                name.push_str("_field");
+            }
+            let kind = if c.float { Kind::F32 } else { Kind::I64 };
+            table.add(name.clone(), kind, format!("{} after the change", c.label));
+            state_names.push(name);
+        }
+        tables.push(table);
         Dataset {
+            entity_states: tables.len() - 1,
             tables,
             routes,
             rt_messages,
+            states,
+            state_names,
         }
     }
 
