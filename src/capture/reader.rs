@@ -1346,7 +1346,7 @@ mod tests {
             assert_eq!(got[1].data, packets[1]);
             let t = end.truncated.expect("truncated");
             assert_eq!(end.frames, 2);
-            assert_eq!((t.frame, t.offset), (3, third_at as u64));
+            assert_eq!((t.frame, t.offset), (Some(3), third_at as u64));
             assert!(
                 t.reason.starts_with("the file ends ") && t.reason.contains(" into a "),
                 "{}",
@@ -1396,14 +1396,24 @@ mod tests {
                 let wrong = if big { len.swap_bytes() + 1 } else { len + 1 };
                 let wrong = if big { wrong.swap_bytes() } else { wrong };
                 bytes[last..].copy_from_slice(&wrong.to_le_bytes());
-                frames(bytes)
+                let len = if big { len.swap_bytes() } else { len };
+                let said = format!(
+                    "the trailing block length {} differs from the leading {len}",
+                    len + 1
+                );
+                (frames(bytes), said)
             };
-            let (a, b) = (cut(plain), cut(with_option));
+            let ((a, said_a), (b, said_b)) = (cut(plain), cut(with_option));
             assert_eq!(a.0.len(), 2, "big-endian {big}");
             assert_eq!((a.0, a.1.frames), (b.0, b.1.frames), "big-endian {big}");
             assert_eq!(
                 a.1.truncated.map(|t| t.reason),
+                Some(said_a),
+                "big-endian {big}"
+            );
+            assert_eq!(
                 b.1.truncated.map(|t| t.reason),
+                Some(said_b),
                 "big-endian {big}"
             );
         }
@@ -1563,7 +1573,7 @@ mod tests {
             CaptureReader::from_read(Path::new("huge.pcap"), Box::new(Cursor::new(f))).unwrap();
         let end = r.for_each_frame(|_| {}).unwrap();
         let t = end.truncated.unwrap();
-        assert_eq!((t.frame, t.offset), (1, 24));
+        assert_eq!((t.frame, t.offset), (Some(1), 24));
         assert_eq!(
             t.reason,
             "a record length of 16777217 bytes exceeds the maximum of 16777216"
@@ -2077,7 +2087,7 @@ mod tests {
             read_from(Box::new(FailAfter(Cursor::new(full), 24 + 16 + 45 + 10))).unwrap();
         assert_eq!(got.len(), 1);
         let t = end.truncated.unwrap();
-        assert_eq!((t.frame, t.offset), (2, 24 + 16 + 45));
+        assert_eq!((t.frame, t.offset), (Some(2), 24 + 16 + 45));
         assert_eq!(
             (t.reason.as_str(), t.corrupt),
             ("a read error: cable unplugged", false)
