@@ -844,9 +844,7 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
                 };
                 let inputs = crate::app::inputs::capture_files(&files)?;
                 if inputs.is_empty() {
-                    return Err(
-                        "no capture found (.pcap, .pcapng, .cap or .gz) in the arguments".into(),
-                    );
+                    return Err(crate::app::inputs::NO_CAPTURE.into());
                 }
                 return parquet_export(&inputs, &output, &reading, &filter);
             }

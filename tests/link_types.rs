@@ -254,3 +254,42 @@ fn a_packet_of_an_undescribed_interface_is_a_finding_at_its_frame() {
         [("capture.undescribed-interface", &1.into(), &2.into())]
     );
 }
+
+#[test]
+fn an_undecodable_link_type_is_named_and_its_frames_counted_apart() {
+    let mut bytes = [0xa1b2_c3d4u32, 0x0004_0002, 0, 0, 65_535, 147]
+        .map(u32::to_le_bytes)
+        .concat();
+    for _ in 0..2 {
+        bytes.extend([0u32, 0, 4, 4].map(u32::to_le_bytes).concat());
+        bytes.extend(b"abcd");
+    }
+    let path = dir().join("user0.pcap");
+    std::fs::write(&path, bytes).unwrap();
+    let file = path.to_str().unwrap();
+    let (code, out, err) = run(&[file]);
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = out.lines().take(2).collect();
+    assert_eq!(
+        lines,
+        [
+            format!("{file}: pcap (link type 147 (USER0)), 2 frames over 0.000 s, complete"),
+            "0 protocol datagrams, 0 other UDP, 0 not UDP, 0 malformed, 2 not decoded".into(),
+        ]
+    );
+    let (_, out, _) = run(&["--format", "json", file]);
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        doc["capture"]["link_types"],
+        serde_json::json!(["link type 147 (USER0)"])
+    );
+    let counts = &doc["counts"];
+    assert_eq!(
+        (
+            &counts["frames"],
+            &counts["not_udp"],
+            &counts["unsupported_link"]
+        ),
+        (&2.into(), &0.into(), &2.into())
+    );
+}

@@ -912,3 +912,42 @@ fn long_captures_fold_their_buckets() {
     assert_eq!(counts.len(), 1126);
     assert_eq!((u(&counts[0]), u(&counts[1125])), (1, 1));
 }
+
+/// A directory stands for the captures under it, as for `stats`: their profiles follow one
+/// another in name order, as a JSON array or texts a blank line apart; one that cannot be read
+/// is said on stderr and exits 2, the others profiled.
+#[test]
+fn a_directory_profiles_each_capture_under_it() {
+    let dir = scratch("directory");
+    std::fs::copy(path(RT), dir.join("a.pcap")).unwrap();
+    std::fs::copy(path(RTNP), dir.join("b.pcap")).unwrap();
+    let (a, b) = (dir.join("a.pcap"), dir.join("b.pcap"));
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let d = dir.to_str().unwrap();
+    let (code, out, err) = run(&["profile", d, "--format", "json", "--quiet"]);
+    assert_eq!(code, 0, "{err}");
+    let docs: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(docs, json!([profile(a, None), profile(b, None)]));
+    let text = |args: &[&str]| {
+        let (code, out, err) = run(&[&["profile", "--quiet"], args].concat());
+        assert_eq!(code, 0, "{err}");
+        out
+    };
+    assert_eq!(text(&[d]), format!("{}\n{}", text(&[a]), text(&[b])));
+    std::fs::write(dir.join("c.pcap"), b"not a capture").unwrap();
+    let (code, out, err) = run(&["profile", d, "--format", "json", "--quiet"]);
+    let docs: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(docs.as_array().map(Vec::len), Some(2));
+    let c = dir.join("c.pcap");
+    assert_eq!(
+        (code, err.trim()),
+        (
+            2,
+            format!(
+                "rtype-inspect: {}: not a capture file: not a pcap or pcapng file (starts with 6e 6f 74 20)",
+                c.display()
+            )
+            .as_str()
+        )
+    );
+}

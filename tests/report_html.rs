@@ -778,3 +778,42 @@ fn svg_files_draw_the_profiles_series() {
         assert!(!stderr.contains("Uncaught"), "{stderr}");
     }
 }
+
+#[test]
+fn a_directory_makes_a_tab_for_each_capture_under_it() {
+    let dir = scratch("directory");
+    let captures = dir.join("captures");
+    std::fs::create_dir_all(captures.join("more")).unwrap();
+    std::fs::copy(RT, captures.join("a.pcap")).unwrap();
+    std::fs::copy(RTNP, captures.join("more/b.pcap")).unwrap();
+    std::fs::write(captures.join("notes.txt"), "not a capture").unwrap();
+    let page = report(&dir.join("report.html"), &[captures.to_str().unwrap()], &[]);
+    let data = embedded(&page);
+    assert_valid(&data);
+    let names: Vec<String> = data["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["file"].as_str().unwrap().to_owned())
+        .collect();
+    let a = captures.join("a.pcap").display().to_string();
+    let b = captures.join("more/b.pcap").display().to_string();
+    assert_eq!(names, [a, b]);
+    // A directory without a capture is refused, as the other commands refuse it.
+    let empty = dir.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = dir.join("none.html");
+    let (code, _, err) = run(&[
+        "report",
+        "-o",
+        out.to_str().unwrap(),
+        empty.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        (code, err.trim()),
+        (
+            2,
+            "rtype-inspect: no capture found (.pcap, .pcapng, .cap or .gz) in the arguments"
+        )
+    );
+}

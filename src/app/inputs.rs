@@ -7,6 +7,9 @@ use std::sync::Mutex;
 
 use super::Reading;
 
+/// The error of arguments that name no capture.
+pub const NO_CAPTURE: &str = "no capture found (.pcap, .pcapng, .cap or .gz) in the arguments";
+
 /// The captures a reading command is given, as tshark (`-r`) and ripgrep (any number of files
 /// and directories) take them, and tshark's `-c`.
 #[derive(clap::Args, Clone, Debug, Default)]
@@ -40,7 +43,7 @@ impl InputArgs {
         }
         let inputs = capture_files(&args)?;
         if inputs.is_empty() {
-            return Err("no capture found (.pcap, .pcapng, .cap or .gz) in the arguments".into());
+            return Err(NO_CAPTURE.into());
         }
         // A directory's output has the shape of several files', whatever it holds: a program
         // reading it does not depend on how many captures the directory has today.

@@ -3,7 +3,10 @@
 //! A newtype rather than an enum: captures carry arbitrary 16/32-bit values
 //! and we must keep (and print) the ones we do not decode instead of failing.
 
+use std::borrow::Cow;
 use std::fmt;
+
+mod registry;
 
 /// A LINKTYPE_ value (the `network` field of a pcap header, or an IDB's link type).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -52,6 +55,23 @@ impl LinkType {
     /// `LT_LINKTYPE`, the low 16 bits.
     pub fn from_field(field: u32) -> LinkType {
         LinkType(field & 0xffff)
+    }
+
+    /// Whether frames of this link type are decoded (its [`LinkType::name`] is not "unknown").
+    pub fn decoded(&self) -> bool {
+        self.name() != "unknown"
+    }
+
+    /// How reports name it: the short name of a type we decode ("ethernet"); for one we do not,
+    /// its number and, when the registry has one, tcpdump's name ("link type 147 (USER0)"); "no
+    /// interface" for [`LinkType::UNKNOWN`].
+    pub fn label(&self) -> Cow<'static, str> {
+        match (self.decoded(), registry::name(self.0)) {
+            (true, _) => Cow::Borrowed(self.name()),
+            _ if *self == LinkType::UNKNOWN => Cow::Borrowed("no interface"),
+            (false, Some(name)) => Cow::Owned(format!("link type {} ({name})", self.0)),
+            (false, None) => Cow::Owned(format!("link type {}", self.0)),
+        }
     }
 
     /// Short lowercase name, "unknown" for every type we do not decode.
@@ -112,6 +132,23 @@ mod tests {
         for (lt, shown) in all {
             assert_eq!(lt.to_string(), shown);
         }
+    }
+
+    #[test]
+    fn labels_name_undecoded_types_as_tcpdump_does() {
+        let all = [
+            (LinkType::IEEE802_11, "ieee802_11"),
+            (LinkType::ETHERNET, "ethernet"),
+            (LinkType(147), "link type 147 (USER0)"),
+            (LinkType(6), "link type 6 (IEEE802_5)"),
+            (LinkType(195), "link type 195 (IEEE802_15_4_WITHFCS)"),
+            (LinkType(60_000), "link type 60000"),
+            (LinkType::UNKNOWN, "no interface"),
+        ];
+        for (lt, label) in all {
+            assert_eq!(lt.label(), label);
+        }
+        assert!(LinkType::PPI.decoded() && !LinkType(147).decoded());
     }
 
     #[test]

@@ -28,7 +28,10 @@ use super::source::{self, take_error, CountingReader, ErrorSlot, OpenFailure};
 use super::timestamp::{pcap_nanos, pcapng_nanos};
 use super::window::{read_u32, Window};
 
+mod block;
 mod parallel;
+
+use block::{article, Fault};
 
 use parallel::FIRST_BATCH_BYTES;
 pub use parallel::{thread_cpu_nanos, Ahead, StageCpu, MAX_BATCH_BYTES};
@@ -107,8 +110,9 @@ pub struct Frame<'a> {
 /// Where and why reading stopped early.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Truncation {
-    /// The frame that was cut: frames delivered + 1.
-    pub frame: u64,
+    /// The frame that was cut (frames delivered + 1) when a packet record starts there; None
+    /// when another block does, or too little of one to tell.
+    pub frame: Option<u64>,
     /// Byte offset (decompressed stream) where the cut record or block starts.
     pub offset: u64,
     /// What was found there, as a sentence.
@@ -121,11 +125,11 @@ pub struct Truncation {
 
 impl fmt::Display for Truncation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "frame {} at byte offset {}: {}",
-            self.frame, self.offset, self.reason
-        )
+        match self.frame {
+            Some(frame) => write!(f, "frame {frame} at byte offset {}", self.offset)?,
+            None => write!(f, "byte offset {}", self.offset)?,
+        }
+        write!(f, ": {}", self.reason)
     }
 }
 
@@ -140,6 +144,9 @@ pub struct Skipped {
     pub offset: u64,
     /// What the block is, e.g. "Decryption Secrets Block".
     pub block: &'static str,
+    /// An Enhanced Packet Block whose captured length (first) runs past the bytes its block
+    /// holds for it (second): a packet tshark refuses.
+    pub packet_too_long: Option<(u32, u32)>,
 }
 
 /// A pcap record longer than the file header's snaplen, read whole (up to
@@ -257,8 +264,9 @@ enum Step {
     Refill,
     /// The buffer is full and the record (of this length) is bigger.
     Grow(usize),
-    /// A pcapng block of this length and type, whose framing is intact, could not be parsed.
-    Skip(usize, u32),
+    /// A pcapng block of this length and type, whose framing is intact, could not be parsed; an
+    /// Enhanced Packet Block's captured length and room when it is too long for its block.
+    Skip(usize, u32, Option<(u32, u32)>),
     End(Option<Stop>),
 }
 
@@ -368,10 +376,8 @@ impl CaptureReader {
                 ))
             }
             Err(_) if looks_ng => {
-                return Err(found(
-                    "pcapng section header block is invalid or cut".into(),
-                    "a pcapng section header block that is invalid or cut".into(),
-                ))
+                let words = refused_header(block::fault(head, false));
+                return Err(found(words.clone(), words));
             }
             Err(_) => {
                 return Err(found(
@@ -380,7 +386,16 @@ impl CaptureReader {
                 ))
             }
         };
+        // What pcap-parser lets pass in a section header and tshark refuses.
+        let header_fault = match looks_ng {
+            true => block::fault(window.data(), false),
+            false => None,
+        };
         let (info, layout, header_len) = match window.next() {
+            Ok((_, PcapBlockOwned::NG(Block::SectionHeader(_)))) if header_fault.is_some() => {
+                let words = refused_header(header_fault);
+                return Err(found(words.clone(), words));
+            }
             Ok((n, PcapBlockOwned::LegacyHeader(h))) => {
                 let (info, layout) = legacy_layout(&h, gzip);
                 (info, layout, n)
@@ -531,11 +546,12 @@ impl CaptureReader {
                         );
                     }
                 }
-                Step::Skip(len, kind) => {
+                Step::Skip(len, kind, packet_too_long) => {
                     let block = block_name(kind);
                     if self.skipped.len() >= MAX_SKIPPED_BLOCKS {
                         let reason = format!(
-                            "a {block} that cannot be read, after {MAX_SKIPPED_BLOCKS} such blocks"
+                            "{} {block} that cannot be read, after {MAX_SKIPPED_BLOCKS} such blocks",
+                            article(block)
                         );
                         return self.finish(offset, Some(Corrupt(reason)));
                     }
@@ -543,6 +559,7 @@ impl CaptureReader {
                         frame: self.frames + 1,
                         offset,
                         block,
+                        packet_too_long,
                     });
                     // Later packets name interfaces by their order: keep this one's place.
                     if let (IDB_TYPE, Layout::Ng { interfaces, .. }) = (kind, &mut self.layout) {
@@ -595,6 +612,10 @@ impl CaptureReader {
         let unit = self.unit();
         let intact = intact_block(&self.layout, self.window.data());
         let overrun = overrun(&self.layout, self.window.data());
+        let fault = match self.layout {
+            Layout::Ng { big_endian, .. } => block::fault(self.window.data(), big_endian),
+            Layout::Legacy { .. } => None,
+        };
         match self.window.next() {
             Ok((size, block)) => {
                 let is_packet = matches!(
@@ -603,8 +624,15 @@ impl CaptureReader {
                         | PcapBlockOwned::NG(Block::EnhancedPacket(_))
                         | PcapBlockOwned::NG(Block::SimplePacket(_))
                 );
+                let header_fault = match (&block, fault) {
+                    (PcapBlockOwned::NG(Block::SectionHeader(_)), Some(Fault::Other(w))) => Some(w),
+                    _ => None,
+                };
                 if size == 0 {
                     Step::End(Some(Corrupt("the parser made no progress".into())))
+                } else if let Some(words) = header_fault {
+                    // A section header pcap-parser lets pass and tshark refuses.
+                    Step::End(Some(Corrupt(words)))
                 } else if stop_before_packet && is_packet {
                     Step::Pause
                 } else {
@@ -626,12 +654,9 @@ impl CaptureReader {
             Err(PcapError::Eof) => Step::End(None),
             Err(PcapError::Incomplete(_)) | Err(PcapError::BufferTooSmall) => {
                 match declared {
-                    Some(len) if len <= available => match intact {
-                        Some(kind) => Step::Skip(len, kind),
-                        None => Step::End(Some(Corrupt(format!(
-                            "the {unit}'s contents disagree with its length {len}"
-                        )))),
-                    },
+                    Some(len) if len <= available => rejected(len, intact, fault, || {
+                        format!("the {unit}'s contents disagree with its length {len}")
+                    }),
                     // Grow only once the buffer is full of this record: a cut
                     // file claiming a huge record never allocates for it.
                     _ if available < self.window.capacity() => Step::Refill,
@@ -640,6 +665,13 @@ impl CaptureReader {
                         "the {unit} does not fit in the read buffer"
                     )))),
                 }
+            }
+            // The parser wanted more than a block that is all there: its contents overrun it.
+            Err(PcapError::UnexpectedEof) if declared.is_some_and(|len| len <= available) => {
+                let len = declared.unwrap_or(0);
+                rejected(len, intact, fault, || {
+                    format!("the {unit}'s contents disagree with its length {len}")
+                })
             }
             Err(PcapError::UnexpectedEof) => {
                 if available == 0 {
@@ -654,13 +686,15 @@ impl CaptureReader {
                 }
             }
             Err(PcapError::ReadError) => Step::End(Some(Cut("a read error".into()))),
-            Err(e) => match (intact, declared) {
-                (Some(kind), Some(len)) => Step::Skip(len, kind),
-                _ => Step::End(Some(Corrupt(format!(
-                    "the {unit} is corrupt: {}",
-                    describe(&e)
-                )))),
-            },
+            Err(e) => {
+                let parser = describe(&e);
+                match declared {
+                    Some(len) => rejected(len, intact, fault, || {
+                        format!("the {unit} is corrupt: {parser}")
+                    }),
+                    None => Step::End(Some(Corrupt(format!("the {unit} is corrupt: {parser}")))),
+                }
+            }
         }
     }
 
@@ -701,6 +735,13 @@ impl CaptureReader {
             Some(e) => Some(Cut(format!("a read error: {e}"))),
             None => reason,
         };
+        // Name the frame only when a packet record starts where reading stopped.
+        let packet = match self.layout {
+            Layout::Legacy { .. } => true,
+            Layout::Ng { big_endian, .. } => {
+                matches!(read_u32(self.window.data(), 0, big_endian), Some(2 | 3 | 6))
+            }
+        };
         self.end = Some(ReadEnd {
             frames: self.frames,
             skipped: self.skipped.clone(),
@@ -711,7 +752,7 @@ impl CaptureReader {
                     Corrupt(r) => (r, true),
                 };
                 Truncation {
-                    frame: self.frames + 1,
+                    frame: packet.then_some(self.frames + 1),
                     offset,
                     reason,
                     corrupt,
@@ -805,9 +846,7 @@ fn declared_len(layout: &Layout, data: &[u8]) -> Result<Option<usize>, String> {
                     None => return Ok(None),
                     Some(0x1a2b_3c4d) => false,
                     Some(0x4d3c_2b1a) => true,
-                    Some(_) => {
-                        return Err("a section header block has a bad byte-order magic".into())
-                    }
+                    Some(_) => return Err(block::BAD_MAGIC.into()),
                 }
             } else {
                 *big_endian
@@ -816,9 +855,7 @@ fn declared_len(layout: &Layout, data: &[u8]) -> Result<Option<usize>, String> {
                 return Ok(None);
             };
             if len < 12 || len % 4 != 0 {
-                return Err(format!(
-                    "a block length of {len} is impossible (under 12 or not a multiple of 4)"
-                ));
+                return Err(block::length_fault(0, len).unwrap_or_default());
             }
             if len as usize > MAX_RECORD_LEN {
                 return Err(format!(
@@ -888,6 +925,34 @@ fn block_name(kind: u32) -> &'static str {
         0x8000_0001 => "Process Information Block",
         0x0BAD | 0x4000_0BAD => "Custom Block",
         _ => "block of an unknown type",
+    }
+}
+
+/// The step for a pcapng block all in the buffer that the parser rejects: skipped when its framing
+/// is intact (an Enhanced Packet Block too short for its packet said so), else the end of reading,
+/// with what is wrong with it, or `otherwise` when the checks of [`block::fault`] find nothing.
+fn rejected(
+    len: usize,
+    intact: Option<u32>,
+    fault: Option<Fault>,
+    otherwise: impl FnOnce() -> String,
+) -> Step {
+    match (intact, fault) {
+        (Some(kind), Some(Fault::PacketTooLong { caplen, room })) => {
+            Step::Skip(len, kind, Some((caplen, room)))
+        }
+        (Some(kind), _) => Step::Skip(len, kind, None),
+        (None, Some(Fault::Other(words))) => Step::End(Some(Corrupt(words))),
+        (None, _) => Step::End(Some(Corrupt(otherwise()))),
+    }
+}
+
+/// Why a file that starts with a pcapng section header block is refused, with what is wrong
+/// with the block when [`block::fault`] finds it.
+fn refused_header(fault: Option<Fault>) -> String {
+    match fault {
+        Some(Fault::Other(words)) => format!("a pcapng section header block, but {words}"),
+        _ => "a pcapng section header block that is invalid or cut".into(),
     }
 }
 
@@ -1281,7 +1346,7 @@ mod tests {
             assert_eq!(got[1].data, packets[1]);
             let t = end.truncated.expect("truncated");
             assert_eq!(end.frames, 2);
-            assert_eq!((t.frame, t.offset), (3, third_at as u64));
+            assert_eq!((t.frame, t.offset), (Some(3), third_at as u64));
             assert!(
                 t.reason.starts_with("the file ends ") && t.reason.contains(" into a "),
                 "{}",
@@ -1331,14 +1396,24 @@ mod tests {
                 let wrong = if big { len.swap_bytes() + 1 } else { len + 1 };
                 let wrong = if big { wrong.swap_bytes() } else { wrong };
                 bytes[last..].copy_from_slice(&wrong.to_le_bytes());
-                frames(bytes)
+                let len = if big { len.swap_bytes() } else { len };
+                let said = format!(
+                    "the trailing block length {} differs from the leading {len}",
+                    len + 1
+                );
+                (frames(bytes), said)
             };
-            let (a, b) = (cut(plain), cut(with_option));
+            let ((a, said_a), (b, said_b)) = (cut(plain), cut(with_option));
             assert_eq!(a.0.len(), 2, "big-endian {big}");
             assert_eq!((a.0, a.1.frames), (b.0, b.1.frames), "big-endian {big}");
             assert_eq!(
                 a.1.truncated.map(|t| t.reason),
+                Some(said_a),
+                "big-endian {big}"
+            );
+            assert_eq!(
                 b.1.truncated.map(|t| t.reason),
+                Some(said_b),
                 "big-endian {big}"
             );
         }
@@ -1352,7 +1427,7 @@ mod tests {
         let (_, got, end) = read_all(full[..fourth + 30].to_vec()).unwrap();
         assert_eq!(got, all[..3]);
         let t = end.truncated.unwrap();
-        assert_eq!((t.frame, t.offset), (4, fourth as u64));
+        assert_eq!((t.frame, t.offset), (Some(4), fourth as u64));
         let block = u32::from_le_bytes(full[fourth + 4..fourth + 8].try_into().unwrap());
         assert_eq!(
             t.reason,
@@ -1371,9 +1446,29 @@ mod tests {
         let (_, got, end) = read_all(bad).unwrap();
         assert_eq!(got.len(), 3);
         let t = end.truncated.unwrap();
-        assert_eq!((t.frame, t.offset), (4, fourth as u64));
-        assert!(t.reason.starts_with("the block is corrupt"), "{}", t.reason);
+        assert_eq!((t.frame, t.offset), (Some(4), fourth as u64));
+        let trailing = len ^ 0x40;
+        assert_eq!(
+            t.reason,
+            format!("the trailing block length {trailing} differs from the leading {len}")
+        );
         assert!(t.corrupt);
+
+        // The same at an interface description: no frame is named.
+        let mut bad = full.clone();
+        let idb = u32::from_le_bytes(bad[32..36].try_into().unwrap());
+        bad[28 + idb as usize - 4] ^= 0x40;
+        let (_, got, end) = read_all(bad).unwrap();
+        assert_eq!(got, []);
+        let t = end.truncated.unwrap();
+        assert_eq!((t.frame, t.offset), (None, 28));
+        assert_eq!(
+            t.to_string(),
+            format!(
+                "byte offset 28: the trailing block length {} differs from the leading {idb}",
+                idb ^ 0x40
+            )
+        );
 
         // EPB whose caplen points past its block, its framing intact: skipped, and the rest read.
         let mut bad = full.clone();
@@ -1387,7 +1482,8 @@ mod tests {
             [Skipped {
                 frame: 4,
                 offset: fourth as u64,
-                block: "Enhanced Packet Block"
+                block: "Enhanced Packet Block",
+                packet_too_long: Some((4000, len as u32 - 32)),
             }]
         );
 
@@ -1395,7 +1491,7 @@ mod tests {
         for (len, reason) in [
             (
                 30u32,
-                "a block length of 30 is impossible (under 12 or not a multiple of 4)".to_string(),
+                "block total length 30 is not a multiple of 4".to_string(),
             ),
             (
                 0x7fff_fff0,
@@ -1445,7 +1541,7 @@ mod tests {
             let (_, got, end) = read_all(f).unwrap();
             assert_eq!(got.len(), 1);
             let t = end.truncated.unwrap();
-            assert_eq!((t.frame, t.offset, t.corrupt), (2, second, true));
+            assert_eq!((t.frame, t.offset, t.corrupt), (Some(2), second, true));
             let reason = match caplen {
                 0x7FFF_FFFF => format!(
                     "a record length of {caplen} bytes exceeds the maximum of {MAX_RECORD_LEN}"
@@ -1477,7 +1573,7 @@ mod tests {
             CaptureReader::from_read(Path::new("huge.pcap"), Box::new(Cursor::new(f))).unwrap();
         let end = r.for_each_frame(|_| {}).unwrap();
         let t = end.truncated.unwrap();
-        assert_eq!((t.frame, t.offset), (1, 24));
+        assert_eq!((t.frame, t.offset), (Some(1), 24));
         assert_eq!(
             t.reason,
             "a record length of 16777217 bytes exceeds the maximum of 16777216"
@@ -1991,7 +2087,7 @@ mod tests {
             read_from(Box::new(FailAfter(Cursor::new(full), 24 + 16 + 45 + 10))).unwrap();
         assert_eq!(got.len(), 1);
         let t = end.truncated.unwrap();
-        assert_eq!((t.frame, t.offset), (2, 24 + 16 + 45));
+        assert_eq!((t.frame, t.offset), (Some(2), 24 + 16 + 45));
         assert_eq!(
             (t.reason.as_str(), t.corrupt),
             ("a read error: cable unplugged", false)

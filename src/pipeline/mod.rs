@@ -179,6 +179,11 @@ pub trait Sink {
     /// A reassembled snapshot, whose fields were just visited.
     fn reassembled(&mut self, _event: &ReassembledEvent<'_>) {}
     fn loose(&mut self, finding: &LooseFinding);
+    /// The finding that reading stopped early (`capture.corrupt`, `capture.truncated`), with why
+    /// in words: a view that shows findings' details shows it after the detail.
+    fn cut(&mut self, finding: &LooseFinding, _reason: &str) {
+        self.loose(finding);
+    }
     fn end(&mut self, end: &RunEnd<'_>);
     /// True once the sink wants nothing more (its output failed, or was closed by `| head`):
     /// reading stops at the next frame instead of decoding the rest of the capture for nothing.
@@ -314,6 +319,13 @@ impl Shown {
             sink.loose(f);
         }
     }
+
+    /// [`Shown::loose`] of the finding that reading stopped early, with why.
+    fn cut<S: Sink>(&mut self, sink: &mut S, f: &LooseFinding, reason: &str) {
+        if self.filter.as_mut().is_none_or(|d| d.matches_loose(f)) {
+            sink.cut(f, reason);
+        }
+    }
 }
 
 impl Pipeline {
@@ -446,14 +458,26 @@ impl Pipeline {
             self.state.shown.loose(sink, &f);
         }
         for skipped in &read.skipped {
-            let detail = Detail::Block {
-                block: skipped.block,
-                offset: skipped.offset,
+            let finding = match skipped.packet_too_long {
+                Some((caplen, room)) => {
+                    let detail = Detail::Sizes {
+                        expected: room.into(),
+                        found: caplen.into(),
+                    };
+                    Finding::new(Rule::CapturePacketExceedsBlock, 0, detail)
+                }
+                None => {
+                    let detail = Detail::Block {
+                        block: skipped.block,
+                        offset: skipped.offset,
+                    };
+                    Finding::new(Rule::CaptureBlockSkipped, 0, detail)
+                }
             };
             let f = LooseFinding {
                 frame: skipped.frame,
                 conversation: 0,
-                finding: Finding::new(Rule::CaptureBlockSkipped, 0, detail),
+                finding,
             };
             self.state.shown.loose(sink, &f);
         }
@@ -467,12 +491,13 @@ impl Pipeline {
                 0,
                 Detail::At(cut.offset),
             );
+            // A block that is no packet's stops reading after the last frame read.
             let f = LooseFinding {
-                frame: cut.frame,
+                frame: cut.frame.unwrap_or(read.frames),
                 conversation: 0,
                 finding,
             };
-            self.state.shown.loose(sink, &f);
+            self.state.shown.cut(sink, &f, &cut.reason);
         }
         // Datagrams whose fragments never all arrived are lost too, like those dropped on the way.
         for _ in 0..self.state.defrag.unfinished() {

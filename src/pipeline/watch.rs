@@ -71,6 +71,10 @@ impl<S: Sink, W: Watch> Sink for Watched<'_, S, W> {
         self.watch.loose(finding);
         self.sink.loose(finding);
     }
+    fn cut(&mut self, finding: &LooseFinding, reason: &str) {
+        self.watch.loose(finding);
+        self.sink.cut(finding, reason);
+    }
     fn end(&mut self, end: &RunEnd<'_>) {
         self.watch.end(end);
         self.sink.end(end);

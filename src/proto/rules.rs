@@ -104,6 +104,8 @@ rules! {
         "a pcap record is longer than the file header's snaplen (a host with GRO/TSO, a capture taken with a small -s); it was read whole, as libpcap reads it, up to 262144 bytes";
     CaptureUndescribedInterface = "capture.undescribed-interface", Warning, "pcap",
         "a pcapng packet names an interface its section never described, so its link type is unknown; the packet was not decoded (tshark refuses the file there)";
+    CapturePacketExceedsBlock = "capture.packet-exceeds-block", Warning, "pcap",
+        "a pcapng Enhanced Packet Block's captured length runs past its block; the packet was skipped and reading went on after it (tshark refuses the file there)";
     // rtype datagram.
     RtypeShortDatagram = "rtype.datagram.short", Error, "002 §4",
         "datagram shorter than the 17-byte header plus the 4-byte CRC";

@@ -348,6 +348,33 @@ impl<W: Write> Export<W> {
     }
 }
 
+impl<W: Write> Export<W> {
+    /// The record of a finding that belongs to no datagram; `reason`, why reading stopped.
+    fn loose_record(&mut self, f: &LooseFinding, reason: Option<&str>) {
+        self.summary.loose(f);
+        if !self
+            .filter
+            .matches_finding(f.frame, f.conversation, f.finding.rule)
+        {
+            return;
+        }
+        let info = f.finding.rule.info();
+        self.line.clear();
+        let _ = write!(
+            self.line,
+            "{{\"kind\":\"finding\",\"frame\":{},\"conversation\":{},\"id\":\"{}\",\"severity\":\"{}\",\"offset\":{},\"detail\":",
+            f.frame,
+            f.conversation,
+            info.id,
+            info.severity.name(),
+            f.finding.at
+        );
+        json_str(&mut self.line, &render::loose_detail(&f.finding, reason));
+        self.line.push('}');
+        self.emit();
+    }
+}
+
 impl<W: Write> Sink for Export<W> {
     type Fields = JsonFields;
 
@@ -363,7 +390,7 @@ impl<W: Write> Sink for Export<W> {
                 self.line,
                 "{}\"{}\"",
                 if i > 0 { "," } else { "" },
-                l.name()
+                l.label()
             );
         }
         self.line.push_str("]}");
@@ -409,27 +436,11 @@ impl<W: Write> Sink for Export<W> {
     }
 
     fn loose(&mut self, f: &LooseFinding) {
-        self.summary.loose(f);
-        if !self
-            .filter
-            .matches_finding(f.frame, f.conversation, f.finding.rule)
-        {
-            return;
-        }
-        let info = f.finding.rule.info();
-        self.line.clear();
-        let _ = write!(
-            self.line,
-            "{{\"kind\":\"finding\",\"frame\":{},\"conversation\":{},\"id\":\"{}\",\"severity\":\"{}\",\"offset\":{},\"detail\":",
-            f.frame,
-            f.conversation,
-            info.id,
-            info.severity.name(),
-            f.finding.at
-        );
-        json_str(&mut self.line, &render::detail(&f.finding));
-        self.line.push('}');
-        self.emit();
+        self.loose_record(f, None);
+    }
+
+    fn cut(&mut self, f: &LooseFinding, reason: &str) {
+        self.loose_record(f, Some(reason));
     }
 
     fn end(&mut self, end: &RunEnd<'_>) {

@@ -164,6 +164,11 @@ impl<S: Sink> Sink for Tee<S> {
         self.inner.loose(f);
         self.summary.loose(f);
     }
+    fn cut(&mut self, f: &LooseFinding, reason: &str) {
+        self.violations += 1;
+        self.inner.cut(f, reason);
+        self.summary.loose(f);
+    }
     fn end(&mut self, end: &RunEnd<'_>) {
         self.inner.end(end);
         self.summary.end(end);

@@ -598,6 +598,26 @@ impl<W: Write> Sink for Packets<W> {
     }
 
     fn loose(&mut self, f: &LooseFinding) {
+        self.loose_line(f, None);
+    }
+
+    fn cut(&mut self, f: &LooseFinding, reason: &str) {
+        self.loose_line(f, Some(reason));
+    }
+
+    fn end(&mut self, end: &RunEnd<'_>) {
+        self.write_deferred();
+        self.unmatched = end_list(&mut self.out, &mut self.error, &self.filter, end);
+    }
+
+    fn done(&self) -> bool {
+        self.error.is_some()
+    }
+}
+
+impl<W: Write> Packets<W> {
+    /// The line of a finding that belongs to no datagram; `reason`, why reading stopped.
+    fn loose_line(&mut self, f: &LooseFinding, reason: Option<&str>) {
         // A session finding of the datagram just handled: on its line (or hidden with it).
         if self.raised.1 > 0 && self.raised.0 == f.frame {
             self.raised.1 -= 1;
@@ -620,7 +640,8 @@ impl<W: Write> Sink for Packets<W> {
             width = time::seconds_width(self.decimals)
         );
         let info = f.finding.rule.info();
-        let _ = write!(self.line, " [{}] {}", info.id, render::detail(&f.finding));
+        let detail = render::loose_detail(&f.finding, reason);
+        let _ = write!(self.line, " [{}] {detail}", info.id);
         fit(&mut self.line, self.options.width);
         self.line.push('\n');
         if self.options.verbose {
@@ -631,15 +652,6 @@ impl<W: Write> Sink for Packets<W> {
         } else {
             self.deferred_more += 1;
         }
-    }
-
-    fn end(&mut self, end: &RunEnd<'_>) {
-        self.write_deferred();
-        self.unmatched = end_list(&mut self.out, &mut self.error, &self.filter, end);
-    }
-
-    fn done(&self) -> bool {
-        self.error.is_some()
     }
 }
 

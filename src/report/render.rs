@@ -448,6 +448,15 @@ pub fn detail(finding: &Finding) -> String {
     }
 }
 
+/// [`detail`] of a finding that belongs to no datagram, and with why reading stopped when it is
+/// the finding that it did ([`crate::pipeline::Sink::cut`]): the sentence the summary gives.
+pub fn loose_detail(finding: &Finding, reason: Option<&str>) -> String {
+    match reason {
+        Some(reason) => format!("{}: {reason}", detail(finding)),
+        None => detail(finding),
+    }
+}
+
 /// The detail of a finding's first time.
 fn first_detail(finding: &Finding) -> String {
     use Rule as R;
@@ -455,7 +464,13 @@ fn first_detail(finding: &Finding) -> String {
     match finding.detail {
         Detail::None => String::new(),
         Detail::At(offset) => format!("at byte offset {offset} of the file"),
-        Detail::Block { block, offset } => format!("a {block} at byte offset {offset}"),
+        Detail::Block { block, offset } => {
+            let article = match block.starts_with(['A', 'E', 'I', 'O', 'U']) {
+                true => "an",
+                false => "a",
+            };
+            format!("{article} {block} at byte offset {offset}")
+        }
         Detail::Before { missing, message } => format!("expected {missing} before {message}"),
         Detail::Stopped { stream, before_ms } => format!(
             "{stream} stopped {}.{:03} s before the conversation did",
@@ -526,6 +541,9 @@ fn first_detail(finding: &Finding) -> String {
             R::RtnpJsonLimit => format!("{found} bytes of JSON, over the {expected} parsed"),
             R::CaptureOversizedRecord => {
                 format!("a {found}-byte record, over the file's snaplen of {expected}")
+            }
+            R::CapturePacketExceedsBlock => {
+                format!("a {found}-byte packet in a block with room for {expected} bytes")
             }
             R::RtUnacknowledged => format!(
                 "{} of {expected} RELIABLE packets never acknowledged",

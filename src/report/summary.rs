@@ -234,7 +234,7 @@ impl Summary {
             "capture": {
                 "format": info.format.to_string(),
                 "gzip": info.gzip,
-                "link_types": info.link_types.iter().map(|l| l.name()).collect::<Vec<_>>(),
+                "link_types": info.link_types.iter().map(|l| l.label()).collect::<Vec<_>>(),
                 "frames": end.read.frames,
                 "truncated": end.read.truncated.as_ref().map(|t| json!({"frame": t.frame, "offset": t.offset, "reason": t.reason, "corrupt": t.corrupt})),
                 "first_time": end.first_ts.map(super::time::rfc3339),
@@ -276,14 +276,16 @@ impl Summary {
             (Json::Null, Json::Null) => "complete".to_string(),
             (Json::Null, n) => format!("stopped after {n} datagrams (-c {n})"),
             (t, _) => format!(
-                "{} at frame {} (byte offset {}): {}",
+                "{} at {}: {}",
                 if t["corrupt"] == true {
                     "CORRUPT"
                 } else {
                     "TRUNCATED"
                 },
-                t["frame"],
-                t["offset"],
+                match &t["frame"] {
+                    Json::Null => format!("byte offset {}", t["offset"]),
+                    frame => format!("frame {frame} (byte offset {})", t["offset"]),
+                },
                 str_of(&t["reason"])
             ),
         };
@@ -293,25 +295,34 @@ impl Summary {
             .flatten()
             .filter_map(|v| v.as_str())
             .collect();
+        // A pcapng file may describe no interface (before a corrupt block, or at all).
+        let links = match links.is_empty() {
+            true => "no interface".to_string(),
+            false => links.join(", "),
+        };
         let _ = writeln!(
             out,
-            "{path}: {}{} ({}), {} frames over {:.3} s, {truncated}",
+            "{path}: {}{} ({links}), {} frames over {:.3} s, {truncated}",
             cap["format"].as_str().unwrap_or(""),
             if cap["gzip"] == true { ".gz" } else { "" },
-            links.join(", "),
             cap["frames"],
             cap["duration_s"].as_f64().unwrap_or(0.0),
         );
         if let Some(line) = super::render::settings_line(j) {
             let _ = writeln!(out, "{line}");
         }
+        // Frames of a link type we do not decode are neither UDP nor not: counted apart.
+        let not_decoded = match counts.unsupported_link {
+            0 => String::new(),
+            n => format!(", {n} not decoded"),
+        };
         let _ = writeln!(
             out,
-            "{} protocol datagrams, {} other UDP, {} not UDP, {} malformed\n\
+            "{} protocol datagrams, {} other UDP, {} not UDP, {} malformed{not_decoded}\n\
              {} CRC failures, {} compressed payloads, {} snapshots reassembled",
             counts.datagrams,
             counts.other_udp,
-            counts.not_udp + counts.unsupported_link,
+            counts.not_udp,
             counts.malformed,
             j["crc_failures"],
             j["compressed_payloads"],

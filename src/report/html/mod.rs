@@ -43,7 +43,7 @@ const PAGE_CSS: &str = include_str!("report.css");
 /// Arguments of `rtype-inspect report`.
 #[derive(clap::Args)]
 pub struct ReportArgs {
-    /// Captures: one tab each.
+    /// Captures: one tab each; a directory stands for the captures under it.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
     /// The HTML file to write (- for standard output); with `--format svg`, the directory the
@@ -69,8 +69,13 @@ pub enum ReportFormat {
 }
 
 /// Runs `rtype-inspect report`.
-pub fn run(args: ReportArgs) -> Result<ExitCode, String> {
+pub fn run(mut args: ReportArgs) -> Result<ExitCode, String> {
     let reading = args.read.reading()?;
+    let inputs = crate::app::inputs::capture_files(&args.files)?;
+    if inputs.is_empty() {
+        return Err(crate::app::inputs::NO_CAPTURE.into());
+    }
+    args.files = inputs.into_iter().map(|i| i.path).collect();
     if args.format == ReportFormat::Svg {
         return svg_files(&args, &reading);
     }

@@ -154,7 +154,27 @@ impl Parquet {
         row
     }
 
-    fn finding(&mut self, frame: u64, conversation: u32, f: &Finding, of_datagram: bool) {
+    /// The row of a finding that belongs to no datagram; `reason`, why reading stopped.
+    fn loose_row(&mut self, f: &LooseFinding, reason: Option<&str>) {
+        self.summary.loose(f);
+        if self
+            .filter
+            .matches_finding(f.frame, f.conversation, f.finding.rule)
+        {
+            let detail = render::loose_detail(&f.finding, reason);
+            self.finding(f.frame, f.conversation, &f.finding, false, &detail);
+            self.flush_full();
+        }
+    }
+
+    fn finding(
+        &mut self,
+        frame: u64,
+        conversation: u32,
+        f: &Finding,
+        of_datagram: bool,
+        detail: &str,
+    ) {
         let info = f.rule.info();
         let t = &mut self.tables[FINDINGS];
         let row = t.new_row();
@@ -163,7 +183,7 @@ impl Parquet {
         t.col(2).set_str(row, info.id);
         t.col(3).set_str(row, info.severity.name());
         t.col(4).set_int(row, f.at.into());
-        t.col(5).set_str(row, &render::detail(f));
+        t.col(5).set_str(row, detail);
         t.col(6).set_bool(row, of_datagram);
         t.col(7).set_int(row, f.count.into());
     }
@@ -319,7 +339,7 @@ impl Sink for Parquet {
             self.pending = Some((Some(header), body, place));
         }
         for f in e.findings {
-            self.finding(e.frame, e.conversation, f, true);
+            self.finding(e.frame, e.conversation, f, true, &render::detail(f));
         }
         self.flush_full();
     }
@@ -382,14 +402,11 @@ impl Sink for Parquet {
     }
 
     fn loose(&mut self, f: &LooseFinding) {
-        self.summary.loose(f);
-        if self
-            .filter
-            .matches_finding(f.frame, f.conversation, f.finding.rule)
-        {
-            self.finding(f.frame, f.conversation, &f.finding, false);
-            self.flush_full();
-        }
+        self.loose_row(f, None);
+    }
+
+    fn cut(&mut self, f: &LooseFinding, reason: &str) {
+        self.loose_row(f, Some(reason));
     }
 
     fn end(&mut self, end: &RunEnd<'_>) {
@@ -419,7 +436,7 @@ impl Sink for Parquet {
         t.col(3).set_str(row, &end.info.format.to_string());
         t.col(4).set_bool(row, end.info.gzip);
         t.col(5).set_bool(row, end.info.nanosecond);
-        let links: Vec<&str> = end.info.link_types.iter().map(|l| l.name()).collect();
+        let links: Vec<_> = end.info.link_types.iter().map(|l| l.label()).collect();
         t.col(6).set_str(row, &links.join(","));
         t.col(7).set_int(row, end.read.frames as i64);
         t.col(8).set_int(row, end.counts.datagrams as i64);

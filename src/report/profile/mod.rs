@@ -19,6 +19,7 @@ pub mod series;
 mod text;
 pub mod window;
 
+use std::io::{self, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -31,8 +32,8 @@ use account::{
 use costs::{bit_indices, FieldCosts};
 use series::Grid;
 
-use crate::app::inputs::InputArgs;
-use crate::app::{read_capture, write_stdout, Format, ReadOpts, Reading, Term};
+use crate::app::inputs::{exit_code, Input, InputArgs, Spool};
+use crate::app::{read_capture, write_stdout, written, Format, ReadOpts, Reading, Term};
 use crate::datagram::{rtype, Dialect};
 use crate::pipeline::{RunEnd, Sink};
 use crate::proto::rtype as desc;
@@ -88,19 +89,50 @@ pub fn parse_interval(text: &str) -> Result<i64, String> {
     Ok(nanos.round() as i64)
 }
 
-/// Runs `rtype-inspect profile`.
+/// Runs `rtype-inspect profile`. Several captures' profiles (files, directories) follow one
+/// another (a blank line between), or make one JSON array, as `stats` gives them.
 pub fn run(args: ProfileArgs, term: Term) -> Result<ExitCode, String> {
-    let file = args.inputs.one("profile")?;
+    let captures = args.inputs.captures("profile")?;
     let mut reading = args.read.reading()?;
     reading.count = args.inputs.count;
-    let json = profile_file(&file, &reading, args.interval)?;
-    let out = match args.format {
-        // One line: the document is data for tools (diff, the report, jq), and its series
-        // would take a line per number pretty-printed.
-        Format::Json => serde_json::to_string(&json).unwrap_or_default() + "\n",
-        Format::Text => text(&json, term),
+    let document = |file: &Path, reading: &Reading| -> Result<String, String> {
+        let json = profile_of(file, reading, args.interval)?;
+        Ok(match args.format {
+            // One line: the document is data for tools (diff, the report, jq), and its series
+            // would take a line per number pretty-printed.
+            Format::Json => serde_json::to_string(&json).unwrap_or_default() + "\n",
+            Format::Text => text(&json, term),
+        })
     };
-    write_stdout(out.as_bytes())
+    if !captures.several {
+        let file = &captures.inputs[0].path;
+        return write_stdout(document(file, &reading.for_file(file)?)?.as_bytes());
+    }
+    let job = |input: &Input, reading: &Reading| {
+        let mut spool = Spool::new().map_err(|e| format!("temporary file: {e}"))?;
+        let out = document(&input.path, reading)?;
+        spool
+            .write_all(out.as_bytes())
+            .map_err(|e| format!("temporary file: {e}"))?;
+        Ok(spool)
+    };
+    let mut out = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
+    let json = args.format == Format::Json;
+    let separator = |_: &Input, copied: usize| -> Vec<u8> {
+        match (json, copied) {
+            (true, 0) => b"[\n".to_vec(),
+            (true, _) => b",\n".to_vec(),
+            (false, 0) => Vec::new(),
+            (false, _) => b"\n".to_vec(),
+        }
+    };
+    let mut done = captures.spool_each(&reading, job, &mut out, separator);
+    if json && done.error.is_none() {
+        let closing: &[u8] = if done.copied == 0 { b"[]\n" } else { b"]\n" };
+        done.error = out.write_all(closing).err();
+    }
+    written(done.error.or_else(|| out.flush().err()))?;
+    Ok(exit_code(done.failed))
 }
 
 /// The profile document as text (what `profile` prints without `--format json`).
@@ -110,7 +142,12 @@ pub fn text(json: &Json, term: Term) -> String {
 
 /// Profiles one capture into its JSON document (with the configuration's profile for its file).
 pub fn profile_file(file: &Path, reading: &Reading, interval_nanos: i64) -> Result<Json, String> {
-    let mut reading = reading.for_file(file)?;
+    profile_of(file, &reading.for_file(file)?, interval_nanos)
+}
+
+/// [`profile_file`] with the reading already made for the file.
+fn profile_of(file: &Path, reading: &Reading, interval_nanos: i64) -> Result<Json, String> {
+    let mut reading = reading.clone();
     reading.analysis.entity_figures = true;
     let mut profiler = Profiler::new(&file.display().to_string(), &reading, interval_nanos);
     read_capture(file, &reading, &mut profiler)?;
