@@ -9,7 +9,6 @@ use clap::CommandFactory;
 #[path = "support/bin.rs"]
 mod bin;
 #[path = "support/datagrams.rs"]
-#[allow(dead_code)]
 mod datagrams;
 
 use bin::{captures, BIN};

@@ -254,3 +254,47 @@ fn a_packet_longer_than_its_block_is_a_finding_at_its_frame_and_reading_goes_on(
         ]
     );
 }
+
+/// A version no reader knows is refused, as tshark and libpcap refuse it (libpcap's test files
+/// pcap-invalid-version-1.pcap, pcapng-invalid-vers-1.pcapng and -2.pcapng).
+#[test]
+fn a_version_no_reader_knows_is_refused() {
+    let pcap = |major: u16, minor: u16| {
+        let mut head = 0xa1b2_c3d4u32.to_le_bytes().to_vec();
+        head.extend([major, minor].map(u16::to_le_bytes).concat());
+        head.extend([0, 0, 65535, 1].map(u32::to_le_bytes).concat());
+        head
+    };
+    let ng = |major: u8, minor: u8| {
+        let mut ng = Ng::default();
+        let body = [
+            &0x1a2b_3c4du32.to_le_bytes()[..],
+            &[major, 0, minor, 0],
+            &[0xff; 8],
+        ]
+        .concat();
+        ng.block(0x0a0d_0d0a, &body);
+        ng.0
+    };
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("pcapng-blocks");
+    std::fs::create_dir_all(&dir).unwrap();
+    for (name, bytes, refused) in [
+        ("version-1.4.pcap", pcap(1, 4), Some("a pcap file of version 1.4, which no reader knows (pcap files are version 2)")),
+        ("version-2.5.pcap", pcap(2, 5), None),
+        ("version-0.1.pcapng", ng(0, 1), Some("a pcapng section of version 0.1, which no reader knows (1.0, or 1.2 as some writers put it)")),
+        ("version-1.1.pcapng", ng(1, 1), Some("a pcapng section of version 1.1, which no reader knows (1.0, or 1.2 as some writers put it)")),
+        ("version-1.2.pcapng", ng(1, 2), None),
+    ] {
+        let path = dir.join(name);
+        std::fs::write(&path, bytes).unwrap();
+        let file = path.display().to_string();
+        let (code, out, err) = run(&[&file]);
+        match refused {
+            Some(words) => assert_eq!(
+                (code, err.trim()),
+                (2, format!("rtype-inspect: {file}: not a capture file: {words}").as_str())
+            ),
+            None => assert!(out.starts_with(&format!("{file}: pcap")), "{name}: {out}{err}"),
+        }
+    }
+}

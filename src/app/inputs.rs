@@ -135,6 +135,36 @@ impl Captures {
     }
 }
 
+impl Captures {
+    /// [`Captures::spool_each`] to standard output as one list: the documents as a JSON array
+    /// (`json`), else the reports one after another with a blank line between. The run's exit
+    /// code: 2 when a capture could not be read.
+    pub fn spool_list(
+        &self,
+        reading: &Reading,
+        job: impl Fn(&Input, &Reading) -> Result<Spool, String> + Sync,
+        json: bool,
+    ) -> Result<std::process::ExitCode, String> {
+        use std::io::Write as _;
+        let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+        let separator = |_: &Input, copied: usize| -> Vec<u8> {
+            match (json, copied) {
+                (true, 0) => b"[\n".to_vec(),
+                (true, _) => b",\n".to_vec(),
+                (false, 0) => Vec::new(),
+                (false, _) => b"\n".to_vec(),
+            }
+        };
+        let mut done = self.spool_each(reading, job, &mut out, separator);
+        if json && done.error.is_none() {
+            let closing: &[u8] = if done.copied == 0 { b"[]\n" } else { b"]\n" };
+            done.error = out.write_all(closing).err();
+        }
+        super::output::written(done.error.or_else(|| out.flush().err()))?;
+        Ok(exit_code(done.failed))
+    }
+}
+
 /// How [`Captures::spool_each`] went.
 #[derive(Debug, Default)]
 pub struct Spooled {

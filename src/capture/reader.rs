@@ -396,6 +396,23 @@ impl CaptureReader {
                 let words = refused_header(header_fault);
                 return Err(found(words.clone(), words));
             }
+            // Versions no reader knows are refused, as tshark and libpcap refuse them.
+            Ok((_, PcapBlockOwned::LegacyHeader(h))) if h.version_major != 2 => {
+                let words = format!(
+                    "a pcap file of version {}.{}, which no reader knows (pcap files are version 2)",
+                    h.version_major, h.version_minor
+                );
+                return Err(found(words.clone(), words));
+            }
+            Ok((_, PcapBlockOwned::NG(Block::SectionHeader(shb))))
+                if !matches!((shb.major_version, shb.minor_version), (1, 0) | (1, 2)) =>
+            {
+                let words = format!(
+                    "a pcapng section of version {}.{}, which no reader knows (1.0, or 1.2 as some writers put it)",
+                    shb.major_version, shb.minor_version
+                );
+                return Err(found(words.clone(), words));
+            }
             Ok((n, PcapBlockOwned::LegacyHeader(h))) => {
                 let (info, layout) = legacy_layout(&h, gzip);
                 (info, layout, n)

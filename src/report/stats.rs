@@ -16,7 +16,7 @@ use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{json, Value as Json};
 
 use super::table;
-use crate::app::inputs::{exit_code, Input, InputArgs, Spool};
+use crate::app::inputs::{Input, InputArgs, Spool};
 use crate::app::{read_capture, written, Format, ReadOpts, Reading, Term};
 use crate::datagram::Dialect;
 use crate::message::NoFields;
@@ -60,23 +60,7 @@ pub fn run(args: StatsArgs, term: Term) -> Result<ExitCode, String> {
         report(&input.path, reading, args.format, term, spool)?
             .map_err(|e| format!("temporary file: {e}"))
     };
-    let mut out = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
-    let json = args.format == Format::Json;
-    let separator = |_: &Input, copied: usize| -> Vec<u8> {
-        match (json, copied) {
-            (true, 0) => b"[\n".to_vec(),
-            (true, _) => b",\n".to_vec(),
-            (false, 0) => Vec::new(),
-            (false, _) => b"\n".to_vec(),
-        }
-    };
-    let mut done = captures.spool_each(&reading, job, &mut out, separator);
-    if json && done.error.is_none() {
-        let closing: &[u8] = if done.copied == 0 { b"[]\n" } else { b"]\n" };
-        done.error = out.write_all(closing).err();
-    }
-    written(done.error.or_else(|| out.flush().err()))?;
-    Ok(exit_code(done.failed))
+    captures.spool_list(&reading, job, args.format == Format::Json)
 }
 
 /// Analyses one capture and writes its report to `out`: the output, or the error that stopped

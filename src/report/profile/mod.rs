@@ -19,7 +19,7 @@ pub mod series;
 mod text;
 pub mod window;
 
-use std::io::{self, Write};
+use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -32,8 +32,8 @@ use account::{
 use costs::{bit_indices, FieldCosts};
 use series::Grid;
 
-use crate::app::inputs::{exit_code, Input, InputArgs, Spool};
-use crate::app::{read_capture, write_stdout, written, Format, ReadOpts, Reading, Term};
+use crate::app::inputs::{Input, InputArgs, Spool};
+use crate::app::{read_capture, write_stdout, Format, ReadOpts, Reading, Term};
 use crate::datagram::{rtype, Dialect};
 use crate::pipeline::{RunEnd, Sink};
 use crate::proto::rtype as desc;
@@ -116,23 +116,7 @@ pub fn run(args: ProfileArgs, term: Term) -> Result<ExitCode, String> {
             .map_err(|e| format!("temporary file: {e}"))?;
         Ok(spool)
     };
-    let mut out = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
-    let json = args.format == Format::Json;
-    let separator = |_: &Input, copied: usize| -> Vec<u8> {
-        match (json, copied) {
-            (true, 0) => b"[\n".to_vec(),
-            (true, _) => b",\n".to_vec(),
-            (false, 0) => Vec::new(),
-            (false, _) => b"\n".to_vec(),
-        }
-    };
-    let mut done = captures.spool_each(&reading, job, &mut out, separator);
-    if json && done.error.is_none() {
-        let closing: &[u8] = if done.copied == 0 { b"[]\n" } else { b"]\n" };
-        done.error = out.write_all(closing).err();
-    }
-    written(done.error.or_else(|| out.flush().err()))?;
-    Ok(exit_code(done.failed))
+    captures.spool_list(&reading, job, args.format == Format::Json)
 }
 
 /// The profile document as text (what `profile` prints without `--format json`).
