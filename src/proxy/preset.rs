@@ -9,6 +9,7 @@
 use super::impair::{parse_duration, parse_percent, parse_rate, Settings};
 
 /// One network: its name, and its figures down (server to client) and up.
+#[derive(Debug)]
 pub struct Preset {
     pub name: &'static str,
     down: Figures,
@@ -16,6 +17,7 @@ pub struct Preset {
 }
 
 /// One direction's figures.
+#[derive(Debug)]
 struct Figures {
     kbit: Option<u64>,
     loss_percent: f64,
@@ -99,12 +101,6 @@ enum Change {
     Reorder(f64),
     Rate(u64),
     Mtu(usize),
-}
-
-impl std::fmt::Debug for Preset {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name)
-    }
 }
 
 /// Parses `N:key=value,...`.
