@@ -28,7 +28,8 @@ use crate::proto::schema::Direction;
 use crate::report;
 use crate::session::event::{DatagramEvent, LooseFinding};
 
-/// Clients (sockets) a replay opens at most; datagrams of further clients are skipped.
+/// Clients a replay stands for at most (client side: sockets; server side: the captured clients
+/// and the live ones); datagrams of further clients are skipped.
 pub const MAX_CLIENTS: usize = 4096;
 /// Datagrams decoded ahead of the one being sent.
 const AHEAD: usize = 1024;
@@ -170,8 +171,15 @@ impl Replayer {
         match (self.side, self.to) {
             (Side::Client, Some(to)) => Ok(self.socket(client)?.map(|i| (i, to))),
             _ => {
-                let next = self.by_client.len();
-                let j = *self.by_client.entry(client).or_insert(next);
+                let j = match self.by_client.get(&client) {
+                    Some(&j) => j,
+                    None if self.by_client.len() >= MAX_CLIENTS => return Ok(None),
+                    None => {
+                        let j = self.by_client.len();
+                        self.by_client.insert(client, j);
+                        j
+                    }
+                };
                 Ok(self.live.get(j).map(|&live| (0, live)))
             }
         }
