@@ -7,6 +7,9 @@ use std::process::Command;
 
 use serde_json::Value;
 
+#[path = "support/faults.rs"]
+mod faults;
+
 const BIN: &str = env!("CARGO_BIN_EXE_rtype-inspect");
 const REAL: &str = "tests/fixtures/reference-17byte-1client.pcap";
 const RT: &str = "tests/fixtures/rt-two-players.pcap";
@@ -76,6 +79,8 @@ fn entity_68_is_followed_through_each_of_its_lives() {
             (978, "destroy-again", 1),
             (982, "spawn", 2),
             (1461, "destroy", 2),
+            // The update at 1465 after the destroy, as `check` reports it.
+            (1465, "finding", 2),
             (1720, "destroy-again", 2),
             (1725, "destroy-again", 2),
             (1895, "spawn", 3),
@@ -363,5 +368,201 @@ fn each_field_knows_when_it_last_changed() {
             ("vel_x", 500.0, 524, 324),
             ("vel_y", 0.0, 524, 324),
         ]
+    );
+}
+
+/// The entity findings (rule, frame, entity) of `pcap` with frames `lost` (numbers) left out,
+/// from export's records; the pcap is written to a temporary file.
+fn entity_findings(pcap: &str, lost: &[usize]) -> (std::path::PathBuf, Vec<(String, u64, String)>) {
+    let bytes = std::fs::read(pcap).unwrap();
+    let cut = faults::rewrite(&bytes, |index, frame| {
+        if lost.contains(&(index + 1)) {
+            vec![]
+        } else {
+            vec![frame.to_vec()]
+        }
+    });
+    let name = format!(
+        "rtype-inspect-entity-{}-{}-{}.pcap",
+        std::process::id(),
+        pcap.rsplit('/').next().unwrap(),
+        lost.first().unwrap_or(&0)
+    );
+    let path = std::env::temp_dir().join(name);
+    std::fs::write(&path, cut).unwrap();
+    let records = ok(&["export", path.to_str().unwrap()]);
+    let findings = records
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|r| {
+            r["kind"] == "finding" && r["id"].as_str().unwrap().starts_with("session.entity")
+        })
+        .map(|r| {
+            (
+                r["id"].as_str().unwrap().to_owned(),
+                r["frame"].as_u64().unwrap(),
+                r["detail"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    (path, findings)
+}
+
+fn owned(list: &[(&str, u64, &str)]) -> Vec<(String, u64, String)> {
+    list.iter()
+        .map(|(a, b, c)| (a.to_string(), *b, c.to_string()))
+        .collect()
+}
+
+/// The real captures as recorded give no ghost and no unknown entity: only the one update
+/// after a destroy (frame 1465) and the entities alive at the end.
+#[test]
+fn the_real_captures_hold_no_ghost_and_no_unknown_entity() {
+    let (path, found) = entity_findings(REAL, &[]);
+    std::fs::remove_file(path).unwrap();
+    assert_eq!(
+        found,
+        owned(&[
+            (
+                "session.entity-after-destroy",
+                1465,
+                "entity 68 updated after its destruction"
+            ),
+            (
+                "session.entity-never-destroyed",
+                9,
+                "103 entities still alive at the end"
+            ),
+        ])
+    );
+    let (path, found) = entity_findings(RT, &[]);
+    std::fs::remove_file(path).unwrap();
+    assert_eq!(
+        found,
+        owned(&[
+            (
+                "session.entity-never-destroyed",
+                3,
+                "8 entities still alive at the end"
+            ),
+            (
+                "session.entity-never-destroyed",
+                94,
+                "8 entities still alive at the end"
+            ),
+        ])
+    );
+}
+
+/// Both ENTITY_DESTROYED of entity 19 lost (frames 1218 and 1220): the client holds it, and the
+/// next full state (tick 520, its chunks at 1275 and 1276 once two frames are gone) leaves it
+/// out: a ghost, listed by `entity` too. Its next spawn comes over the live entity.
+#[test]
+fn a_lost_destroy_leaves_a_ghost_the_next_full_state_shows() {
+    let (path, found) = entity_findings(REAL, &[1218, 1220]);
+    let events = json(&["entity", path.to_str().unwrap(), "19", "--format", "json"]);
+    let text = ok(&["entity", path.to_str().unwrap(), "19"]);
+    std::fs::remove_file(&path).unwrap();
+    assert_follows("entity", &events);
+    assert_eq!(
+        found,
+        owned(&[
+            (
+                "session.entity-ghost",
+                1276,
+                "entity 19 held, not in the server's full state"
+            ),
+            (
+                "session.entity-spawned-twice",
+                1395,
+                "entity 19 spawned again while alive"
+            ),
+            (
+                "session.entity-after-destroy",
+                1463,
+                "entity 68 updated after its destruction"
+            ),
+            (
+                "session.entity-never-destroyed",
+                9,
+                "103 entities still alive at the end"
+            ),
+        ])
+    );
+    let findings: Vec<(u64, &str, &str)> = events["conversations"][0]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["event"] == "finding")
+        .map(|e| {
+            (
+                e["frame"].as_u64().unwrap(),
+                e["finding"]["id"].as_str().unwrap(),
+                e["message"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        findings,
+        [
+            (1276, "session.entity-ghost", "SERVER_SNAPSHOT_CHUNK"),
+            (1395, "session.entity-spawned-twice", "SERVER_ENTITY_SPAWN"),
+        ]
+    );
+    let line = text.lines().find(|l| l.contains("ghost")).unwrap();
+    assert_eq!(
+        line,
+        "   1276   7.040266     520  finding                           session.entity-ghost: entity 19 held, not in the server's full state"
+    );
+}
+
+/// The spawn of entity 1 lost (frame 267): the snapshot at that place updates an entity the
+/// client was never given. rt the same: the spawn of entity 10001 to the first client lost
+/// (frame 96).
+#[test]
+fn a_lost_spawn_makes_an_update_of_an_unknown_entity() {
+    let (path, found) = entity_findings(REAL, &[267]);
+    std::fs::remove_file(path).unwrap();
+    assert_eq!(
+        found,
+        owned(&[
+            (
+                "session.entity-unknown",
+                267,
+                "entity 1 updated, never spawned"
+            ),
+            (
+                "session.entity-after-destroy",
+                1464,
+                "entity 68 updated after its destruction"
+            ),
+            (
+                "session.entity-never-destroyed",
+                9,
+                "103 entities still alive at the end"
+            ),
+        ])
+    );
+    let (path, found) = entity_findings(RT, &[96]);
+    std::fs::remove_file(path).unwrap();
+    assert_eq!(
+        found,
+        owned(&[
+            (
+                "session.entity-unknown",
+                96,
+                "entity 10001 updated, never spawned"
+            ),
+            (
+                "session.entity-never-destroyed",
+                3,
+                "8 entities still alive at the end"
+            ),
+            (
+                "session.entity-never-destroyed",
+                94,
+                "8 entities still alive at the end"
+            ),
+        ])
     );
 }

@@ -293,6 +293,10 @@ rules! {
         "a snapshot updates an entity after its ENTITY_DESTROYED, with no spawn between (once per entity and destruction; the detail is the entity id)";
     SessionEntitySpawnedTwice = "session.entity-spawned-twice", Warning, "002 §5.2, 003 ENTITY_SPAWN",
         "ENTITY_SPAWN for an entity id that is alive (spawned and not destroyed since); ids are unique (the detail is the entity id)";
+    SessionEntityUnknown = "session.entity-unknown", Warning, "002 §5.2, 003 ENTITY_SPAWN",
+        "a snapshot updates an entity the client was never given: no ENTITY_SPAWN and no full state named it (judged once the conversation had a spawn or a full state; once per entity; the detail is the entity id)";
+    SessionEntityGhost = "session.entity-ghost", Warning, "spec-notes B, 004 §3.2",
+        "the client still holds an entity, never destroyed, that a full state (a complete SERVER_SNAPSHOT_CHUNK set, an rtnp snapshot) leaves out: it draws what the server no longer has (at the full state's last datagram; once per entity; the detail is the entity id)";
     SessionEntityNeverDestroyed = "session.entity-never-destroyed", Info, "002 §5.2, 003 ENTITY_DESTROY, 004 §8.4",
         "entities spawned or updated and never destroyed by the end of the capture (one finding per conversation, at the first such entity, with the count)";
     SessionEntityLimit = "session.entity-limit", Warning, "SECURITY.md",

@@ -2,7 +2,9 @@
 //! Wireshark's Follow Stream for an entity. Per conversation, one after the other: each spawn,
 //! every update with the fields that changed and their new values and the gap since the
 //! update before, each destroy, and whatever came after a destroy, each with its frame, time
-//! and tick; one line per event, or one JSON document.
+//! and tick; one line per event, or one JSON document. The lifecycle findings that name the
+//! entity (an update after its destroy, a second spawn, an update of an entity never given, a
+//! ghost) are events of their own, at their frames.
 //!
 //! The events are rendered as they come, into a section per conversation ([`Sections`]), so
 //! that memory stays flat on a long capture.
@@ -12,14 +14,15 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::render::{
-    decimal_len, json_str, json_value, push_f64, push_spaces, push_u64, text_value,
+    decimal_len, detail, json_str, json_value, push_f64, push_spaces, push_u64, text_value,
 };
 use super::sections::Sections;
 use super::time::write_seconds;
 use crate::app::{read_capture, written, Format, ReadOpts};
-use crate::message::Value;
+use crate::message::{Detail, Finding, Value};
 use crate::pipeline::{RunEnd, Sink};
 use crate::proto::schema::{Display, Role};
+use crate::proto::Rule;
 use crate::session::entities::IdMap;
 use crate::session::event::{DatagramEvent, LooseFinding};
 use crate::session::Conversations;
@@ -46,6 +49,14 @@ pub struct EntityArgs {
 
 /// The schema of `entity --format json` (docs/schemas/entity.schema.json).
 pub const SCHEMA: &str = "entity/1";
+
+/// The lifecycle findings whose detail is an entity id: the entity's own events.
+const ENTITY_RULES: [Rule; 4] = [
+    Rule::SessionEntityAfterDestroy,
+    Rule::SessionEntitySpawnedTwice,
+    Rule::SessionEntityUnknown,
+    Rule::SessionEntityGhost,
+];
 
 /// Runs `rtype-inspect entity`.
 pub fn run(args: EntityArgs) -> Result<ExitCode, String> {
@@ -88,6 +99,11 @@ struct Follow {
     sections: Sections,
     counts: IdMap<u32, Counts>,
     end: Option<End>,
+    /// The last datagram the world took: its tick and message name, for the findings that
+    /// follow it.
+    last_tick: Option<u32>,
+    last_rel_nanos: i64,
+    last_message: String,
 }
 
 impl Follow {
@@ -101,6 +117,9 @@ impl Follow {
             sections: Sections::default(),
             counts: IdMap::default(),
             end: None,
+            last_tick: None,
+            last_rel_nanos: 0,
+            last_message: String::new(),
         }
     }
 
@@ -111,6 +130,10 @@ impl Follow {
         if self.conversation.is_some_and(|c| c != e.conversation) {
             return;
         }
+        self.last_tick = e.tick;
+        self.last_rel_nanos = e.ts_nanos.saturating_sub(first);
+        self.last_message.clear();
+        self.last_message.push_str(e.name);
         let (sections, counts, format) = (&mut self.sections, &mut self.counts, self.format);
         self.world.apply(e, |change| {
             let count = counts.entry(change.conversation).or_default();
@@ -132,6 +155,36 @@ impl Follow {
                 Format::Json => line.json(out),
             });
         });
+    }
+
+    /// A lifecycle finding, listed when it names the entity (after its datagram, whose tick and
+    /// message it takes).
+    fn finding(&mut self, f: &LooseFinding) {
+        let named = matches!(f.finding.detail, Detail::Value(v) if v == u64::from(self.id));
+        if !named
+            || !ENTITY_RULES.contains(&f.finding.rule)
+            || self.conversation.is_some_and(|c| c != f.conversation)
+        {
+            return;
+        }
+        let count = self.counts.entry(f.conversation).or_default();
+        count.events += 1;
+        let line = FindingLine {
+            stamp: Stamp {
+                frame: f.frame,
+                rel_nanos: self.last_rel_nanos,
+                tick: self.last_tick,
+            },
+            message: &self.last_message,
+            finding: &f.finding,
+            life: count.lives,
+            first: count.events == 1,
+        };
+        self.sections
+            .append(f.conversation, |out| match self.format {
+                Format::Text => line.text(out),
+                Format::Json => line.json(out),
+            });
     }
 
     /// Writes the report.
@@ -280,18 +333,17 @@ impl Line<'_, '_> {
             .and_then(|l| l.type_name(|t| archetypes.sprite(t)))
     }
 
+    fn stamp(&self) -> Stamp {
+        Stamp {
+            frame: self.change.at.frame,
+            rel_nanos: self.rel_nanos,
+            tick: self.change.at.tick,
+        }
+    }
+
     fn text(&self, out: &mut String) {
         let c = self.change;
-        push_right(out, c.at.frame, 7);
-        out.push(' ');
-        // As packets' time column writes it (to the microsecond, truncated).
-        write_seconds(out, self.rel_nanos, 6, 10);
-        out.push(' ');
-        match c.at.tick {
-            Some(tick) => push_right(out, tick.into(), 7),
-            None => out.push_str("      -"),
-        }
-        out.push_str("  ");
+        self.stamp().text(out);
         // The event, in a column of 21.
         let event_at = out.len();
         out.push_str(c.happened.name());
@@ -332,24 +384,8 @@ impl Line<'_, '_> {
 
     fn json(&self, out: &mut String) {
         let c = self.change;
-        if !self.first {
-            out.push_str(",\n");
-        }
-        out.push_str("{\"frame\":");
-        push_u64(out, c.at.frame);
-        out.push_str(",\"time_rel\":");
-        push_f64(out, self.rel_nanos as f64 / 1e9);
-        out.push_str(",\"tick\":");
-        match c.at.tick {
-            Some(t) => push_u64(out, t.into()),
-            None => out.push_str("null"),
-        }
-        out.push_str(",\"event\":\"");
-        out.push_str(c.happened.name());
-        out.push_str("\",\"message\":");
-        json_str(out, self.message);
-        out.push_str(",\"life\":");
-        push_u64(out, self.life.into());
+        self.stamp()
+            .json(out, self.first, c.happened.name(), self.message, self.life);
         out.push_str(",\"gap_s\":");
         match c.gap_nanos {
             Some(g) => push_f64(out, g as f64 / 1e9),
@@ -373,6 +409,86 @@ impl Line<'_, '_> {
     }
 }
 
+/// Where an event is: frame, time and tick.
+struct Stamp {
+    frame: u64,
+    rel_nanos: i64,
+    tick: Option<u32>,
+}
+
+impl Stamp {
+    /// The line's first columns: frame, time and tick.
+    fn text(&self, out: &mut String) {
+        push_right(out, self.frame, 7);
+        out.push(' ');
+        // As packets' time column writes it (to the microsecond, truncated).
+        write_seconds(out, self.rel_nanos, 6, 10);
+        out.push(' ');
+        match self.tick {
+            Some(tick) => push_right(out, tick.into(), 7),
+            None => out.push_str("      -"),
+        }
+        out.push_str("  ");
+    }
+
+    /// The event object's first members, through `life` (after a comma unless `first`).
+    fn json(&self, out: &mut String, first: bool, event: &str, message: &str, life: u32) {
+        if !first {
+            out.push_str(",\n");
+        }
+        out.push_str("{\"frame\":");
+        push_u64(out, self.frame);
+        out.push_str(",\"time_rel\":");
+        push_f64(out, self.rel_nanos as f64 / 1e9);
+        out.push_str(",\"tick\":");
+        match self.tick {
+            Some(t) => push_u64(out, t.into()),
+            None => out.push_str("null"),
+        }
+        out.push_str(",\"event\":");
+        json_str(out, event);
+        out.push_str(",\"message\":");
+        json_str(out, message);
+        out.push_str(",\"life\":");
+        push_u64(out, life.into());
+    }
+}
+
+/// A lifecycle finding that names the entity, rendered as an event: `finding` in the event
+/// column, then the rule and what it found.
+struct FindingLine<'a> {
+    stamp: Stamp,
+    message: &'a str,
+    finding: &'a Finding,
+    life: u32,
+    first: bool,
+}
+
+impl FindingLine<'_> {
+    fn text(&self, out: &mut String) {
+        self.stamp.text(out);
+        out.push_str("finding");
+        push_spaces(out, 21 - "finding".len() + 11);
+        out.push_str("  ");
+        out.push_str(self.finding.rule.id());
+        out.push_str(": ");
+        out.push_str(&detail(self.finding));
+        out.push('\n');
+    }
+
+    fn json(&self, out: &mut String) {
+        self.stamp
+            .json(out, self.first, "finding", self.message, self.life);
+        out.push_str(",\"gap_s\":null,\"type_name\":null,\"changed\":{},\"finding\":{\"id\":");
+        json_str(out, self.finding.rule.id());
+        out.push_str(",\"severity\":");
+        json_str(out, self.finding.rule.severity().name());
+        out.push_str(",\"detail\":");
+        json_str(out, &detail(self.finding));
+        out.push_str("}}");
+    }
+}
+
 impl Sink for Follow {
     type Fields = Gather;
 
@@ -392,7 +508,9 @@ impl Sink for Follow {
         self.seen(e, false);
     }
 
-    fn loose(&mut self, _finding: &LooseFinding) {}
+    fn loose(&mut self, f: &LooseFinding) {
+        self.finding(f);
+    }
 
     fn end(&mut self, end: &RunEnd<'_>) {
         let ends = end

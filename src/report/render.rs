@@ -598,6 +598,8 @@ fn first_detail(finding: &Finding) -> String {
             R::SessionConversationLimit => format!("{v} conversations are tracked"),
             R::SessionEntityAfterDestroy => format!("entity {v} updated after its destruction"),
             R::SessionEntitySpawnedTwice => format!("entity {v} spawned again while alive"),
+            R::SessionEntityUnknown => format!("entity {v} updated, never spawned"),
+            R::SessionEntityGhost => format!("entity {v} held, not in the server's full state"),
             R::SessionEntityNeverDestroyed => match v {
                 1 => "1 entity still alive at the end".to_string(),
                 _ => format!("{v} entities still alive at the end"),

@@ -104,7 +104,7 @@ impl Analysis {
         else {
             self.unanalysed += 1;
             self.last = Observed::default();
-            self.entities.observe(event, &[], 0, emit);
+            self.entities.observe(event, None, 0, emit);
             return;
         };
         if self.sessions.len() <= index {
@@ -114,11 +114,7 @@ impl Analysis {
         session.observe(event, &self.config, emit);
         self.last = session.last;
         // Entities of a datagram that fails its integrity check, or of a repeat, are not news.
-        let entities = if self.last.judged && !self.last.duplicate {
-            event.entities
-        } else {
-            &[]
-        };
+        let entities = (self.last.judged && !self.last.duplicate).then_some(event.entities);
         let ticks = session.snapshot_tick_count();
         self.entities.observe(event, entities, ticks, emit);
     }

@@ -1,6 +1,13 @@
 //! Entity lifecycles: which entities each conversation spawned, updated and destroyed, the
-//! findings only that shows (an update after ENTITY_DESTROYED, a second spawn of a live id,
+//! findings only that shows (an update after ENTITY_DESTROYED, a second spawn of a live id, an
+//! update of an entity the client was never given, a ghost the server's full state left out,
 //! entities never destroyed), and per entity how often it was updated.
+//!
+//! A full state ([`full_state`]: a complete SERVER_SNAPSHOT_CHUNK set, an rtnp snapshot) names
+//! every entity the server holds: an entity the client holds that it leaves out is a ghost. An
+//! update of an id neither spawned nor in a full state is of an unknown entity; it is judged
+//! once the conversation has a baseline (a spawn or a full state), so that a capture begun in the
+//! middle of a game does not report every entity the client already held.
 //!
 //! The analysis feeds every datagram's [`EntityRef`]s in order ([`Entities::observe`]). State is
 //! one record per entity id of a conversation, [`MAX_ENTITIES`] at most over the capture: a
@@ -301,6 +308,14 @@ const UPDATED: u8 = 4;
 const SPAWNED: u8 = 8;
 const DESTROYED: u8 = 16;
 const REPORTED: u8 = 32;
+/// Reported as a ghost (once per life).
+const GHOSTED: u8 = 64;
+
+/// Entity ids of one full state judged at most: a set naming more is not judged for ghosts, so
+/// that the ids kept take at most 16 KiB per conversation (64 MiB at the conversations' cap).
+pub const MAX_FULL_STATE_IDS: usize = 4096;
+/// Chunks of one full-state set judged at most (the chunk layer's own limit is higher).
+const MAX_FULL_STATE_CHUNKS: u16 = 64;
 
 impl Record {
     fn new(id: u32, state: State) -> Record {
@@ -340,6 +355,23 @@ struct Conversation {
     steady: Vec<u64>,
     retired: Lives,
     sweep_at: usize,
+    /// A spawn or a full state was seen: updates of entities never given are judged from here.
+    baseline: bool,
+    /// The full state being gathered, and the ids it named so far.
+    full: Option<FullState>,
+    full_ids: Vec<u32>,
+}
+
+/// A full-state set being gathered: its tick, its chunks (a bit each) and its first frame; a set
+/// that cannot be judged (chunks that disagree, too many ids) stays, `spoilt`, so that its later
+/// chunks do not start it again.
+#[derive(Clone, Copy, Debug)]
+struct FullState {
+    tick: Option<u32>,
+    total: u16,
+    have: u64,
+    first_frame: u64,
+    spoilt: bool,
 }
 
 /// The entities of every analysed conversation.
@@ -354,6 +386,16 @@ pub struct Entities {
     /// The first frame with an entity that got no record.
     pub overflow: Option<u64>,
     last: Vec<Resolved>,
+}
+
+/// Whether a message names every entity the server holds (a chunk of one when chunked): rtype's
+/// SERVER_SNAPSHOT_CHUNK sets, which the real servers send as periodic full states (spec-notes
+/// B), and rtnp's snapshots (004 §3.2, D.3). rt's component snapshots are not full states.
+pub fn full_state(dialect: Dialect, name: &str) -> bool {
+    matches!(
+        (dialect, name),
+        (Dialect::Rtype, "SERVER_SNAPSHOT_CHUNK") | (Dialect::Rtnp, "snapshot")
+    )
 }
 
 /// What a message does to its entities, by its name; `None` for messages that name entities
@@ -385,18 +427,20 @@ impl Entities {
         }
     }
 
-    /// Follows the entities `refs` of one datagram (its event's, or none when they are not to be
+    /// Follows the entities `refs` of one datagram (its event's; `None` when they are not to be
     /// believed); `ticks` is the conversation's snapshot tick count once the datagram is
     /// counted. Lifecycle findings go to `emit`.
     pub fn observe<F: FnMut(LooseFinding)>(
         &mut self,
         event: &DatagramEvent<'_>,
-        refs: &[EntityRef],
+        refs: Option<&[EntityRef]>,
         ticks: u64,
         emit: &mut F,
     ) {
         self.last.clear();
-        if refs.is_empty() {
+        let Some(refs) = refs else { return };
+        let full = full_state(event.dialect, event.name);
+        if refs.is_empty() && !full {
             return;
         }
         let Some(index) = (event.conversation as usize).checked_sub(1) else {
@@ -411,6 +455,37 @@ impl Entities {
                 ..Conversation::default()
             })
         });
+        let completed = if full { c.gather(event, refs) } else { None };
+        if !refs.is_empty() {
+            self.follow(index, event, refs, ticks, full, emit);
+        }
+        if let (Some(first_frame), Some(c)) = (completed, self.conversations[index].as_deref_mut())
+        {
+            c.baseline = true;
+            c.ghosts(first_frame, |id| {
+                emit(LooseFinding {
+                    frame: event.frame,
+                    conversation: event.conversation,
+                    finding: Finding::new(Rule::SessionEntityGhost, 0, Detail::Value(id.into())),
+                })
+            });
+        }
+    }
+
+    /// Follows `refs` in conversation slot `index` (see [`Entities::observe`]); `full` when the
+    /// message is a full state.
+    fn follow<F: FnMut(LooseFinding)>(
+        &mut self,
+        index: usize,
+        event: &DatagramEvent<'_>,
+        refs: &[EntityRef],
+        ticks: u64,
+        full: bool,
+        emit: &mut F,
+    ) {
+        let Some(c) = self.conversations[index].as_deref_mut() else {
+            return;
+        };
         let at = At {
             frame: event.frame,
             ts_nanos: event.ts_nanos,
@@ -509,6 +584,17 @@ impl Entities {
                         c.sweep_at = (2 * c.index.len()).max(FIRST_SWEEP);
                     }
                     self.records += 1;
+                    if r.event == EntityEvent::Update && c.baseline && !implicit && !full {
+                        emit(LooseFinding {
+                            frame: event.frame,
+                            conversation: event.conversation,
+                            finding: Finding::new(
+                                Rule::SessionEntityUnknown,
+                                r.at,
+                                Detail::Value(r.id.into()),
+                            ),
+                        });
+                    }
                     let state = match r.event {
                         EntityEvent::Spawn => State::Spawned,
                         EntityEvent::Update => State::Seen,
@@ -520,6 +606,7 @@ impl Entities {
             if remember && r.event == EntityEvent::Update {
                 c.next_order.push(k);
             }
+            c.baseline |= r.event == EntityEvent::Spawn;
             let resolved = c.change(k, r, at, ticks, implicit, figures, &mut |rule| {
                 emit(LooseFinding {
                     frame: event.frame,
@@ -634,6 +721,61 @@ fn steady_key(r: &EntityRef) -> u64 {
 }
 
 impl Conversation {
+    /// Gathers the ids a full-state message names (`refs`: its chunk's, chunk and total from its
+    /// facts, one of one when it has none); returns the set's first frame when it completes.
+    fn gather(&mut self, event: &DatagramEvent<'_>, refs: &[EntityRef]) -> Option<u64> {
+        let index = event.facts.chunk_index.unwrap_or(0);
+        let total = event.facts.total_chunks.unwrap_or(1);
+        let set = match &mut self.full {
+            Some(set) if set.tick == event.tick => set,
+            _ => {
+                self.full_ids.clear();
+                self.full.insert(FullState {
+                    tick: event.tick,
+                    total,
+                    have: 0,
+                    first_frame: event.frame,
+                    spoilt: total == 0 || total > MAX_FULL_STATE_CHUNKS,
+                })
+            }
+        };
+        let updated = refs.iter().filter(|r| r.event == EntityEvent::Update);
+        set.spoilt |= set.total != total
+            || index >= total
+            || self.full_ids.len() + updated.clone().count() > MAX_FULL_STATE_IDS;
+        if set.spoilt {
+            self.full_ids.clear();
+            return None;
+        }
+        set.have |= 1 << index;
+        self.full_ids.extend(updated.map(|r| r.id));
+        if set.have.count_ones() < u32::from(total) {
+            return None;
+        }
+        let first_frame = set.first_frame;
+        self.full = None;
+        Some(first_frame)
+    }
+
+    /// Reports, through `report`, each entity held (alive, its life begun before the full state
+    /// gathered in [`Conversation::full_ids`], which began at `first_frame`) that the full state
+    /// left out, once per life.
+    fn ghosts(&mut self, first_frame: u64, mut report: impl FnMut(u32)) {
+        self.full_ids.sort_unstable();
+        for rec in &mut self.records {
+            let held = rec.flags & HELD != 0
+                && rec.flags & GHOSTED == 0
+                && rec.flags & (SPAWNED | UPDATED) != 0
+                && rec.state != State::Destroyed
+                && rec.begun < first_frame;
+            if held && self.full_ids.binary_search(&rec.id).is_err() {
+                rec.flags |= GHOSTED;
+                report(rec.id);
+            }
+        }
+        self.full_ids.clear();
+    }
+
     /// How many of `refs`, from the first, update the entities of the last snapshot, steady, in
     /// the same order and with the same types: those change nothing.
     fn steady_start(&self, refs: &[EntityRef]) -> usize {
@@ -857,6 +999,18 @@ mod tests {
         }
 
         fn send(&mut self, ms: i64, refs: &[(EntityEvent, u32, Option<u16>)]) -> Vec<Resolved> {
+            self.send_as("", None, Facts::default(), ms, refs)
+        }
+
+        /// A datagram of message `name`, tick `tick` and `facts` (a chunk's index and total).
+        fn send_as(
+            &mut self,
+            name: &str,
+            tick: Option<u32>,
+            facts: Facts,
+            ms: i64,
+            refs: &[(EntityEvent, u32, Option<u16>)],
+        ) -> Vec<Resolved> {
             self.frame += 1;
             let refs: Vec<EntityRef> = refs
                 .iter()
@@ -880,26 +1034,27 @@ mod tests {
                 decoded: None,
                 code: None,
                 sequence: None,
-                tick: None,
+                tick,
                 message: None,
-                name: "",
+                name,
                 payload: None,
-                facts: Facts::default(),
+                facts,
                 findings: &[],
                 session: &[],
                 entities: &refs,
             };
             let findings = &mut self.findings;
-            self.entities.observe(&event, &refs, self.frame, &mut |f| {
-                findings.push((
-                    f.finding.rule,
-                    f.frame,
-                    match f.finding.detail {
-                        Detail::Value(v) => v,
-                        _ => u64::MAX,
-                    },
-                ))
-            });
+            self.entities
+                .observe(&event, Some(&refs), self.frame, &mut |f| {
+                    findings.push((
+                        f.finding.rule,
+                        f.frame,
+                        match f.finding.detail {
+                            Detail::Value(v) => v,
+                            _ => u64::MAX,
+                        },
+                    ))
+                });
             self.entities.last().to_vec()
         }
 
@@ -966,6 +1121,8 @@ mod tests {
         assert_eq!(
             f.finish(),
             [
+                // 8 was neither spawned nor in a full state, after 7's spawn.
+                (Rule::SessionEntityUnknown, 2, 8),
                 (Rule::SessionEntityAfterDestroy, 6, 7),
                 (Rule::SessionEntitySpawnedTwice, 9, 8),
                 // 7 and 8 are alive; 8's life began with its second spawn at frame 9.
@@ -1011,6 +1168,7 @@ mod tests {
             &[(Update, 8, Some(1)), (Update, 9, Some(5))], // 9 after its destruction
         ];
         let expected = [
+            (Rule::SessionEntityUnknown, 2, 8),
             (Rule::SessionEntityAfterDestroy, 6, 8),
             (Rule::SessionEntityAfterDestroy, 15, 7),
             (Rule::SessionEntityAfterDestroy, 22, 30),
@@ -1080,7 +1238,11 @@ mod tests {
         assert_eq!(figures(&plain), figures(&reversed));
         let seven = plain.entities.get(1, 7).unwrap();
         assert_eq!((seven.updates, seven.ticks), (14, 14));
-        assert_eq!(plain.finish(), reversed.finish());
+        // The same findings; those of one datagram in its entities' order.
+        let (mut a, mut b) = (plain.finish(), reversed.finish());
+        a.sort_by_key(|f| (f.1, f.2));
+        b.sort_by_key(|f| (f.1, f.2));
+        assert_eq!(a, b);
     }
 
     /// A snapshot naming more entities than are remembered is followed by id, judged the same,
@@ -1114,6 +1276,135 @@ mod tests {
                 ]
             );
         }
+    }
+
+    /// A chunk of full-state set `tick` (`index` of `total`) naming `ids`.
+    fn chunk(f: &mut Feed, ms: i64, tick: u32, index: u16, total: u16, ids: &[u32]) {
+        let facts = Facts {
+            chunk_index: Some(index),
+            total_chunks: Some(total),
+            ..Facts::default()
+        };
+        let refs: Vec<_> = ids.iter().map(|id| (Update, *id, Some(1))).collect();
+        f.send_as("SERVER_SNAPSHOT_CHUNK", Some(tick), facts, ms, &refs);
+    }
+
+    /// An entity held that a complete full-state set leaves out is a ghost, once per life; sets
+    /// not complete, or whose chunks disagree, judge nothing.
+    #[test]
+    fn ghosts_are_what_a_full_state_leaves_out() {
+        let mut f = Feed::lifecycles(Dialect::Rtype);
+        f.send(
+            0,
+            &[
+                (Spawn, 1, Some(1)),
+                (Spawn, 2, Some(1)),
+                (Spawn, 3, Some(1)),
+            ],
+        );
+        chunk(&mut f, 16, 100, 0, 2, &[1]); // 2: a set without 2 or 3
+        chunk(&mut f, 17, 100, 1, 2, &[3]); // 3: complete, 2 is a ghost
+        chunk(&mut f, 33, 101, 0, 2, &[1]); // 4: incomplete, never judged
+        chunk(&mut f, 50, 102, 0, 3, &[1]); // 5: totals disagree
+        chunk(&mut f, 51, 102, 1, 2, &[1]); // 6
+        chunk(&mut f, 52, 102, 2, 3, &[1]); // 7: all three chunks, but spoilt
+        f.send(60, &[(Destroy, 3, None)]); // 8
+        f.send(70, &[(Spawn, 4, Some(1))]); // 9: spawned in the set's middle
+        chunk(&mut f, 71, 103, 0, 1, &[1]); // 10: 2 reported already, 3 destroyed, 4 new
+        chunk(&mut f, 80, 104, 0, 1, &[1]); // 11: 4 is a ghost now
+        f.send(90, &[(Update, 5, Some(1))]); // 12: never given
+        chunk(&mut f, 100, 105, 0, 1, &[1, 5, 2]); // 13: 2 is back, but reported once
+        assert_eq!(
+            f.finish(),
+            [
+                (Rule::SessionEntityGhost, 3, 2),
+                (Rule::SessionEntityGhost, 10, 4),
+                (Rule::SessionEntityUnknown, 12, 5),
+                (Rule::SessionEntityNeverDestroyed, 1, 4),
+            ]
+        );
+    }
+
+    /// A full state naming more ids than are gathered is not judged, and what was gathered of
+    /// it is let go: nothing is reported and the buffer stays within its bound.
+    #[test]
+    fn a_full_state_too_long_is_not_judged() {
+        let mut f = Feed::lifecycles(Dialect::Rtype);
+        f.send(0, &[(Spawn, 1, Some(1)), (Spawn, 2, Some(1))]);
+        let many: Vec<u32> = (10..10 + MAX_FULL_STATE_IDS as u32).collect();
+        chunk(&mut f, 16, 100, 0, 2, &many[..MAX_FULL_STATE_IDS / 2]);
+        chunk(&mut f, 17, 100, 1, 2, &many); // past the bound: 1 and 2 are not judged
+        let c = f.entities.conversations[0].as_deref().unwrap();
+        assert!(c.full_ids.is_empty());
+        assert!(
+            c.full_ids.capacity() <= MAX_FULL_STATE_IDS,
+            "{}",
+            c.full_ids.capacity()
+        );
+        chunk(&mut f, 33, 101, 0, 65, &[1]); // more chunks than are judged
+        for index in 1..65 {
+            chunk(&mut f, 34, 101, index, 65, &[1]);
+        }
+        chunk(&mut f, 50, 102, 0, 1, &many[..MAX_FULL_STATE_IDS]); // at the bound: judged
+        assert_eq!(
+            f.finish(),
+            [
+                (Rule::SessionEntityGhost, 69, 1),
+                (Rule::SessionEntityGhost, 69, 2),
+                (
+                    Rule::SessionEntityNeverDestroyed,
+                    1,
+                    MAX_FULL_STATE_IDS as u64 + 2
+                ),
+            ]
+        );
+    }
+
+    /// Before any spawn or full state the client's world is not known (a capture begun in a
+    /// game): updates of unspawned entities are judged only after one.
+    #[test]
+    fn unknown_entities_are_judged_from_a_baseline() {
+        let mut f = Feed::lifecycles(Dialect::Rtype);
+        f.send(0, &[(Update, 1, Some(1))]);
+        chunk(&mut f, 16, 10, 0, 1, &[1, 2]); // the baseline; 2 given by the full state
+        f.send(33, &[(Update, 2, None), (Update, 3, Some(1))]); // 3 never given
+        f.send(50, &[(Update, 3, None)]); // once per life
+        let mut rt = Feed::lifecycles(Dialect::Rt);
+        rt.send(0, &[(Spawn, 10, Some(1))]);
+        rt.send(16, &[(Update, 10, None), (Update, 11, None)]);
+        assert_eq!(
+            [f.finish(), rt.finish()],
+            [
+                vec![
+                    (Rule::SessionEntityUnknown, 3, 3),
+                    (Rule::SessionEntityNeverDestroyed, 1, 3),
+                ],
+                vec![
+                    (Rule::SessionEntityUnknown, 2, 11),
+                    (Rule::SessionEntityNeverDestroyed, 1, 2),
+                ],
+            ]
+        );
+    }
+
+    /// Each rtnp snapshot is a full state (004 D.3): an entity it leaves out, not in its
+    /// `destroyed` list, is a ghost; appearing is never unknown.
+    #[test]
+    fn rtnp_snapshots_are_full_states() {
+        let mut f = Feed::lifecycles(Dialect::Rtnp);
+        let snapshot = |f: &mut Feed, ms, refs: &[(EntityEvent, u32, Option<u16>)]| {
+            f.send_as("snapshot", None, Facts::default(), ms, refs);
+        };
+        snapshot(&mut f, 0, &[(Update, 1, None), (Update, 2, None)]);
+        snapshot(&mut f, 16, &[(Update, 1, None), (Destroy, 2, None)]);
+        snapshot(&mut f, 33, &[(Update, 3, None)]); // 1 left out, not destroyed
+        assert_eq!(
+            f.finish(),
+            [
+                (Rule::SessionEntityGhost, 3, 1),
+                (Rule::SessionEntityNeverDestroyed, 1, 2),
+            ]
+        );
     }
 
     #[test]
