@@ -640,7 +640,8 @@ fn every_command_ends_saying_when_no_profile_reads_the_snapshots() {
     // error, once, last.
     let capture = "samples/violations-snapshot.pcap";
     let line = "samples/violations-snapshot.pcap: 4 of the snapshots scanned do not decode with \
-                the document's layout, and no bundled profile reads them all: their findings stand \
+                the document's layout, and no configured or bundled profile reads them all: their \
+                findings stand \
                 (a profile of this build's layout reads them: --profile FILE.toml, as in \
                 samples/profiles/)\n";
     let dir = std::env::temp_dir().join(format!("rtype-inspect-cli-unfit-{}", std::process::id()));

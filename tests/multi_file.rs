@@ -273,6 +273,67 @@ fn profiles_by_file_name_from_the_configuration() {
 }
 
 /// A directory of `n` captures of the sample's first three frames.
+/// A team's own profile, named in the configuration's `[profiles]` for other files, is tried
+/// before the bundled ones on a capture no pattern names: the real 17-byte capture is read with
+/// it, and the one layout finding names it and what its file says differs.
+#[test]
+fn a_configured_profile_is_found_as_the_bundled_ones_are() {
+    let d = dir("candidates");
+    let bundled = std::fs::read_to_string("samples/profiles/reference-17byte.toml").unwrap();
+    let ours: String = bundled
+        .lines()
+        .map(|l| match l {
+            l if l.starts_with("name = ") => "name = \"our-build\"",
+            l if l.starts_with("differs = ") => "differs = \"our build quantises to i16 × 10\"",
+            l => l,
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(d.join("our-build.toml"), ours).unwrap();
+    std::fs::write(
+        d.join("rtype-inspect.toml"),
+        "[profiles]\n\"lab-*.pcap\" = \"our-build.toml\"\n",
+    )
+    .unwrap();
+    std::fs::copy(
+        "tests/fixtures/reference-17byte-1client.pcap",
+        d.join("session.pcap"),
+    )
+    .unwrap();
+    let (code, out, err) = bin::run_in(&d, &["export", "session.pcap"]);
+    assert_eq!(code, 0, "{err}");
+    let records: Vec<Value> = out.lines().map(json).collect();
+    let layout: Vec<(u64, &str)> = records
+        .iter()
+        .filter(|r| r["kind"] == "datagram")
+        .flat_map(|r| {
+            r["violations"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(move |v| (r, v))
+        })
+        .filter(|(_, v)| v["id"].as_str().unwrap().starts_with("rtype.snapshot."))
+        .map(|(r, v)| (r["frame"].as_u64().unwrap(), v["detail"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        layout,
+        [(
+            10,
+            "read as profile our-build: our build quantises to i16 × 10"
+        )]
+    );
+    let summary = records.last().unwrap();
+    assert_eq!(summary["profile"], "our-build");
+    assert_eq!(summary["conversations"][0]["layout"], "our-build");
+    // Named for the file, it is the layout the team ships: no finding.
+    std::fs::rename(d.join("session.pcap"), d.join("lab-1.pcap")).unwrap();
+    let (code, out, err) = bin::run_in(&d, &["check", "lab-1.pcap", "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.contains("rtype.snapshot."), "{out}");
+    std::fs::remove_dir_all(d).unwrap();
+}
+
 fn many(n: usize) -> PathBuf {
     let bytes = std::fs::read(A).unwrap();
     let mut end = 24;

@@ -18,8 +18,8 @@ use crate::session::analysis;
 pub struct ReadOpts {
     /// Snapshot field profile replacing the document's mask-bit table: a bundled one by name
     /// (reference-17byte, reference-15byte), document (the document's table, as
-    /// --strict-layout), or a TOML file [default: the document's, or the bundled profile the
-    /// capture's snapshots fit].
+    /// --strict-layout), or a TOML file [default: the document's, or the first profile of the
+    /// configuration's [profiles], then the bundled ones, that the capture's snapshots fit].
     #[arg(long, value_name = "NAME|FILE")]
     pub profile: Option<PathBuf>,
     /// Only datagrams to or from this UDP port (default: any port, recognised by content).
@@ -75,10 +75,14 @@ pub struct Reading {
     pub profile_given: bool,
     /// Keep the document's layout when no profile is named (`--strict-layout`).
     pub strict_layout: bool,
-    /// What the capture's snapshots were found to fit, when no profile was named: a bundled
-    /// profile (they are read with it, and depart from the document's layout), or neither it nor
-    /// the document's (the run ends saying so).
+    /// What the capture's snapshots were found to fit, when no profile was named: a candidate
+    /// profile (they are read with it, and depart from the document's layout), or neither one
+    /// nor the document's (the run ends saying so).
     pub fit: Fit,
+    /// The profiles a capture's snapshots are tried with when the document's layout misreads
+    /// them, with where each came from: the configuration's `[profiles]` (those that load), then
+    /// the bundled ones. Loaded once per run.
+    pub candidates: Vec<(Profile, PathBuf)>,
 }
 
 impl ReadOpts {
@@ -120,7 +124,6 @@ impl ReadOpts {
             None => None,
         };
         Ok(Reading {
-            config,
             filter,
             profile,
             profile_source,
@@ -134,6 +137,8 @@ impl ReadOpts {
             profile_given: self.profile.is_some(),
             strict_layout: self.strict_layout,
             fit: Fit::Document,
+            candidates: layout_candidates(&config),
+            config,
         })
     }
 }
@@ -183,13 +188,17 @@ impl Reading {
     fn with_found_layout(&self, capture: &Path) -> Reading {
         let named = self.profile_source.is_some() || self.strict_layout;
         let file = !named && std::fs::metadata(capture).is_ok_and(|m| m.is_file());
+        let candidates: Vec<Profile> = self.candidates.iter().map(|(p, _)| p.clone()).collect();
         let fit = match file {
-            true => fitting_layout(capture, self.port),
+            true => fitting_layout(capture, self.port, &candidates),
             false => Fit::Document,
         };
         let found = match fit {
-            Fit::Profile(name) => Profile::bundled(name)
-                .and_then(|profile| self.with_profile(profile, Path::new(name)).ok()),
+            Fit::Profile(name) => self
+                .candidates
+                .iter()
+                .find(|(p, _)| p.finding_name() == name)
+                .and_then(|(p, source)| self.with_profile(p.clone(), source).ok()),
             _ => None,
         };
         Reading {
@@ -221,6 +230,28 @@ impl Reading {
         each.quiet |= files > 1;
         (at_once, each)
     }
+}
+
+/// The profiles a capture's snapshots are tried with ([`Reading::candidates`]): each profile
+/// the configuration's `[profiles]` names (once, in its order; one that does not load is left
+/// out here and reported when a capture it is given to is read), then the bundled ones.
+fn layout_candidates(config: &Config) -> Vec<(Profile, PathBuf)> {
+    let mut candidates: Vec<(Profile, PathBuf)> = Vec::new();
+    for (_, source) in &config.profiles {
+        if candidates.iter().any(|(_, s)| s == source) {
+            continue;
+        }
+        if let Ok(profile) = Profile::resolve(source) {
+            candidates.push((profile, source.clone()));
+        }
+    }
+    for profile in crate::report::profile_hint::bundled() {
+        if !candidates.iter().any(|(p, _)| p.name == profile.name) {
+            let source = PathBuf::from(&profile.name);
+            candidates.push((profile, source));
+        }
+    }
+    candidates
 }
 
 /// The file name that stands for standard input.
@@ -261,7 +292,7 @@ pub fn read_capture<S: Sink>(file: &Path, reading: &Reading, sink: &mut S) -> Re
     if let (Fit::Neither(misread), true) = (reading.fit, first_note(file)) {
         eprintln!(
             "{}: {misread} of the snapshots scanned do not decode with the document's layout, and \
-             no bundled profile reads them all: their findings stand (a profile of this build's \
+             no configured or bundled profile reads them all: their findings stand (a profile of this build's \
              layout reads them: --profile FILE.toml, as in samples/profiles/)",
             file.display()
         );

@@ -39,6 +39,11 @@ pub const BUNDLED: &[(&str, &str)] = &[
     ),
 ];
 
+/// The names (and what differs) of the profiles not bundled that findings name
+/// ([`Profile::finding_name`]).
+static REGISTERED: std::sync::Mutex<Vec<(&'static str, Option<&'static str>)>> =
+    std::sync::Mutex::new(Vec::new());
+
 /// What one mask bit means.
 #[derive(Clone, Copy, Debug)]
 pub enum BitSlot {
@@ -174,6 +179,43 @@ impl Profile {
     /// name it.
     pub fn bundled_name(name: &str) -> Option<&'static str> {
         BUNDLED.iter().map(|(n, _)| *n).find(|n| *n == name)
+    }
+
+    /// This profile's name as findings hold it (`'static`): a bundled profile's from the binary;
+    /// another's (a configuration's) registered once per process, with what differs, for
+    /// [`Profile::differs_of`]. Registered names are as many as the profiles a run loads.
+    pub fn finding_name(&self) -> &'static str {
+        if let Some(name) = Profile::bundled_name(&self.name) {
+            return name;
+        }
+        let mut registered = REGISTERED
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((name, _)) = registered.iter().find(|(n, _)| *n == self.name) {
+            return name;
+        }
+        let name: &'static str = Box::leak(self.name.clone().into_boxed_str());
+        let differs = self
+            .differs
+            .clone()
+            .map(|d| &*Box::leak(d.into_boxed_str()));
+        registered.push((name, differs));
+        name
+    }
+
+    /// What differs from the document's layout in the profile findings call `name` (see
+    /// [`Profile::finding_name`]).
+    pub fn differs_of(name: &str) -> Option<String> {
+        if let Some(profile) = Profile::bundled(name) {
+            return profile.differs;
+        }
+        let registered = REGISTERED
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        registered
+            .iter()
+            .find(|(n, _)| *n == name)
+            .and_then(|(_, d)| d.map(str::to_owned))
     }
 
     /// A profile shipped in the binary ([`BUNDLED`]). Each is parsed once per process: parsing

@@ -157,7 +157,7 @@ rules! {
     RtypeUndefinedBit = "rtype.snapshot.undefined-bit", Warning, "001 §6.2",
         "snapshot mask sets a bit the document does not define: the rest of the snapshot is undecodable";
     RtypeSnapshotLayout = "rtype.snapshot.layout", Error, "001 §6.2",
-        "the conversation's snapshots do not decode with the document's field layout; a bundled profile decodes them, and they were read with it";
+        "the conversation's snapshots do not decode with the document's field layout; a bundled or configured profile decodes them, and they were read with it";
     RtypeUnknownEntityType = "rtype.snapshot.unknown-entity-type", Info, "001 §6.3",
         "entityType not announced by the conversation's LevelInit";
     RtypeBossTrailer = "rtype.levelinit.boss-trailer", Warning, "001 §3",

@@ -1,9 +1,10 @@
-//! Which bundled snapshot profile fits, when snapshots fail to decode: a real build's snapshots
+//! Which snapshot profile fits, when snapshots fail to decode: a real build's snapshots
 //! judged against the document's f32 layout give a hundred findings that are all one fact.
 //!
 //! Before a capture file is read, its first snapshots are read once more with the document's
-//! layout ([`fitting_layout`]): when they fail and one bundled profile decodes every failing one
-//! cleanly, the capture is read with that profile, and each conversation gets one
+//! layout ([`fitting_layout`]): when they fail and one candidate profile (the configuration's
+//! `[profiles]`, then the bundled ones) decodes every failing one cleanly, the capture is read
+//! with that profile, and each conversation gets one
 //! `rtype.snapshot.layout` finding at its first snapshot instead of the cascade. The summary
 //! still says which profile fits when the capture was read in a layout that fails.
 
@@ -35,11 +36,23 @@ pub struct ProfileHint {
 }
 
 impl Default for ProfileHint {
+    /// Tries the bundled profiles.
     fn default() -> Self {
-        let profiles: Vec<Profile> = BUNDLED
-            .iter()
-            .filter_map(|(name, _)| Profile::bundled(name))
-            .collect();
+        ProfileHint::new(bundled())
+    }
+}
+
+/// The bundled profiles.
+pub fn bundled() -> Vec<Profile> {
+    BUNDLED
+        .iter()
+        .filter_map(|(name, _)| Profile::bundled(name))
+        .collect()
+}
+
+impl ProfileHint {
+    /// Tries `profiles`, in their order: the first that reads every probe is the suggestion.
+    pub fn new(profiles: Vec<Profile>) -> ProfileHint {
         ProfileHint {
             clean: vec![0; profiles.len()],
             profiles,
@@ -47,9 +60,7 @@ impl Default for ProfileHint {
             findings: Vec::new(),
         }
     }
-}
 
-impl ProfileHint {
     /// Probes `e` when it is an rtype snapshot whose layout failed.
     pub fn datagram(&mut self, e: &DatagramEvent<'_>) {
         let (Some(message), Some(payload)) = (e.message, e.payload) else {
@@ -78,13 +89,13 @@ impl ProfileHint {
         }
     }
 
-    /// The bundled profile that decoded every probed snapshot, with how many were probed.
-    pub fn suggestion(&self) -> Option<(&str, u32)> {
+    /// The first profile that decoded every probed snapshot, with how many were probed.
+    pub fn suggestion(&self) -> Option<(&Profile, u32)> {
         let i = self
             .clean
             .iter()
             .position(|c| self.probed > 0 && *c == self.probed)?;
-        Some((&self.profiles[i].name, self.probed))
+        Some((&self.profiles[i], self.probed))
     }
 }
 
@@ -101,32 +112,37 @@ pub enum Fit {
     /// The document's layout reads the snapshots scanned (or there were none, or the file
     /// cannot be read: its reading says why).
     Document,
-    /// The document's misreads some, and this bundled profile reads every one it misread.
+    /// The document's misreads some, and this candidate (its [`Profile::finding_name`]) reads
+    /// every one it misread.
     Profile(&'static str),
-    /// The document's misreads this many, and no bundled profile reads them all.
+    /// The document's misreads this many, and no candidate reads them all.
     Neither(u32),
 }
 
 /// The layout a capture file's snapshots fit: its first [`PROBES`] snapshots (within its first
-/// [`SCAN_DATAGRAMS`] datagrams, on `port`) are read with the document's layout, and a bundled
-/// profile must decode every one that failed.
-pub fn fitting_layout(file: &Path, port: Option<u16>) -> Fit {
+/// [`SCAN_DATAGRAMS`] datagrams, on `port`) are read with the document's layout, and one of
+/// `candidates` must decode every one that failed (the first that does).
+pub fn fitting_layout(file: &Path, port: Option<u16>, candidates: &[Profile]) -> Fit {
     let Ok(mut reader) = CaptureReader::open(file) else {
         return Fit::Document;
     };
-    let mut scan = Scan::default();
+    let mut scan = Scan {
+        hint: ProfileHint::new(candidates.to_vec()),
+        snapshots: 0,
+        datagrams: 0,
+        no_fields: NoFields,
+    };
     let run = Pipeline::new(Profile::document(), port).run(&mut reader, &mut scan);
     let hint = &scan.hint;
     match (run, hint.suggestion()) {
         (Err(_), _) => Fit::Document,
-        (Ok(_), Some((name, _))) => Profile::bundled_name(name).map_or(Fit::Document, Fit::Profile),
+        (Ok(_), Some((profile, _))) => Fit::Profile(profile.finding_name()),
         (Ok(_), None) if hint.probed > 0 => Fit::Neither(hint.probed),
         (Ok(_), None) => Fit::Document,
     }
 }
 
 /// The scan of [`fitting_layout`]: probes failing snapshots until enough were seen.
-#[derive(Default)]
 struct Scan {
     hint: ProfileHint,
     snapshots: u32,

@@ -626,12 +626,10 @@ fn first_detail(finding: &Finding) -> String {
             format!("tick {tick}: {have} of {total} chunks arrived")
         }
         Detail::Frames { first } => format!("a copy of frame {first}"),
-        Detail::Layout(name) => {
-            match crate::proto::profile::Profile::bundled(name).and_then(|p| p.differs) {
-                Some(differs) => format!("read as profile {name}: {differs}"),
-                None => format!("read as profile {name}"),
-            }
-        }
+        Detail::Layout(name) => match crate::proto::profile::Profile::differs_of(name) {
+            Some(differs) => format!("read as profile {name}: {differs}"),
+            None => format!("read as profile {name}"),
+        },
     }
 }
 

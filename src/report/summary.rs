@@ -248,7 +248,7 @@ impl Summary {
             "messages": messages,
             "violations": violations,
             "profile_hint": self.hint.suggestion().map(|(profile, probed)| json!({
-                "profile": profile, "snapshots_probed": probed,
+                "profile": profile.name, "snapshots_probed": probed,
             })),
         });
         if let Some(n) = self.limit.filter(|n| end.counts.datagrams >= *n) {
