@@ -403,7 +403,7 @@ pub fn main() -> ExitCode {
             Command::Summary(cli.summary)
         }
     };
-    match run(command, Term::stdout(cli.color)) {
+    match run(command, cli.color) {
         Ok(code) => code,
         Err(message) => {
             eprintln!("rtype-inspect: {message}");
@@ -689,7 +689,8 @@ fn mistyped_command(files: &[PathBuf]) -> Option<clap::Error> {
     Some(e)
 }
 
-fn run(command: Command, term: Term) -> Result<ExitCode, String> {
+fn run(command: Command, color: ColorChoice) -> Result<ExitCode, String> {
+    let term = Term::stdout(color);
     match command {
         Command::Summary(SummaryArgs {
             inputs,
@@ -930,7 +931,7 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Live(args) => report::live::run(args, term),
-        Command::Proxy(args) => crate::proxy::run(args),
+        Command::Proxy(args) => crate::proxy::run(args, color),
         Command::Replay(args) => crate::proxy::replay(args, term),
         Command::Fields {
             format,
