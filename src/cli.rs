@@ -341,7 +341,9 @@ enum Command {
     Live(report::live::LiveArgs),
     /// Relay UDP between game clients and a server, impairing it on demand (delay, jitter,
     /// loss, burst loss, duplication, reordering, rate, MTU; by direction, display filter and
-    /// schedule; reproducible with --seed); -w records both sides, annotated.
+    /// schedule; reproducible with --seed); -w records both sides, annotated. Each client's
+    /// figures as delivered (snapshot rate, loss, RTT, gaps, findings) are shown live on a
+    /// terminal and in the summary.
     Proxy(crate::proxy::ProxyArgs),
     /// Re-send the client side of a capture to a live server with the original timing, each
     /// client from its own socket; report what the server answered (-w records it).
