@@ -1,8 +1,9 @@
 //! `proxy`: a UDP relay between game clients and a server that impairs the traffic on demand
 //! (delay, jitter, loss, burst loss, duplication, reordering, rate, MTU), for the datagrams a
 //! direction, a display filter and a schedule select, reproducibly (`--seed`), and records what
-//! each side sent and what was delivered (`-w`); and `replay`, which re-sends a capture's client
-//! side to a live server.
+//! each side sent and what was delivered (`-w`); it decodes what each end was delivered, shown
+//! live on a terminal and in the summary; and `replay`, which re-sends a capture's client side to
+//! a live server.
 
 mod decode;
 mod impair;
