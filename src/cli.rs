@@ -341,7 +341,9 @@ enum Command {
     Live(report::live::LiveArgs),
     /// Relay UDP between game clients and a server, impairing it on demand (delay, jitter,
     /// loss, burst loss, duplication, reordering, rate, MTU; by direction, display filter and
-    /// schedule; reproducible with --seed); -w records both sides, annotated.
+    /// schedule; reproducible with --seed); -w records both sides, annotated. Each client's
+    /// figures as delivered (snapshot rate, loss, RTT, gaps, findings) are shown live on a
+    /// terminal and in the summary.
     Proxy(crate::proxy::ProxyArgs),
     /// Re-send the client side of a capture to a live server with the original timing, each
     /// client from its own socket; report what the server answered (-w records it).
@@ -403,7 +405,7 @@ pub fn main() -> ExitCode {
             Command::Summary(cli.summary)
         }
     };
-    match run(command, Term::stdout(cli.color)) {
+    match run(command, cli.color) {
         Ok(code) => code,
         Err(message) => {
             eprintln!("rtype-inspect: {message}");
@@ -689,7 +691,8 @@ fn mistyped_command(files: &[PathBuf]) -> Option<clap::Error> {
     Some(e)
 }
 
-fn run(command: Command, term: Term) -> Result<ExitCode, String> {
+fn run(command: Command, color: ColorChoice) -> Result<ExitCode, String> {
+    let term = Term::stdout(color);
     match command {
         Command::Summary(SummaryArgs {
             inputs,
@@ -930,7 +933,7 @@ fn run(command: Command, term: Term) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Live(args) => report::live::run(args, term),
-        Command::Proxy(args) => crate::proxy::run(args),
+        Command::Proxy(args) => crate::proxy::run(args, color),
         Command::Replay(args) => crate::proxy::replay(args, term),
         Command::Fields {
             format,

@@ -101,14 +101,15 @@ struct Seen {
     client: Vec<Vec<u8>>,
 }
 
-/// Receives on `socket` until it has been quiet for 1.5 s.
-fn receive_all(socket: &UdpSocket) -> Vec<Vec<u8>> {
+/// Receives on `socket` until it has been quiet for 1.5 s, handing each datagram to `each`.
+fn receive_all(socket: &UdpSocket, mut each: impl FnMut(&[u8])) -> Vec<Vec<u8>> {
     socket
         .set_read_timeout(Some(Duration::from_millis(1500)))
         .unwrap();
     let mut got = Vec::new();
     let mut buf = [0u8; 2048];
     while let Ok((n, _)) = socket.recv_from(&mut buf) {
+        each(&buf[..n]);
         got.push(buf[..n].to_vec());
     }
     got
@@ -117,14 +118,17 @@ fn receive_all(socket: &UdpSocket) -> Vec<Vec<u8>> {
 /// A session of `pings` client pings and `snapshots` server snapshots, 1 ms apart, through a
 /// proxy given `impairments`; the proxy stops once it has received them all.
 fn session(pings: u16, snapshots: u16, impairments: &[&str], record: &Path) -> (Value, Seen) {
-    session_on("127.0.0.1", pings, snapshots, impairments, record)
+    session_on("127.0.0.1", pings, snapshots, false, impairments, record)
 }
 
-/// [`session`] with every endpoint on the loopback address `host`.
+/// [`session`] with every endpoint on the loopback address `host`; with `pongs`, the server
+/// answers each ping it gets with a pong of its sequence number (the proxy then stops once it
+/// has received a pong for every ping too: give it no loss).
 fn session_on(
     host: &str,
     pings: u16,
     snapshots: u16,
+    pongs: bool,
     impairments: &[&str],
     record: &Path,
 ) -> (Value, Seen) {
@@ -132,7 +136,7 @@ fn session_on(
     let server = UdpSocket::bind(&any).unwrap();
     let reply = UdpSocket::bind(&any).unwrap();
     let mut args: Vec<String> = impairments.iter().map(|s| s.to_string()).collect();
-    let total = u32::from(pings) + u32::from(snapshots);
+    let total = u32::from(pings) * (1 + u32::from(pongs)) + u32::from(snapshots);
     args.extend([
         "--to".into(),
         server.local_addr().unwrap().to_string(),
@@ -152,6 +156,15 @@ fn session_on(
         let mut buf = [0u8; 2048];
         let (n, client) = server.recv_from(&mut buf).unwrap();
         first_tx.send(()).unwrap();
+        let answer = reply.try_clone().unwrap();
+        let pong = move |d: &[u8]| {
+            if pongs {
+                let k = sequence(d);
+                let pong = datagram("pong", k, &json!({"client_time": k}));
+                answer.send_to(&pong, client).unwrap();
+            }
+        };
+        pong(&buf[..n]);
         let streamer = thread::spawn(move || {
             for k in 1..=snapshots {
                 reply
@@ -161,7 +174,7 @@ fn session_on(
             }
         });
         let mut got = vec![buf[..n].to_vec()];
-        got.extend(receive_all(&server));
+        got.extend(receive_all(&server, pong));
         streamer.join().unwrap();
         got
     });
@@ -174,7 +187,7 @@ fn session_on(
             thread::sleep(Duration::from_millis(1));
         }
     });
-    let seen_client = receive_all(&client);
+    let seen_client = receive_all(&client, |_| {});
     client_side.join().unwrap();
     let _ = first_rx.recv_timeout(Duration::from_secs(5));
     let seen_server = server_side.join().unwrap();
@@ -431,7 +444,7 @@ fn a_flood_fills_only_its_own_queue() {
     .chain([server.local_addr().unwrap().to_string()])
     .collect();
     let (child, proxy, _stderr) = start_proxy("127.0.0.1", &args);
-    let drain = thread::spawn(move || receive_all(&server));
+    let drain = thread::spawn(move || receive_all(&server, |_| {}));
     let flooder = UdpSocket::bind("127.0.0.1:0").unwrap();
     let pinger = UdpSocket::bind("127.0.0.1:0").unwrap();
     let flood = thread::spawn(move || {
@@ -503,7 +516,7 @@ fn a_preset_and_a_clients_own_settings_over_ipv6() {
         "--client",
         "2:preset=4g",
     ];
-    let (summary, seen) = session_on("[::1]", 100, 100, &impair, &record);
+    let (summary, seen) = session_on("[::1]", 100, 100, false, &impair, &record);
     assert_eq!(
         summary["impairments"],
         "client to server: delay 650.000 ms ± 0.000 ms, rate 260000 bit/s; \
@@ -534,4 +547,130 @@ fn a_preset_and_a_clients_own_settings_over_ipv6() {
         .unwrap()
         .iter()
         .all(|c| c["client"].as_str().unwrap().starts_with("[::1]:")));
+}
+
+/// The summary's decoded figures are the session analysis of what each end was delivered: the
+/// sequence loss each end saw is exactly the proxy's drops in that direction (the seed drops
+/// neither direction's first datagram nor its last, so every drop is a gap), and every figure is
+/// what `stats` and the summary find in the record.
+#[test]
+fn decoded_figures_are_what_each_end_was_delivered() {
+    let dir = temp("decoded");
+    let record = dir.join("session.pcapng");
+    let (summary, seen) = session(300, 300, &["--loss", "10%", "--seed", "3"], &record);
+    let c = &summary["clients"][0];
+    let decoded = &c["decoded"];
+    for (key, got) in [
+        ("client_to_server", &seen.server),
+        ("server_to_client", &seen.client),
+    ] {
+        let numbers: Vec<u16> = got.iter().map(|d| sequence(d)).collect();
+        let dropped = count(&c[key]["dropped"]["loss"]);
+        assert!(dropped > 10, "{key}: {dropped} dropped");
+        assert_eq!(numbers.len() as u64, 300 - dropped, "{key}");
+        assert_eq!((numbers[0], numbers[numbers.len() - 1]), (1, 300), "{key}");
+        let s = &decoded["sequences"][key];
+        assert_eq!(
+            (count(&s["received"]), count(&s["lost"])),
+            (300 - dropped, dropped),
+            "{key}"
+        );
+        assert_eq!(s["loss_ratio"].as_f64().unwrap(), dropped as f64 / 300.0);
+    }
+    let snapshots = &decoded["snapshots"];
+    assert_eq!(
+        count(&snapshots["ticks"]),
+        300 - count(&c["server_to_client"]["dropped"]["loss"])
+    );
+    let rate = snapshots["rate_hz"].as_f64().unwrap();
+    assert!(rate > 60.0, "{rate} Hz");
+    let (p95, max) = (&snapshots["gap_p95_ms"], &snapshots["gap_max_ms"]);
+    assert!(p95.as_f64().unwrap() <= max.as_f64().unwrap());
+    // No pongs: no round trip.
+    assert_eq!(
+        decoded["rtt_ms"],
+        json!({"pairs": 0, "p50": null, "max": null})
+    );
+
+    // stats of the record: the client side is the conversation of the client's address, the
+    // server side the other.
+    let (_, out, _) = bin::run(&["stats", "--format", "json", record.to_str().unwrap()]);
+    let stats: Value = serde_json::from_str(&out).unwrap();
+    let conversations = stats["conversations"].as_array().unwrap();
+    assert_eq!(conversations.len(), 2);
+    let side = |client: bool| {
+        conversations
+            .iter()
+            .find(|s| (s["client"] == c["client"]) == client)
+            .unwrap()
+    };
+    let (client_side, server_side) = (side(true), side(false));
+    let snaps = &client_side["snapshots"];
+    assert_eq!(snapshots["ticks"], snaps["ticks"]);
+    assert_eq!(snapshots["rate_hz"], snaps["rate_hz"]);
+    assert_eq!(snapshots["gap_max_ms"], snaps["gap_ms"]["max"]);
+    let lost = |s: &Value, i: usize| {
+        (
+            s["sequences"][i]["received"].clone(),
+            s["sequences"][i]["lost"].clone(),
+        )
+    };
+    let sequences = &decoded["sequences"];
+    assert_eq!(
+        lost(server_side, 0),
+        (
+            sequences["client_to_server"]["received"].clone(),
+            sequences["client_to_server"]["lost"].clone()
+        )
+    );
+    assert_eq!(
+        lost(client_side, 1),
+        (
+            sequences["server_to_client"]["received"].clone(),
+            sequences["server_to_client"]["lost"].clone()
+        )
+    );
+    // Findings, as the summary of the record counts them: on each side, the snapshot rate is
+    // far from nominal (1 kHz).
+    let (_, out, _) = bin::run(&["--format", "json", record.to_str().unwrap()]);
+    let read: Value = serde_json::from_str(&out).unwrap();
+    let findings: u64 = read["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| count(&v["count"]))
+        .sum();
+    assert_eq!(findings, 2, "{}", read["violations"]);
+    assert_eq!(read["violations"][0]["id"], "session.snapshot-rate");
+    assert_eq!(
+        decoded["findings"],
+        json!({"client_side": 1, "server_side": 1})
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A round trip is the client's: from its ping reaching the proxy to the pong delivered to it,
+/// so the delay counts both ways (2 ms each: the pings, 1 ms apart, stay well within the 16
+/// the session analysis waits for at once); with no snapshot, the snapshot figures are null.
+#[test]
+fn round_trips_count_the_delay_both_ways() {
+    let dir = temp("rtt");
+    let record = dir.join("session.pcapng");
+    let (summary, seen) = session_on("127.0.0.1", 100, 0, true, &["--delay", "2ms"], &record);
+    assert_eq!((seen.server.len(), seen.client.len()), (100, 100));
+    let decoded = &summary["clients"][0]["decoded"];
+    let rtt = &decoded["rtt_ms"];
+    assert_eq!(count(&rtt["pairs"]), 100);
+    let (p50, max) = (rtt["p50"].as_f64().unwrap(), rtt["max"].as_f64().unwrap());
+    assert!((3.99..=max).contains(&p50), "{rtt}");
+    assert_eq!(
+        decoded["sequences"]["client_to_server"],
+        json!({"received": 100, "lost": 0, "loss_ratio": 0.0})
+    );
+    assert_eq!(decoded["sequences"]["server_to_client"], Value::Null);
+    assert_eq!(
+        decoded["snapshots"],
+        json!({"ticks": 0, "rate_hz": null, "gap_p95_ms": null, "gap_max_ms": null})
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

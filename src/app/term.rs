@@ -27,7 +27,16 @@ const DEFAULT_WIDTH: usize = 100;
 impl Term {
     /// Standard output as it is now.
     pub fn stdout(choice: ColorChoice) -> Term {
-        let tty = std::io::stdout().is_terminal();
+        Term::of(std::io::stdout().is_terminal(), libc::STDOUT_FILENO, choice)
+    }
+
+    /// Standard error as it is now, for what is drawn there (the proxy's live view).
+    pub fn stderr(choice: ColorChoice) -> Term {
+        Term::of(std::io::stderr().is_terminal(), libc::STDERR_FILENO, choice)
+    }
+
+    /// The output on file descriptor `fd`, a terminal when `tty`.
+    fn of(tty: bool, fd: libc::c_int, choice: ColorChoice) -> Term {
         let env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
         let dumb = env("TERM").is_some_and(|t| t == "dumb");
         let color = match choice {
@@ -37,7 +46,7 @@ impl Term {
         };
         Term {
             color,
-            width: tty.then(|| terminal_width().unwrap_or(DEFAULT_WIDTH)),
+            width: tty.then(|| terminal_width(fd).unwrap_or(DEFAULT_WIDTH)),
         }
     }
 
@@ -50,13 +59,13 @@ impl Term {
     }
 }
 
-/// The width of the terminal on standard output, from the kernel, else from `$COLUMNS`.
-fn terminal_width() -> Option<usize> {
+/// The width of the terminal on `fd`, from the kernel, else from `$COLUMNS`.
+fn terminal_width(fd: libc::c_int) -> Option<usize> {
     #[cfg(unix)]
     {
         // SAFETY: TIOCGWINSZ writes a winsize into the zeroed struct we own; nothing else.
         let mut size: libc::winsize = unsafe { std::mem::zeroed() };
-        let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) } == 0;
+        let ok = unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut size) } == 0;
         if ok && size.ws_col > 0 {
             return Some(usize::from(size.ws_col));
         }

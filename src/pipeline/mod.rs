@@ -559,6 +559,16 @@ impl Pipeline {
     pub fn frame<S: Sink>(&mut self, frame: &Frame<'_>, sink: &mut S) {
         self.state.frame(&mut self.scratch, frame, None, sink);
     }
+
+    /// The conversations so far, for a view of a run that is still going (`proxy`).
+    pub fn conversations(&self) -> &Conversations {
+        &self.state.conversations
+    }
+
+    /// The session analysis so far, for a view of a run that is still going (`proxy`).
+    pub fn analysis(&self) -> &Analysis {
+        &self.state.analysis
+    }
 }
 
 /// What [`report`] gets of a datagram beyond its event: what the display filter sees, and its

@@ -1,9 +1,11 @@
 //! `proxy`: a UDP relay between game clients and a server that impairs the traffic on demand
 //! (delay, jitter, loss, burst loss, duplication, reordering, rate, MTU), for the datagrams a
 //! direction, a display filter and a schedule select, reproducibly (`--seed`), and records what
-//! each side sent and what was delivered (`-w`); and `replay`, which re-sends a capture's client
-//! side to a live server.
+//! each side sent and what was delivered (`-w`); it decodes what each end was delivered, shown
+//! live on a terminal and in the summary; and `replay`, which re-sends a capture's client side to
+//! a live server.
 
+mod decode;
 mod impair;
 mod preset;
 mod prng;
@@ -11,6 +13,8 @@ mod record;
 mod relay;
 mod replay;
 mod select;
+mod tap;
+mod view;
 
 pub use replay::{run as replay, ReplayArgs};
 
@@ -24,15 +28,17 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::app::{write_stdout, Format};
+use crate::app::{write_stdout, ColorChoice, Format};
 use crate::display_filter::DisplayFilter;
 use crate::proto::profile::Profile;
 use crate::proto::registry::Registry;
 use crate::report::live::{catch_signals, default_signals, seconds, STOP};
+use decode::{Figures, Loss};
 use impair::{parse_burst, parse_duration, parse_percent, parse_rate, Cause, Ms, Settings};
 use preset::{parse_client, ClientSettings, Preset};
 use relay::{Config, Counts, Relay};
 use select::{parse_window, Dir, Directions, Selector};
+use view::View;
 
 /// Clients relayed at most by default (`--max-clients`).
 const MAX_CLIENTS: u16 = 64;
@@ -137,8 +143,9 @@ impl ProxyArgs {
     }
 }
 
-/// Runs the proxy until Ctrl-C, `--duration` or `--count`; then prints the summary.
-pub fn run(args: ProxyArgs) -> Result<ExitCode, String> {
+/// Runs the proxy until Ctrl-C, `--duration` or `--count`, with the live view on stderr when it
+/// is a terminal (coloured as `color` says); then prints the summary.
+pub fn run(args: ProxyArgs, color: ColorChoice) -> Result<ExitCode, String> {
     let profile = Profile::document();
     let only = match &args.only {
         Some(text) => Some(
@@ -162,10 +169,10 @@ pub fn run(args: ProxyArgs) -> Result<ExitCode, String> {
     let mut relay = Relay::new(args.listen, args.to, config)?;
     relay.selector = Selector::new(args.direction, only, profile, args.schedule.clone());
     if let Some(path) = &args.write {
-        relay.record = Some(record::Record::create(path)?);
+        relay.tap.record = Some(record::Record::create(path)?);
     }
     catch_signals();
-    let live = std::io::stderr().is_terminal();
+    let mut view = std::io::stderr().is_terminal().then(|| View::new(color));
     eprintln!(
         "rtype-inspect proxy: {} -> {} ({})",
         relay.listen_addr(),
@@ -188,11 +195,11 @@ pub fn run(args: ProxyArgs) -> Result<ExitCode, String> {
             .map_err(|e| format!("proxy: {e}"))?;
         if started.elapsed() >= next_view {
             next_view += Duration::from_secs(1);
-            if let Some(r) = &mut relay.record {
+            if let Some(r) = &mut relay.tap.record {
                 r.flush().map_err(|e| format!("-w: {e}"))?;
             }
-            if live {
-                eprint!("\r\x1b[K{}", view_line(&relay, started.elapsed()));
+            if let Some(view) = &mut view {
+                view.redraw(&relay, started.elapsed());
             }
         }
     }
@@ -200,11 +207,12 @@ pub fn run(args: ProxyArgs) -> Result<ExitCode, String> {
     // a second): the record then holds every fate the proxy decided.
     relay.drain(Instant::now() + Duration::from_secs(1));
     default_signals();
-    if live {
-        eprintln!();
+    let elapsed = started.elapsed();
+    if let Some(view) = &mut view {
+        view.redraw(&relay, elapsed);
     }
-    let summary = Summary::of(&relay, started.elapsed(), &settings, args.seed);
-    if let Some(r) = relay.record.take() {
+    let (summary, record) = Summary::of(relay, elapsed, &settings, args.seed);
+    if let Some(r) = record {
         r.commit()?;
     }
     match args.format {
@@ -265,45 +273,12 @@ fn describe(s: &Settings) -> String {
     parts.join(", ")
 }
 
-/// The live view's line: time, clients, and per direction what came and what was dropped.
-fn view_line(relay: &Relay, elapsed: Duration) -> String {
-    let total = |d: Dir| {
-        relay.clients.iter().fold(Counts::default(), |mut a, c| {
-            add(&mut a, &c.counts[d as usize]);
-            a
-        })
-    };
-    let (up, down) = (total(Dir::Up), total(Dir::Down));
-    format!(
-        "{:.0} s  {} clients  up {} in, {} dropped  down {} in, {} dropped  {} waiting",
-        elapsed.as_secs_f64(),
-        relay.clients.len(),
-        up.received,
-        up.dropped_total(),
-        down.received,
-        down.dropped_total(),
-        relay.waiting()
-    )
-}
-
-fn add(a: &mut Counts, b: &Counts) {
-    a.received += b.received;
-    a.delivered += b.delivered;
-    a.duplicated += b.duplicated;
-    a.reordered += b.reordered;
-    for (x, y) in a.dropped.iter_mut().zip(b.dropped) {
-        *x += y;
-    }
-    a.delay_ns += b.delay_ns;
-}
-
 /// What the proxy did, per client and direction.
 struct Summary {
     seconds: f64,
     settings: String,
     seed: u64,
-    /// Each client's address, figures and impairments.
-    clients: Vec<(SocketAddr, [Counts; 2], String)>,
+    clients: Vec<ClientSummary>,
     refused: u64,
     send_errors: u64,
     waiting: usize,
@@ -318,22 +293,47 @@ const CAUSES: [Cause; 5] = [
     Cause::Queue,
 ];
 
+/// One client: its address, what the proxy did each way, its impairments in words, and the
+/// figures of what its ends were delivered.
+struct ClientSummary {
+    addr: SocketAddr,
+    counts: [Counts; 2],
+    impairments: String,
+    figures: Figures,
+}
+
 impl Summary {
-    fn of(relay: &Relay, elapsed: Duration, settings: &[Settings; 2], seed: u64) -> Summary {
-        Summary {
+    /// The summary of a relay that stopped, once its decoding ends; and its record, to commit.
+    fn of(
+        relay: Relay,
+        elapsed: Duration,
+        settings: &[Settings; 2],
+        seed: u64,
+    ) -> (Summary, Option<record::Record>) {
+        let (waiting, ends) = (relay.waiting(), relay.ends());
+        let (figures, record) = relay.tap.finish(&ends);
+        let clients = relay
+            .clients
+            .iter()
+            .zip(figures)
+            .map(|(c, figures)| ClientSummary {
+                addr: c.addr,
+                counts: c.counts,
+                impairments: describe_both(&c.settings),
+                figures,
+            })
+            .collect();
+        let summary = Summary {
             seconds: elapsed.as_secs_f64(),
             settings: describe_both(settings),
             seed,
-            clients: relay
-                .clients
-                .iter()
-                .map(|c| (c.addr, c.counts, describe_both(&c.settings)))
-                .collect(),
+            clients,
             refused: relay.refused,
             send_errors: relay.send_errors,
-            waiting: relay.waiting(),
-            record: relay.record.as_ref().map(|r| r.frames),
-        }
+            waiting,
+            record: record.as_ref().map(|r| r.frames),
+        };
+        (summary, record)
     }
 
     fn json(&self) -> serde_json::Value {
@@ -354,12 +354,13 @@ impl Summary {
         let clients: Vec<_> = self
             .clients
             .iter()
-            .map(|(addr, c, impairments)| {
+            .map(|c| {
                 json!({
-                    "client": addr.to_string(),
-                    "impairments": impairments,
-                    "client_to_server": direction(&c[0]),
-                    "server_to_client": direction(&c[1]),
+                    "client": c.addr.to_string(),
+                    "impairments": c.impairments,
+                    "client_to_server": direction(&c.counts[0]),
+                    "server_to_client": direction(&c.counts[1]),
+                    "decoded": decoded_json(&c.figures),
                 })
             })
             .collect();
@@ -385,12 +386,13 @@ impl Summary {
             self.settings,
             self.seed
         );
-        for (addr, counts, impairments) in &self.clients {
-            if *impairments != self.settings {
-                let _ = writeln!(out, "  {addr} {impairments}");
+        for client in &self.clients {
+            let addr = client.addr;
+            if client.impairments != self.settings {
+                let _ = writeln!(out, "  {addr} {}", client.impairments);
             }
             for dir in [Dir::Up, Dir::Down] {
-                let c = &counts[dir as usize];
+                let c = &client.counts[dir as usize];
                 let causes: Vec<String> = CAUSES
                     .iter()
                     .filter(|&&k| c.dropped[k as usize] > 0)
@@ -409,6 +411,8 @@ impl Summary {
                     mean_ms(c)
                 );
             }
+            let words: Vec<String> = client.figures.words().map(|(w, _)| w).to_vec();
+            let _ = writeln!(out, "  {addr} delivered: {}", words.join(", "));
         }
         if self.refused > 0 {
             let _ = writeln!(
@@ -429,6 +433,27 @@ impl Summary {
         }
         out
     }
+}
+
+/// A client's figures of what its ends were delivered (the `decoded` object of the schema).
+fn decoded_json(f: &Figures) -> serde_json::Value {
+    let loss = |l: Option<Loss>| {
+        l.map(|l| json!({"received": l.received, "lost": l.lost, "loss_ratio": l.ratio}))
+    };
+    json!({
+        "snapshots": {
+            "ticks": f.snapshots,
+            "rate_hz": f.snapshot_hz,
+            "gap_p95_ms": f.gap_p95_ms,
+            "gap_max_ms": f.gap_max_ms,
+        },
+        "sequences": {
+            "client_to_server": loss(f.loss[0]),
+            "server_to_client": loss(f.loss[1]),
+        },
+        "rtt_ms": {"pairs": f.rtt_pairs, "p50": f.rtt_p50_ms, "max": f.rtt_max_ms},
+        "findings": {"client_side": f.findings[0], "server_side": f.findings[1]},
+    })
 }
 
 fn mean_ms(c: &Counts) -> f64 {

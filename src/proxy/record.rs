@@ -52,8 +52,16 @@ impl Record {
         comment: &str,
     ) -> io::Result<()> {
         udp_frame_into(Link::Ethernet, from, to, payload, &mut self.frame)?;
+        let frame = std::mem::take(&mut self.frame);
+        let written = self.write(side, ts_ns, &frame, comment);
+        self.frame = frame;
+        written
+    }
+
+    /// One frame made already (an Ethernet frame, as [`udp_frame_into`] makes them).
+    pub fn write(&mut self, side: Side, ts_ns: u64, frame: &[u8], comment: &str) -> io::Result<()> {
         self.out
-            .packet_with_comment(side as u32, ts_ns / 1000, &self.frame, comment)?;
+            .packet_with_comment(side as u32, ts_ns / 1000, frame, comment)?;
         self.frames += 1;
         Ok(())
     }

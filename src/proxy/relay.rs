@@ -10,15 +10,18 @@
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
+use std::fmt::Write as _;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use super::decode::Ends;
 use super::impair::{Cause, Fate, Impairer, Ms, Settings};
 use super::prng::SplitMix64;
-use super::record::{Record, Side};
+use super::record::Side;
 use super::select::{Dir, Selector};
+use super::tap::Tap;
 
 /// The largest UDP payload.
 const MAX_DATAGRAM: usize = 65_535;
@@ -94,11 +97,11 @@ pub struct Relay {
     pool: Vec<Vec<u8>>,
     order: u64,
     buf: Vec<u8>,
-    comment: String,
     /// What poll waits on: the listening socket, then each client's upstream socket.
     fds: Vec<libc::pollfd>,
     pub selector: Selector,
-    pub record: Option<Record>,
+    /// Where what the proxy saw goes: the decoding, the record.
+    pub tap: Tap,
     start: Instant,
     epoch_ns: u64,
     /// Datagrams from addresses past `max_clients`.
@@ -126,7 +129,6 @@ impl Relay {
             pool: Vec::new(),
             order: 0,
             buf: vec![0; MAX_DATAGRAM],
-            comment: String::new(),
             fds: Vec::new(),
             selector: Selector::new(
                 super::select::Directions::Both,
@@ -134,7 +136,7 @@ impl Relay {
                 crate::proto::profile::Profile::document(),
                 Vec::new(),
             ),
-            record: None,
+            tap: Tap::default(),
             start: Instant::now(),
             epoch_ns: now_epoch_ns(),
             refused: 0,
@@ -149,6 +151,18 @@ impl Relay {
     /// Nanoseconds since the relay started.
     pub fn elapsed_ns(&self) -> u64 {
         self.start.elapsed().as_nanos() as u64
+    }
+
+    /// Where each client's conversations are, in the record and its decoding.
+    pub fn ends(&self) -> Vec<Ends> {
+        self.clients.iter().map(|c| self.ends_of(c)).collect()
+    }
+
+    pub fn ends_of(&self, c: &Client) -> Ends {
+        Ends {
+            client_side: (c.addr, self.listen_addr),
+            server_side: (c.local, self.server),
+        }
     }
 
     /// Datagrams waiting in the delay queue.
@@ -303,23 +317,16 @@ impl Relay {
         };
         let counts = &mut c.counts[dir as usize];
         counts.received += 1;
-        if let Some(record) = &mut self.record {
-            use std::fmt::Write as _;
-            self.comment.clear();
-            let _ = match (selected, fate) {
-                (false, _) => write!(self.comment, "proxy: passed (not selected)"),
-                (true, fate) => write!(self.comment, "{fate}"),
-            };
-            let side = match dir {
-                Dir::Up => Side::Client,
-                Dir::Down => Side::Server,
-            };
-            if record
-                .frame(side, ts, from, to, data, &self.comment)
-                .is_err()
-            {
-                self.send_errors += 1;
-            }
+        let side = match dir {
+            Dir::Up => Side::Client,
+            Dir::Down => Side::Server,
+        };
+        let comment = |s: &mut String| match selected {
+            false => s.write_str("proxy: passed (not selected)"),
+            true => write!(s, "{fate}"),
+        };
+        if self.tap.seen(side, ts, (from, to), data, comment).is_err() {
+            self.send_errors += 1;
         }
         match fate {
             Fate::Dropped(cause) => counts.dropped[cause as usize] += 1,
@@ -414,25 +421,23 @@ impl Relay {
         counts.delivered += 1;
         let delay = now - w.received_ns;
         counts.delay_ns += delay as u128;
-        if let Some(record) = &mut self.record {
-            use std::fmt::Write as _;
-            self.comment.clear();
-            let what = if w.copy {
-                "duplicate delivered"
-            } else {
-                "delivered"
-            };
-            let _ = write!(self.comment, "proxy: {what} after {}", Ms(delay));
-            let side = match w.dir {
-                Dir::Up => Side::Server,
-                Dir::Down => Side::Client,
-            };
-            if record
-                .frame(side, self.epoch_ns + now, from, to, &w.data, &self.comment)
-                .is_err()
-            {
-                self.send_errors += 1;
-            }
+        let side = match w.dir {
+            Dir::Up => Side::Server,
+            Dir::Down => Side::Client,
+        };
+        let what = if w.copy {
+            "duplicate delivered"
+        } else {
+            "delivered"
+        };
+        let comment = |s: &mut String| write!(s, "proxy: {what} after {}", Ms(delay));
+        let ts = self.epoch_ns + now;
+        if self
+            .tap
+            .seen(side, ts, (from, to), &w.data, comment)
+            .is_err()
+        {
+            self.send_errors += 1;
         }
     }
 }
