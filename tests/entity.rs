@@ -566,3 +566,64 @@ fn a_lost_spawn_makes_an_update_of_an_unknown_entity() {
         ])
     );
 }
+
+/// The two clients of the real rt capture agree at every tick; with the position of one
+/// entity changed in what the first client got at tick 30 (frame 97), `world` finds the two
+/// disagree there, once for the pair.
+#[test]
+fn clients_that_disagree_are_found() {
+    let doc = json(&["world", RT, "--at", "100", "--format", "json"]);
+    assert_follows("world", &doc);
+    assert_eq!(doc["disagreements"], serde_json::json!([]));
+    let bytes = std::fs::read(RT).unwrap();
+    let changed = faults::rewrite(&bytes, |index, frame| {
+        let mut frame = frame.to_vec();
+        if index + 1 == 97 {
+            // Entity 10001's Position X, at payload offset 6 after the 12-byte header.
+            let at = faults::udp_payload_at(&frame) + 12 + 6;
+            assert_eq!(frame[at..at + 2], 300u16.to_le_bytes());
+            frame[at..at + 2].copy_from_slice(&301u16.to_le_bytes());
+        }
+        vec![frame]
+    });
+    let path = std::env::temp_dir().join(format!(
+        "rtype-inspect-disagree-{}.pcap",
+        std::process::id()
+    ));
+    std::fs::write(&path, changed).unwrap();
+    let doc = json(&[
+        "world",
+        path.to_str().unwrap(),
+        "--at",
+        "100",
+        "--format",
+        "json",
+    ]);
+    let text = ok(&["world", path.to_str().unwrap(), "--at", "100"]);
+    std::fs::remove_file(&path).unwrap();
+    assert_follows("world", &doc);
+    assert_eq!(
+        doc["disagreements"],
+        serde_json::json!([{
+            "id": "session.clients-disagree",
+            "severity": "warning",
+            "server": "127.0.0.1:4242",
+            "entity": 10001,
+            "tick": 30,
+            "field": "pos_x",
+            "first": {"conversation": 1, "frame": 97, "value": 301.0},
+            "second": {"conversation": 2, "frame": 98, "value": 300.0},
+        }])
+    );
+    let section: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Clients disagree"))
+        .collect();
+    assert_eq!(
+        section,
+        [
+            "Clients disagree (session.clients-disagree, warning):",
+            "  #1 and #2 of 127.0.0.1:4242: entity 10001 at tick 30: pos_x 301 (frame 97) against 300 (frame 98)",
+        ]
+    );
+}

@@ -1,7 +1,8 @@
 //! `rtype-inspect world FILE --at SECONDS`: the world each client held at a time, rebuilt from
 //! what it received: for each conversation, each entity held (spawned or updated, not
-//! destroyed) with its type, position, velocity, health and the age of its last update. The
-//! capture is read up to that time, not further.
+//! destroyed) with its type, position, velocity, health and the age of its last update; and
+//! where two clients of one server held an entity at one tick with other values
+//! (`session.clients-disagree`). The capture is read up to that time, not further.
 
 use std::fmt::Write as _;
 use std::io::{self, Write};
@@ -13,9 +14,10 @@ use super::table;
 use crate::app::{read_capture, written, Format, ReadOpts, Term};
 use crate::pipeline::{RunEnd, Sink};
 use crate::proto::schema::Quantity;
+use crate::proto::Rule;
 use crate::session::event::{DatagramEvent, LooseFinding};
 use crate::session::Conversations;
-use crate::world::{Gather, Held, Life, World};
+use crate::world::{Gather, Held, HeldValue, Life, World};
 
 /// Arguments of `rtype-inspect world`.
 #[derive(clap::Args)]
@@ -171,6 +173,35 @@ impl AtTime {
             }
             let _ = writeln!(out, "{t}");
         }
+        let disagreements = self.world.disagreements();
+        if !disagreements.is_empty() {
+            let rule = Rule::SessionClientsDisagree;
+            let _ = writeln!(
+                out,
+                "\nClients disagree ({}, {}):",
+                rule.id(),
+                rule.severity().name()
+            );
+            for d in disagreements {
+                let mut a = String::new();
+                let mut b = String::new();
+                let field = (d.field, d.first.value, d.second.value);
+                let _ = write!(a, "{}", field.1);
+                let _ = write!(b, "{}", field.2);
+                let _ = writeln!(
+                    out,
+                    "  #{} and #{} of {}: entity {} at tick {}: {} {a} (frame {}) against {b} (frame {})",
+                    d.first.conversation,
+                    d.second.conversation,
+                    d.server,
+                    d.id,
+                    d.tick,
+                    d.field,
+                    d.first.frame,
+                    d.second.frame
+                );
+            }
+        }
         if let Some(r) = self.world.refused() {
             let _ = writeln!(
                 out,
@@ -195,6 +226,21 @@ impl AtTime {
             "last_frame": self.last.map(|l| l.0),
             "display_filter": self.filter,
             "refused": refused.map(|r| serde_json::json!({"first_frame": r.first_frame, "lives": r.lives})),
+            "disagreements": self.world.disagreements().iter().map(|d| {
+                let held = |h: &HeldValue| serde_json::json!({
+                    "conversation": h.conversation, "frame": h.frame, "value": h.value,
+                });
+                serde_json::json!({
+                    "id": Rule::SessionClientsDisagree.id(),
+                    "severity": Rule::SessionClientsDisagree.severity().name(),
+                    "server": d.server.to_string(),
+                    "entity": d.id,
+                    "tick": d.tick,
+                    "field": d.field,
+                    "first": held(&d.first),
+                    "second": held(&d.second),
+                })
+            }).collect::<Vec<_>>(),
         });
         super::stamp(&mut doc, SCHEMA);
         let mut out = serde_json::to_string(&doc).unwrap_or_default();
@@ -287,8 +333,9 @@ impl Sink for AtTime {
         self.world.fields()
     }
 
-    fn begin(&mut self, _conversations: &Conversations, _conversation: u32) {
+    fn begin(&mut self, conversations: &Conversations, conversation: u32) {
         self.world.begin();
+        self.world.compare(conversations, conversation);
     }
 
     fn datagram(&mut self, e: &DatagramEvent<'_>) {

@@ -14,18 +14,22 @@
 //! and at most [`MAX_HELD`] lives are held at once over all conversations; past it, new lives
 //! are not followed and [`World::refused`] says from which frame.
 
+mod agree;
 mod columns;
 mod gather;
 mod life;
 
+pub use agree::{Disagreement, Held as HeldValue, MAX_FOLLOWED, MAX_REPORTED};
 pub use columns::{StateColumn, StateColumns};
 pub use gather::Gather;
 pub use life::{Life, Num, Slot, Stamp};
 
+use std::net::SocketAddr;
+
 use crate::proto::schema::Field;
 use crate::session::entities::IdMap;
 use crate::session::event::{DatagramEvent, EntityEvent};
-use crate::session::Archetypes;
+use crate::session::{Archetypes, Conversations};
 
 /// Lives held at once, over all conversations (a few hundred bytes each).
 pub const MAX_HELD: usize = 1 << 16;
@@ -134,6 +138,9 @@ pub struct World {
     refused: Option<Refused>,
     spare: Vec<Vec<Slot>>,
     changed: Vec<(&'static Field, Num)>,
+    agreement: agree::Agreement,
+    /// The server of the datagram being applied, when another conversation shares it.
+    shared: Option<SocketAddr>,
 }
 
 impl World {
@@ -152,6 +159,21 @@ impl World {
     /// Before a datagram's walk (the sink's `begin`): forgets the last one's fields.
     pub fn begin(&mut self) {
         self.gather.clear();
+        self.shared = None;
+    }
+
+    /// Before a datagram's walk, after [`World::begin`], for the reports that compare clients:
+    /// notes whether the server of its conversation has other clients to compare it with.
+    pub fn compare(&mut self, conversations: &Conversations, conversation: u32) {
+        self.shared = conversations
+            .get(conversation)
+            .map(|c| c.server)
+            .filter(|server| self.agreement.shared(*server, conversation));
+    }
+
+    /// The first disagreement of each pair of conversations of one server.
+    pub fn disagreements(&self) -> &[Disagreement] {
+        self.agreement.found()
     }
 
     /// Applies the datagram whose fields were just walked, as `e` says what its message does
@@ -241,6 +263,16 @@ impl World {
                 Happened::Spawn { .. } | Happened::Update { .. } => {
                     let values = self.gather.values_of(block);
                     life.take(block.type_id, values, at, &mut self.changed);
+                    // A snapshot's server tick: its header's tick, else its sequence number
+                    // (rt's component snapshots, as the session analysis reads them).
+                    let tick = e.tick.or(e.sequence);
+                    if let (Some(server), Some(tick), Happened::Update { .. }) =
+                        (self.shared, tick, happened)
+                    {
+                        let (conversation, id) = (e.conversation, r.id);
+                        self.agreement
+                            .updated(server, conversation, id, values, tick, at.frame);
+                    }
                 }
             }
             on(&Change {
