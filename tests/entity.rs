@@ -13,6 +13,7 @@ mod faults;
 const BIN: &str = env!("CARGO_BIN_EXE_rtype-inspect");
 const REAL: &str = "tests/fixtures/reference-17byte-1client.pcap";
 const RT: &str = "tests/fixtures/rt-two-players.pcap";
+const RTNP: &str = "tests/fixtures/rtnp-solo.pcap";
 
 fn ok(args: &[&str]) -> String {
     let out = Command::new(BIN).args(args).output().unwrap();
@@ -624,6 +625,59 @@ fn clients_that_disagree_are_found() {
         [
             "Clients disagree (session.clients-disagree, warning):",
             "  #1 and #2 of 127.0.0.1:4242: entity 10001 at tick 30: pos_x 301 (frame 97) against 300 (frame 98)",
+        ]
+    );
+}
+
+/// rtnp's JSON snapshots build the world too: the real server's `transform` and `health.hp`
+/// (the document's `position` and `health` where a server sends them); an entity that appears
+/// again after its `destroyed` entry begins a new life, as 004 §8.4 creates entities.
+#[test]
+fn the_world_of_rtnp_snapshots() {
+    let doc = json(&["world", RTNP, "--at", "5", "--format", "json"]);
+    assert_follows("world", &doc);
+    let entities = doc["conversations"][0]["entities"].as_array().unwrap();
+    let held: Vec<(u64, f64, f64, u64, u64)> = entities
+        .iter()
+        .map(|e| {
+            (
+                e["id"].as_u64().unwrap(),
+                e["pos_x"].as_f64().unwrap(),
+                e["pos_y"].as_f64().unwrap(),
+                e["health"].as_u64().unwrap(),
+                e["last_frame"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(held, [(0, 161.59962, 159.20593, 5, 413)]);
+    let doc = json(&["entity", RTNP, "1", "--format", "json"]);
+    assert_follows("entity", &doc);
+    let conversation = &doc["conversations"][0];
+    assert_eq!(
+        (&conversation["lives"], &conversation["destroys"]),
+        (&Value::from(10), &Value::from(10))
+    );
+    let events: Vec<(u64, &str, u64)> = conversation["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["event"] != "update")
+        .take(4)
+        .map(|e| {
+            (
+                e["frame"].as_u64().unwrap(),
+                e["event"].as_str().unwrap(),
+                e["life"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        events,
+        [
+            (20, "update-unspawned", 1),
+            (52, "destroy", 1),
+            (75, "update-unspawned", 2),
+            (95, "destroy", 2),
         ]
     );
 }

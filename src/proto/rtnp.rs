@@ -4,7 +4,7 @@
 //! and reports name fields by their paths.
 
 use super::rules::Rule;
-use super::schema::{Direction, Message};
+use super::schema::{Direction, Field, Message, Quantity, Ty};
 use Direction::{ClientToServer as C2S, ServerToClient as S2C};
 
 /// The port the server MUST listen on unless configured otherwise (§4.2).
@@ -237,3 +237,29 @@ mod tests {
         assert_eq!(snapshot.fields[1].fields[4].fields[2].key(), "scale");
     }
 }
+
+/// The values of a snapshot's `entities[]` the world keeps: each quantity, at the document's
+/// path (004 §7: `position`, `velocity`, `health`) or the real servers' (`transform`,
+/// `health.hp`); the first path an entity has is read.
+pub static ENTITY_VALUES: [(&[&[&str]], Field); 5] = [
+    (
+        &[&["position", "x"], &["transform", "x"]],
+        Field::new("pos_x", "Position X", Ty::F32).quantity(Quantity::PosX),
+    ),
+    (
+        &[&["position", "y"], &["transform", "y"]],
+        Field::new("pos_y", "Position Y", Ty::F32).quantity(Quantity::PosY),
+    ),
+    (
+        &[&["velocity", "x"]],
+        Field::new("vel_x", "Velocity X", Ty::F32).quantity(Quantity::VelX),
+    ),
+    (
+        &[&["velocity", "y"]],
+        Field::new("vel_y", "Velocity Y", Ty::F32).quantity(Quantity::VelY),
+    ),
+    (
+        &[&["health"], &["health", "hp"]],
+        Field::new("health", "Health", Ty::I32).quantity(Quantity::Health),
+    ),
+];

@@ -8,7 +8,8 @@
 
 use crate::message::{Open, Value, Visitor};
 use crate::pipeline::RenderAhead;
-use crate::proto::schema::{Field, Group, Role};
+use crate::proto::rtnp;
+use crate::proto::schema::{Field, Group, Quantity, Role};
 use crate::session::Archetypes;
 
 use super::life::Num;
@@ -58,6 +59,71 @@ impl Gather {
         if let Some(mut a) = self.archetypes.take() {
             a.clear();
             self.spare = a;
+        }
+    }
+
+    /// Gathers an rtnp snapshot's entities from its JSON (which no walk visits): each entity
+    /// with an id (`networkId`, or `id` as real servers send it) is a block, with the values
+    /// [`rtnp::ENTITY_VALUES`] finds, then each id of its `destroyed` list, in the order the
+    /// datagram's event names them.
+    pub(super) fn json_entities(&mut self, json: &serde_json::Value) {
+        let entities = json.get("entities").and_then(serde_json::Value::as_array);
+        for entity in entities.into_iter().flatten() {
+            let id = entity.get("networkId").or_else(|| entity.get("id"));
+            let Some(id) = id
+                .and_then(serde_json::Value::as_u64)
+                .and_then(|i| u32::try_from(i).ok())
+            else {
+                continue;
+            };
+            let ordinal = self.named;
+            self.named = self.named.saturating_add(1);
+            if self.follow.is_some_and(|f| f != id) {
+                continue;
+            }
+            let first = self.values.len() as u32;
+            for (paths, field) in &rtnp::ENTITY_VALUES {
+                let found = paths.iter().find_map(|path| {
+                    path.iter()
+                        .try_fold(entity, |v, key| v.get(key))
+                        .and_then(serde_json::Value::as_f64)
+                });
+                if let Some(v) = found {
+                    let num = match field.quantity {
+                        Quantity::Health => Num::I(v as i64),
+                        _ => Num::F(v),
+                    };
+                    self.values.push((field, num));
+                }
+            }
+            self.blocks.push(Block {
+                id,
+                ordinal,
+                type_id: None,
+                first,
+                end: self.values.len() as u32,
+                depth: 0,
+            });
+        }
+        // Then the ids it destroys, as the event names them after the entities.
+        let destroyed = json.get("destroyed").and_then(serde_json::Value::as_array);
+        for id in destroyed.into_iter().flatten() {
+            let Some(id) = id.as_u64().and_then(|i| u32::try_from(i).ok()) else {
+                continue;
+            };
+            let ordinal = self.named;
+            self.named = self.named.saturating_add(1);
+            if self.follow.is_none_or(|f| f == id) {
+                let at = self.values.len() as u32;
+                self.blocks.push(Block {
+                    id,
+                    ordinal,
+                    type_id: None,
+                    first: at,
+                    end: at,
+                    depth: 0,
+                });
+            }
         }
     }
 

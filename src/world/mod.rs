@@ -8,7 +8,10 @@
 //! and tick it last changed. The real servers reuse ids after a destroy, so each life of an id
 //! is its own: a spawn starts a new one; an update after the destroy belongs to the destroyed
 //! life (the client holds no entity any more), and after [`RETIRE_AFTER_NANOS`] the life is
-//! forgotten, so that a later update starts a life of its own, without a spawn.
+//! forgotten, so that a later update starts a life of its own, without a spawn. In rtnp, whose
+//! snapshots create entities by their appearance (004 §8.4), an update after a destroy starts
+//! a new life at once. rtnp's snapshots are JSON, which no walk visits: their entities are read
+//! from it ([`Gather::json_entities`]).
 //!
 //! Memory follows the entities held, not the capture's length: destroyed lives are retired,
 //! and at most [`MAX_HELD`] lives are held at once over all conversations; past it, new lives
@@ -26,9 +29,10 @@ pub use life::{Life, Num, Slot, Stamp};
 
 use std::net::SocketAddr;
 
+use crate::datagram::Dialect;
 use crate::proto::schema::Field;
 use crate::session::entities::IdMap;
-use crate::session::event::{DatagramEvent, EntityEvent};
+use crate::session::event::{DatagramEvent, Decoded, EntityEvent};
 use crate::session::{Archetypes, Conversations};
 
 /// Lives held at once, over all conversations (a few hundred bytes each).
@@ -188,6 +192,16 @@ impl World {
             ts_nanos: e.ts_nanos,
             tick: e.tick,
         };
+        if let (
+            Some(Decoded::Rtnp {
+                json: Some(json), ..
+            }),
+            false,
+        ) = (e.decoded, e.entities.is_empty())
+        {
+            self.gather.json_entities(json);
+        }
+        let appears = e.dialect == Dialect::Rtnp;
         for block in &self.gather.blocks {
             let Some(r) = e.entities.get(block.ordinal as usize) else {
                 continue;
@@ -198,6 +212,15 @@ impl World {
             self.changed.clear();
             let existing = held.lives.get(&r.id);
             let (happened, gap) = match (r.event, existing) {
+                // rtnp creates an entity by its appearance in a snapshot (004 §8.4), as the
+                // session layer reads it: a new life.
+                (EntityEvent::Update, Some(l)) if l.destroyed.is_some() && appears => {
+                    let update = Happened::Update {
+                        after_destroy: false,
+                        unseen: true,
+                    };
+                    (update, None)
+                }
                 (EntityEvent::Spawn, l) => {
                     let replaced = l.is_some_and(|l| l.destroyed.is_none());
                     (Happened::Spawn { replaced }, None)
