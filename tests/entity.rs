@@ -436,6 +436,18 @@ fn the_real_captures_hold_no_ghost_and_no_unknown_entity() {
             ),
         ])
     );
+    // Read with the document's layout, which misreads every snapshot: the ids of misread
+    // snapshots judge nothing, so no cascade of ghosts and unknown entities.
+    let strict = Command::new(BIN)
+        .args(["check", "--strict-layout", REAL, "--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(strict.status.code(), Some(1));
+    let strict = String::from_utf8(strict.stdout).unwrap();
+    for rule in ["session.entity-ghost", "session.entity-unknown"] {
+        assert!(!strict.contains(rule), "{rule}");
+    }
+    assert!(strict.contains("rtype.snapshot.unknown-entity-type"));
     let (path, found) = entity_findings(RT, &[]);
     std::fs::remove_file(path).unwrap();
     assert_eq!(

@@ -216,28 +216,6 @@ pub fn message(name: &str) -> Option<&'static JsonMessage> {
     MESSAGES.iter().find(|m| m.message.name == name)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn table_is_indexed_and_keys_come_from_paths() {
-        for (i, m) in MESSAGES.iter().enumerate() {
-            assert_eq!(m.message.code as usize, i);
-        }
-        assert_eq!(message("snapshot").unwrap().message.direction, S2C);
-        assert_eq!(
-            message("PING").unwrap().message.seen_rule,
-            Some(Rule::RtnpKeepaliveText)
-        );
-        assert!(message("lobby_state").is_none());
-        let snapshot = message("snapshot").unwrap();
-        assert_eq!(snapshot.fields[0].key(), "epoch");
-        assert_eq!(snapshot.fields[1].fields[0].key(), "networkId");
-        assert_eq!(snapshot.fields[1].fields[4].fields[2].key(), "scale");
-    }
-}
-
 /// The values of a snapshot's `entities[]` the world keeps: each quantity, at the document's
 /// path (004 §7: `position`, `velocity`, `health`) or the real servers' (`transform`,
 /// `health.hp`); the first path an entity has is read.
@@ -263,3 +241,25 @@ pub static ENTITY_VALUES: [(&[&[&str]], Field); 5] = [
         Field::new("health", "Health", Ty::I32).quantity(Quantity::Health),
     ),
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_is_indexed_and_keys_come_from_paths() {
+        for (i, m) in MESSAGES.iter().enumerate() {
+            assert_eq!(m.message.code as usize, i);
+        }
+        assert_eq!(message("snapshot").unwrap().message.direction, S2C);
+        assert_eq!(
+            message("PING").unwrap().message.seen_rule,
+            Some(Rule::RtnpKeepaliveText)
+        );
+        assert!(message("lobby_state").is_none());
+        let snapshot = message("snapshot").unwrap();
+        assert_eq!(snapshot.fields[0].key(), "epoch");
+        assert_eq!(snapshot.fields[1].fields[0].key(), "networkId");
+        assert_eq!(snapshot.fields[1].fields[4].fields[2].key(), "scale");
+    }
+}

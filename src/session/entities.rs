@@ -19,7 +19,7 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use crate::datagram::Dialect;
+use crate::datagram::{rt, rtype, Dialect};
 use crate::message::{Detail, Finding};
 use crate::proto::Rule;
 use crate::session::event::{DatagramEvent, EntityEvent, EntityRef, LooseFinding};
@@ -388,6 +388,16 @@ pub struct Entities {
     last: Vec<Resolved>,
 }
 
+/// Whether a datagram's message was misread: a layout finding (a field cut short, bytes left
+/// over, a mask bit its layout does not define) says the ids its walk found past the misfit are
+/// not to be believed for what a full state holds or which entity the client was never given.
+fn misread(event: &DatagramEvent<'_>) -> bool {
+    event
+        .findings
+        .iter()
+        .any(|f| rtype::MESSAGE_RULES.misfit(f.rule) || rt::MESSAGE_RULES.misfit(f.rule))
+}
+
 /// Whether a message names every entity the server holds (a chunk of one when chunked): rtype's
 /// SERVER_SNAPSHOT_CHUNK sets, which the real servers send as periodic full states (spec-notes
 /// B), and rtnp's snapshots (004 §3.2, D.3). rt's component snapshots are not full states.
@@ -455,7 +465,11 @@ impl Entities {
                 ..Conversation::default()
             })
         });
-        let completed = if full { c.gather(event, refs) } else { None };
+        let completed = if full {
+            c.gather(event, refs, misread(event))
+        } else {
+            None
+        };
         if !refs.is_empty() {
             self.follow(index, event, refs, ticks, full, emit);
         }
@@ -584,7 +598,12 @@ impl Entities {
                         c.sweep_at = (2 * c.index.len()).max(FIRST_SWEEP);
                     }
                     self.records += 1;
-                    if r.event == EntityEvent::Update && c.baseline && !implicit && !full {
+                    if r.event == EntityEvent::Update
+                        && c.baseline
+                        && !implicit
+                        && !full
+                        && !misread(event)
+                    {
                         emit(LooseFinding {
                             frame: event.frame,
                             conversation: event.conversation,
@@ -722,8 +741,14 @@ fn steady_key(r: &EntityRef) -> u64 {
 
 impl Conversation {
     /// Gathers the ids a full-state message names (`refs`: its chunk's, chunk and total from its
-    /// facts, one of one when it has none); returns the set's first frame when it completes.
-    fn gather(&mut self, event: &DatagramEvent<'_>, refs: &[EntityRef]) -> Option<u64> {
+    /// facts, one of one when it has none); returns the set's first frame when it completes. A
+    /// chunk `misread` spoils its set.
+    fn gather(
+        &mut self,
+        event: &DatagramEvent<'_>,
+        refs: &[EntityRef],
+        misread: bool,
+    ) -> Option<u64> {
         let index = event.facts.chunk_index.unwrap_or(0);
         let total = event.facts.total_chunks.unwrap_or(1);
         let set = match &mut self.full {
@@ -740,7 +765,8 @@ impl Conversation {
             }
         };
         let updated = refs.iter().filter(|r| r.event == EntityEvent::Update);
-        set.spoilt |= set.total != total
+        set.spoilt |= misread
+            || set.total != total
             || index >= total
             || self.full_ids.len() + updated.clone().count() > MAX_FULL_STATE_IDS;
         if set.spoilt {
