@@ -45,12 +45,20 @@ pub struct Held {
     pub value: f64,
 }
 
-/// What one conversation's snapshots carried of an entity at one tick: each field once (the
-/// last), with the frame it came in.
+/// A quantity's value as a tick's snapshots carried it: its field, value and frame.
+type Value = (&'static Field, Num, u64);
+
+/// What one conversation's snapshots carried of an entity at one tick: each quantity once (the
+/// last), at its place in [`Quantity::NAMED`].
 #[derive(Debug, Default)]
 struct Carried {
     conversation: u32,
-    values: Vec<(&'static Field, Num, u64)>,
+    values: [Option<Value>; Quantity::NAMED.len()],
+}
+
+/// The place of `quantity` in [`Carried::values`] (none for [`Quantity::None`]).
+fn place(quantity: Quantity) -> Option<usize> {
+    Quantity::NAMED.iter().position(|(q, _)| *q == quantity)
 }
 
 /// The snapshots of one tick of an entity of a shared server, by conversation.
@@ -146,7 +154,7 @@ impl Agreement {
                 }
                 let c = &mut t.seen[t.used];
                 c.conversation = conversation;
-                c.values.clear();
+                c.values = Default::default();
                 t.used += 1;
                 t.used - 1
             }
@@ -154,9 +162,8 @@ impl Agreement {
         };
         let carried = &mut t.seen[mine].values;
         for &(field, value) in values {
-            match carried.iter_mut().find(|(f, _, _)| std::ptr::eq(*f, field)) {
-                Some(slot) => *slot = (field, value, frame),
-                None => carried.push((field, value, frame)),
+            if let Some(i) = place(field.quantity) {
+                carried[i] = Some((field, value, frame));
             }
         }
     }
@@ -173,15 +180,11 @@ impl Agreement {
 /// further apart than the coarser one's quantum. Its name, the other's value and frame, and
 /// this one's value.
 fn differing(
-    other: &[(&'static Field, Num, u64)],
+    other: &[Option<Value>],
     values: &[(&'static Field, Num)],
 ) -> Option<(&'static str, (f64, u64), f64)> {
     values.iter().find_map(|&(field, value)| {
-        let quantity = field.quantity;
-        if quantity == Quantity::None {
-            return None;
-        }
-        let &(theirs, their_value, at) = other.iter().find(|(f, _, _)| f.quantity == quantity)?;
+        let (theirs, their_value, at) = other[place(field.quantity)?]?;
         let (a, b) = (their_value.as_f64(), value.as_f64());
         let tolerance = match std::ptr::eq(theirs, field) {
             true => 0.0,
