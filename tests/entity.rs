@@ -372,6 +372,20 @@ fn each_field_knows_when_it_last_changed() {
     );
 }
 
+/// The real rt capture's entities alive at the end, in each client's view.
+const RT_ALIVE: [(&str, u64, &str); 2] = [
+    (
+        "session.entity-never-destroyed",
+        3,
+        "8 entities still alive at the end",
+    ),
+    (
+        "session.entity-never-destroyed",
+        94,
+        "8 entities still alive at the end",
+    ),
+];
+
 /// The entity findings (rule, frame, entity) of `pcap` with frames `lost` (numbers) left out,
 /// from export's records; the pcap is written to a temporary file.
 fn entity_findings(pcap: &str, lost: &[usize]) -> (std::path::PathBuf, Vec<(String, u64, String)>) {
@@ -450,21 +464,7 @@ fn the_real_captures_hold_no_ghost_and_no_unknown_entity() {
     assert!(strict.contains("rtype.snapshot.unknown-entity-type"));
     let (path, found) = entity_findings(RT, &[]);
     std::fs::remove_file(path).unwrap();
-    assert_eq!(
-        found,
-        owned(&[
-            (
-                "session.entity-never-destroyed",
-                3,
-                "8 entities still alive at the end"
-            ),
-            (
-                "session.entity-never-destroyed",
-                94,
-                "8 entities still alive at the end"
-            ),
-        ])
-    );
+    assert_eq!(found, owned(&RT_ALIVE));
 }
 
 /// Both ENTITY_DESTROYED of entity 19 lost (frames 1218 and 1220): the client holds it, and the
@@ -566,16 +566,8 @@ fn a_lost_spawn_makes_an_update_of_an_unknown_entity() {
                 96,
                 "entity 10001 updated, never spawned"
             ),
-            (
-                "session.entity-never-destroyed",
-                3,
-                "8 entities still alive at the end"
-            ),
-            (
-                "session.entity-never-destroyed",
-                94,
-                "8 entities still alive at the end"
-            ),
+            RT_ALIVE[0],
+            RT_ALIVE[1],
         ])
     );
 }

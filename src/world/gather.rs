@@ -76,12 +76,9 @@ impl Gather {
             else {
                 continue;
             };
-            let ordinal = self.named;
-            self.named = self.named.saturating_add(1);
-            if self.follow.is_some_and(|f| f != id) {
+            if !self.name(id, 0) {
                 continue;
             }
-            let first = self.values.len() as u32;
             for (paths, field) in &rtnp::ENTITY_VALUES {
                 let found = paths.iter().find_map(|path| {
                     path.iter()
@@ -96,14 +93,9 @@ impl Gather {
                     self.values.push((field, num));
                 }
             }
-            self.blocks.push(Block {
-                id,
-                ordinal,
-                type_id: None,
-                first,
-                end: self.values.len() as u32,
-                depth: 0,
-            });
+            if let Some(block) = self.blocks.last_mut() {
+                block.end = self.values.len() as u32;
+            }
         }
         // Then the ids it destroys, as the event names them after the entities.
         let destroyed = json.get("destroyed").and_then(serde_json::Value::as_array);
@@ -111,20 +103,28 @@ impl Gather {
             let Some(id) = id.as_u64().and_then(|i| u32::try_from(i).ok()) else {
                 continue;
             };
-            let ordinal = self.named;
-            self.named = self.named.saturating_add(1);
-            if self.follow.is_none_or(|f| f == id) {
-                let at = self.values.len() as u32;
-                self.blocks.push(Block {
-                    id,
-                    ordinal,
-                    type_id: None,
-                    first: at,
-                    end: at,
-                    depth: 0,
-                });
-            }
+            self.name(id, 0);
         }
+    }
+
+    /// Entity `id` named (at group depth `depth`): it takes the datagram's next ordinal, and an
+    /// empty block when it is followed; returns whether it is.
+    fn name(&mut self, id: u32, depth: u32) -> bool {
+        let ordinal = self.named;
+        self.named = self.named.saturating_add(1);
+        let followed = self.follow.is_none_or(|f| f == id);
+        if followed {
+            let at = self.values.len() as u32;
+            self.blocks.push(Block {
+                id,
+                ordinal,
+                type_id: None,
+                first: at,
+                end: at,
+                depth,
+            });
+        }
+        followed
     }
 
     /// The values of `block`.
@@ -141,20 +141,7 @@ impl Visitor for Gather {
         match field.role {
             Role::EntityId => {
                 let id = value.as_u64().map_or(0, |v| v as u32);
-                let ordinal = self.named;
-                self.named = self.named.saturating_add(1);
-                self.open = self.follow.is_none_or(|f| f == id);
-                if self.open {
-                    let at = self.values.len() as u32;
-                    self.blocks.push(Block {
-                        id,
-                        ordinal,
-                        type_id: None,
-                        first: at,
-                        end: at,
-                        depth: self.depth,
-                    });
-                }
+                self.open = self.name(id, self.depth);
             }
             Role::EntityType if self.open => {
                 if let (Some(t), Some(block)) = (value.as_u64(), self.blocks.last_mut()) {
