@@ -279,11 +279,13 @@ enum Command {
     #[command(after_help = FILTER_EXAMPLES)]
     Stats(report::stats::StatsArgs),
     /// Follow one entity through each client's view: its spawns, every update with the fields
-    /// that changed and the gap since the one before, its destroys, and what came after.
+    /// that changed and the gap since the one before, its destroys, what came after, and the
+    /// lifecycle findings that name it.
     #[command(after_help = FILTER_EXAMPLES)]
     Entity(report::entity::EntityArgs),
     /// The world each client held at a time: every entity with its type, position, velocity,
-    /// health and the age of its last update.
+    /// health and the age of its last update; and where two clients of one server were sent
+    /// other values at one tick.
     World(report::world::WorldArgs),
     /// Judge captures for CI: exit 0 clean, 1 when a finding reaches --fail-on, 2 on errors.
     #[command(after_help = FILTER_EXAMPLES)]
