@@ -229,7 +229,7 @@ fn duckdb_answers_the_documented_queries_as_the_summary_and_stats_do() {
     }
     // Position jumps (entity_states): on the real captures, the players' ships and rt's players,
     // whose positions follow their inputs while their velocity stays 0; on the samples, rt's
-    // (rt-big-endian.pcap, rt-little-endian.pcap) alone.
+    // (rt-big-endian.pcap, rt-little-endian.pcap) and rtnp's.
     let jumps = |capture: &str| -> Vec<(String, u64, u64, f64)> {
         rows("position_jumps", capture)
             .iter()
@@ -255,7 +255,27 @@ fn duckdb_answers_the_documented_queries_as_the_summary_and_stats_do() {
         jumps("rt-two-players.pcap"),
         [("player".to_string(), 1408, 4, 7.1)]
     );
-    assert_eq!(results["position_jumps"].len(), 6);
+    // The rtnp samples' entities (type-less: rtnp sends none) step 2.5 units past what their
+    // velocity allows at times.
+    for (capture, jumps_lives) in [
+        ("rtnp-envelope.pcap", (16, 2)),
+        ("rtnp-fragmented.pcap", (126, 42)),
+        ("rtnp-raw-json.pcap", (52, 4)),
+    ] {
+        let found = rows("position_jumps", capture);
+        assert_eq!(found.len(), 1, "{capture}");
+        assert_eq!(found[0]["type_name"], Value::Null, "{capture}");
+        assert_eq!(
+            (
+                num(&found[0]["jumps"]) as u64,
+                num(&found[0]["lives"]) as u64
+            ),
+            jumps_lives,
+            "{capture}"
+        );
+        assert_eq!(num(&found[0]["longest"]), 2.5, "{capture}");
+    }
+    assert_eq!(results["position_jumps"].len(), 9);
     // The captures with the most findings of the rule: the summaries' counts, most first.
     duplicates.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
     duplicates.truncate(10);
