@@ -475,6 +475,29 @@ fn a_lost_destroy_leaves_a_ghost_the_next_full_state_shows() {
     let (path, found) = entity_findings(REAL, &[1218, 1220]);
     let events = json(&["entity", path.to_str().unwrap(), "19", "--format", "json"]);
     let text = ok(&["entity", path.to_str().unwrap(), "19"]);
+    // The world at 7.2 s holds it as a ghost; at 8 s, it was spawned again (frame 1395).
+    let ghosts = |at: &str| {
+        let doc = json(&[
+            "world",
+            path.to_str().unwrap(),
+            "--at",
+            at,
+            "--format",
+            "json",
+        ]);
+        assert_follows("world", &doc);
+        doc["conversations"][0]["ghosts"].clone()
+    };
+    assert_eq!(
+        ghosts("7.2"),
+        serde_json::json!([{"id": 19, "full_state_frame": 1276}])
+    );
+    assert_eq!(ghosts("8"), serde_json::json!([]));
+    let world = ok(&["world", path.to_str().unwrap(), "--at", "7.2"]);
+    assert_eq!(
+        world.lines().last(),
+        Some("Held, but not in the server's full state (session.entity-ghost): 19 (frame 1276)")
+    );
     std::fs::remove_file(&path).unwrap();
     assert_follows("entity", &events);
     assert_eq!(

@@ -12,9 +12,11 @@ use std::process::ExitCode;
 use super::render::{json_str, json_value, push_f64, push_u64, text_value};
 use super::table;
 use crate::app::{read_capture, written, Format, ReadOpts, Term};
+use crate::message::Detail;
 use crate::pipeline::{RunEnd, Sink};
 use crate::proto::schema::Quantity;
 use crate::proto::Rule;
+use crate::session::entities::IdMap;
 use crate::session::event::{DatagramEvent, LooseFinding};
 use crate::session::Conversations;
 use crate::world::{Gather, Held, HeldValue, Life, World};
@@ -63,6 +65,7 @@ pub fn run(args: WorldArgs, term: Term) -> Result<ExitCode, String> {
         conversations: Vec::new(),
         profile: String::new(),
         filter: None,
+        ghosts: IdMap::default(),
     };
     read_capture(&args.file, &reading, &mut at)?;
     let file = args.file.display().to_string();
@@ -91,6 +94,9 @@ struct AtTime {
     conversations: Vec<(u32, String, String)>,
     profile: String,
     filter: Option<String>,
+    /// The entities a full state left out (`session.entity-ghost`), by conversation and id:
+    /// the frame of that full state (at most [`crate::world::MAX_HELD`]).
+    ghosts: IdMap<(u32, u32), u64>,
 }
 
 impl AtTime {
@@ -116,6 +122,18 @@ impl AtTime {
             .map(|(id, client, server)| {
                 let alive = self.world.held(*id).map_or(Vec::new(), Held::alive);
                 (*id, client.as_str(), server.as_str(), alive)
+            })
+            .collect()
+    }
+
+    /// The entities conversation `conversation` holds that a full state left out during their
+    /// life: id and the full state's frame, by id.
+    fn ghosts(&self, conversation: u32, alive: &[&Life]) -> Vec<(u32, u64)> {
+        alive
+            .iter()
+            .filter_map(|life| {
+                let frame = *self.ghosts.get(&(conversation, life.id))?;
+                (frame > life.born.frame).then_some((life.id, frame))
             })
             .collect()
     }
@@ -147,6 +165,7 @@ impl AtTime {
             if alive.is_empty() {
                 continue;
             }
+            let ghosts = self.ghosts(id, &alive);
             let mut headers = vec!["ID", "Type"];
             headers.extend(COLUMNS.iter().map(|c| c.2));
             headers.extend(["Last update", "Age"]);
@@ -172,6 +191,18 @@ impl AtTime {
                 t.add_row(row);
             }
             let _ = writeln!(out, "{t}");
+            if !ghosts.is_empty() {
+                let list: Vec<String> = ghosts
+                    .iter()
+                    .map(|(g, frame)| format!("{g} (frame {frame})"))
+                    .collect();
+                let _ = writeln!(
+                    out,
+                    "Held, but not in the server's full state ({}): {}",
+                    Rule::SessionEntityGhost.id(),
+                    list.join(", ")
+                );
+            }
         }
         let disagreements = self.world.disagreements();
         if !disagreements.is_empty() {
@@ -256,7 +287,18 @@ impl AtTime {
             json_str(&mut out, client);
             out.push_str(",\"server\":");
             json_str(&mut out, server);
-            out.push_str(",\"entities\":[");
+            out.push_str(",\"ghosts\":[");
+            for (i, (ghost, frame)) in self.ghosts(id, &alive).into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str("{\"id\":");
+                push_u64(&mut out, ghost.into());
+                out.push_str(",\"full_state_frame\":");
+                push_u64(&mut out, frame);
+                out.push('}');
+            }
+            out.push_str("],\"entities\":[");
             for (i, life) in alive.into_iter().enumerate() {
                 if i > 0 {
                     out.push(',');
@@ -352,7 +394,16 @@ impl Sink for AtTime {
         self.past(e);
     }
 
-    fn loose(&mut self, _finding: &LooseFinding) {}
+    fn loose(&mut self, f: &LooseFinding) {
+        let Detail::Value(id) = f.finding.detail else {
+            return;
+        };
+        let key = (f.conversation, id as u32);
+        let room = self.ghosts.len() < crate::world::MAX_HELD || self.ghosts.contains_key(&key);
+        if f.finding.rule == Rule::SessionEntityGhost && !self.reached && room {
+            self.ghosts.insert(key, f.frame);
+        }
+    }
 
     fn end(&mut self, end: &RunEnd<'_>) {
         self.conversations = end
