@@ -214,21 +214,18 @@ impl AtTime {
                 rule.severity().name()
             );
             for d in disagreements {
-                let mut a = String::new();
-                let mut b = String::new();
-                let field = (d.field, d.first.value, d.second.value);
-                let _ = write!(a, "{}", field.1);
-                let _ = write!(b, "{}", field.2);
                 let _ = writeln!(
                     out,
-                    "  #{} and #{} of {}: entity {} at tick {}: {} {a} (frame {}) against {b} (frame {})",
+                    "  #{} and #{} of {}: entity {} at tick {}: {} {} (frame {}) against {} (frame {})",
                     d.first.conversation,
                     d.second.conversation,
                     d.server,
                     d.id,
                     d.tick,
                     d.field,
+                    d.first.value,
                     d.first.frame,
+                    d.second.value,
                     d.second.frame
                 );
             }
