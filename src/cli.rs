@@ -1022,7 +1022,7 @@ fn parquet_export(
 
 #[cfg(feature = "parquet")]
 fn parquet_tables(profile: &Profile) -> Result<String, String> {
-    Ok(report::parquet::tables::Dataset::new(profile).markdown())
+    Ok(report::parquet::tables::Dataset::new(std::slice::from_ref(profile)).markdown())
 }
 
 /// Built with `--no-default-features`: no Parquet writer.

@@ -1,8 +1,9 @@
 //! `rtype-inspect check` for CI: exit codes, allow-lists, the config file, and the JUnit XML
 //! (read back with a real XML parser), on the real captures.
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::Value;
@@ -763,6 +764,120 @@ fn the_layout_finding_is_at_each_conversations_first_snapshot_the_document_misre
         document.contains(&("rtype.snapshot.undefined-bit".to_string(), 2)),
         "{document:?}"
     );
+}
+
+/// The clean sample session (three clients, the document's layout) followed by the real 17-byte
+/// capture (one client, the `reference-17byte` layout): one pcap, both little-endian µs Ethernet.
+fn two_layouts(dir: &Path) -> PathBuf {
+    let clean = std::fs::read(path("samples/clean-session.pcap")).unwrap();
+    let real = std::fs::read(path(C17)).unwrap();
+    assert_eq!(clean[..4], real[..4]);
+    let merged = dir.join("two-layouts.pcap");
+    std::fs::write(&merged, [&clean[..], &real[24..]].concat()).unwrap();
+    merged
+}
+
+#[test]
+fn each_conversation_is_read_with_the_layout_its_snapshots_fit() {
+    let dir = scratch_dir("two-layouts");
+    let capture = two_layouts(&dir);
+    let capture = capture.to_str().unwrap();
+    // The scan before reading sees the clean session's snapshots first, which the document
+    // reads; the real server's conversation (4, from frame 594) still finds its own layout.
+    let out = check(&[capture, "--format", "json"]);
+    assert_eq!(code(&out), Some(1));
+    let j = json(&out);
+    assert_eq!(j["files"][0]["profile"], "mixed");
+    let findings: Vec<(&str, &Value)> = j["files"][0]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["verdict"] == "fail" || CASCADE.contains(&f["id"].as_str().unwrap()))
+        .map(|f| (f["id"].as_str().unwrap(), &f["frames"]))
+        .collect();
+    // Frame 10 of the real capture is frame 593 + 10.
+    assert_eq!(
+        findings,
+        [("rtype.snapshot.layout", &serde_json::json!([603]))]
+    );
+    let text = String::from_utf8(check(&[capture]).stdout).unwrap();
+    assert!(
+        text.contains(
+            "two-layouts.pcap: FAIL (1 rule), snapshots read with a profile per conversation\n"
+        ),
+        "{text}"
+    );
+    // The summary names each conversation's layout, in JSON and in its table.
+    let summary = |format: &str| {
+        Command::new(BIN)
+            .args(["summary", "--quiet", capture, "--format", format])
+            .current_dir(&dir)
+            .output()
+            .unwrap()
+    };
+    let j = json(&summary("json"));
+    assert_eq!(j["profile"], "mixed");
+    let layouts: Vec<(u64, &str)> = j["conversations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["id"].as_u64().unwrap(), c["layout"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        layouts,
+        [
+            (1, "document"),
+            (2, "document"),
+            (3, "document"),
+            (4, "reference-17byte")
+        ]
+    );
+    let text = String::from_utf8(summary("text").stdout).unwrap();
+    assert!(
+        text.contains("read with a snapshot profile per conversation\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("│ 4 ┆ 127.0.0.1:41000 ┆ 127.0.0.1:50010 ┆ 594         ┆ reference-17byte │"),
+        "{text}"
+    );
+    // The real conversation reads as the real capture alone does; the clean session adds only
+    // its two clients' entities alive at the end.
+    let mut alone = counts(&check(&[&path(C17), "--format", "json"]));
+    for (id, n) in &mut alone {
+        *n += 2 * u64::from(id == "session.entity-never-destroyed");
+    }
+    assert_eq!(counts(&out), alone);
+}
+
+#[test]
+fn standard_input_finds_its_layout_as_a_file_does() {
+    let file = check(&[&path(C17), "--format", "json"]);
+    // Through a pipe, which cannot be read twice: no scan before reading.
+    let mut child = Command::new(BIN)
+        .args(["check", "--quiet", "-", "--format", "json"])
+        .current_dir(scratch_dir("stdin-layout"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let bytes = std::fs::read(path(C17)).unwrap();
+    let writer = std::thread::spawn(move || stdin.write_all(&bytes));
+    let piped = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
+    assert_eq!(code(&piped), Some(1));
+    assert_eq!(json(&piped)["files"][0]["profile"], "reference-17byte");
+    assert_eq!(counts(&piped), counts(&file));
+    let frames = |out: &Output| {
+        json(out)["files"][0]["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["id"] == "rtype.snapshot.layout")
+            .map(|f| f["frames"].clone())
+    };
+    assert_eq!(frames(&piped), Some(serde_json::json!([10])));
 }
 
 /// A bundled profile's name as it is; a path relative to the crate made absolute.

@@ -336,6 +336,81 @@ fn live_text_prints_the_packet_list_then_the_summary() {
     std::fs::remove_file(&written).ok();
 }
 
+/// A little-endian µs Ethernet/IPv4/UDP pcap's datagrams, as the sample generator gives its own.
+fn pcap_records(file: &str) -> Vec<Record> {
+    let pcap = std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join(file)).unwrap();
+    assert_eq!(pcap[..4], [0xD4, 0xC3, 0xB2, 0xA1], "little-endian µs pcap");
+    let u32_at = |at: usize| u32::from_le_bytes(pcap[at..at + 4].try_into().unwrap());
+    let mut out = Vec::new();
+    let mut at = 24;
+    while at + 16 <= pcap.len() {
+        let ts_us = u64::from(u32_at(at)) * 1_000_000 + u64::from(u32_at(at + 4));
+        let frame = &pcap[at + 16..at + 16 + u32_at(at + 8) as usize];
+        let ip = &frame[14..];
+        let udp = &ip[usize::from(ip[0] & 0x0F) * 4..];
+        let addr = |a: &[u8], p: &[u8]| {
+            SocketAddr::from(([a[0], a[1], a[2], a[3]], u16::from_be_bytes([p[0], p[1]])))
+        };
+        out.push(Record {
+            ts_us,
+            from: addr(&ip[12..16], &udp[0..2]),
+            to: addr(&ip[16..20], &udp[2..4]),
+            bytes: udp[8..usize::from(u16::from_be_bytes([udp[4], udp[5]]))].to_vec(),
+        });
+        at += 16 + frame.len();
+    }
+    out
+}
+
+#[test]
+fn live_finds_each_conversations_layout_as_it_goes() {
+    if !root() {
+        return;
+    }
+    let _lo = lock_lo();
+    // The real 17-byte server's session: its snapshots fit the bundled reference-17byte, which
+    // a live capture cannot scan for before reading; each conversation decides as it goes.
+    let sent = pcap_records("tests/fixtures/reference-17byte-1client.pcap");
+    let n = sent.len().to_string();
+    let capture = Capture::start(&[
+        "-i",
+        "lo",
+        "--count",
+        &n,
+        "--duration",
+        "60",
+        "--format",
+        "json",
+    ]);
+    send(&sent);
+    let (status, stdout, stderr) = capture.finish();
+    assert!(status.success(), "{status:?}: {stderr:?}");
+    let live = records(&stdout);
+    let summary = live.last().unwrap();
+    assert_eq!(summary["kind"], "summary");
+    assert_eq!(summary["counts"]["datagrams"], sent.len() as u64);
+    assert_eq!(summary["profile"], "reference-17byte", "{summary}");
+    assert_eq!(summary["conversations"][0]["layout"], "reference-17byte");
+    // One departure, at the first snapshot (the capture's frame 10 is the 10th datagram), and
+    // none of the cascade the document's layout gives.
+    let with: Vec<(u64, Vec<&str>)> = live
+        .iter()
+        .filter(|r| r["kind"] == "datagram")
+        .enumerate()
+        .filter_map(|(i, r)| {
+            let ids: Vec<&str> = r["violations"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v["id"].as_str().unwrap())
+                .filter(|id| id.starts_with("rtype.snapshot.") || *id == "rtype.message.truncated")
+                .collect();
+            (!ids.is_empty()).then_some((i as u64 + 1, ids))
+        })
+        .collect();
+    assert_eq!(with, [(10, vec!["rtype.snapshot.layout"])]);
+}
+
 #[test]
 fn a_full_disk_stops_the_capture_at_once() {
     if !root() {

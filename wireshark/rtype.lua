@@ -4178,8 +4178,7 @@ end
 --- b[o + 1 .. o + len]) of `frame` with. Deciding (first pass, whole datagrams): the
 --- conversation's first snapshot the document misreads and a bundled profile reads makes that
 --- profile the conversation's from this frame on, and the frame reports the departure; when no
---- bundled profile reads it, the conversation keeps the document's (src/pipeline/rtype_arm.rs
---- `layout_departure`, src/report/profile_hint.rs).
+--- bundled profile reads it, the conversation keeps the document's (src/pipeline/layouts.rs).
 local function auto_profile(conv, frame, m, b, o, len, deciding)
     local chosen = LAYOUT_CONV[conv]
     if chosen and frame >= chosen.frame then return chosen.profile end

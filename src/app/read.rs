@@ -209,15 +209,33 @@ impl Reading {
 
     /// The pipeline these settings read with.
     pub fn pipeline(&self) -> Pipeline {
-        Pipeline::new(self.profile.clone(), self.port)
-            .with_found_layout(match self.fit {
-                Fit::Profile(name) => Some(name),
-                _ => None,
-            })
+        let mut pipeline = Pipeline::new(self.profile.clone(), self.port);
+        if self.chooses_layouts() {
+            pipeline = pipeline.with_layouts(self.candidates.iter().map(|(p, _)| p.clone()));
+        }
+        pipeline
             .with_analysis(self.analysis)
             .with_config(self.config.path.clone())
             .with_filter(self.filter.clone())
             .with_threads(self.threads)
+    }
+
+    /// Whether each conversation finds its own snapshot layout: unless a profile was named (on
+    /// the command line, in the configuration, or by `[profiles]` for this file), which is every
+    /// conversation's, or `--strict-layout`.
+    fn chooses_layouts(&self) -> bool {
+        let found = matches!(self.fit, Fit::Profile(_));
+        !self.strict_layout && (self.profile_source.is_none() || found)
+    }
+
+    /// Every snapshot layout the conversations may be read with, the run's profile first.
+    pub fn layouts(&self) -> Vec<Profile> {
+        let mut layouts = vec![self.profile.clone()];
+        if self.chooses_layouts() {
+            let candidates = self.candidates.iter().map(|(p, _)| p.clone());
+            layouts.extend(crate::pipeline::layouts::after(&self.profile, candidates));
+        }
+        layouts
     }
 
     /// How `files` captures share the threads: how many are read at once, and the settings each

@@ -5,6 +5,7 @@
 //! allocates nothing per datagram. Each dialect's part of the pipeline is in its own file.
 
 mod described_arm;
+pub mod layouts;
 mod rt_arm;
 /// How many rt server endpoints the pipeline remembers (the Lua dissector keeps the same bound).
 pub use rt_arm::MAX_SERVERS as RT_MAX_SERVERS;
@@ -33,7 +34,7 @@ use crate::session::entities::lifecycle;
 use crate::session::event::{
     DatagramEvent, EntityEvent, EntityRef, FrameCounts, FrameFields, LooseFinding, ReassembledEvent,
 };
-use crate::session::{Conversations, TypeSet};
+use crate::session::{Conversation, Conversations, TypeSet};
 
 /// The group the header's fields are reported in.
 pub static HEADER_GROUP: Group = Group {
@@ -136,12 +137,44 @@ pub struct RunEnd<'a> {
     pub snapshots_reassembled: u64,
     /// Per-conversation session analysis (handshake, rates, RTT, loss...).
     pub analysis: &'a Analysis,
-    /// The snapshot profile the run decoded with (`document` for the document's table).
+    /// The snapshot profile every rtype conversation was read with (`document` for the
+    /// document's table), or [`MIXED_LAYOUTS`] when they were read with several.
     pub profile: &'a str,
+    /// The snapshot profiles the run's conversations were read with, by index
+    /// ([`SnapshotLayout::index`](crate::session::SnapshotLayout::index)): see [`RunEnd::layout`].
+    pub layouts: &'a [&'a str],
     /// The configuration file the run read, if any.
     pub config: Option<&'a std::path::Path>,
     /// With a display filter: its text, and how many datagrams it passed to the sink.
     pub displayed: Option<(&'a str, u64)>,
+}
+
+/// [`RunEnd::profile`] when the rtype conversations were read with several snapshot profiles.
+pub const MIXED_LAYOUTS: &str = "mixed";
+
+impl RunEnd<'_> {
+    /// The snapshot profile conversation `c` was read with.
+    pub fn layout(&self, c: &Conversation) -> &str {
+        self.layouts
+            .get(c.layout.index())
+            .copied()
+            .unwrap_or(self.profile)
+    }
+}
+
+/// The snapshot profile every rtype conversation was read with (the run's first of `layouts`
+/// when there is none), or [`MIXED_LAYOUTS`].
+fn common_layout<'a>(layouts: &[&'a str], conversations: &Conversations) -> &'a str {
+    let mut read = conversations
+        .all()
+        .iter()
+        .filter(|c| c.dialect == Dialect::Rtype)
+        .map(|c| c.layout.index());
+    let first = read.next().unwrap_or(0);
+    match read.all(|i| i == first) {
+        true => layouts.get(first).copied().unwrap_or(MIXED_LAYOUTS),
+        false => MIXED_LAYOUTS,
+    }
 }
 
 /// Where decoded traffic goes: a report.
@@ -270,9 +303,10 @@ pub struct Pipeline {
 
 /// Everything but the scratch buffer.
 struct State {
+    /// The run's profile: the named one, else the one the scan before a file's reading found,
+    /// else the document's; the first of the layouts conversations choose from.
     profile: Profile,
-    /// The bundled profile the capture was found to fit, when no profile was named.
-    found_layout: Option<FoundLayout>,
+    layouts: layouts::Layouts,
     config: Option<std::path::PathBuf>,
     port: Option<u16>,
     findings: Vec<Finding>,
@@ -294,15 +328,6 @@ struct State {
     rtnp: rtnp_arm::RtnpState,
     described: described_arm::DescribedState,
     shown: Shown,
-}
-
-/// The bundled profile a capture's snapshots were found to fit: each conversation's first
-/// snapshot the document's layout misreads carries the `rtype.snapshot.layout` finding.
-struct FoundLayout {
-    name: &'static str,
-    document: Profile,
-    /// The findings of the document's reading.
-    scratch: Vec<Finding>,
 }
 
 /// The display filter, if any, and how many datagrams it passed.
@@ -335,7 +360,7 @@ impl Pipeline {
             threads: 1,
             state: State {
                 profile,
-                found_layout: None,
+                layouts: layouts::Layouts::default(),
                 config: None,
                 port,
                 findings: Vec::with_capacity(64),
@@ -364,15 +389,11 @@ impl Pipeline {
         self
     }
 
-    /// Reports that the capture's snapshots depart from the document's layout and are read
-    /// with the bundled profile `found` fits (one finding per conversation, at its first
-    /// snapshot the document misreads).
-    pub fn with_found_layout(mut self, found: Option<&'static str>) -> Pipeline {
-        self.state.found_layout = found.map(|name| FoundLayout {
-            name,
-            document: Profile::document(),
-            scratch: Vec::new(),
-        });
+    /// Reads each rtype conversation with the first of the run's profile, the document's and
+    /// `candidates` that reads its snapshots ([`layouts`]), a departure from the document's
+    /// layout being one `rtype.snapshot.layout` finding per conversation.
+    pub fn with_layouts(mut self, candidates: impl IntoIterator<Item = Profile>) -> Pipeline {
+        self.state.layouts = layouts::Layouts::new(&self.state.profile, candidates);
         self
     }
 
@@ -535,6 +556,7 @@ impl Pipeline {
         }
         let stats = self.state.defrag.stats();
         self.state.counts.reassembled_fragments = stats.reassembled;
+        let layouts: Vec<&str> = self.state.layouts.names(&self.state.profile).collect();
         sink.end(&RunEnd {
             info,
             read,
@@ -544,7 +566,8 @@ impl Pipeline {
             conversations: &self.state.conversations,
             snapshots_reassembled: self.state.chunks.completed,
             analysis: &self.state.analysis,
-            profile: &self.state.profile.name,
+            profile: common_layout(&layouts, &self.state.conversations),
+            layouts: &layouts,
             config: self.state.config.as_deref(),
             displayed: self
                 .state

@@ -5,8 +5,8 @@ use super::{
 use crate::datagram::{rtype, Dialect};
 use crate::display_filter::Context;
 use crate::message::{
-    add_finding, choose_layout, decode_message, decode_message_as, decode_nodes, misreads, Detail,
-    Facts, Finding, Layout, Open, Value, Visitor,
+    add_finding, choose_layout, decode_message, decode_message_as, decode_nodes, Detail, Facts,
+    Finding, Layout, Open, Value, Visitor,
 };
 use crate::proto::profile::Profile;
 use crate::proto::rtype as desc;
@@ -15,7 +15,7 @@ use crate::proto::{Direction, Message, Rule};
 use crate::session::analysis::bytes_hash;
 use crate::session::chunks::{Chunk, Reassembled};
 use crate::session::event::{DatagramEvent, Decoded, EntityRef, ReassembledEvent};
-use crate::session::{Archetypes, TypeSet};
+use crate::session::{Archetypes, SnapshotLayout, TypeSet};
 
 impl State {
     pub(super) fn rtype<S: Sink>(
@@ -77,7 +77,10 @@ impl State {
             }
         }
         sink.begin(&self.conversations, conversation);
+        let departure = self.decide_layout(conversation, parsed.as_ref(), message, scratch, cut);
         let known = self.conversations.get(conversation);
+        let read_with = known.map_or_else(SnapshotLayout::default, |c| c.layout);
+        let profile = self.layouts.profile(&self.profile, read_with);
         let archetypes = known.map_or(&NO_ARCHETYPES, |c| &c.archetypes);
         let usual = known
             .zip(message)
@@ -91,7 +94,10 @@ impl State {
             let fields = sink.fields();
             // The worker knew no conversation: its walk is this one's unless the conversation's
             // usual layout decides how a payload that fits none is read.
-            let walked = walked.filter(|w| w.layout.is_none_or(|l| l.whole || usual.is_none()));
+            // It walked with the run's profile: a conversation read with another is walked again.
+            let walked = walked.filter(|w| {
+                read_with.index() == 0 && w.layout.is_none_or(|l| l.whole || usual.is_none())
+            });
             (layout, facts) = match walked {
                 Some(w) => {
                     if let Some((all, index)) = w.rendered {
@@ -107,25 +113,22 @@ impl State {
                     let walk = Walk {
                         d,
                         payload,
-                        profile: &self.profile,
+                        profile,
                         findings: &mut self.findings,
                         entities: &mut self.entities,
                         types: Types::Listed(&mut self.types),
                     };
                     let layout = walk.layout(usual);
-                    header_fields(d, &self.profile, fields);
+                    header_fields(d, profile, fields);
                     let facts = walk.checked(layout, fields);
                     check_entity_types(&self.types, None, archetypes, &mut self.findings);
                     (layout, facts)
                 }
             };
         }
-        if let (Some(m), Some(p), Some(d), false, true) =
-            (message, payload, &parsed, cut, self.found_layout.is_some())
-        {
-            if matches!(m.code, desc::SNAPSHOT | desc::SNAPSHOT_CHUNK) {
-                self.layout_departure(conversation, m, p, d.payload_at);
-            }
+        if let Some((name, at)) = departure {
+            let f = Finding::new(Rule::RtypeSnapshotLayout, at, Detail::Layout(name));
+            add_finding(&mut self.findings, f);
         }
         if cut {
             // Only what the header shows is judged (see `judged_when_cut`); the message is not
@@ -191,9 +194,10 @@ impl State {
             session: &[],
             entities: &self.entities,
         };
+        let profile = self.layouts.profile(&self.profile, read_with);
         let context = Context {
             first_ts: self.first_ts.unwrap_or(ts_nanos),
-            profile: &self.profile,
+            profile,
             reassembled: reassembled.as_ref().map(|r| r.payload),
             frame: frame_fields,
         };
@@ -225,7 +229,7 @@ impl State {
                 payload,
                 0,
                 rtype::ENDIAN,
-                &self.profile,
+                self.layouts.profile(&self.profile, read_with),
                 &rtype::MESSAGE_RULES,
                 sink.fields(),
                 &mut ignored,
@@ -241,40 +245,30 @@ impl State {
         }
     }
 
-    /// The `rtype.snapshot.layout` finding, on a conversation's first snapshot (`message`,
-    /// `payload` at `at`) the document's layout misreads, when the capture's snapshots were
-    /// found to fit a bundled profile and are read with it.
-    fn layout_departure(
+    /// Decides the snapshot layout of `conversation` at a snapshot not cut short, while it is
+    /// undecided ([`Layouts::decide`](super::layouts::Layouts::decide)). Returns the layout's
+    /// name and where the payload begins, for the `rtype.snapshot.layout` finding, when it
+    /// departs from the document's.
+    fn decide_layout(
         &mut self,
         conversation: u32,
-        message: &'static Message,
-        payload: &[u8],
-        at: usize,
-    ) {
-        let (Some(found), Some(c)) = (
-            &mut self.found_layout,
-            self.conversations.get_mut(conversation),
-        ) else {
-            return;
+        parsed: Option<&rtype::Datagram<'_>>,
+        message: Option<&'static Message>,
+        scratch: &[u8],
+        cut: bool,
+    ) -> Option<(&'static str, u32)> {
+        let (Some(d), Some(m), false) = (parsed, message, cut) else {
+            return None;
         };
-        let rules = &rtype::MESSAGE_RULES;
-        let document = &found.document;
-        if c.layout_reported
-            || !misreads(
-                message,
-                payload,
-                rtype::ENDIAN,
-                document,
-                rules,
-                &mut found.scratch,
-            )
-        {
-            return;
+        if !matches!(m.code, desc::SNAPSHOT | desc::SNAPSHOT_CHUNK) {
+            return None;
         }
-        c.layout_reported = true;
-        let detail = Detail::Layout(found.name);
-        let f = Finding::new(Rule::RtypeSnapshotLayout, at as u32, detail);
-        add_finding(&mut self.findings, f);
+        let payload = d.payload(scratch)?;
+        let c = self.conversations.get_mut(conversation)?;
+        let name = self
+            .layouts
+            .decide(&self.profile, &mut c.layout, m, payload)?;
+        Some((name, d.payload_at as u32))
     }
 
     /// Keeps the 15-byte-header finding only for a conversation's first such datagram.

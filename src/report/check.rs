@@ -24,7 +24,7 @@ use crate::app::config::unknown_rules;
 use crate::app::inputs::{parallel, InputArgs};
 use crate::app::{read_capture, write_stdout, ReadOpts, Reading, Term};
 use crate::message::NoFields;
-use crate::pipeline::{RunEnd, Sink, Watch, Watched};
+use crate::pipeline::{RunEnd, Sink, Watch, Watched, MIXED_LAYOUTS};
 use crate::proto::{Rule, Severity};
 use crate::session::event::{DatagramEvent, LooseFinding};
 
@@ -143,6 +143,8 @@ impl Verdict {
 #[derive(Default)]
 pub struct Judge {
     pub rules: RuleCounts,
+    /// The snapshot profile the conversations were read with ([`RunEnd::profile`]).
+    pub profile: String,
     no_fields: NoFields,
 }
 
@@ -161,6 +163,7 @@ impl Sink for Judge {
     }
     fn end(&mut self, end: &RunEnd<'_>) {
         nothing_judged(end, &mut self.rules);
+        self.profile = end.profile.to_string();
     }
 }
 
@@ -178,6 +181,7 @@ fn nothing_judged(end: &RunEnd<'_>, rules: &mut RuleCounts) {
 #[derive(Default)]
 struct Counted {
     rules: RuleCounts,
+    profile: String,
 }
 
 impl Watch for Counted {
@@ -194,6 +198,7 @@ impl Watch for Counted {
     }
     fn end(&mut self, end: &RunEnd<'_>) {
         nothing_judged(end, &mut self.rules);
+        self.profile = end.profile.to_string();
     }
 }
 
@@ -251,14 +256,18 @@ pub fn run(args: CheckArgs, term: Term) -> Result<ExitCode, String> {
         let (outcome, broken) = if budgets.is_empty() {
             let mut judge = Judge::default();
             (
-                read_capture(file, &reading, &mut judge).map(|()| judge.rules),
+                read_capture(file, &reading, &mut judge).map(|()| (judge.rules, judge.profile)),
                 Vec::new(),
             )
         } else {
             judge_budgets(file, &reading, &budgets)
         };
+        let (outcome, profile) = match outcome {
+            Ok((rules, profile)) => (Ok(rules), Some(profile)),
+            Err(e) => (Err(e), None),
+        };
         FileResult {
-            profile: outcome.is_ok().then(|| reading.profile.name.clone()),
+            profile,
             outcome: outcome.map_err(|e| {
                 // The reader's messages start with the path, which the reports already show.
                 e.strip_prefix(&format!("{path}: "))
@@ -296,7 +305,7 @@ fn judge_budgets(
     file: &std::path::Path,
     reading: &Reading,
     budgets: &crate::app::config::Budgets,
-) -> (Result<RuleCounts, String>, Vec<BudgetBreak>) {
+) -> (Result<(RuleCounts, String), String>, Vec<BudgetBreak>) {
     let mut reading = reading.clone();
     reading.analysis.entity_figures = true;
     let mut profiler = Profiler::new(&file.display().to_string(), &reading, 1_000_000_000);
@@ -307,7 +316,7 @@ fn judge_budgets(
     if let Err(e) = read_capture(file, &reading, &mut counted) {
         return (Err(e), Vec::new());
     }
-    let mut rules = counted.watch.rules;
+    let (mut rules, profile) = (counted.watch.rules, counted.watch.profile);
     let broken = profiler
         .json()
         .map(|j| budget::judge(j, budgets))
@@ -315,7 +324,7 @@ fn judge_budgets(
     for b in &broken {
         rules.add(b.rule, b.first_frame);
     }
-    (Ok(rules), broken)
+    (Ok((rules, profile)), broken)
 }
 
 /// Merges the command line with the configuration file's `fail_on` and `allow`.
@@ -470,6 +479,9 @@ fn text(results: &[FileResult], policy: &Policy, code: u8, term: Term) -> String
                 };
                 // The layout its snapshots were read with, unless the document's.
                 let layout = match r.profile.as_deref() {
+                    Some(MIXED_LAYOUTS) => {
+                        ", snapshots read with a profile per conversation".into()
+                    }
                     Some(p) if p != "document" => format!(", snapshots read with profile {p}"),
                     _ => String::new(),
                 };

@@ -460,7 +460,7 @@ impl<W: Write> Sink for Export<W> {
                 c.first_frame
             );
             if c.dialect == Dialect::Rtype {
-                let _ = write!(self.line, ",\"layout\":\"{}\"", end.profile);
+                let _ = write!(self.line, ",\"layout\":\"{}\"", end.layout(c));
             }
             self.line.push('}');
             self.emit();

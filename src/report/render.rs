@@ -428,7 +428,10 @@ pub fn settings_line(report: &serde_json::Value) -> Option<String> {
     let parts: Vec<String> = config
         .map(|c| format!("config {c}"))
         .into_iter()
-        .chain(profile.map(|p| format!("snapshot profile {p}")))
+        .chain(profile.map(|p| match p {
+            crate::pipeline::MIXED_LAYOUTS => "a snapshot profile per conversation".into(),
+            p => format!("snapshot profile {p}"),
+        }))
         .collect();
     (!parts.is_empty()).then(|| format!("read with {}", parts.join(" and ")))
 }

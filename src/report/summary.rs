@@ -223,7 +223,7 @@ impl Summary {
             .map(|c| {
                 let mut j = json!({"id": c.id, "dialect": c.dialect.name(), "client": c.client.to_string(), "server": c.server.to_string(), "first_frame": c.first_frame});
                 if c.dialect == Dialect::Rtype {
-                    j["layout"] = end.profile.into();
+                    j["layout"] = end.layout(c).into();
                 }
                 j
             })
@@ -338,14 +338,20 @@ impl Summary {
         }
         let convs = j["conversations"].as_array().map_or(&[][..], |v| &v[..]);
         let _ = writeln!(out, "\nConversations: {}", convs.len());
-        let mut t = table::new(term, &["#", "Client", "Server", "First frame"]);
+        // Conversations read with several snapshot profiles: each says its own.
+        let mixed = j["profile"] == crate::pipeline::MIXED_LAYOUTS;
+        let mut head = vec!["#", "Client", "Server", "First frame"];
+        head.extend(mixed.then_some("Layout"));
+        let mut t = table::new(term, &head);
         for c in convs.iter().take(50) {
-            t.add_row(vec![
+            let mut row = vec![
                 c["id"].to_string(),
                 str_of(&c["client"]),
                 str_of(&c["server"]),
                 c["first_frame"].to_string(),
-            ]);
+            ];
+            row.extend(mixed.then(|| str_of(&c["layout"])));
+            t.add_row(row);
         }
         if !convs.is_empty() {
             let _ = writeln!(out, "{t}");

@@ -41,8 +41,8 @@ pub struct Conversation {
     pub archetypes: Archetypes,
     /// The older 15-byte header was already reported for this conversation.
     pub old_header_reported: bool,
-    /// Whether its first snapshot carried the `rtype.snapshot.layout` finding.
-    pub layout_reported: bool,
+    /// The snapshot layout it is read with, when the run chooses one per conversation.
+    pub layout: SnapshotLayout,
     /// Message codes whose last datagram fitted one of the message's variants whole, with the
     /// variant (others fitted the document's layout, or none was seen): what a cut datagram is
     /// judged against.
@@ -72,6 +72,33 @@ impl Conversation {
             }
             (None, Some(v)) => self.usual_variants.push((code, v)),
             (None, None) => {}
+        }
+    }
+}
+
+/// Which of the run's snapshot layouts a conversation is read with, when no profile was named:
+/// the pipeline decides at its first snapshot that some layout misreads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SnapshotLayout {
+    /// No snapshot told the layouts apart yet (this many were looked at): read with the run's
+    /// first layout.
+    Undecided(u8),
+    /// Read with the run's layout of this index.
+    Read(u8),
+}
+
+impl Default for SnapshotLayout {
+    fn default() -> Self {
+        SnapshotLayout::Undecided(0)
+    }
+}
+
+impl SnapshotLayout {
+    /// The index of the run's layout it is read with (the first while undecided).
+    pub fn index(self) -> usize {
+        match self {
+            SnapshotLayout::Undecided(_) => 0,
+            SnapshotLayout::Read(i) => usize::from(i),
         }
     }
 }
@@ -285,7 +312,7 @@ impl Conversations {
             first_frame: frame,
             archetypes: Archetypes::default(),
             old_header_reported: false,
-            layout_reported: false,
+            layout: SnapshotLayout::default(),
             usual_variants: Vec::new(),
         });
         id

@@ -21,19 +21,22 @@ pub struct StateColumn {
     pub label: &'static str,
 }
 
-/// The columns of a life's state, for one snapshot profile (its masked fields are entity fields).
+/// The columns of a life's state, for the snapshot profiles a run reads with (their masked fields
+/// are entity fields).
 #[derive(Clone, Debug, Default)]
 pub struct StateColumns {
     pub columns: Vec<StateColumn>,
 }
 
 impl StateColumns {
-    pub fn new(profile: &Profile) -> StateColumns {
+    pub fn new(profiles: &[Profile]) -> StateColumns {
         let mut fields = Vec::new();
-        for m in rtype::MESSAGES.iter().chain(rt::MESSAGES) {
-            let after_body = walk(m.body, profile, false, &mut fields);
-            for v in m.variants {
-                walk(v.nodes, profile, v.extends_body && after_body, &mut fields);
+        for profile in profiles {
+            for m in rtype::MESSAGES.iter().chain(rt::MESSAGES) {
+                let after_body = walk(m.body, profile, false, &mut fields);
+                for v in m.variants {
+                    walk(v.nodes, profile, v.extends_body && after_body, &mut fields);
+                }
             }
         }
         let mut columns: Vec<StateColumn> = Quantity::NAMED
@@ -139,7 +142,7 @@ mod tests {
 
     #[test]
     fn quantities_first_then_the_fields_by_name() {
-        let columns = StateColumns::new(&Profile::bundled("reference-17byte").unwrap());
+        let columns = StateColumns::new(&[Profile::bundled("reference-17byte").unwrap()]);
         let names: Vec<&str> = columns.columns.iter().map(|c| c.name).collect();
         assert_eq!(names[..5], ["pos_x", "pos_y", "vel_x", "vel_y", "health"]);
         assert!(names.contains(&"max_health"), "{names:?}");

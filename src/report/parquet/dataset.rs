@@ -64,12 +64,13 @@ pub fn export(
     reading.analysis.entity_figures = true;
     let (at_once, reading) = reading.share(inputs.len());
     // Each capture gets a copy of the settings (the display filter keeps caches), and its own
-    // snapshot profile: its `[profiles]` entry, or the layout its snapshots were found to fit.
+    // snapshot profile: its `[profiles]` entry, or the layout its snapshots were found to fit;
+    // its tables have the fields of every layout its conversations may be read with.
     let settings = std::sync::Mutex::new(reading);
     let results = inputs::parallel(inputs, at_once, |input| {
         let reading = settings.lock().map_err(|e| e.to_string())?.clone();
         let reading = reading.for_file(&input.path)?;
-        let dataset = Dataset::new(&reading.profile);
+        let dataset = Dataset::new(&reading.layouts());
         export_one(input, out, &reading, dataset, filter.clone())
     });
     let mut failed = 0;

@@ -423,7 +423,7 @@ impl Sink for Parquet {
             t.col(3).set_str(row, &c.server.to_string());
             t.col(4).set_int(row, c.first_frame as i64);
             if c.dialect == Dialect::Rtype {
-                t.col(5).set_str(row, end.profile);
+                t.col(5).set_str(row, end.layout(c));
             }
         }
         let findings: u64 = self.summary.rules.present().iter().map(|r| r.1.count).sum();

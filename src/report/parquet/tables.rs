@@ -178,9 +178,9 @@ impl Routes {
 }
 
 impl Dataset {
-    /// The tables of a run decoding snapshots with `profile`: its fields are columns too.
-    pub fn new(profile: &Profile) -> Dataset {
-        let registry = Registry::new(profile);
+    /// The tables of a run decoding snapshots with `layouts`: their fields are columns too, one
+    /// per name (of the first layout's type).
+    pub fn new(layouts: &[Profile]) -> Dataset {
         let mut tables = fixed_tables();
         let mut routes = Routes {
             rtype_header: Route::default(),
@@ -189,7 +189,8 @@ impl Dataset {
             rtype: vec![None; 256],
             rt: vec![None; 256],
         };
-        for field in &registry.fields {
+        let registries: Vec<Registry> = layouts.iter().map(Registry::new).collect();
+        for field in registries.iter().flat_map(|r| &r.fields) {
             let (
                 Some(column),
                 Source::Described {
@@ -290,7 +291,7 @@ impl Dataset {
             ));
         }
         let rt_messages = routes.rt_header.table;
-        let states = StateColumns::new(profile);
+        let states = StateColumns::new(layouts);
         let mut table = Table::new(
             super::states::TABLE,
             super::states::ABOUT,

@@ -12,6 +12,7 @@ use super::account::{
 use super::series::{Counts, MAX_BUCKETS};
 use super::window::Extreme;
 use super::{Profiler, MAX_DETAILED, MAX_PROFILED};
+use crate::datagram::Dialect;
 use crate::pipeline::RunEnd;
 use crate::proto::{Direction, Rule};
 use crate::report::time::rfc3339;
@@ -63,6 +64,9 @@ pub fn document(p: &Profiler, end: &RunEnd<'_>) -> Json {
             );
             o.insert("client".into(), json!(c.map(|c| c.client.to_string())));
             o.insert("server".into(), json!(c.map(|c| c.server.to_string())));
+            if let Some(c) = c.filter(|c| c.dialect == Dialect::Rtype) {
+                o.insert("layout".into(), json!(end.layout(c)));
+            }
             j
         })
         .collect();
@@ -78,7 +82,7 @@ pub fn document(p: &Profiler, end: &RunEnd<'_>) -> Json {
         "schema": SCHEMA,
         "tool": {"name": env!("CARGO_PKG_NAME"), "version": env!("CARGO_PKG_VERSION")},
         "file": p.file,
-        "snapshot_profile": p.reading.profile.name,
+        "snapshot_profile": end.profile,
         "capture": {
             "first_time": end.first_ts.map(rfc3339),
             "duration_s": duration,
