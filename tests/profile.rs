@@ -164,6 +164,31 @@ fn every_profile_validates_against_its_schema() {
     }
 }
 
+/// Standard input cannot be scanned before it is read: its conversation finds the 17-byte layout
+/// as it goes, and every figure is the file's (the fields' by the layout's widths, not the
+/// document's).
+#[test]
+fn a_profile_of_standard_input_is_the_files() {
+    let file = profile(&path(C17), None);
+    let out = Command::new(BIN)
+        .args(["profile", "-", "--format", "json", "--quiet"])
+        .stdin(File::open(path(C17)).unwrap())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut piped: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(piped["snapshot_profile"], "reference-17byte");
+    assert_eq!(piped["conversations"][0]["layout"], "reference-17byte");
+    piped["file"] = file["file"].clone();
+    assert_eq!(piped, file);
+    let pos_x = field(&file["total"], "pos_x");
+    assert_eq!((u(&pos_x["bit"]), u(&pos_x["bytes"])), (1, 113_234));
+}
+
 /// 17-byte capture, with its profile: every figure below follows from the protocol's sizes
 /// (17-byte header, 4-byte CRC, the i16 × 10 snapshot layout) and the message counts of
 /// ../shared/captures/README.md.

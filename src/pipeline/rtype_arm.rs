@@ -76,8 +76,9 @@ impl State {
                 self.once_per_conversation(conversation);
             }
         }
-        sink.begin(&self.conversations, conversation);
+        // The sink learns the conversation's layout, decided first.
         let departure = self.decide_layout(conversation, parsed.as_ref(), message, scratch, cut);
+        sink.begin(&self.conversations, conversation);
         let known = self.conversations.get(conversation);
         let read_with = known.map_or_else(SnapshotLayout::default, |c| c.layout);
         let profile = self.layouts.profile(&self.profile, read_with);

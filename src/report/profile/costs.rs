@@ -64,16 +64,30 @@ struct Slot {
     bit: Option<u8>,
 }
 
+/// What one snapshot profile lays out behind the mask bits.
+#[derive(Clone, Copy, Debug)]
+struct MaskLayout {
+    /// Each mask bit's field width (0: of unknown width).
+    widths: [u8; MASK_BITS],
+    /// Each mask bit's field's slot ([`NO_SLOT`]: none).
+    slots: [u16; MASK_BITS],
+    /// The position fields' mask bits, and the fields ([`FieldCosts::read_positions`]).
+    positions: [Option<(u8, &'static Field)>; 2],
+}
+
+/// A mask bit no field of the layout is behind.
+const NO_SLOT: u16 = u16::MAX;
+
 /// The fields of one snapshot, as the walker visits them.
 pub struct FieldCosts {
-    /// The fields met so far (the profile's first), by slot.
+    /// The fields met so far (the profiles' masked fields first), by slot.
     slots: Vec<Slot>,
     cache: Box<[(usize, u16); CACHE]>,
     index: IdMap<usize, u16>,
-    /// Each mask bit's field width (0: of unknown width).
-    widths: [u8; MASK_BITS],
-    /// The position fields' mask bits, and the fields ([`FieldCosts::read_positions`]).
-    positions: [Option<(u8, &'static Field)>; 2],
+    /// The mask layout of each snapshot profile the run may read a conversation with (the run's
+    /// first), and the one of the datagram's conversation.
+    layouts: Vec<MaskLayout>,
+    layout: usize,
     /// An entity count was read: the entity list started.
     active: bool,
     /// Bytes of the message before the entity list, the count included.
@@ -99,16 +113,55 @@ pub struct FieldCosts {
 }
 
 impl FieldCosts {
-    /// Costs by `profile`'s mask bits.
-    pub fn new(profile: &Profile) -> FieldCosts {
+    /// Costs by the mask bits of `profiles`, the snapshot layouts a run may read a conversation
+    /// with (the run's first).
+    pub fn new(profiles: &[Profile]) -> FieldCosts {
         let mut costs = FieldCosts::empty();
-        for bit in 0..MASK_BITS {
-            if let Some(field) = profile.field(bit) {
-                costs.widths[bit] = field.width().unwrap_or(0) as u8;
-                costs.register(field, Some(bit as u8));
+        costs.layouts.clear();
+        for profile in profiles {
+            let mut layout = MaskLayout {
+                widths: [0; MASK_BITS],
+                slots: [NO_SLOT; MASK_BITS],
+                positions: [None; 2],
+            };
+            for bit in 0..MASK_BITS {
+                let Some(field) = profile.field(bit) else {
+                    continue;
+                };
+                layout.widths[bit] = field.width().unwrap_or(0) as u8;
+                if let Some(slot) = costs.register(field, Some(bit as u8)) {
+                    layout.slots[bit] = slot;
+                    let kind = costs.slots[usize::from(slot)].kind;
+                    if kind != Kind::Plain {
+                        let place = &mut layout.positions[usize::from(kind == Kind::Y)];
+                        place.get_or_insert((bit as u8, field));
+                    }
+                }
             }
+            costs.layouts.push(layout);
         }
         costs
+    }
+
+    /// Counts the next datagrams by the mask layout of index `layout` (its conversation's).
+    pub fn select(&mut self, layout: usize) {
+        self.layout = if layout < self.layouts.len() {
+            layout
+        } else {
+            0
+        };
+    }
+
+    /// The slot of the field behind `bit` in a layout other than the run's, in which the
+    /// datagram's conversation is read; None in the run's (its rows are by bit).
+    pub fn bit_slot(&self, bit: usize) -> Option<u16> {
+        let slot = self.layouts[self.layout].slots[bit];
+        (self.layout > 0 && slot != NO_SLOT).then_some(slot)
+    }
+
+    /// The mask bit a slot's field is behind, if any.
+    pub fn slot_bit(&self, slot: u16) -> Option<u8> {
+        self.slots.get(usize::from(slot)).and_then(|s| s.bit)
     }
 
     fn empty() -> FieldCosts {
@@ -116,8 +169,12 @@ impl FieldCosts {
             slots: Vec::new(),
             cache: Box::new([(0, 0); CACHE]),
             index: IdMap::default(),
-            widths: [0; MASK_BITS],
-            positions: [None; 2],
+            layouts: vec![MaskLayout {
+                widths: [0; MASK_BITS],
+                slots: [NO_SLOT; MASK_BITS],
+                positions: [None; 2],
+            }],
+            layout: 0,
             active: false,
             head: 0,
             framing: 0,
@@ -153,11 +210,12 @@ impl FieldCosts {
     /// `payload`, the bytes the walk read, in byte order `endian`: what the walk would hand over
     /// if it were asked for them, read only for the datagrams the timelines sample.
     pub fn read_positions(&mut self, payload: &[u8], endian: Endian) {
-        for (kind, position) in [Kind::X, Kind::Y].into_iter().zip(self.positions) {
+        let layout = self.layouts[self.layout];
+        for (kind, position) in [Kind::X, Kind::Y].into_iter().zip(layout.positions) {
             let Some((bit, field)) = position else {
                 continue;
             };
-            let (bit, widths) = (usize::from(bit), &self.widths);
+            let (bit, widths) = (usize::from(bit), &layout.widths);
             for b in &mut self.blocks {
                 if b.mask & 1 << bit == 0 {
                     continue;
@@ -203,11 +261,11 @@ impl FieldCosts {
                     masks[distinct] = (b.mask, 1);
                     distinct += 1;
                 }
-                None => expand(&mut self.bits, &self.widths, b.mask, 1),
+                None => expand(&mut self.bits, &self.layouts[self.layout].widths, b.mask, 1),
             }
         }
         for (mask, n) in &masks[..distinct] {
-            expand(&mut self.bits, &self.widths, *mask, *n);
+            expand(&mut self.bits, &self.layouts[self.layout].widths, *mask, *n);
         }
         self.totalled = Some(touched);
         touched
@@ -243,10 +301,6 @@ impl FieldCosts {
             "pos_y" => Kind::Y,
             _ => Kind::Plain,
         };
-        if let (Some(bit), Kind::X | Kind::Y) = (bit, kind) {
-            let place = &mut self.positions[usize::from(kind == Kind::Y)];
-            place.get_or_insert((bit, field));
-        }
         self.slots.push(Slot { field, kind, bit });
         self.bytes.push(0);
         self.present.push(0);
@@ -477,8 +531,11 @@ impl RenderAhead for FieldCosts {
     type Rendered = CostsAhead;
 
     fn ahead(&self) -> Option<Self> {
+        // The workers walk with the run's layout: a conversation read with another is walked
+        // again in the ordered stage. Slots are registered in the same order, so the layouts'
+        // slots hold.
         let mut copy = FieldCosts::empty();
-        copy.widths = self.widths;
+        copy.layouts.clone_from(&self.layouts);
         for slot in &self.slots {
             copy.register(slot.field, slot.bit);
         }
@@ -590,7 +647,7 @@ mod tests {
     #[test]
     fn a_snapshot_is_its_head_framing_and_fields() {
         let payload = snapshot(false);
-        let mut costs = FieldCosts::new(&Profile::document());
+        let mut costs = FieldCosts::new(&[Profile::document()]);
         walk(&mut costs, &payload);
         assert_eq!((costs.head, costs.framing), (2, 12));
         // entity_type, pos_x, pos_y, health.
@@ -654,7 +711,7 @@ mod tests {
                 payload.extend(100u16.to_be_bytes());
             }
         }
-        let mut costs = FieldCosts::new(&Profile::document());
+        let mut costs = FieldCosts::new(&[Profile::document()]);
         walk(&mut costs, &payload);
         costs.read_positions(&payload, rtype::ENDIAN);
         let positions: Vec<_> = costs.blocks.iter().map(|b| (b.x, b.y)).collect();
@@ -674,7 +731,7 @@ mod tests {
     #[test]
     fn costs_found_ahead_are_taken_back_as_found_in_place() {
         let profile = Profile::document();
-        let mut taken = FieldCosts::new(&profile);
+        let mut taken = FieldCosts::new(std::slice::from_ref(&profile));
         let mut worker = taken.ahead().unwrap();
         let mut batch = CostsAhead::default();
         let payloads = [snapshot(false), snapshot(true), snapshot(false)];
@@ -685,7 +742,7 @@ mod tests {
         }
         assert_eq!(batch.count(), 3);
         for (i, p) in payloads.iter().enumerate() {
-            let mut here = FieldCosts::new(&profile);
+            let mut here = FieldCosts::new(std::slice::from_ref(&profile));
             walk(&mut here, p);
             taken.reset();
             taken.take_rendered(&batch, i);
@@ -705,7 +762,7 @@ mod tests {
     #[test]
     fn a_block_the_walk_cannot_finish_is_undecoded() {
         let payload = snapshot(true);
-        let mut costs = FieldCosts::new(&Profile::document());
+        let mut costs = FieldCosts::new(&[Profile::document()]);
         walk(&mut costs, &payload);
         // The third entity, which the walk cannot read whole, is not counted: its 12 bytes are
         // undecoded (its id is the pipeline's to tell).

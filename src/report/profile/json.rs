@@ -365,7 +365,7 @@ fn snapshots(cx: &Context<'_>, a: &Account, id: Option<u32>) -> Json {
                         }
                         _ => field.name.to_owned(),
                     };
-                    (name, "field", None)
+                    (name, "field", p.costs.slot_bit(slot).map(usize::from))
                 }
                 FieldKey::Json(i) => (p.keys[usize::from(i)].clone(), "field", None),
                 FieldKey::Other => ("(other)".to_owned(), "field", None),

@@ -175,7 +175,7 @@ pub struct Profiler {
 impl Profiler {
     pub fn new(file: &str, reading: &Reading, interval_nanos: i64) -> Profiler {
         Profiler {
-            costs: FieldCosts::new(&reading.profile),
+            costs: FieldCosts::new(&reading.layouts()),
             grid: Grid::new(interval_nanos),
             total: Account::new(true),
             conversations: Vec::new(),
@@ -346,7 +346,10 @@ impl Profiler {
         for bit in bit_indices(touched) {
             let (bytes, present) = c.bit_cost(bit);
             self.fields.push(FieldCost {
-                key: FieldKey::Bit(bit as u8),
+                // The run's layout's fields by bit; another layout's by its field.
+                key: c
+                    .bit_slot(bit)
+                    .map_or(FieldKey::Bit(bit as u8), FieldKey::Slot),
                 bytes: bytes.into(),
                 present: present.into(),
             });
@@ -429,8 +432,10 @@ impl Sink for Profiler {
     fn fields(&mut self) -> &mut FieldCosts {
         &mut self.costs
     }
-    fn begin(&mut self, _: &Conversations, conversation: u32) {
+    fn begin(&mut self, conversations: &Conversations, conversation: u32) {
         self.costs.reset();
+        let layout = conversations.get(conversation).map(|c| c.layout.index());
+        self.costs.select(layout.unwrap_or(0));
         let due = (conversation as usize)
             .checked_sub(1)
             .and_then(|i| self.next_sample.get(i));
