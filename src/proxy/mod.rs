@@ -199,7 +199,7 @@ pub fn run(args: ProxyArgs, color: ColorChoice) -> Result<ExitCode, String> {
                 r.flush().map_err(|e| format!("-w: {e}"))?;
             }
             if let Some(view) = &mut view {
-                view.redraw(&relay, started.elapsed());
+                view.redraw(&mut relay, started.elapsed());
             }
         }
     }
@@ -209,7 +209,7 @@ pub fn run(args: ProxyArgs, color: ColorChoice) -> Result<ExitCode, String> {
     default_signals();
     let elapsed = started.elapsed();
     if let Some(view) = &mut view {
-        view.redraw(&relay, elapsed);
+        view.redraw(&mut relay, elapsed);
     }
     let (summary, record) = Summary::of(relay, elapsed, &settings, args.seed);
     if let Some(r) = record {

@@ -153,6 +153,11 @@ impl Relay {
         self.start.elapsed().as_nanos() as u64
     }
 
+    /// Now on the record's clock: nanoseconds since the epoch, as the frames are stamped.
+    pub fn now_ns(&self) -> u64 {
+        self.epoch_ns + self.elapsed_ns()
+    }
+
     /// Where each client's conversations are, in the record and its decoding.
     pub fn ends(&self) -> Vec<Ends> {
         self.clients.iter().map(|c| self.ends_of(c)).collect()

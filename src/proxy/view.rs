@@ -1,6 +1,6 @@
 //! The live view on stderr, when it is a terminal: a header line (time, clients, what came and
-//! what was dropped each way) and a line per client (its figures as delivered, its impairments),
-//! redrawn in place every second. Lines are cut to the terminal's width, so that none wraps and
+//! what was dropped each way, run-wide) and a line per client (its figures as delivered over the
+//! last second, between two redraws, and its impairments), redrawn in place every second. Lines are cut to the terminal's width, so that none wraps and
 //! moving the cursor up over them redraws them all; at most [`MAX_ROWS`] clients are shown, so
 //! that the view fits a terminal's height.
 
@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use super::decode::Figures;
+use super::decode::Second;
 use super::relay::{Counts, Relay};
 use super::select::Dir;
 use crate::app::{ColorChoice, Term};
@@ -24,7 +24,7 @@ const RESET: &str = "\x1b[0m";
 pub struct Row<'a> {
     pub addr: SocketAddr,
     pub impairments: &'a str,
-    pub figures: Figures,
+    pub second: Second,
 }
 
 /// The view as last drawn.
@@ -39,23 +39,23 @@ impl View {
         View { color, drawn: 0 }
     }
 
-    /// Draws the view over the last one, at the terminal's width now.
-    pub fn redraw(&mut self, relay: &Relay, elapsed: Duration) {
+    /// Draws the view over the last one, at the terminal's width now; the clients' figures are
+    /// those since the last redraw.
+    pub fn redraw(&mut self, relay: &mut Relay, elapsed: Duration) {
         let term = Term::stderr(self.color);
-        let impairments: Vec<String> = relay
+        let shown: Vec<_> = relay
             .clients
             .iter()
             .take(MAX_ROWS)
-            .map(|c| super::describe_both(&c.settings))
+            .map(|c| (c.addr, super::describe_both(&c.settings), relay.ends_of(c)))
             .collect();
-        let rows: Vec<Row> = relay
-            .clients
+        let now_ns = relay.now_ns();
+        let rows: Vec<Row> = shown
             .iter()
-            .zip(&impairments)
-            .map(|(c, impairments)| Row {
-                addr: c.addr,
+            .map(|(addr, impairments, ends)| Row {
+                addr: *addr,
                 impairments,
-                figures: relay.tap.decoder.figures(&relay.ends_of(c)),
+                second: relay.tap.decoder.second(ends, now_ns),
             })
             .collect();
         let lines = render(
@@ -93,7 +93,8 @@ fn header(relay: &Relay, elapsed: Duration) -> String {
     };
     let (up, down) = (total(Dir::Up), total(Dir::Down));
     format!(
-        "{:.0} s  {} clients  up {} in, {} dropped  down {} in, {} dropped  {} waiting",
+        "{:.0} s  {} clients  up {} in, {} dropped  down {} in, {} dropped  {} waiting  \
+         (clients: last second)",
         elapsed.as_secs_f64(),
         relay.clients.len(),
         up.received,
@@ -117,7 +118,7 @@ pub fn render(
     let mut lines = vec![fit(&[(header.to_string(), Some(BOLD))], width, color)];
     for row in rows {
         let mut parts = vec![(row.addr.to_string(), None)];
-        for (text, notable) in row.figures.words() {
+        for (text, notable) in row.second.words() {
             parts.push((text, notable.then_some(YELLOW)));
         }
         parts.push((row.impairments.to_string(), None));
@@ -168,30 +169,16 @@ fn fit(parts: &[(String, Option<&str>)], width: usize, color: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proxy::decode::Loss;
 
-    fn figures() -> Figures {
-        Figures {
-            snapshots: 600,
-            snapshot_hz: Some(59.87),
-            gap_p95_ms: Some(17.2),
-            gap_max_ms: Some(50.04),
-            loss: [
-                Some(Loss {
-                    received: 100,
-                    lost: 0,
-                    ratio: 0.0,
-                }),
-                Some(Loss {
-                    received: 570,
-                    lost: 30,
-                    ratio: 0.05,
-                }),
-            ],
-            rtt_pairs: 100,
-            rtt_p50_ms: Some(160.24),
+    fn second() -> Second {
+        Second {
+            snapshot_hz: Some(57.0),
+            delivered: [Some((30.0, 12.48)), Some((87.0, 336.0))],
+            loss: [Some(0.0), Some(0.05)],
+            rtt_mean_ms: Some(160.24),
             rtt_max_ms: Some(190.0),
-            findings: [2, 1],
+            gap_max_ms: Some(50.04),
+            findings: 3,
         }
     }
 
@@ -201,23 +188,24 @@ mod tests {
             Row {
                 addr: "127.0.0.1:40000".parse().unwrap(),
                 impairments: "delay 80.000 ms ± 0.000 ms, loss 5.00%",
-                figures: figures(),
+                second: second(),
             },
             Row {
                 addr: "127.0.0.1:40001".parse().unwrap(),
                 impairments: "no impairment",
-                figures: Figures::default(),
+                second: Second::default(),
             },
         ];
         let header = "3 s  3 clients  up 10 in, 0 dropped  down 600 in, 30 dropped  0 waiting";
         assert_eq!(
-            render(header, &rows, 3, 200, false),
+            render(header, &rows, 3, 250, false),
             [
                 header,
-                "127.0.0.1:40000  snapshots 59.9 Hz  loss up 0.00% down 5.00%  RTT p50 160.2 ms  \
-                 gap max 50.0 ms  findings 3  delay 80.000 ms ± 0.000 ms, loss 5.00%",
-                "127.0.0.1:40001  snapshots -  loss up - down -  RTT p50 -  gap max -  \
-                 findings 0  no impairment",
+                "127.0.0.1:40000  snapshots 57.0/s  up 30/s 12.5 kbit/s  down 87/s 336.0 kbit/s  \
+                 loss up 0.00% down 5.00%  RTT 160.2 ms max 190.0 ms  gap max 50.0 ms  \
+                 findings 3  delay 80.000 ms ± 0.000 ms, loss 5.00%",
+                "127.0.0.1:40001  snapshots -  up -  down -  loss up - down -  RTT - max -  \
+                 gap max -  findings 0  no impairment",
                 "and 1 more clients",
             ]
         );
@@ -225,13 +213,13 @@ mod tests {
             render(header, &rows[..1], 1, 60, false),
             [
                 "3 s  3 clients  up 10 in, 0 dropped  down 600 in, 30 dropp…",
-                "127.0.0.1:40000  snapshots 59.9 Hz  loss up 0.00% down 5.0…",
+                "127.0.0.1:40000  snapshots 57.0/s  up 30/s 12.5 kbit/s  do…",
             ]
         );
         assert_eq!(
-            render(header, &rows[..1], 1, 70, true)[1],
-            "127.0.0.1:40000  snapshots 59.9 Hz  \x1b[33mloss up 0.00% down 5.00%\x1b[0m  \
-             RTT p5…"
+            render(header, &rows[..1], 1, 100, true)[1],
+            "127.0.0.1:40000  snapshots 57.0/s  up 30/s 12.5 kbit/s  down 87/s 336.0 kbit/s  \
+             \x1b[33mloss up 0.00% down\x1b[0m…"
         );
         assert_eq!(
             render(header, &[], 0, 200, true),

@@ -10,8 +10,11 @@ use crate::message::{Detail, Finding};
 use crate::proto::{Direction, Rule};
 use crate::session::event::{DatagramEvent, Decoded, LooseFinding};
 
-/// Pings awaiting their pong.
-const PENDING_PINGS: usize = 16;
+/// Pings awaiting their pong, at most: past it the oldest is forgotten (its pong then counts as
+/// unmatched). Enough for pings at 60 Hz through a 4 s round trip, beyond what the proxy's
+/// presets add (edge and gprs: 650 ± 100 ms each way); 16 lost pairs under a 500 ms delay.
+/// Allocated at a conversation's first ping: 4 KiB.
+pub const PENDING_PINGS: usize = 256;
 /// Datagrams still in flight when a peer disconnects: traffic this soon after is not flagged.
 pub const DISCONNECT_GRACE_NANOS: i64 = 100_000_000;
 /// LevelInit's acknowledgement is only judged once the conversation went on this long after it.
@@ -223,7 +226,8 @@ pub struct Session {
     /// The tick of the last new snapshot tick's arrival (none for dialects without ticks).
     last_arrival_tick: Option<u32>,
     pub rtt: Durations,
-    pending: [Option<Ping>; PENDING_PINGS],
+    /// A ring of the pings awaiting their pong (none before the first ping).
+    pending: Option<Box<[Option<Ping>; PENDING_PINGS]>>,
     pending_next: usize,
     pub pings: u64,
     pub pongs: u64,
@@ -329,7 +333,7 @@ impl Session {
             last_arrival: 0,
             last_arrival_tick: None,
             rtt: Durations::default(),
-            pending: [None; PENDING_PINGS],
+            pending: None,
             pending_next: 0,
             pings: 0,
             pongs: 0,
@@ -562,7 +566,10 @@ impl Session {
 
     fn ping(&mut self, event: &DatagramEvent<'_>) {
         self.pings += 1;
-        self.pending[self.pending_next] = Some(Ping {
+        let pending = self
+            .pending
+            .get_or_insert_with(|| Box::new([None; PENDING_PINGS]));
+        pending[self.pending_next] = Some(Ping {
             sequence: event.sequence,
             ts_nanos: event.ts_nanos,
         });
@@ -573,8 +580,11 @@ impl Session {
     /// echoes the ping's sequence and tick in the header), else the oldest one waiting.
     fn pong(&mut self, event: &DatagramEvent<'_>) {
         self.pongs += 1;
-        let waiting = self
-            .pending
+        let pending: &mut [Option<Ping>] = match &mut self.pending {
+            Some(ring) => &mut ring[..],
+            None => &mut [],
+        };
+        let waiting = pending
             .iter()
             .enumerate()
             .filter_map(|(i, p)| p.map(|p| (i, p)));
@@ -586,7 +596,7 @@ impl Session {
         };
         match found {
             Some((i, ping)) => {
-                self.pending[i] = None;
+                pending[i] = None;
                 let rtt = super::dist::micros(event.ts_nanos.saturating_sub(ping.ts_nanos));
                 self.rtt.add(rtt);
                 self.last.rtt_micros = Some(rtt);
@@ -834,5 +844,88 @@ impl Session {
     /// Pings that got no pong (in the capture).
     pub fn unanswered_pings(&self) -> u64 {
         self.pings.saturating_sub(self.rtt.count())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::Facts;
+
+    const MS: i64 = 1_000_000;
+
+    /// An rtype PING (client to server) or PONG echoing its sequence, at `ms`.
+    fn observe(session: &mut Option<Session>, pong: bool, sequence: u32, ms: i64) {
+        let code = if pong { 0x13 } else { 0x04 };
+        let message = crate::proto::rtype::message(code).expect("described");
+        let bytes = [pong as u8, sequence as u8, (sequence >> 8) as u8];
+        let event = DatagramEvent {
+            frame: 1,
+            ts_nanos: ms * MS,
+            src: "10.0.0.2:41000".parse().unwrap(),
+            dst: "10.0.0.1:50010".parse().unwrap(),
+            bytes: &bytes,
+            hash: super::super::bytes_hash(&bytes),
+            dialect: Dialect::Rtype,
+            conversation: 1,
+            direction: Some(message.direction),
+            decoded: None,
+            code: Some(code),
+            sequence: Some(sequence),
+            tick: Some(0),
+            message: Some(message),
+            name: message.name,
+            payload: None,
+            facts: Facts::default(),
+            findings: &[],
+            session: &[],
+            entities: &[],
+        };
+        let session = session.get_or_insert_with(|| Session::new(&event));
+        session.observe(&event, &Config::default(), &mut |_| {});
+    }
+
+    /// Pings at 30 Hz through a 500 ms delay each way: 31 await their pong at once (past the
+    /// 16 once kept), and each pairs with its own, 1 s later.
+    #[test]
+    fn pings_in_flight_past_sixteen_keep_their_round_trips() {
+        let sent = |k: u32| i64::from(k) * 100 / 3;
+        let mut events: Vec<(i64, bool, u32)> = (1..=120)
+            .flat_map(|k| [(sent(k), false, k), (sent(k) + 1000, true, k)])
+            .collect();
+        events.sort_unstable();
+        let (mut s, mut in_flight) = (None, 0);
+        for (ms, pong, k) in events {
+            observe(&mut s, pong, k, ms);
+            let s = s.as_ref().unwrap();
+            in_flight = in_flight.max(s.pings - s.pongs);
+        }
+        let s = s.unwrap();
+        assert_eq!(in_flight, 31);
+        assert_eq!((s.pings, s.pongs, s.unmatched_pongs), (120, 120, 0));
+        assert_eq!(s.rtt.count(), 120);
+        assert_eq!(
+            (s.rtt.min_ms(), s.rtt.max_ms()),
+            (Some(1000.0), Some(1000.0))
+        );
+    }
+
+    /// Past [`PENDING_PINGS`] waiting, the oldest is forgotten: its pong is unmatched, the next
+    /// one still pairs. The ring is 4 KiB, allocated at the first ping (SECURITY.md).
+    #[test]
+    fn the_pings_awaiting_a_pong_are_bounded() {
+        let mut s = None;
+        observe(&mut s, true, 1, 0);
+        assert!(s.as_ref().unwrap().pending.is_none());
+        let n = PENDING_PINGS as u32 + 1;
+        for k in 1..=n {
+            observe(&mut s, false, k, i64::from(k));
+        }
+        observe(&mut s, true, 1, 1000);
+        observe(&mut s, true, 2, 1000);
+        let s = s.unwrap();
+        assert_eq!((s.pongs, s.unmatched_pongs, s.rtt.count()), (3, 2, 1));
+        assert_eq!(s.rtt.max_ms(), Some(998.0));
+        assert_eq!(std::mem::size_of::<[Option<Ping>; PENDING_PINGS]>(), 4096);
     }
 }
