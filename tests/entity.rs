@@ -708,3 +708,15 @@ fn the_world_of_rtnp_snapshots() {
         ]
     );
 }
+
+/// A snapshot of 100 entities no spawn gave the client breaks `session.entity-unknown` once per
+/// entity: its packet line says so once, with the count, and still fits.
+#[test]
+fn a_packet_line_folds_a_finding_repeated_per_entity() {
+    let out = ok(&["packets", "samples/rt-big-endian.pcap", "--frames", "108"]);
+    assert_eq!(
+        out,
+        "    108   0.312754 #3   S→C rt     1218 TRANSFORM_SNAPSHOT seq=74 entities=100 \
+         [rt.datagram.size session.entity-unknown×100]\n"
+    );
+}

@@ -279,6 +279,40 @@ fn push_printable(line: &mut String, text: &str) {
     }));
 }
 
+/// Appends a datagram's findings (its session's too) in brackets, a run of findings that read the
+/// same as one with its count (`session.entity-unknown×100`): a snapshot can break a rule once
+/// per entity, and the line must still fit.
+fn push_findings(line: &mut String, e: &DatagramEvent<'_>) {
+    let session = e.session.iter().map(|l| &l.finding);
+    let mut findings = e.findings.iter().chain(session).peekable();
+    let mut first = true;
+    while let Some(f) = findings.next() {
+        line.push_str(if first { " [" } else { " " });
+        first = false;
+        push_finding(line, f);
+        let mut same = 1;
+        while findings.next_if(|g| reads_as(g, f)).is_some() {
+            same += 1;
+        }
+        if same > 1 {
+            line.push('×');
+            render::push_u64(line, same);
+        }
+    }
+    if !first {
+        line.push(']');
+    }
+}
+
+/// Whether two findings read the same in a packet line ([`push_finding`]).
+fn reads_as(a: &Finding, b: &Finding) -> bool {
+    let field = |f: &Finding| match f.detail {
+        Detail::Field(field) => Some(field),
+        _ => None,
+    };
+    a.rule == b.rule && field(a) == field(b)
+}
+
 /// Appends a finding's ID, with the field it names when it names one.
 fn push_finding(line: &mut String, f: &Finding) {
     line.push_str(f.rule.id());
@@ -490,14 +524,7 @@ impl<W: Write> Sink for Packets<W> {
             }
         }
         entity_fields(line, e, &self.fields.tree.sprites);
-        let session = e.session.iter().map(|l| &l.finding);
-        for (i, f) in e.findings.iter().chain(session).enumerate() {
-            line.push_str(if i == 0 { " [" } else { " " });
-            push_finding(line, f);
-        }
-        if !(e.findings.is_empty() && e.session.is_empty()) {
-            line.push(']');
-        }
+        push_findings(line, e);
         fit(line, self.options.width);
         if self.options.color {
             paint(line, e);
