@@ -639,10 +639,9 @@ fn every_command_ends_saying_when_no_profile_reads_the_snapshots() {
     // bundled profile reads either: its findings stand, and every command says so on standard
     // error, once, last.
     let capture = "samples/violations-snapshot.pcap";
-    let line = "samples/violations-snapshot.pcap: 4 of the snapshots scanned do not decode with \
-                the document's layout, and no configured or bundled profile reads them all: their \
-                findings stand \
-                (a profile of this build's layout reads them: --profile FILE.toml, as in \
+    let line = "samples/violations-snapshot.pcap: 1 conversation has snapshots that neither the \
+                document's layout nor any configured or bundled profile reads: their findings \
+                stand (a profile of this build's layout reads them: --profile FILE.toml, as in \
                 samples/profiles/)\n";
     let dir = std::env::temp_dir().join(format!("rtype-inspect-cli-unfit-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -671,6 +670,16 @@ fn every_command_ends_saying_when_no_profile_reads_the_snapshots() {
         let (_, _, err) = run(&[args, &["-q"]].concat());
         assert_eq!(err, line, "{args:?}");
     }
+    // Standard input, which is not scanned before it is read, says the same.
+    let out = Command::new(BIN)
+        .args(["check", "-q", "-"])
+        .stdin(std::fs::File::open(capture).unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap(),
+        line.replace("samples/violations-snapshot.pcap:", "-:")
+    );
     // A profile named, or the document's layout kept on purpose: nothing to say.
     for named in [&["--profile", "reference-17byte"][..], &["--strict-layout"]] {
         let (_, _, err) = run(&[&["check", capture, "-q"][..], named].concat());

@@ -7,7 +7,7 @@ use super::config::{check_snapshot_hz, check_snapshot_tolerance, Config};
 use super::progress::Progress;
 use crate::capture::{CaptureReader, StageCpu};
 use crate::display_filter::DisplayFilter;
-use crate::pipeline::{Pipeline, Sink, Watch, Watched};
+use crate::pipeline::{unfit_note, Pipeline, RunEnd, Sink, Watch, Watched};
 use crate::proto::profile::Profile;
 use crate::proto::registry::Registry;
 use crate::report::profile_hint::{fitting_layout, Fit};
@@ -295,25 +295,18 @@ pub fn read_capture<S: Sink>(file: &Path, reading: &Reading, sink: &mut S) -> Re
     let progress = (!reading.quiet)
         .then(|| progress_bar(file, &reader))
         .flatten();
-    let result = match reading.count {
-        Some(left) => {
-            let mut limited = Watched {
-                sink,
-                watch: Limit { left },
-            };
-            pipeline.run(&mut reader, &mut limited)
-        }
-        None => pipeline.run(&mut reader, sink),
+    let mut watched = Watched {
+        sink,
+        watch: Run {
+            left: reading.count,
+            unfit: 0,
+        },
     };
+    let result = pipeline.run(&mut reader, &mut watched);
     drop(progress);
     let cpu = result.map_err(|e| e.to_string())?;
-    if let (Fit::Neither(misread), true) = (reading.fit, first_note(file)) {
-        eprintln!(
-            "{}: {misread} of the snapshots scanned do not decode with the document's layout, and \
-             no configured or bundled profile reads them all: their findings stand (a profile of this build's \
-             layout reads them: --profile FILE.toml, as in samples/profiles/)",
-            file.display()
-        );
+    if let (Some(note), true) = (unfit_note(watched.watch.unfit), first_note(file)) {
+        eprintln!("{}: {note}", file.display());
     }
     if std::env::var_os(STAGE_CPU).is_some() {
         eprintln!("{}", stage_cpu_line(file, &cpu));
@@ -391,20 +384,32 @@ fn stage_cpu_line(file: &Path, cpu: &StageCpu) -> String {
     )
 }
 
-/// Lets `left` more datagrams through, whether the filters pass them or not, then asks reading
-/// to stop: tshark's `-c N`.
-struct Limit {
-    left: u64,
+/// What every reading watches: with `-c N`, lets `left` more datagrams through, whether the
+/// filters pass them or not, then asks reading to stop (tshark's `-c N`); at the end, how many
+/// conversations no layout reads.
+struct Run {
+    /// With `-c N`, the datagrams still to let through.
+    left: Option<u64>,
+    /// The conversations whose snapshots no layout reads ([`RunEnd::unfit`]).
+    unfit: usize,
 }
 
-impl Watch for Limit {
+impl Watch for Run {
     fn datagram(&mut self, _: &crate::session::event::DatagramEvent<'_>, _: bool) -> bool {
-        let take = self.left > 0;
-        self.left = self.left.saturating_sub(1);
-        take
+        match &mut self.left {
+            Some(left) => {
+                let take = *left > 0;
+                *left = left.saturating_sub(1);
+                take
+            }
+            None => true,
+        }
+    }
+    fn end(&mut self, end: &RunEnd<'_>) {
+        self.unfit = end.unfit();
     }
     fn done(&self, sink_done: bool) -> bool {
-        self.left == 0 || sink_done
+        self.left == Some(0) || sink_done
     }
 }
 

@@ -70,6 +70,11 @@ impl Layouts {
         }
     }
 
+    /// Whether conversations choose their layout (no profile was named).
+    pub(super) fn choosing(&self) -> bool {
+        !self.others.is_empty()
+    }
+
     /// The profile a conversation at `layout` is read with; `run` is the run's profile.
     pub(super) fn profile<'a>(&'a self, run: &'a Profile, layout: SnapshotLayout) -> &'a Profile {
         match layout.index().checked_sub(1) {

@@ -160,6 +160,27 @@ impl RunEnd<'_> {
             .copied()
             .unwrap_or(self.profile)
     }
+
+    /// The conversations whose snapshots no layout reads ([`Conversation::unfit`]).
+    pub fn unfit(&self) -> usize {
+        self.conversations.all().iter().filter(|c| c.unfit).count()
+    }
+}
+
+/// What a run says last, on standard error, when the snapshots of `unfit` conversations decode
+/// with no layout ([`RunEnd::unfit`]): their findings stand, and a profile would read them.
+pub fn unfit_note(unfit: usize) -> Option<String> {
+    (unfit > 0).then(|| {
+        let (n, has) = match unfit {
+            1 => ("1 conversation".to_string(), "has"),
+            n => (format!("{n} conversations"), "have"),
+        };
+        format!(
+            "{n} {has} snapshots that neither the document's layout nor any configured or bundled \
+             profile reads: their findings stand (a profile of this build's layout reads them: \
+             --profile FILE.toml, as in samples/profiles/)"
+        )
+    })
 }
 
 /// The snapshot profile every rtype conversation was read with (the run's first of `layouts`

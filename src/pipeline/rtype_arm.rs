@@ -127,6 +127,15 @@ impl State {
                 }
             };
         }
+        if let (Some(m), false, true) = (message, cut, self.layouts.choosing()) {
+            let snapshot = matches!(m.code, desc::SNAPSHOT | desc::SNAPSHOT_CHUNK);
+            let rules = &rtype::MESSAGE_RULES;
+            if snapshot && self.findings.iter().any(|f| rules.misfit(f.rule)) {
+                if let Some(c) = self.conversations.get_mut(conversation) {
+                    c.unfit = true;
+                }
+            }
+        }
         if let Some((name, at)) = departure {
             let f = Finding::new(Rule::RtypeSnapshotLayout, at, Detail::Layout(name));
             add_finding(&mut self.findings, f);

@@ -132,6 +132,8 @@ struct Tee<S: Sink> {
     summary: Summary,
     datagrams: u64,
     violations: u64,
+    /// The conversations whose snapshots no layout read ([`RunEnd::unfit`]).
+    unfit: usize,
 }
 
 impl<S: Sink> Sink for Tee<S> {
@@ -172,6 +174,7 @@ impl<S: Sink> Sink for Tee<S> {
     fn end(&mut self, end: &RunEnd<'_>) {
         self.inner.end(end);
         self.summary.end(end);
+        self.unfit = end.unfit();
     }
 }
 
@@ -395,7 +398,7 @@ pub fn run(args: LiveArgs, term: Term) -> Result<ExitCode, String> {
         limits,
         unread: 0,
     };
-    let (stop, summary, write_error) = match args.format {
+    let (stop, summary, write_error, unfit) = match args.format {
         Format::Text => {
             let options = PacketsOptions {
                 verbose: args.verbose,
@@ -409,9 +412,10 @@ pub fn run(args: LiveArgs, term: Term) -> Result<ExitCode, String> {
                 summary: Summary::default(),
                 datagrams: 0,
                 violations: 0,
+                unfit: 0,
             };
             let (stop, write_error) = live.run(pipeline, &info, &mut tee)?;
-            (stop, Some(tee.summary), write_error)
+            (stop, Some(tee.summary), write_error, tee.unfit)
         }
         Format::Json => {
             let mut tee = Tee {
@@ -419,9 +423,10 @@ pub fn run(args: LiveArgs, term: Term) -> Result<ExitCode, String> {
                 summary: Summary::default(),
                 datagrams: 0,
                 violations: 0,
+                unfit: 0,
             };
             let (stop, write_error) = live.run(pipeline, &info, &mut tee)?;
-            (stop, None, write_error)
+            (stop, None, write_error, tee.unfit)
         }
     };
     let unread = live.unread;
@@ -459,6 +464,9 @@ pub fn run(args: LiveArgs, term: Term) -> Result<ExitCode, String> {
     }
     if let Some((path, _)) = &finished {
         last += &format!(", written to {}", path.display());
+    }
+    if let Some(note) = crate::pipeline::unfit_note(unfit) {
+        eprintln!("{}: {note}", args.interface);
     }
     eprintln!("{last}");
     if let Some(e) = write_error {

@@ -115,8 +115,6 @@ pub enum Fit {
     /// The document's misreads some, and this candidate (its [`Profile::finding_name`]) reads
     /// every one it misread.
     Profile(&'static str),
-    /// The document's misreads this many, and no candidate reads them all.
-    Neither(u32),
 }
 
 /// The layout a capture file's snapshots fit: its first [`PROBES`] snapshots (within its first
@@ -137,7 +135,7 @@ pub fn fitting_layout(file: &Path, port: Option<u16>, candidates: &[Profile]) ->
     match (run, hint.suggestion()) {
         (Err(_), _) => Fit::Document,
         (Ok(_), Some((profile, _))) => Fit::Profile(profile.finding_name()),
-        (Ok(_), None) if hint.probed > 0 => Fit::Neither(hint.probed),
+        // None fits them all: each conversation still finds its own, or says none does.
         (Ok(_), None) => Fit::Document,
     }
 }

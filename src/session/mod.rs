@@ -43,6 +43,9 @@ pub struct Conversation {
     pub old_header_reported: bool,
     /// The snapshot layout it is read with, when the run chooses one per conversation.
     pub layout: SnapshotLayout,
+    /// A snapshot of it was misread by the layout it was read with, the run choosing: no
+    /// configured or bundled profile reads them all.
+    pub unfit: bool,
     /// Message codes whose last datagram fitted one of the message's variants whole, with the
     /// variant (others fitted the document's layout, or none was seen): what a cut datagram is
     /// judged against.
@@ -313,6 +316,7 @@ impl Conversations {
             archetypes: Archetypes::default(),
             old_header_reported: false,
             layout: SnapshotLayout::default(),
+            unfit: false,
             usual_variants: Vec::new(),
         });
         id
