@@ -298,7 +298,7 @@ pub fn read_capture<S: Sink>(file: &Path, reading: &Reading, sink: &mut S) -> Re
     let mut watched = Watched {
         sink,
         watch: Run {
-            left: reading.count,
+            left: reading.count.unwrap_or(u64::MAX),
             unfit: 0,
         },
     };
@@ -388,28 +388,23 @@ fn stage_cpu_line(file: &Path, cpu: &StageCpu) -> String {
 /// filters pass them or not, then asks reading to stop (tshark's `-c N`); at the end, how many
 /// conversations no layout reads.
 struct Run {
-    /// With `-c N`, the datagrams still to let through.
-    left: Option<u64>,
+    /// The datagrams still to let through (all, without `-c N`).
+    left: u64,
     /// The conversations whose snapshots no layout reads ([`RunEnd::unfit`]).
     unfit: usize,
 }
 
 impl Watch for Run {
     fn datagram(&mut self, _: &crate::session::event::DatagramEvent<'_>, _: bool) -> bool {
-        match &mut self.left {
-            Some(left) => {
-                let take = *left > 0;
-                *left = left.saturating_sub(1);
-                take
-            }
-            None => true,
-        }
+        let take = self.left > 0;
+        self.left = self.left.saturating_sub(1);
+        take
     }
     fn end(&mut self, end: &RunEnd<'_>) {
         self.unfit = end.unfit();
     }
     fn done(&self, sink_done: bool) -> bool {
-        self.left == Some(0) || sink_done
+        self.left == 0 || sink_done
     }
 }
 

@@ -638,6 +638,7 @@ fn unrendered<'a, S: Sink>(
 /// that a filter on them shows it), and those findings on their own after it. With a display
 /// filter, the analysis still sees every datagram (sessions are judged whole) and the sink only
 /// those the filter passes. Returns whether the sink got it.
+#[inline]
 fn report<'a, S: Sink>(
     analysis: &mut Analysis,
     raised: &'a mut Vec<LooseFinding>,
