@@ -878,6 +878,21 @@ fn standard_input_finds_its_layout_as_a_file_does() {
             .map(|f| f["frames"].clone())
     };
     assert_eq!(frames(&piped), Some(serde_json::json!([10])));
+    // A display filter on a field of the layout found names it as for the file.
+    let listed = |stdin: bool| {
+        let filter = "rtype.snapshot.entity.pos_x > 1000";
+        let mut c = Command::new(BIN);
+        c.args(["packets", "-q", "-Y", filter]);
+        if stdin {
+            c.arg("-").stdin(std::fs::File::open(path(C17)).unwrap());
+        } else {
+            c.arg(path(C17));
+        }
+        String::from_utf8(c.output().unwrap().stdout).unwrap()
+    };
+    let (file, piped) = (listed(false), listed(true));
+    assert_eq!(file.lines().count(), 635, "{file}");
+    assert_eq!(piped, file);
 }
 
 /// A bundled profile's name as it is; a path relative to the crate made absolute.

@@ -331,8 +331,11 @@ fn run(name: &str, filter: Option<&str>) -> String {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures")
         .join(name);
+    // The document's layout throughout, which the reference's FT_FLOAT positions assume (the
+    // layouts found per conversation are tested in tests/check.rs).
     let opts = ReadOpts {
         quiet: true,
+        strict_layout: true,
         filter: filter.map(str::to_string),
         ..ReadOpts::default()
     };

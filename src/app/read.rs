@@ -116,15 +116,8 @@ impl ReadOpts {
             }
             None => Profile::document(),
         };
-        let filter = match &self.filter {
-            Some(text) => Some(
-                DisplayFilter::compile(text, &Registry::new(&profile))
-                    .map_err(|e| format!("display filter: {e}"))?,
-            ),
-            None => None,
-        };
-        Ok(Reading {
-            filter,
+        let mut reading = Reading {
+            filter: None,
             profile,
             profile_source,
             port: self.port,
@@ -139,7 +132,12 @@ impl ReadOpts {
             fit: Fit::Document,
             candidates: layout_candidates(&config),
             config,
-        })
+        };
+        if let Some(text) = &self.filter {
+            let filter = reading.compile(text);
+            reading.filter = Some(filter.map_err(|e| format!("display filter: {e}"))?);
+        }
+        Ok(reading)
     }
 }
 
@@ -168,19 +166,21 @@ impl Reading {
 
     /// These settings with `profile` (from `source`), the display filter compiled for its fields.
     fn with_profile(&self, profile: Profile, source: &Path) -> Result<Reading, String> {
-        let filter = match &self.filter {
-            Some(f) => Some(
-                DisplayFilter::compile(f.text(), &Registry::new(&profile))
-                    .map_err(|e| e.to_string())?,
-            ),
-            None => None,
-        };
-        Ok(Reading {
+        let mut reading = Reading {
             profile,
             profile_source: Some(source.to_path_buf()),
-            filter,
             ..self.clone()
-        })
+        };
+        if let Some(f) = &self.filter {
+            reading.filter = Some(reading.compile(f.text()).map_err(|e| e.to_string())?);
+        }
+        Ok(reading)
+    }
+
+    /// Compiles a display filter for the fields of every layout these settings may read a
+    /// conversation with ([`Reading::layouts`]).
+    fn compile(&self, text: &str) -> Result<DisplayFilter, crate::display_filter::FilterError> {
+        DisplayFilter::compile(text, &Registry::for_layouts(&self.layouts()))
     }
 
     /// These settings, with the bundled profile `capture`'s snapshots fit when no profile is

@@ -777,7 +777,14 @@ const MALFORMED: &[&str] = &["rtype.malformed", "rt.malformed", "rtnp.malformed"
 impl Registry {
     /// The registry for a run decoding snapshots with `profile`.
     pub fn new(profile: &Profile) -> Registry {
-        let mut b = Builder::new(profile);
+        Registry::for_layouts(std::slice::from_ref(profile))
+    }
+
+    /// The registry for a run whose conversations are read with any of `layouts` (the first the
+    /// run's): a masked field of another layout is one more declaration of the first's field of
+    /// its name, so that a display filter names it alike whichever layout read it.
+    pub fn for_layouts(layouts: &[Profile]) -> Registry {
+        let mut b = Builder::new(layouts);
         for p in Protocol::ALL {
             b.push(FilterField {
                 column: None,
@@ -911,7 +918,8 @@ fn runtime_field(f: &RuntimeField, provider: Provider) -> FilterField {
 /// Builds the registry by walking the description in the dissector generator's order, naming
 /// fields by its rules.
 struct Builder<'p> {
-    profile: &'p Profile,
+    /// The snapshot layouts whose masked fields are declared, the first's by name first.
+    layouts: &'p [Profile],
     fields: Vec<FilterField>,
     index: HashMap<String, usize>,
     /// Names taken: the runtime's, the protocols', the rules' and every field's.
@@ -985,7 +993,7 @@ impl<'p> Builder<'p> {
         }
     }
 
-    fn new(profile: &'p Profile) -> Self {
+    fn new(layouts: &'p [Profile]) -> Self {
         let mut used: HashSet<String> = DISSECTOR_RUNTIME
             .iter()
             .map(|f| f.name.to_string())
@@ -997,7 +1005,7 @@ impl<'p> Builder<'p> {
             used.extend(ROLE_FIELDS.iter().map(|r| role_field_name(p, r)));
         }
         Builder {
-            profile,
+            layouts,
             fields: Vec::new(),
             index: HashMap::new(),
             used,
@@ -1138,9 +1146,16 @@ impl<'p> Builder<'p> {
                     }
                 }
                 Node::Masked => {
-                    for bit in 0..MASK_BITS {
-                        if let BitSlot::Field(f) = self.profile.bits()[bit] {
-                            self.declare(format!("{prefix}.{}", f.name), f, "", scope, path);
+                    for (i, layout) in self.layouts.iter().enumerate() {
+                        for bit in 0..MASK_BITS {
+                            let BitSlot::Field(f) = layout.bits()[bit] else {
+                                continue;
+                            };
+                            let abbrev = format!("{prefix}.{}", f.name);
+                            if i > 0 && self.also_declares(&abbrev, f) {
+                                continue;
+                            }
+                            self.declare(abbrev, f, "", scope, path);
                         }
                     }
                 }
@@ -1303,6 +1318,20 @@ impl<'p> Builder<'p> {
         shared.ty = FieldType::Signed(32);
         if let Source::Described { decls, .. } = &mut shared.source {
             decls.push(f);
+        }
+        true
+    }
+
+    /// Adds `f` (another layout's masked field) to the declarations of the field already named
+    /// `abbrev`, if there is one.
+    fn also_declares(&mut self, abbrev: &str, f: &'static Field) -> bool {
+        let Some(&id) = self.index.get(abbrev) else {
+            return false;
+        };
+        if let Source::Described { decls, .. } = &mut self.fields[id].source {
+            if !decls.iter().any(|d| std::ptr::eq(*d, f)) {
+                decls.push(f);
+            }
         }
         true
     }

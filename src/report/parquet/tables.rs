@@ -189,8 +189,8 @@ impl Dataset {
             rtype: vec![None; 256],
             rt: vec![None; 256],
         };
-        let registries: Vec<Registry> = layouts.iter().map(Registry::new).collect();
-        for field in registries.iter().flat_map(|r| &r.fields) {
+        let registry = Registry::for_layouts(layouts);
+        for field in &registry.fields {
             let (
                 Some(column),
                 Source::Described {

@@ -340,6 +340,48 @@ fn pongs_pair_with_the_ping_whose_sequence_they_echo() {
     );
 }
 
+/// Pings at 30 Hz through a 500 ms delay each way: 31 await their pong at once (past the 16 once
+/// kept), and each pairs with its own, 1 s later.
+#[test]
+fn pings_in_flight_past_sixteen_keep_their_round_trips() {
+    let sent = |k: u32| i64::from(k) * 100 / 3;
+    let mut events: Vec<(i64, u8, u32)> = (1..=120)
+        .flat_map(|k| [(sent(k), 0x04, k), (sent(k) + 1000, 0x13, k)])
+        .collect();
+    events.sort_unstable();
+    let (mut s, mut now, mut in_flight) = (Script::new(), 0, 0);
+    for (ms, code, k) in events {
+        s.send(code, k, 0, Facts::default(), ms - now);
+        now = ms;
+        in_flight = in_flight.max(s.session().pings - s.session().pongs);
+    }
+    let s = s.session();
+    assert_eq!(in_flight, 31);
+    assert_eq!((s.pings, s.pongs, s.unmatched_pongs), (120, 120, 0));
+    assert_eq!(s.rtt.count(), 120);
+    assert_eq!(
+        (s.rtt.min_ms(), s.rtt.max_ms()),
+        (Some(1000.0), Some(1000.0))
+    );
+}
+
+/// Past [`session::PENDING_PINGS`] waiting, the oldest is forgotten: its pong is unmatched, the
+/// next one still pairs.
+#[test]
+fn the_pings_awaiting_a_pong_are_bounded() {
+    let mut s = Script::new();
+    s.send(0x13, 1, 0, Facts::default(), 0);
+    let n = session::PENDING_PINGS as u32 + 1;
+    for k in 1..=n {
+        s.send(0x04, k, 0, Facts::default(), 1);
+    }
+    s.send(0x13, 1, 0, Facts::default(), 1000 - i64::from(n))
+        .send(0x13, 2, 0, Facts::default(), 0);
+    let s = s.session();
+    assert_eq!((s.pongs, s.unmatched_pongs, s.rtt.count()), (3, 2, 1));
+    assert_eq!(s.rtt.max_ms(), Some(998.0));
+}
+
 #[test]
 fn conversations_past_the_limit_are_only_counted() {
     let mut a = Analysis::default();
