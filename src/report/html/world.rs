@@ -474,8 +474,16 @@ mod tests {
         assert_eq!(step_nanos(5_000_000_000), 10_000_000);
         assert_eq!(step_nanos(15_040_000_000), 50_000_000);
         assert_eq!(step_nanos(3_600_000_000_000), 10_000_000_000);
-        assert_eq!(step_nanos(i64::MAX), i64::MAX);
-        for d in [0, 1, 5_980_000_000, 5_990_000_000, 15_040_000_000, 7 << 40] {
+        assert_eq!(step_nanos(i64::MAX), 20_000_000_000_000_000);
+        for d in [
+            0,
+            1,
+            5_980_000_000,
+            5_990_000_000,
+            15_040_000_000,
+            7 << 40,
+            i64::MAX,
+        ] {
             let s = step_nanos(d);
             assert!(d / s + 2 <= MAX_KEYFRAMES as i64, "{d} {s}");
         }
