@@ -214,9 +214,10 @@ fn report_is_self_contained_and_embeds_the_profile() {
         file["finding_frames"]["session.entity-after-destroy"],
         serde_json::json!([{"frame": 1465, "conversation": 1}])
     );
-    // Bounded by the buckets, not the capture: 15 s of capture.
+    // Bounded by the buckets and the world view's bounds, not the capture: 15 s of capture, of
+    // which the world view's 302 keyframes and 10,000 timeline events take about 740 KB.
     let size = page.len();
-    assert!((60_000..400_000).contains(&size), "{size} bytes");
+    assert!((60_000..1_200_000).contains(&size), "{size} bytes");
     assert!(!dir.join(".report.html.tmp").exists());
     assert_eq!(
         std::fs::read_dir(&dir).unwrap().count(),
@@ -611,9 +612,122 @@ fn chromium_draws_every_graph_and_lists_a_clicked_buckets_frames() {
     );
 }
 
+/// `world --at T --format json`'s entities of conversation 1, as the page's canvas lists them
+/// (`id,x,y,type;…`, positions to the hundredth, a missing one empty).
+fn world_at(file: &str, at: &str) -> String {
+    let (code, out, err) = run(&["world", file, "--at", at, "--format", "json", "--quiet"]);
+    assert_eq!(code, 0, "{err}");
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    let conv = &doc["conversations"][0];
+    assert_eq!(conv["id"], 1);
+    let pos = |v: &Value| {
+        v.as_f64()
+            .map_or(String::new(), |x| ((x * 100.0).round() / 100.0).to_string())
+    };
+    let entities: Vec<String> = conv["entities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let kind = match (e["type_name"].as_str(), e["type_id"].as_u64()) {
+                (Some(name), _) => name.to_owned(),
+                (None, Some(t)) => format!("type {t}"),
+                (None, None) => "untyped".to_owned(),
+            };
+            format!(
+                "{},{},{},{kind}",
+                e["id"],
+                pos(&e["pos_x"]),
+                pos(&e["pos_y"])
+            )
+        })
+        .collect();
+    entities.join(";")
+}
+
+/// The world view of the 17-byte capture in headless Chromium: at 3, 8.9 and 12.35 s the canvas
+/// holds `world --at`'s entities at its positions and the IO graph's cursor is on the nearest
+/// bucket; 256 findings are marked on the slider (`FINDINGS_MARKED`, of 724); a click on entity
+/// 68 lists its timeline as `entity` does, each life's first 12 updates kept; no script error.
+#[test]
+fn chromium_world_view_draws_what_world_at_shows() {
+    use rtype_inspect::report::html::world as w;
+    let dir = scratch("world");
+    let out = dir.join("report.html");
+    let page = report(&out, &[C17], &[]);
+    let data = embedded(&page);
+    assert_valid(&data);
+    let world = &data["files"][0]["world"];
+    assert_eq!(
+        (world["step_ms"].as_f64(), world["keyframes"].as_u64()),
+        (Some(50.0), Some(302))
+    );
+    let times = ["3", "8.9", "12.35"];
+    let url = format!(
+        "file://{}#selftest-world={}&entity=68",
+        out.display(),
+        times.join(",")
+    );
+    let Some((dom, stderr)) = chromium(&dir, &["--dump-dom", &url]) else {
+        return;
+    };
+    no_errors(&dom, &stderr);
+    let held: Vec<usize> = times
+        .iter()
+        .map(|t| {
+            let drawn = status(&dom, &format!("data-world-0-1-{t}")).unwrap();
+            assert_eq!(drawn, world_at(C17, t), "at {t} s");
+            drawn.split(';').count()
+        })
+        .collect();
+    assert_eq!(held, [32, 65, 82]);
+    let cursors: Vec<String> = times
+        .iter()
+        .map(|t| status(&dom, &format!("data-world-cursor-0-1-{t}")).unwrap())
+        .collect();
+    assert_eq!(cursors, ["3", "9", "12"]);
+    assert_eq!(
+        status(&dom, "data-world-marks-0-1"),
+        Some(w::FINDINGS_MARKED.to_string())
+    );
+    // `entity`'s events, as the page keeps them: each life's first plain updates, then up to
+    // the timeline's bound; a finding by its rule.
+    let (code, text, err) = run(&["entity", C17, "68", "--format", "json", "--quiet"]);
+    assert_eq!(code, 0, "{err}");
+    let doc: Value = serde_json::from_str(&text).unwrap();
+    let mut updates = 0;
+    let mut expected = Vec::new();
+    for e in doc["conversations"][0]["events"].as_array().unwrap() {
+        let event = e["event"].as_str().unwrap();
+        if event == "spawn" || event == "update-unspawned" {
+            updates = 0;
+        }
+        if event == "update" {
+            updates += 1;
+            if updates > w::UPDATES_PER_LIFE {
+                continue;
+            }
+        }
+        let what = match event {
+            "finding" => e["finding"]["id"].as_str().unwrap(),
+            other => other,
+        };
+        expected.push(format!("{}:{what}", e["frame"]));
+    }
+    expected.truncate(w::EVENTS_PER_TIMELINE);
+    // 5 spawns, 12 updates of each of the 5 lives, 8 destroys, 2 updates after a destroy and
+    // the finding of the first.
+    assert_eq!(expected.len(), 5 + 5 * 12 + 8 + 2 + 1);
+    assert_eq!(
+        status(&dom, "data-world-entity-0-1"),
+        Some(format!("68={}", expected.join(";")))
+    );
+}
+
 /// The packet-list lines a page keeps are bounded (SECURITY.md): at most
 /// `LINES_PER_BUCKET` per bucket, `MAX_LINES` per capture, the latest buckets then keeping none.
-/// 400,000 datagrams of four clients (716 one-second buckets each) would keep 22,912.
+/// 400,000 datagrams of four clients (716 one-second buckets each) would keep 22,912. The world
+/// view keeps its bounds too (`report::html::world`), and the whole page stays under 5 MB.
 #[test]
 fn the_lines_a_page_keeps_are_bounded() {
     let dir = scratch("bounded");
@@ -641,6 +755,38 @@ fn the_lines_a_page_keeps_are_bounded() {
         per_bucket.iter().sum::<usize>(),
         rtype_inspect::report::html::MAX_LINES
     );
+    use rtype_inspect::report::html::world as w;
+    let world = &data["files"][0]["world"];
+    // 716 s in keyframes of 2 s: 359 of them, the last past the end.
+    assert_eq!(
+        (world["step_ms"].as_f64(), world["keyframes"].as_u64()),
+        (Some(2000.0), Some(359))
+    );
+    assert_eq!(world["cut"], Value::Null);
+    let conversations = world["conversations"].as_array().unwrap();
+    assert_eq!(conversations.len(), 4);
+    let (mut rows, mut events) = (0, 0);
+    for c in conversations {
+        let keyframes = c["keyframes"].as_array().unwrap();
+        assert_eq!(keyframes.len(), 359);
+        for k in keyframes {
+            let n = k.as_array().unwrap().len();
+            assert!(n % 4 == 0 && n / 4 <= w::ENTITIES_PER_KEYFRAME);
+            rows += n / 4;
+        }
+        let timelines = c["timelines"].as_object().unwrap();
+        assert!(timelines.len() <= w::MAX_TIMELINES);
+        for t in timelines.values() {
+            let n = t["events"].as_array().unwrap().len();
+            assert!(n <= w::EVENTS_PER_TIMELINE);
+            events += n;
+        }
+        assert!(c["findings"].as_array().unwrap().len() <= w::FINDINGS_MARKED);
+    }
+    assert_eq!(rows, 36_480);
+    assert!(rows <= w::MAX_WORLD_ROWS);
+    assert_eq!(events, w::MAX_TIMELINE_EVENTS);
+    assert!(page.len() < 5_000_000, "{} bytes", page.len());
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -51,7 +51,7 @@ pub struct EntityArgs {
 pub const SCHEMA: &str = "entity/1";
 
 /// The lifecycle findings whose detail is an entity id: the entity's own events.
-const ENTITY_RULES: [Rule; 4] = [
+pub(crate) const ENTITY_RULES: [Rule; 4] = [
     Rule::SessionEntityAfterDestroy,
     Rule::SessionEntitySpawnedTwice,
     Rule::SessionEntityUnknown,

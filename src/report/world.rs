@@ -139,8 +139,7 @@ impl AtTime {
     }
 
     fn type_name<'a>(&'a self, conversation: u32, life: &Life) -> Option<&'a str> {
-        let archetypes = &self.world.held(conversation)?.archetypes;
-        life.type_name(|t| archetypes.sprite(t))
+        self.world.held(conversation)?.type_name(life)
     }
 
     fn text(&self, file: &str, term: Term) -> String {

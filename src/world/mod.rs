@@ -124,6 +124,12 @@ impl Held {
         alive.sort_unstable_by_key(|l| l.id);
         alive
     }
+
+    /// The name `life`'s type has in this conversation ([`Life::type_name`] with its LevelInit
+    /// sprites), as `world` and the report's world view show it.
+    pub fn type_name(&self, life: &Life) -> Option<&str> {
+        life.type_name(|t| self.archetypes.sprite(t))
+    }
 }
 
 /// Lives not followed for want of room: how many, and from which frame.

@@ -27,6 +27,7 @@ use crate::session::event::{DatagramEvent, LooseFinding, ReassembledEvent};
 use crate::session::Conversations;
 
 mod svg;
+pub mod world;
 
 /// Packet-list lines kept per conversation and time bucket.
 pub const LINES_PER_BUCKET: usize = 8;
@@ -143,6 +144,13 @@ fn file_data(file: &Path, reading: &Reading, interval: i64) -> Result<Json, Stri
     data["buckets"] = frames.buckets_json();
     data["finding_frames"] = frames.rules_json();
     data["lines_per_bucket"] = json!(LINES_PER_BUCKET);
+    // The world view: one more reading, with the world `world --at` rebuilds.
+    let duration = data["profile"]["capture"]["duration_s"]
+        .as_f64()
+        .unwrap_or(0.0);
+    let mut view = world::WorldView::new(world::step_nanos((duration * 1e9) as i64));
+    crate::app::read_capture(file, &reading.for_file(file)?, &mut view)?;
+    data["world"] = view.json();
     Ok(data)
 }
 

@@ -306,6 +306,133 @@
       ["sets", td(ch.sets)], ["sets/s", td(num(ch.sets_per_s, 2))], ["chunks per set", td(num(ch.chunks_per_set, 2))],
       ["most chunks", td(ch.most_chunks)]])));
     timelines(file, conv, box);
+    worldView(file, conv, box);
+  }
+
+  // The world view: the entities the client held at each keyframe (as `world --at` shows
+  // them), drawn on a canvas at their positions; a slider and play/pause move through the
+  // keyframes and the IO graph's cursor with them; findings are marked under the slider; a
+  // click on an entity lists its timeline (as `entity` does), its frames linked to the IO graph.
+  // Each view is in window.rtypeWorld by "file-conversation", its drawn entities in `drawn`.
+  const worlds = (window.rtypeWorld = {});
+  function worldView(file, conv, box) {
+    const w = file.world, wc = w && w.conversations.find((c) => c.id === conv.id);
+    if (!wc || !wc.keyframes.length) return;
+    const key = file.index + "-" + conv.id, step = w.step_ms / 1000, last = wc.keyframes.length - 1;
+    const b = w.bounds;
+    let note = "The world as the client held it, rebuilt as rtype-inspect world FILE --at T does: " + wc.keyframes.length +
+      " keyframes, one every " + w.step_ms + " ms (at most " + b.max_keyframes + " a conversation)";
+    if (w.cut !== null) note += "; kept up to " + ((w.cut - 1) * step).toFixed(3) + " s only, the page's bound of " + b.max_rows + " entities over every keyframe reached";
+    if (wc.clipped.length) note += "; " + wc.clipped.length + " keyframes held more than " + b.entities_per_keyframe + " entities: the first by id are drawn";
+    box.append(el("h4", {}, "world view"), el("p", { class: "note" }, note + ". Click an entity for its timeline."));
+    // The level's extent: the 1st to 99th percentile of every position, so that an outlier
+    // (an off-screen sentinel) does not squash the rest; entities beyond it sit at the edge.
+    const xs = [], ys = [];
+    for (const f of wc.keyframes) for (let i = 0; i < f.length; i += 4) {
+      if (f[i + 2] !== null) xs.push(f[i + 2]);
+      if (f[i + 3] !== null) ys.push(f[i + 3]);
+    }
+    const extent = (v) => {
+      v.sort((a, b) => a - b);
+      const lo = v.length ? v[Math.floor(v.length * 0.01)] : 0, hi = v.length ? v[Math.ceil(v.length * 0.99) - 1] : 1;
+      return hi > lo ? [lo, hi] : [lo - 1, lo + 1];
+    };
+    const [x0, x1] = extent(xs), [y0, y1] = extent(ys);
+    const cw = Math.min(width, 960), chh = 400, pad = 16;
+    const canvas = el("canvas", { class: "world", width: cw * devicePixelRatio, height: chh * devicePixelRatio, style: "width:" + cw + "px;height:" + chh + "px", "data-world": key });
+    const play = el("button", { type: "button" }, "play");
+    const slider = el("input", { type: "range", min: 0, max: last, value: 0, step: 1, class: "world-slider" });
+    const label = el("span", { class: "note" });
+    const marks = el("div", { class: "world-marks" });
+    const timeline = el("div", { class: "frames" }, "Click an entity to list its timeline.");
+    box.append(canvas, el("div", { class: "world-controls" }, play, el("div", { class: "world-track" }, slider, marks), label), timeline);
+    const view = { drawn: [], keyframe: 0, seek: null };
+    worlds[key] = view;
+    const px = (x) => pad + (Math.min(x1, Math.max(x0, x)) - x0) / (x1 - x0) * (cw - 2 * pad);
+    const py = (y) => pad + (Math.min(y1, Math.max(y0, y)) - y0) / (y1 - y0) * (chh - 2 * pad);
+    function draw(k) {
+      view.keyframe = k;
+      slider.value = k;
+      const f = wc.keyframes[k], ctx = canvas.getContext("2d");
+      ctx.setTransform(devicePixelRatio, 0, 0, devicePixelRatio, 0, 0);
+      ctx.clearRect(0, 0, cw, chh);
+      ctx.strokeStyle = "#d5d9de"; ctx.strokeRect(0.5, 0.5, cw - 1, chh - 1);
+      ctx.font = "10px system-ui, sans-serif"; ctx.textBaseline = "middle";
+      view.drawn = [];
+      let unplaced = 0;
+      for (let i = 0; i < f.length; i += 4) {
+        const e = { id: f[i], type: wc.types[f[i + 1]], x: f[i + 2], y: f[i + 3] };
+        view.drawn.push(e);
+        if (e.x === null || e.y === null) { unplaced++; continue; }
+        ctx.fillStyle = palette[f[i + 1] % palette.length];
+        ctx.beginPath(); ctx.arc(px(e.x), py(e.y), 4, 0, 2 * Math.PI); ctx.fill();
+        ctx.fillText(e.type + " " + e.id, px(e.x) + 6, py(e.y));
+      }
+      canvas.setAttribute("data-drawn", view.drawn.map((e) => [e.id, e.x, e.y, e.type].join(",")).join(";"));
+      const t = k * step;
+      label.textContent = t.toFixed(3) + " s: " + view.drawn.length + " entities held" + (unplaced ? " (" + unplaced + " without a position, not drawn)" : "");
+      const io = ioCharts.get(key);
+      if (io) io[0].setCursor({ left: io[0].valToPos(t, "x"), top: io[0].over.clientHeight / 2 });
+    }
+    // The keyframe of time `t` (seconds): the last at or before it.
+    view.seek = (t) => draw(Math.max(0, Math.min(last, Math.floor(t / step + 1e-6))));
+    slider.addEventListener("input", () => draw(Number(slider.value)));
+    let timer = null;
+    play.addEventListener("click", () => {
+      if (timer !== null) { clearInterval(timer); timer = null; play.textContent = "play"; return; }
+      if (view.keyframe >= last) draw(0);
+      play.textContent = "pause";
+      timer = setInterval(() => {
+        if (view.keyframe >= last) { clearInterval(timer); timer = null; play.textContent = "play"; return; }
+        draw(view.keyframe + 1);
+      }, Math.max(40, Math.min(w.step_ms, 250)));
+    });
+    const span = Math.max(step, last * step);
+    for (const [t, frame, rule] of wc.findings) {
+      const m = el("span", { class: "world-mark", style: "left:" + Math.min(100, (100 * t) / span).toFixed(2) + "%", title: rule + " at frame " + frame + " (" + t.toFixed(3) + " s)" });
+      m.addEventListener("click", () => view.seek(t));
+      marks.append(m);
+    }
+    if (wc.findings_more) marks.setAttribute("title", wc.findings_more + " later findings not marked");
+    view.marks = wc.findings.length;
+    canvas.addEventListener("click", (ev) => {
+      const r = canvas.getBoundingClientRect(), cx = ev.clientX - r.left, cy = ev.clientY - r.top;
+      let best = null, dist = 10;
+      for (const e of view.drawn) {
+        if (e.x === null || e.y === null) continue;
+        const d = Math.hypot(px(e.x) - cx, py(e.y) - cy);
+        if (d <= dist) { best = e; dist = d; }
+      }
+      if (best) entityTimeline(file, conv, wc, best.id, timeline);
+    });
+    view.click = (id) => {
+      const e = view.drawn.find((d) => d.id === id && d.x !== null && d.y !== null);
+      if (!e) return false;
+      const r = canvas.getBoundingClientRect();
+      canvas.dispatchEvent(new MouseEvent("click", { clientX: r.left + px(e.x), clientY: r.top + py(e.y), bubbles: true }));
+      return true;
+    };
+    record("world-" + key, wc.keyframes.length);
+    draw(0);
+  }
+
+  // An entity's timeline, as `entity FILE ID --conversation N` lists it: each event with its
+  // frame (a link to its line in the IO graph's frame list), time, tick, gap and changed fields.
+  function entityTimeline(file, conv, wc, id, target) {
+    target.textContent = "";
+    target.setAttribute("data-entity", id);
+    const t = wc.timelines[id];
+    const command = el("code", {}, "rtype-inspect entity " + file.file + " " + id + " --conversation " + conv.id);
+    if (!t) {
+      target.append(el("div", {}, "Entity " + id + ": its timeline is not kept (only the first " + file.world.bounds.max_timelines + " entities a conversation are): "), command);
+      target.setAttribute("data-events", "");
+      return;
+    }
+    const rows = t.events.map(([frame, at, tick, what, life, gap, changed]) => [frameLink(file, frame, conv.id), td(at.toFixed(3)), td(tick === null ? "–" : tick),
+      what + (/^spawn|unspawned/.test(what) ? " #" + life : ""), td(gap === null ? "" : gap.toFixed(3)), changed]);
+    target.append(el("div", {}, "Entity " + id + ": " + t.lives + " lives" + (t.more ? "; " + t.more + " later events and updates not kept here, all listed by " : "; also listed by ")), command,
+      table(["frame", "time s", "tick", "event", "gap ms", "changed"], rows));
+    target.setAttribute("data-events", t.events.map((e) => e[0] + ":" + e[3]).join(";"));
   }
 
   // The entity timelines: a chosen entity's positions over time, spawns and destroys marked.
@@ -429,6 +556,27 @@
   }
   const highest = (values) => values.indexOf(Math.max(...values.map((v) => (v === null ? -Infinity : v))));
   function selfTest() {
+    // #selftest-world=T1,T2…&entity=ID: each time's drawn entities of the first file's
+    // conversations (data-world-FILE-CONV-T, as the canvas's data-drawn), the IO cursor's
+    // bucket, the marks; then a click on entity ID at the last time, its timeline's events.
+    const world = /^#selftest-world=([0-9.,]+)(?:&entity=(\d+))?$/.exec(location.hash);
+    if (world) {
+      for (const [key, view] of Object.entries(worlds)) {
+        if (!key.startsWith("0-")) continue;
+        for (const t of world[1].split(",")) {
+          view.seek(Number(t));
+          const canvas = document.querySelector("canvas[data-world='" + key + "']");
+          status.setAttribute("data-world-" + key + "-" + t, canvas.getAttribute("data-drawn"));
+          const io = ioCharts.get(key);
+          if (io) status.setAttribute("data-world-cursor-" + key + "-" + t, String(io[0].cursor.idx));
+        }
+        status.setAttribute("data-world-marks-" + key, String(view.marks));
+        if (world[2] !== undefined && view.click(Number(world[2]))) {
+          const list = document.querySelector("canvas[data-world='" + key + "']").parentNode.querySelector(".frames[data-entity]");
+          status.setAttribute("data-world-entity-" + key, list.getAttribute("data-entity") + "=" + list.getAttribute("data-events"));
+        }
+      }
+    }
     if (location.hash === "#selftest-click" && ioCharts.size) {
       const [u, conv] = ioCharts.values().next().value;
       const s = conv.series;
