@@ -442,6 +442,14 @@ fn chromium_draws_every_graph_and_lists_a_clicked_buckets_frames() {
         return;
     };
     no_errors(&dom, &stderr);
+    // Each rtype conversation names the layout its snapshots were read with.
+    assert!(
+        dom.contains(
+            "Conversation 1: rtype 127.0.0.1:41000 → 127.0.0.1:50010, snapshots read with \
+             reference-17byte</h3>"
+        ),
+        "{dom}"
+    );
     // The first entity timeline (every update of it sampled) says its stride in English.
     assert!(!dom.contains("1th sampled update"), "{dom}");
     assert!(

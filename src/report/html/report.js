@@ -247,7 +247,8 @@
   function conversation(file, conv, target) {
     const p = file.profile, seconds = p.series.interval_ms / 1000;
     const box = el("div", { class: "conv" });
-    box.append(el("h3", {}, "Conversation " + conv.id + ": " + (conv.dialect || "?") + " " + (conv.client || "?") + " → " + (conv.server || "?")));
+    const layout = conv.layout ? ", snapshots read with " + conv.layout : "";
+    box.append(el("h3", {}, "Conversation " + conv.id + ": " + (conv.dialect || "?") + " " + (conv.client || "?") + " → " + (conv.server || "?") + layout));
     box.append(el("p", { class: "note" }, conv.datagrams + " datagrams, " + conv.udp_bytes + " UDP payload bytes over " +
       num(conv.duration_s, 3) + " s; snapshots " + num(conv.snapshots.hz, 2) + " Hz, " + num(conv.snapshots.kbps, 2) +
       " kbit/s (peak " + num(conv.snapshots.peak.kbps, 2) + "); RTT p95 " + num(conv.distributions.rtt_ms.p95, 2) + " ms"));
