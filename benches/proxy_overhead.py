@@ -97,7 +97,7 @@ relayed = sum(c[d]["received"] for c in summary["clients"]
               for d in ("client_to_server", "server_to_client"))
 decoded = [c["decoded"]["snapshots"]["ticks"] for c in summary["clients"]]
 print("decoded snapshot ticks per client: %d to %d" % (min(decoded), max(decoded)))
-print("clients %d, %.1f s, %d datagrams relayed (%.0f/s), proxy CPU %.3f s = %.2f %% of one core, "
-      "max RSS %d KiB" % (len(summary["clients"]), summary["seconds"], relayed,
-                          relayed / summary["seconds"], cpu, 100 * cpu / summary["seconds"],
-                          usage.ru_maxrss))
+print("clients %d, %.1f s, %d datagrams relayed (%.0f/s), proxy CPU %.3f s (user %.3f, system "
+      "%.3f) = %.2f %% of one core, max RSS %d KiB"
+      % (len(summary["clients"]), summary["seconds"], relayed, relayed / summary["seconds"], cpu,
+         usage.ru_utime, usage.ru_stime, 100 * cpu / summary["seconds"], usage.ru_maxrss))

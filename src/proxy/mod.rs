@@ -9,6 +9,7 @@ mod decode;
 mod impair;
 mod preset;
 mod prng;
+mod ready;
 mod record;
 mod relay;
 mod replay;

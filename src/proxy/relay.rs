@@ -1,6 +1,7 @@
 //! The relay: one listening socket for the clients, one upstream socket per client (so the
 //! server sees distinct clients, and whatever arrives on a client's upstream socket is that
-//! client's, whichever server socket it came from), a delay queue, and a poll loop.
+//! client's, whichever server socket it came from), a delay queue, and a loop that waits for
+//! the sockets or the next delivery.
 //!
 //! Bounds: at most `max_clients` clients (datagrams from more addresses are dropped and counted),
 //! and at most `queue_bytes` waiting per client and direction, counting each datagram's buffer
@@ -19,6 +20,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use super::decode::Ends;
 use super::impair::{Cause, Fate, Impairer, Ms, Settings};
 use super::prng::SplitMix64;
+use super::ready::Ready;
 use super::record::Side;
 use super::select::{Dir, Selector};
 use super::tap::Tap;
@@ -97,8 +99,9 @@ pub struct Relay {
     pool: Vec<Vec<u8>>,
     order: u64,
     buf: Vec<u8>,
-    /// What poll waits on: the listening socket, then each client's upstream socket.
-    fds: Vec<libc::pollfd>,
+    /// What the step waits on: the listening socket (token 0), then each client's upstream
+    /// socket (token 1 + its index).
+    ready: Ready,
     pub selector: Selector,
     /// Where what the proxy saw goes: the decoding, the record.
     pub tap: Tap,
@@ -115,6 +118,8 @@ impl Relay {
         let socket = UdpSocket::bind(listen).map_err(|e| format!("--listen {listen}: {e}"))?;
         socket.set_nonblocking(true).map_err(|e| e.to_string())?;
         let listen_addr = socket.local_addr().map_err(|e| e.to_string())?;
+        let mut ready = Ready::new().map_err(|e| e.to_string())?;
+        ready.add(socket.as_raw_fd()).map_err(|e| e.to_string())?;
         Ok(Relay {
             listen: socket,
             listen_addr,
@@ -129,7 +134,7 @@ impl Relay {
             pool: Vec::new(),
             order: 0,
             buf: vec![0; MAX_DATAGRAM],
-            fds: Vec::new(),
+            ready,
             selector: Selector::new(
                 super::select::Directions::Both,
                 None,
@@ -183,41 +188,14 @@ impl Relay {
         if let Some(Reverse((due, _, _))) = self.queue.peek() {
             wait = wait.min(due.saturating_sub(now));
         }
-        if self.fds.len() != self.clients.len() + 1 {
-            self.fds = std::iter::once(self.listen.as_raw_fd())
-                .chain(self.clients.iter().map(|c| c.socket.as_raw_fd()))
-                .map(|fd| libc::pollfd {
-                    fd,
-                    events: libc::POLLIN,
-                    revents: 0,
-                })
-                .collect();
-        }
-        let mut fds = std::mem::take(&mut self.fds);
-        // Round up to the next millisecond: poll would wake early and spin otherwise.
+        // Round up to the next millisecond: the wait would end early and spin otherwise.
         let ms = wait.div_ceil(1_000_000).min(i32::MAX as u64) as libc::c_int;
-        // SAFETY: fds is a valid array of fds.len() pollfd structures.
-        let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
-        if ready < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() != io::ErrorKind::Interrupted {
-                return Err(e);
-            }
-        }
         let mut received = 0;
-        for (i, fd) in fds.iter_mut().enumerate() {
-            if std::mem::take(&mut fd.revents) == 0 {
-                continue;
-            }
-            received += if i == 0 {
-                self.read_clients()
-            } else {
-                self.read_server(i - 1)
+        for i in 0..self.ready.wait(ms)? {
+            received += match self.ready.token(i) {
+                0 => self.read_clients(),
+                token => self.read_server(token - 1),
             };
-        }
-        // Clients made meanwhile are added at the next step.
-        if self.fds.is_empty() {
-            self.fds = fds;
         }
         self.deliver_due();
         Ok(received)
@@ -268,6 +246,8 @@ impl Relay {
         let socket = UdpSocket::bind(SocketAddr::new(self.upstream_ip, 0)).ok()?;
         socket.set_nonblocking(true).ok()?;
         let local = socket.local_addr().ok()?;
+        // Its token is 1 + its index: added last, once nothing else can fail.
+        self.ready.add(socket.as_raw_fd()).ok()?;
         let i = self.clients.len();
         let stream = |dir: u64| Impairer::new(SplitMix64::stream(self.config.seed, i as u64, dir));
         self.clients.push(Client {
@@ -447,9 +427,9 @@ impl Relay {
     }
 }
 
-/// The local address the system routes to `server` from, for the upstream sockets (a socket
-/// bound to it shows a real address in the record, not 0.0.0.0).
-fn route_to(server: SocketAddr) -> Result<IpAddr, String> {
+/// The local address the system routes to `server` from, for the sockets that send to it (a
+/// socket bound to it shows a real address in the record, not 0.0.0.0).
+pub(super) fn route_to(server: SocketAddr) -> Result<IpAddr, String> {
     let any: IpAddr = match server {
         SocketAddr::V4(_) => Ipv4Addr::UNSPECIFIED.into(),
         SocketAddr::V6(_) => Ipv6Addr::UNSPECIFIED.into(),

@@ -13,14 +13,16 @@
 //! grow with the capture; clients (sockets) are bounded by [`MAX_CLIENTS`].
 
 use std::collections::HashMap;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use super::ready::Ready;
 use super::record::{Record, Side as Interface};
+use super::relay::route_to;
 use crate::app::{read_capture, write_stdout, Format, ReadOpts, Term};
 use crate::message::NoFields;
 use crate::pipeline::{RunEnd, Sink};
@@ -145,6 +147,8 @@ struct Replayer {
     bind: IpAddr,
     /// A socket per captured client (client side), or the one listening (server side).
     sockets: Vec<(UdpSocket, SocketAddr)>,
+    /// Which sockets have answers waiting (a socket's token is its index).
+    ready: Ready,
     /// Each captured client's socket (client side), or its live client in `live` (server side).
     by_client: HashMap<SocketAddr, usize>,
     /// The live clients, in the order they first sent (server side).
@@ -196,6 +200,9 @@ impl Replayer {
             .and_then(|s| s.set_nonblocking(true).map(|_| s))
             .map_err(|e| format!("replay: {e}"))?;
         let local = socket.local_addr().map_err(|e| e.to_string())?;
+        self.ready
+            .add(socket.as_raw_fd())
+            .map_err(|e| format!("replay: {e}"))?;
         self.sockets.push((socket, local));
         self.by_client.insert(client, self.sockets.len() - 1);
         Ok(Some(self.sockets.len() - 1))
@@ -247,18 +254,8 @@ impl Replayer {
             }
             let left = due - now;
             if left > SPIN + Duration::from_millis(2) {
-                let mut fds: Vec<libc::pollfd> = self
-                    .sockets
-                    .iter()
-                    .map(|(s, _)| libc::pollfd {
-                        fd: s.as_raw_fd(),
-                        events: libc::POLLIN,
-                        revents: 0,
-                    })
-                    .collect();
                 let ms = ((left - SPIN).as_millis() as u64 - 1).min(200) as libc::c_int;
-                // SAFETY: fds is a valid array of fds.len() pollfd structures.
-                unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+                self.ready.wait(ms).map_err(|e| format!("replay: {e}"))?;
                 self.answers()?;
             } else if left > SPIN {
                 std::thread::sleep(left - SPIN);
@@ -275,19 +272,6 @@ fn epoch_ns() -> u64 {
         .map_or(0, |d| d.as_nanos() as u64)
 }
 
-/// The address the client side's sockets bind to: the one that routes to `to`.
-fn route_to(to: SocketAddr) -> Result<IpAddr, String> {
-    let any: IpAddr = match to {
-        SocketAddr::V4(_) => Ipv4Addr::UNSPECIFIED.into(),
-        SocketAddr::V6(_) => Ipv6Addr::UNSPECIFIED.into(),
-    };
-    Ok(UdpSocket::bind(SocketAddr::new(any, 0))
-        .and_then(|s| s.connect(to).map(|_| s))
-        .and_then(|s| s.local_addr())
-        .map_err(|e| format!("--to {to}: {e}"))?
-        .ip())
-}
-
 /// The server side's socket, listening on `listen`.
 fn listening(listen: SocketAddr) -> Result<(UdpSocket, SocketAddr), String> {
     let socket = UdpSocket::bind(listen)
@@ -301,10 +285,14 @@ pub fn run(args: ReplayArgs, term: Term) -> Result<ExitCode, String> {
     let reading = args.read.reading()?.for_file(&args.file)?;
     let temp = std::env::temp_dir().join(format!("rtype-replay-{}.pcapng", std::process::id()));
     let path = args.write.clone().unwrap_or_else(|| temp.clone());
+    let mut ready = Ready::new().map_err(|e| format!("replay: {e}"))?;
     let (sockets, bind) = match (args.side, args.to, args.listen) {
         (Side::Client, Some(to), None) => (Vec::new(), route_to(to)?),
         (Side::Server, None, Some(listen)) => {
             let (socket, local) = listening(listen)?;
+            ready
+                .add(socket.as_raw_fd())
+                .map_err(|e| format!("replay: {e}"))?;
             eprintln!("rtype-inspect replay: listening on {local}");
             (vec![(socket, local)], local.ip())
         }
@@ -320,6 +308,7 @@ pub fn run(args: ReplayArgs, term: Term) -> Result<ExitCode, String> {
         to: args.to,
         bind,
         sockets,
+        ready,
         by_client: HashMap::new(),
         live: Vec::new(),
         record: Record::create(&path)?,
