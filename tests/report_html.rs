@@ -359,6 +359,7 @@ fn chromium(dir: &Path, args: &[&str]) -> Option<(String, String)> {
             "--enable-logging=stderr",
             "--v=0",
             "--virtual-time-budget=5000",
+            // A later --window-size (the screenshot's) overrides this one.
             "--window-size=1280,2400",
             &format!("--user-data-dir={}", profile.display()),
         ])
@@ -609,9 +610,14 @@ fn chromium_draws_every_graph_and_lists_a_clicked_buckets_frames() {
         &[C17],
         &["--profile", "reference-17byte", "--config", &cfg],
     );
+    // The whole page down to the world view, shown at 8.9 s (the self test moves it there).
     let shot = format!("--screenshot={}", png.display());
-    let single_url = format!("file://{}", single.display());
-    chromium(&dir, &[&shot, "--hide-scrollbars", &single_url]).unwrap();
+    let single_url = format!("file://{}#selftest-world=8.9", single.display());
+    chromium(
+        &dir,
+        &[&shot, "--hide-scrollbars", "--window-size=1280,3900", &single_url],
+    )
+    .unwrap();
     let bytes = std::fs::read(&png).unwrap();
     assert!(
         bytes.starts_with(b"\x89PNG\r\n\x1a\n") && bytes.len() > 50_000,
