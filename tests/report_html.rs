@@ -615,7 +615,12 @@ fn chromium_draws_every_graph_and_lists_a_clicked_buckets_frames() {
     let single_url = format!("file://{}#selftest-world=8.9", single.display());
     chromium(
         &dir,
-        &[&shot, "--hide-scrollbars", "--window-size=1280,3900", &single_url],
+        &[
+            &shot,
+            "--hide-scrollbars",
+            "--window-size=1280,3900",
+            &single_url,
+        ],
     )
     .unwrap();
     let bytes = std::fs::read(&png).unwrap();

@@ -87,6 +87,9 @@ const PANEL_HEIGHT: f64 = 260.0;
 /// Room above a panel for its time and count.
 const PANEL_TITLE: f64 = 22.0;
 
+/// An entity at a keyframe, as the page's keyframes hold it: id, type index, x, y.
+type Placed = (u64, usize, Option<f64>, Option<f64>);
+
 /// A conversation's world view (`wc`, a conversation of the page's `world` member): the
 /// entities held at [`WORLD_PANELS`] keyframes, each a `<g class="world-panel" data-t=T
 /// data-entities=N>` of one `<circle class="entity" data-id data-x data-y data-type>` per
@@ -120,7 +123,7 @@ fn world_graph(world: &Json, wc: &Json) -> Option<String> {
         .filter_map(|c| Some((c[0].as_u64()?, c[1].as_u64()?)))
         .collect();
     // Each entity as (id, type index, x, y), as the page's keyframes hold them.
-    let rows = |k: usize| -> Vec<(u64, usize, Option<f64>, Option<f64>)> {
+    let rows = |k: usize| -> Vec<Placed> {
         let flat = keyframes[k].as_array().map_or(&[][..], Vec::as_slice);
         flat.chunks_exact(4)
             .map(|e| {
@@ -135,7 +138,7 @@ fn world_graph(world: &Json, wc: &Json) -> Option<String> {
             .collect()
     };
     let panels: Vec<(usize, Vec<_>)> = chosen.iter().map(|&k| (k, rows(k))).collect();
-    let extent = |pick: fn(&(u64, usize, Option<f64>, Option<f64>)) -> Option<f64>| {
+    let extent = |pick: fn(&Placed) -> Option<f64>| {
         let mut v: Vec<f64> = panels
             .iter()
             .flat_map(|(_, r)| r.iter().filter_map(pick))
