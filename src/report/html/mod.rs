@@ -52,7 +52,8 @@ pub struct ReportArgs {
     #[arg(short, long, value_name = "FILE")]
     output: PathBuf,
     /// `html`: one page; `svg`: the main graphs as standalone SVG files in the `-o` directory,
-    /// named `<capture stem>-c<conversation>-{io,gap,rtt,types,fields}.svg`.
+    /// named `<capture stem>-c<conversation>-{io,gap,rtt,types,fields,world}.svg` (`world`: the
+    /// world view at four of its times, when the client held entities).
     #[arg(long, value_enum, default_value = "html")]
     format: ReportFormat,
     /// Width of the time buckets, e.g. 100ms or 1s (10 ms to 1 h), as for `profile`.
