@@ -297,8 +297,8 @@ enum Command {
     /// rates, percentiles, findings; --fail-above PERCENT makes it a CI gate.
     Diff(report::diff::DiffArgs),
     /// One self-contained HTML page of graphs (a tab per capture): IO graphs, snapshot gaps,
-    /// round trips, bandwidth by entity type and field, budgets; `--format svg`: the main
-    /// graphs as SVG files.
+    /// round trips, bandwidth by entity type and field, budgets, the world view; `--format
+    /// svg`: the main graphs and world views as SVG files.
     Report(report::html::ReportArgs),
     /// Print the protocol reference (every message and field) generated from the description.
     Protocol,

@@ -359,6 +359,7 @@ fn chromium(dir: &Path, args: &[&str]) -> Option<(String, String)> {
             "--enable-logging=stderr",
             "--v=0",
             "--virtual-time-budget=5000",
+            // A later --window-size (the screenshot's) overrides this one.
             "--window-size=1280,2400",
             &format!("--user-data-dir={}", profile.display()),
         ])
@@ -609,9 +610,19 @@ fn chromium_draws_every_graph_and_lists_a_clicked_buckets_frames() {
         &[C17],
         &["--profile", "reference-17byte", "--config", &cfg],
     );
+    // The whole page down to the world view, shown at 8.9 s (the self test moves it there).
     let shot = format!("--screenshot={}", png.display());
-    let single_url = format!("file://{}", single.display());
-    chromium(&dir, &[&shot, "--hide-scrollbars", &single_url]).unwrap();
+    let single_url = format!("file://{}#selftest-world=8.9", single.display());
+    chromium(
+        &dir,
+        &[
+            &shot,
+            "--hide-scrollbars",
+            "--window-size=1280,3900",
+            &single_url,
+        ],
+    )
+    .unwrap();
     let bytes = std::fs::read(&png).unwrap();
     assert!(
         bytes.starts_with(b"\x89PNG\r\n\x1a\n") && bytes.len() > 50_000,
@@ -623,11 +634,24 @@ fn chromium_draws_every_graph_and_lists_a_clicked_buckets_frames() {
 /// `world --at T --format json`'s entities of conversation 1, as the page's canvas lists them
 /// (`id,x,y,type;…`, positions to the hundredth, a missing one empty).
 fn world_at(file: &str, at: &str) -> String {
-    let (code, out, err) = run(&["world", file, "--at", at, "--format", "json", "--quiet"]);
+    world_at_in(file, at, 1, &[])
+}
+
+/// [`world_at`] of conversation `id`, with `extra` arguments.
+fn world_at_in(file: &str, at: &str, id: u64, extra: &[&str]) -> String {
+    let mut args = vec!["world", file, "--at", at, "--format", "json", "--quiet"];
+    args.extend(extra);
+    let (code, out, err) = run(&args);
     assert_eq!(code, 0, "{err}");
     let doc: Value = serde_json::from_str(&out).unwrap();
-    let conv = &doc["conversations"][0];
-    assert_eq!(conv["id"], 1);
+    let Some(conv) = doc["conversations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == id)
+    else {
+        return String::new();
+    };
     let pos = |v: &Value| {
         v.as_f64()
             .map_or(String::new(), |x| ((x * 100.0).round() / 100.0).to_string())
@@ -732,6 +756,204 @@ fn chromium_world_view_draws_what_world_at_shows() {
     );
 }
 
+/// Play and pause pressed on the 17-byte capture's world view in headless Chromium, as a user
+/// would: 725 ms of play move it 14 keyframes of 50 ms (one every 50 ms of play) and the IO
+/// graph's cursor to the bucket of 0.7 s; pause holds both for 725 ms more; a click where the
+/// last finding mark is drawn shows the keyframe at or before that finding's time (as
+/// `world --at` would), the label and the IO graph's cursor with it; no script error.
+#[test]
+fn chromium_world_view_plays_pauses_and_jumps_to_a_marked_finding() {
+    let dir = scratch("world-play");
+    let out = dir.join("report.html");
+    let page = report(&out, &[C17], &[]);
+    let data = embedded(&page);
+    let world = &data["files"][0]["world"];
+    assert_eq!(world["step_ms"].as_f64(), Some(50.0));
+    let findings = world["conversations"][0]["findings"].as_array().unwrap();
+    let mark = findings.len() - 1;
+    assert_eq!(mark, 255);
+    let (t, frame) = (
+        findings[mark][0].as_f64().unwrap(),
+        findings[mark][1].clone(),
+    );
+    assert_eq!((t, frame), (FINDING_T, serde_json::json!(FINDING_FRAME)));
+    let url = format!("file://{}#selftest-play=725&mark={mark}", out.display());
+    let Some((dom, stderr)) = chromium(&dir, &["--dump-dom", &url]) else {
+        return;
+    };
+    no_errors(&dom, &stderr);
+    assert_eq!(
+        status(&dom, "data-world-play").as_deref(),
+        Some("0,0,play;14,1,pause;14,1,play;14,1,play")
+    );
+    // The last keyframe at or before the finding, and the bucket (1 s) nearest to it.
+    let keyframe = (t / 0.05 + 1e-6).floor();
+    assert_eq!(keyframe, FINDING_KEYFRAME);
+    let at = format!("{:.3}", keyframe * 0.05);
+    let held = world_at(C17, &at).split(';').count();
+    let interval = data["files"][0]["profile"]["series"]["interval_ms"].as_f64();
+    assert_eq!(interval, Some(1000.0));
+    let cursor = (keyframe * 0.05).round();
+    assert_eq!(
+        status(&dom, "data-world-mark"),
+        Some(format!(
+            "{mark},{keyframe},{cursor}|{at} s: {held} entities held"
+        ))
+    );
+}
+
+/// A one-client session of 5 s whose client holds 300 entities from 0.1 s on (one snapshot of
+/// ids 1 to 300, then an input every 0.1 s to the end): more than a keyframe keeps
+/// (`ENTITIES_PER_KEYFRAME`), and, 256 a keyframe every 10 ms, more than the page keeps over
+/// its keyframes (`MAX_WORLD_ROWS`) before the capture ends.
+fn crowded_session(file: &Path) -> std::io::Result<()> {
+    use rtype_inspect::samplegen::script::{
+        Client, Entity, PcapSink, Script, MASK_ENEMY, TYPE_SCOUT,
+    };
+    use serde_json::json;
+    let client = Client::numbered(0)?;
+    let mut sink = PcapSink::new(std::io::BufWriter::new(std::fs::File::create(file)?))?;
+    let mut s = Script::new(&mut sink);
+    s.at(0);
+    let seq = s.client(&client, "hello", json!({}))?;
+    s.server(&client, "server_hello", seq, json!({}))?;
+    let seq = s.client(&client, "join_request", json!({}))?;
+    s.server(&client, "join_accept", seq, json!({}))?;
+    s.client(&client, "ready", json!({}))?;
+    s.server(&client, "game_start", 0, json!({}))?;
+    s.at(6);
+    let entities: Vec<Value> = (1..=CROWD)
+        .map(|id| {
+            Entity::new(
+                id,
+                TYPE_SCOUT,
+                MASK_ENEMY,
+                3.0 * id as f32,
+                50.0 * (id % 20) as f32,
+            )
+            .json()
+        })
+        .collect();
+    s.server(&client, "snapshot", 6, json!({ "entities": entities }))?;
+    for tick in (12..=300).step_by(6) {
+        s.at(tick);
+        s.client(
+            &client,
+            "input",
+            json!({"player_id": 1, "input_flags": 0, "pos_x": 1.0, "pos_y": 2.0, "angle": 0.0}),
+        )?;
+    }
+    drop(s);
+    sink.finish()?;
+    Ok(())
+}
+
+/// The last finding marked on the 17-byte capture's slider: its time (s) and frame, and the
+/// keyframe (of 50 ms) at or before it.
+const FINDING_T: f64 = 7.257;
+const FINDING_FRAME: u64 = 1342;
+const FINDING_KEYFRAME: f64 = 145.0;
+
+/// Entities the crowded session's client holds.
+const CROWD: u32 = 300;
+
+/// The world view's cuts (SECURITY.md) on [`crowded_session`]: keyframes every 10 ms; from the
+/// snapshot's (0.1 s) on, each held 300 entities and keeps the first 256 by id, as
+/// `world --at` lists them; the keyframe whose entities bring the page's total to
+/// `MAX_WORLD_ROWS` (the 391st with entities: 4 s, 100,096) is the last kept, of the 501 the
+/// capture's 5 s would have. In headless Chromium the world view's note says both, a clipped
+/// keyframe's label how many it held, and the slider stops at 4 s.
+#[test]
+fn the_world_view_keeps_the_first_entities_and_stops_at_its_rows_bound() {
+    use rtype_inspect::report::html::world as w;
+    let dir = scratch("world-cut");
+    let capture = dir.join("crowded.pcap");
+    crowded_session(&capture).unwrap();
+    let file = capture.to_str().unwrap();
+    let out = dir.join("crowded.html");
+    let page = report(&out, &[file], &[]);
+    let data = embedded(&page);
+    assert_valid(&data);
+    let world = &data["files"][0]["world"];
+    assert_eq!(
+        (
+            world["step_ms"].as_f64(),
+            world["keyframes"].as_u64(),
+            world["cut"].as_u64()
+        ),
+        (Some(10.0), Some(401), Some(401))
+    );
+    let conv = &world["conversations"][0];
+    let keyframes = conv["keyframes"].as_array().unwrap();
+    assert_eq!(keyframes.len(), 401);
+    let ids = |k: &Value| -> Vec<u64> {
+        k.as_array()
+            .unwrap()
+            .chunks(4)
+            .map(|e| e[0].as_u64().unwrap())
+            .collect()
+    };
+    let first: Vec<u64> = (1..=w::ENTITIES_PER_KEYFRAME as u64).collect();
+    for (k, kept) in keyframes.iter().enumerate() {
+        assert_eq!(
+            ids(kept),
+            if k < 10 { vec![] } else { first.clone() },
+            "keyframe {k}"
+        );
+    }
+    let rows: usize = keyframes
+        .iter()
+        .map(|k| k.as_array().unwrap().len() / 4)
+        .sum();
+    assert_eq!(rows, 391 * 256);
+    assert!(rows - w::ENTITIES_PER_KEYFRAME < w::MAX_WORLD_ROWS && w::MAX_WORLD_ROWS <= rows);
+    let clipped: Vec<Value> = (10..401).map(|k| serde_json::json!([k, CROWD])).collect();
+    assert_eq!(conv["clipped"], Value::Array(clipped));
+    let times = ["0.09", "0.1", "4", "4.5"];
+    let url = format!(
+        "file://{}#selftest-world={}",
+        out.display(),
+        times.join(",")
+    );
+    let Some((dom, stderr)) = chromium(&dir, &["--dump-dom", &url]) else {
+        return;
+    };
+    no_errors(&dom, &stderr);
+    let open = "<h4>world view</h4><p class=\"note\">";
+    let at = dom.find(open).expect("the world view's note") + open.len();
+    let note = &dom[at..at + dom[at..].find("</p>").unwrap()];
+    assert_eq!(
+        note,
+        "The world as the client held it, rebuilt as rtype-inspect world FILE --at T does: 401 \
+         keyframes, one every 10 ms (at most 600 a conversation); kept up to 4.000 s only, the \
+         page's bound of 100000 entities over every keyframe reached; 391 keyframes held more \
+         than 256 entities: the first by id are drawn. Click an entity for its timeline."
+    );
+    // Drawn: the first 256 of `world --at`'s entities (by id); past the cut, the last keyframe.
+    let drawn = |t: &str| status(&dom, &format!("data-world-0-1-{t}")).unwrap();
+    let label = |t: &str| status(&dom, &format!("data-world-label-0-1-{t}")).unwrap();
+    assert_eq!(
+        (drawn("0.09"), world_at(file, "0.09")),
+        (String::new(), String::new())
+    );
+    assert_eq!(label("0.09"), "0.090 s: 0 entities held");
+    for t in ["0.1", "4"] {
+        let all = world_at(file, t);
+        assert_eq!(all.split(';').count(), 300, "at {t} s");
+        let kept: Vec<&str> = all.split(';').take(w::ENTITIES_PER_KEYFRAME).collect();
+        assert_eq!(drawn(t), kept.join(";"), "at {t} s");
+    }
+    assert_eq!(drawn("4.5"), drawn("4"));
+    assert_eq!(
+        label("0.1"),
+        "0.100 s: 300 entities held, the first 256 by id kept"
+    );
+    assert_eq!(
+        label("4.5"),
+        "4.000 s: 300 entities held, the first 256 by id kept"
+    );
+}
+
 /// The packet-list lines a page keeps are bounded (SECURITY.md): at most
 /// `LINES_PER_BUCKET` per bucket, `MAX_LINES` per capture, the latest buckets then keeping none.
 /// 400,000 datagrams of four clients (716 one-second buckets each) would keep 22,912. The world
@@ -799,8 +1021,8 @@ fn the_lines_a_page_keeps_are_bounded() {
 }
 
 /// Per SVG file in `dir`, parsed by Python's `xml.etree` (a parse error fails the test): its
-/// series' points (`data-points` and the polylines' and dots' coordinates actually drawn) and
-/// its bars.
+/// series' points (`data-points` and the polylines' and dots' coordinates actually drawn), its
+/// bars, and its world view's panels (`[time, entities held, "id,x,y,type;…" drawn]`).
 fn svg_contents(dir: &Path) -> Value {
     let script = r#"
 import json, os, sys
@@ -818,7 +1040,11 @@ for name in sorted(os.listdir(sys.argv[1])):
             series[g.get("data-series")] = [int(g.get("data-points")), drawn]
     bars = [len([r for r in g.iter(NS + "rect") if r.get("class") == "bar"])
             for g in root.iter(NS + "g") if g.get("class") == "bars"]
-    out[name] = {"series": series, "bars": bars}
+    world = [[g.get("data-t"), int(g.get("data-entities")),
+              ";".join(",".join(c.get(k) for k in ("data-id", "data-x", "data-y", "data-type"))
+                       for c in g.iter(NS + "circle") if c.get("class") == "entity")]
+             for g in root.iter(NS + "g") if g.get("class") == "world-panel"]
+    out[name] = {"series": series, "bars": bars, "world": world}
 print(json.dumps(out))
 "#;
     let out = Command::new("python3")
@@ -854,9 +1080,16 @@ fn svg_files_draw_the_profiles_series() {
     assert_eq!((code, stdout.as_str()), (0, ""), "{err}");
     let contents = svg_contents(&svg);
     let mut expected = Vec::new();
+    let mut world_panels = Vec::new();
     for (file, stem) in [(C17, "reference-17byte-1client"), (RT, "rt-two-players")] {
         let profile = profile(file, &["--profile", "reference-17byte"]);
         let buckets = profile["series"]["buckets"].as_u64().unwrap();
+        let page = embedded(&report(
+            &dir.join(format!("{stem}.html")),
+            &[file],
+            &["--profile", "reference-17byte"],
+        ));
+        let world = &page["files"][0]["world"];
         for conv in profile["conversations"].as_array().unwrap() {
             let id = conv["id"].as_u64().unwrap();
             let mut graph = |name: &str| {
@@ -900,8 +1133,68 @@ fn svg_files_draw_the_profiles_series() {
                 serde_json::json!([rows("entity_types")])
             );
             assert_eq!(graph("fields")["bars"], serde_json::json!([rows("fields")]));
+            // The world view at four of the page's keyframes, each as `world --at` gives it
+            // (the entities with a position drawn); a conversation whose client held none has
+            // no file.
+            let step = world["step_ms"].as_f64().unwrap() / 1000.0;
+            let Some(wc) = world["conversations"].as_array().unwrap().iter().find(|c| {
+                c["id"] == id
+                    && c["keyframes"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .any(|k| k != &serde_json::json!([]))
+            }) else {
+                assert!(!contents
+                    .as_object()
+                    .unwrap()
+                    .contains_key(&format!("{stem}-c{id}-world.svg")));
+                continue;
+            };
+            let last = wc["keyframes"].as_array().unwrap().len() - 1;
+            let panels = graph("world")["world"].clone();
+            let mut want = Vec::new();
+            for k in [last / 4, last / 2, last * 3 / 4, last] {
+                let t = format!("{:.3}", k as f64 * step);
+                let held = world_at_in(file, &t, id, &["--profile", "reference-17byte"]);
+                let all: Vec<&str> = held.split(';').filter(|e| !e.is_empty()).collect();
+                let placed: Vec<&str> = all
+                    .iter()
+                    .copied()
+                    .filter(|e| !e.split(',').skip(1).take(2).any(str::is_empty))
+                    .collect();
+                want.push(serde_json::json!([t, all.len(), placed.join(";")]));
+            }
+            assert_eq!(panels, Value::Array(want), "{stem} {id}");
+            world_panels.push((format!("{stem}-c{id}"), last, panels));
         }
     }
+    // The 17-byte capture's 302 keyframes of 50 ms: panels at 3.75, 7.5, 11.25 and 15.05 s
+    // (the last, its end); rt's 254: each client held 3 to 8 entities.
+    let times: Vec<(String, usize, Vec<u64>)> = world_panels
+        .iter()
+        .map(|(name, last, panels)| {
+            let held = panels
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p[1].as_u64().unwrap())
+                .collect();
+            (name.clone(), *last, held)
+        })
+        .collect();
+    let expected_panels = [
+        ("reference-17byte-1client-c1", 301, [67, 103, 63, 103]),
+        ("rt-two-players-c1", 253, [3, 5, 7, 8]),
+        ("rt-two-players-c2", 253, [3, 5, 7, 8]),
+    ];
+    assert_eq!(
+        times,
+        expected_panels
+            .iter()
+            .map(|(name, last, held)| (name.to_string(), *last, held.to_vec()))
+            .collect::<Vec<_>>()
+    );
     expected.sort();
     let written: Vec<&String> = contents.as_object().unwrap().keys().collect();
     assert_eq!(

@@ -52,7 +52,8 @@ pub struct ReportArgs {
     #[arg(short, long, value_name = "FILE")]
     output: PathBuf,
     /// `html`: one page; `svg`: the main graphs as standalone SVG files in the `-o` directory,
-    /// named `<capture stem>-c<conversation>-{io,gap,rtt,types,fields}.svg`.
+    /// named `<capture stem>-c<conversation>-{io,gap,rtt,types,fields,world}.svg` (`world`: the
+    /// world view at four of its times, when the client held entities).
     #[arg(long, value_enum, default_value = "html")]
     format: ReportFormat,
     /// Width of the time buckets, e.g. 100ms or 1s (10 ms to 1 h), as for `profile`.
@@ -123,7 +124,8 @@ fn svg_files(args: &ReportArgs, reading: &Reading) -> Result<ExitCode, String> {
         if args.files.iter().filter(|f| stem(f) == name).count() > 1 {
             name = format!("{name}-{}", n + 1);
         }
-        let data = summary_data(file, reading, args.interval)?;
+        let mut data = summary_data(file, reading, args.interval)?;
+        data["world"] = world_data(file, reading, &data)?;
         svg::write_graphs(dir, &name, &data)?;
     }
     Ok(ExitCode::SUCCESS)
@@ -144,14 +146,19 @@ fn file_data(file: &Path, reading: &Reading, interval: i64) -> Result<Json, Stri
     data["buckets"] = frames.buckets_json();
     data["finding_frames"] = frames.rules_json();
     data["lines_per_bucket"] = json!(LINES_PER_BUCKET);
-    // The world view: one more reading, with the world `world --at` rebuilds.
+    data["world"] = world_data(file, reading, &data)?;
+    Ok(data)
+}
+
+/// The world view of `file`, whose [`summary_data`] is `data`: one more reading, with the world
+/// `world --at` rebuilds, keyframes over the capture's duration.
+fn world_data(file: &Path, reading: &Reading, data: &Json) -> Result<Json, String> {
     let duration = data["profile"]["capture"]["duration_s"]
         .as_f64()
         .unwrap_or(0.0);
     let mut view = world::WorldView::new(world::step_nanos((duration * 1e9) as i64));
     crate::app::read_capture(file, &reading.for_file(file)?, &mut view)?;
-    data["world"] = view.json();
-    Ok(data)
+    Ok(view.json())
 }
 
 /// What the page and the SVG files draw from: the capture's profile, the snapshot rate and

@@ -314,7 +314,9 @@
   // them), drawn on a canvas at their positions; a slider and play/pause move through the
   // keyframes and the IO graph's cursor with them; findings are marked under the slider; a
   // click on an entity lists its timeline (as `entity` does), its frames linked to the IO graph.
-  // Each view is in window.rtypeWorld by "file-conversation", its drawn entities in `drawn`.
+  // Each view is in window.rtypeWorld by "file-conversation", its drawn entities in `drawn`,
+  // its play button, marks and label for the self tests. A keyframe past the entities' bound
+  // says in its label how many were held and how many are kept.
   const worlds = (window.rtypeWorld = {});
   function worldView(file, conv, box) {
     const w = file.world, wc = w && w.conversations.find((c) => c.id === conv.id);
@@ -347,8 +349,10 @@
     const marks = el("div", { class: "world-marks" });
     const timeline = el("div", { class: "frames" }, "Click an entity to list its timeline.");
     box.append(canvas, el("div", { class: "world-controls" }, play, el("div", { class: "world-track" }, slider, marks), label), timeline);
-    const view = { drawn: [], keyframe: 0, seek: null };
+    const view = { drawn: [], keyframe: 0, seek: null, play: play, markList: marks, label: label };
     worlds[key] = view;
+    // Keyframe index to the entities it held, for those past the bound (drawn: the first by id).
+    const clipped = new Map(wc.clipped);
     const px = (x) => pad + (Math.min(x1, Math.max(x0, x)) - x0) / (x1 - x0) * (cw - 2 * pad);
     const py = (y) => pad + (Math.min(y1, Math.max(y0, y)) - y0) / (y1 - y0) * (chh - 2 * pad);
     function draw(k) {
@@ -371,7 +375,8 @@
       }
       canvas.setAttribute("data-drawn", view.drawn.map((e) => [e.id, e.x, e.y, e.type].join(",")).join(";"));
       const t = k * step;
-      label.textContent = t.toFixed(3) + " s: " + view.drawn.length + " entities held" + (unplaced ? " (" + unplaced + " without a position, not drawn)" : "");
+      const held = clipped.has(k) ? clipped.get(k) + " entities held, the first " + view.drawn.length + " by id kept" : view.drawn.length + " entities held";
+      label.textContent = t.toFixed(3) + " s: " + held + (unplaced ? " (" + unplaced + " without a position, not drawn)" : "");
       const io = ioCharts.get(key);
       if (io) io[0].setCursor({ left: io[0].valToPos(t, "x"), top: io[0].over.clientHeight / 2 });
     }
@@ -395,7 +400,6 @@
       marks.append(m);
     }
     if (wc.findings_more) marks.setAttribute("title", wc.findings_more + " later findings not marked");
-    view.marks = wc.findings.length;
     canvas.addEventListener("click", (ev) => {
       const r = canvas.getBoundingClientRect(), cx = ev.clientX - r.left, cy = ev.clientY - r.top;
       let best = null, dist = 10;
@@ -568,15 +572,22 @@
           view.seek(Number(t));
           const canvas = document.querySelector("canvas[data-world='" + key + "']");
           status.setAttribute("data-world-" + key + "-" + t, canvas.getAttribute("data-drawn"));
+          status.setAttribute("data-world-label-" + key + "-" + t, view.label.textContent);
           const io = ioCharts.get(key);
           if (io) status.setAttribute("data-world-cursor-" + key + "-" + t, String(io[0].cursor.idx));
         }
-        status.setAttribute("data-world-marks-" + key, String(view.marks));
+        status.setAttribute("data-world-marks-" + key, String(view.markList.children.length));
         if (world[2] !== undefined && view.click(Number(world[2]))) {
           const list = document.querySelector("canvas[data-world='" + key + "']").parentNode.querySelector(".frames[data-entity]");
           status.setAttribute("data-world-entity-" + key, list.getAttribute("data-entity") + "=" + list.getAttribute("data-events"));
         }
       }
+    }
+    const play = /^#selftest-play=(\d+)&mark=(\d+)$/.exec(location.hash);
+    const first = Object.entries(worlds).find(([key]) => key.startsWith("0-"));
+    if (play && first) {
+      selfTestPlay(first[0], first[1], Number(play[1]), Number(play[2]));
+      return;
     }
     if (location.hash === "#selftest-click" && ioCharts.size) {
       const [u, conv] = ioCharts.values().next().value;
@@ -594,6 +605,35 @@
       }
     }
     done();
+  }
+  // #selftest-play=MS&mark=I: on the first file's first world view, as a user would: presses
+  // play, MS milliseconds later pause, and MS later clicks finding mark I where it is drawn.
+  // data-world-play holds "keyframe,IO cursor's bucket,button" before play, at the pause, right
+  // after it and MS later; data-world-mark "mark under the pointer,keyframe,IO cursor|label".
+  function selfTestPlay(key, view, ms, mark) {
+    const io = ioCharts.get(key);
+    const state = () => [view.keyframe, io ? io[0].cursor.idx : "", view.play.textContent].join(",");
+    const steps = [state()];
+    view.play.click();
+    setTimeout(() => {
+      steps.push(state());
+      view.play.click();
+      steps.push(state());
+      setTimeout(() => {
+        steps.push(state());
+        status.setAttribute("data-world-play", steps.join(";"));
+        const m = view.markList.children[mark];
+        if (m) {
+          m.scrollIntoView({ block: "center" });
+          const r = m.getBoundingClientRect(), x = r.left + r.width / 2, y = r.top + r.height / 2;
+          const hit = document.elementFromPoint(x, y);
+          if (hit) hit.dispatchEvent(new MouseEvent("click", { clientX: x, clientY: y, bubbles: true, button: 0 }));
+          const index = Array.prototype.indexOf.call(view.markList.children, hit);
+          status.setAttribute("data-world-mark", [index, view.keyframe, io ? io[0].cursor.idx : ""].join(",") + "|" + view.label.textContent);
+        }
+        done();
+      }, ms);
+    }, ms);
   }
   // The end of the script: the milliseconds since the page began to load (parse, data, every
   // chart drawn), for BENCHMARKS.md.
