@@ -35,6 +35,7 @@ use crate::session::event::{
     DatagramEvent, EntityEvent, EntityRef, FrameCounts, FrameFields, LooseFinding, ReassembledEvent,
 };
 use crate::session::{Conversation, Conversations, TypeSet};
+use crate::world::Clients;
 
 /// The group the header's fields are reported in.
 pub static HEADER_GROUP: Group = Group {
@@ -333,6 +334,8 @@ struct State {
     findings: Vec<Finding>,
     /// The session findings of the datagram being reported.
     raised: Vec<LooseFinding>,
+    /// Whether the clients of one server agree (`session.clients-disagree`).
+    clients: Clients,
     /// The entities the current datagram names.
     entities: Vec<EntityRef>,
     /// The entity types it names, checked against its conversation's archetypes.
@@ -386,6 +389,7 @@ impl Pipeline {
                 port,
                 findings: Vec::with_capacity(64),
                 raised: Vec::new(),
+                clients: Clients::default(),
                 entities: Vec::new(),
                 types: Vec::new(),
                 closed: Vec::new(),
@@ -641,6 +645,7 @@ fn unrendered<'a, S: Sink>(
 #[inline]
 fn report<'a, S: Sink>(
     analysis: &mut Analysis,
+    (clients, conversations): (&mut Clients, &Conversations),
     raised: &'a mut Vec<LooseFinding>,
     shown: &mut Shown,
     (mut context, rendered): Seen<'_, S>,
@@ -649,6 +654,7 @@ fn report<'a, S: Sink>(
 ) -> bool {
     raised.clear();
     analysis.observe(&event, &mut |f| raised.push(f));
+    clients.judge(&event, conversations, |f| raised.push(f));
     context.frame.stream_delta = analysis.last().stream_delta_nanos;
     let raised: &'a [LooseFinding] = raised;
     event.session = raised;
@@ -914,6 +920,18 @@ impl State {
 
     /// Keeps the entities the walk collected when the message spawns, updates or destroys them,
     /// as [`lifecycle`] says; other messages that name entities change nothing.
+    /// Whether the datagram just walked is one [`Clients`] compares: it updates entities of a
+    /// conversation that shares its server. The arm then walks it once more, into
+    /// [`Clients::fields`]; other datagrams pay this test alone.
+    fn compared(&self, conversation: u32) -> bool {
+        let updates = self.entities.first().map(|r| r.event) == Some(EntityEvent::Update);
+        updates
+            && self
+                .conversations
+                .get(conversation)
+                .is_some_and(|c| c.shares_server)
+    }
+
     fn entity_events(&mut self, dialect: Dialect, message: Option<&str>) {
         match message.and_then(|m| lifecycle(dialect, m)) {
             Some(event) => self.entities.iter_mut().for_each(|e| e.event = event),

@@ -199,6 +199,7 @@ impl State {
         sink.begin(&self.conversations, conversation);
         let mut facts = Facts::default();
         let mut acked = None;
+        let mut variant = None;
         if let Some(d) = &parsed {
             let fields = sink.fields();
             let endian = d.header.endian();
@@ -211,7 +212,7 @@ impl State {
                 let rules = &rt::MESSAGE_RULES;
                 choose_layout(m, d.payload, endian, &self.profile, rules, usual)
             });
-            let variant = layout.and_then(|l| l.variant);
+            variant = layout.and_then(|l| l.variant);
             if S::Fields::WANTS_FIELDS {
                 fields.open(&HEADER_GROUP, Open::Case, 0);
                 decode_nodes(
@@ -285,6 +286,20 @@ impl State {
             self.findings.retain(|f| super::judged_when_cut(f.rule));
         }
         self.entity_events(Dialect::Rt, message.map(|m| m.name));
+        if let (true, Some(d), Some(m)) = (self.compared(conversation), &parsed, message) {
+            let (gather, ignored) = self.clients.fields();
+            decode_message_as(
+                m,
+                variant,
+                d.payload,
+                d.payload_at,
+                d.header.endian(),
+                &self.profile,
+                &rt::MESSAGE_RULES,
+                gather,
+                ignored,
+            );
+        }
         let event = DatagramEvent {
             frame,
             ts_nanos,
@@ -315,7 +330,8 @@ impl State {
             frame_fields,
         );
         let (raised, shown) = (&mut self.raised, &mut self.shown);
-        super::report(&mut self.analysis, raised, shown, seen, event, sink);
+        let clients = (&mut self.clients, &self.conversations);
+        super::report(&mut self.analysis, clients, raised, shown, seen, event, sink);
         if let Some(d) = parsed {
             if d.header.reliable() {
                 self.rt.sent_reliable(

@@ -160,6 +160,26 @@ impl State {
             }
         }
         self.entity_events(Dialect::Rtype, message.map(|m| m.name));
+        if let (true, Some(d), Some(m), Some(p), Some(l)) = (
+            self.compared(conversation),
+            &parsed,
+            message,
+            payload,
+            layout,
+        ) {
+            let (gather, ignored) = self.clients.fields();
+            decode_message_as(
+                m,
+                l.variant,
+                p,
+                d.payload_at,
+                rtype::ENDIAN,
+                self.layouts.profile(&self.profile, read_with),
+                &rtype::MESSAGE_RULES,
+                gather,
+                ignored,
+            );
+        }
         // Chunks join their set before the datagram is reported, so that chunk findings are the
         // datagram's own; the snapshot they complete is reported right after it.
         let mut reassembled = None;
@@ -214,6 +234,7 @@ impl State {
         let (raised, shown) = (&mut self.raised, &mut self.shown);
         let shown = super::report(
             &mut self.analysis,
+            (&mut self.clients, &self.conversations),
             raised,
             shown,
             (context, rendered),

@@ -7,17 +7,28 @@
 //! in rt: transform, health, weapon), quantity by quantity (position, velocity, health): a
 //! client's own spawn (rt's `is_playable`) is not the game's state.
 //!
-//! Only servers with two conversations or more are followed, so a capture of one client pays
-//! a lookup per datagram. For those, what each entity's last tick carried is kept, per
+//! Only servers with two conversations or more are followed
+//! ([`Conversation::shares_server`](crate::session::Conversation::shares_server)), so a capture
+//! of one client per server pays a test per datagram. For those, what each entity's last tick carried is kept, per
 //! conversation (at most [`MAX_COMPARED`]), for at most [`MAX_FOLLOWED`] entities; past it the
 //! table starts over (later comparisons only are made). Buffers are reused from one tick to the
 //! next, so steady traffic allocates nothing.
+//!
+//! Every report judges it ([`Clients`]): the pipeline walks the messages of the conversations
+//! that share their server once more, into a [`Gather`] of its own, and raises
+//! `session.clients-disagree` as a session finding at the frame where the second value shows;
+//! the `world` command's [`World`](super::World) keeps the details (both values) for its view.
 
 use std::net::SocketAddr;
 
+use crate::message::{Detail, Finding};
 use crate::proto::schema::{Field, Quantity, Ty};
+use crate::proto::Rule;
 use crate::session::entities::IdMap;
+use crate::session::event::{DatagramEvent, Decoded, EntityEvent, LooseFinding};
+use crate::session::Conversations;
 
+use super::gather::Gather;
 use super::life::Num;
 
 /// Entities followed at once over all servers shared by several clients: what their last tick
@@ -77,21 +88,12 @@ const MAX_COMPARED: usize = 16;
 /// The servers' conversations, and what their entities' snapshots carried at their last tick.
 #[derive(Debug, Default)]
 pub struct Agreement {
-    /// Each server's first conversation, and whether another shares it.
-    servers: IdMap<SocketAddr, (u32, bool)>,
     ticks: IdMap<(SocketAddr, u32), Tick>,
     reported: Vec<(u32, u32)>,
     found: Vec<Disagreement>,
 }
 
 impl Agreement {
-    /// Whether conversation `conversation` of `server` is compared: its server has another.
-    pub fn shared(&mut self, server: SocketAddr, conversation: u32) -> bool {
-        let (first, shared) = self.servers.entry(server).or_insert((conversation, false));
-        *shared |= *first != conversation;
-        *shared
-    }
-
     /// The values `values` a snapshot of server tick `tick` carried at `frame` for entity `id`
     /// of conversation `conversation` of the shared `server`: compared with what the other
     /// conversations' snapshots of the same tick carried of it. A tick comes as several
@@ -175,6 +177,78 @@ impl Agreement {
     }
 }
 
+/// `session.clients-disagree` for every report (see the module's documentation).
+#[derive(Debug, Default)]
+pub struct Clients {
+    gather: Gather,
+    agreement: Agreement,
+    /// The findings of the walk once more, which the datagram's own walk reported already.
+    ignored: Vec<Finding>,
+    /// The datagram being reported was walked into [`Clients::fields`].
+    walked: bool,
+}
+
+impl Clients {
+    /// The visitor to walk the message of a conversation that shares its server into, once the
+    /// pipeline knows it names updated entities, and where that walk's findings go (ignored).
+    pub fn fields(&mut self) -> (&mut Gather, &mut Vec<Finding>) {
+        self.gather.clear();
+        self.ignored.clear();
+        self.walked = true;
+        (&mut self.gather, &mut self.ignored)
+    }
+
+    /// Compares what the datagram `e` carried (walked into [`Clients::fields`], or an rtnp
+    /// snapshot's JSON) with what the other conversations of its server held at its tick; each
+    /// pair of conversations' first disagreement goes to `raise`, at this datagram's frame.
+    pub fn judge(
+        &mut self,
+        e: &DatagramEvent<'_>,
+        conversations: &Conversations,
+        mut raise: impl FnMut(LooseFinding),
+    ) {
+        let walked = std::mem::take(&mut self.walked);
+        let json = match e.decoded {
+            Some(Decoded::Rtnp { json, .. }) => json,
+            _ => None,
+        };
+        if !walked && json.is_none() {
+            return;
+        }
+        let shared = conversations.get(e.conversation).filter(|c| c.shares_server);
+        let (Some(c), Some(tick)) = (shared, e.tick.or(e.sequence)) else {
+            return;
+        };
+        if let Some(json) = json.filter(|_| !e.entities.is_empty()) {
+            self.gather.clear();
+            self.gather.json_entities(json);
+        }
+        for (block, r) in self.gather.named(e.entities) {
+            if r.event != EntityEvent::Update {
+                continue;
+            }
+            let before = self.agreement.found.len();
+            let values = self.gather.values_of(block);
+            self.agreement
+                .updated(c.server, e.conversation, r.id, values, tick, e.frame);
+            for d in &self.agreement.found[before..] {
+                let detail = Detail::Disagree {
+                    entity: d.id,
+                    tick: d.tick,
+                    field: d.field,
+                    with: d.first.conversation,
+                    with_frame: d.first.frame,
+                };
+                raise(LooseFinding {
+                    frame: e.frame,
+                    conversation: e.conversation,
+                    finding: Finding::new(Rule::SessionClientsDisagree, r.at, detail),
+                });
+            }
+        }
+    }
+}
+
 /// The first quantity (position, velocity, health: the game's state, not what a spawn tells
 /// each client of itself) `values` carries that `other` carried too with another value: of one
 /// layout, any other value; of two (a build that sends f32 to one client, i16 × 10 to another),
@@ -225,9 +299,6 @@ mod tests {
     #[test]
     fn what_two_clients_were_sent_at_one_tick_is_compared() {
         let mut a = Agreement::default();
-        for c in 1..=3 {
-            a.shared(server(), c);
-        }
         let x = |v: f64| [(&POS_X, Num::F(v)), (&SPRITE, Num::U(0))];
         a.updated(server(), 1, 7, &x(10.0), 100, 1);
         a.updated(server(), 2, 7, &[(&SPRITE, Num::U(1))], 100, 2); // not a quantity
@@ -257,9 +328,6 @@ mod tests {
     #[test]
     fn the_tables_are_bounded() {
         let mut a = Agreement::default();
-        for c in 1..=100 {
-            a.shared(server(), c);
-        }
         for id in 0..=MAX_FOLLOWED as u32 {
             a.updated(server(), 1, id, &[(&POS_X, Num::F(1.0))], 5, 1);
         }
