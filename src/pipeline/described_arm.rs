@@ -190,6 +190,14 @@ impl State {
         );
         let (raised, shown) = (&mut self.raised, &mut self.shown);
         let clients = (&mut self.clients, &self.conversations);
-        super::report(&mut self.analysis, clients, raised, shown, seen, event, sink);
+        super::report(
+            &mut self.analysis,
+            clients,
+            raised,
+            shown,
+            seen,
+            event,
+            sink,
+        );
     }
 }

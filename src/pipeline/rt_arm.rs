@@ -331,7 +331,15 @@ impl State {
         );
         let (raised, shown) = (&mut self.raised, &mut self.shown);
         let clients = (&mut self.clients, &self.conversations);
-        super::report(&mut self.analysis, clients, raised, shown, seen, event, sink);
+        super::report(
+            &mut self.analysis,
+            clients,
+            raised,
+            shown,
+            seen,
+            event,
+            sink,
+        );
         if let Some(d) = parsed {
             if d.header.reliable() {
                 self.rt.sent_reliable(

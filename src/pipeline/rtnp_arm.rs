@@ -236,7 +236,15 @@ impl State {
         );
         let (raised, shown) = (&mut self.raised, &mut self.shown);
         let clients = (&mut self.clients, &self.conversations);
-        super::report(&mut self.analysis, clients, raised, shown, seen, event, sink);
+        super::report(
+            &mut self.analysis,
+            clients,
+            raised,
+            shown,
+            seen,
+            event,
+            sink,
+        );
     }
 
     /// The checks that need the conversation: client_id against assign_id, player_name, the

@@ -215,7 +215,9 @@ impl Clients {
         if !walked && json.is_none() {
             return;
         }
-        let shared = conversations.get(e.conversation).filter(|c| c.shares_server);
+        let shared = conversations
+            .get(e.conversation)
+            .filter(|c| c.shares_server);
         let (Some(c), Some(tick)) = (shared, e.tick.or(e.sequence)) else {
             return;
         };
