@@ -688,9 +688,10 @@ fn check_findings(pcap: &str) -> Vec<(String, u64, Vec<u64>)> {
         .collect()
 }
 
-/// `check` (and every report that lists findings) raises `session.clients-disagree` where the
-/// two clients of the rt capture disagree: once, at frame 98, where the second client's value
-/// of tick 30 shows; the real capture, whose clients agree, gives none.
+/// `check` raises `session.clients-disagree` where the two clients of the rt capture disagree:
+/// once, at frame 98, where the second client's value of tick 30 shows; the real capture, whose
+/// clients agree, gives none. `export`, a report that reads once for speed, does not compare
+/// the clients.
 #[test]
 fn check_finds_the_clients_that_disagree() {
     let agreeing = check_findings(RT);
@@ -719,26 +720,15 @@ fn check_finds_the_clients_that_disagree() {
     assert_eq!(agreeing, expected);
     expected.insert(8, ("session.clients-disagree".into(), 1, vec![98]));
     assert_eq!(disagreeing, expected);
-    let found: Vec<(u64, u64, String)> = records
+    let findings: Vec<Value> = records
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .filter(|r| r["kind"] == "finding" && r["id"] == "session.clients-disagree")
-        .map(|r| {
-            (
-                r["frame"].as_u64().unwrap(),
-                r["conversation"].as_u64().unwrap(),
-                r["detail"].as_str().unwrap().to_owned(),
-            )
-        })
+        .filter(|r| r["kind"] == "finding")
         .collect();
-    assert_eq!(
-        found,
-        [(
-            98,
-            2,
-            "entity 10001 at tick 30: pos_x other than conversation #1 held (frame 97)".into()
-        )]
-    );
+    assert_eq!(findings.len(), 1_082);
+    assert!(findings
+        .iter()
+        .all(|r| r["id"] != "session.clients-disagree"));
 }
 
 /// rtnp's JSON snapshots build the world too: the real server's `transform` and `health.hp`

@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::SocketAddr;
 
-use super::{Named, Sink, State, Types, Udp, HEADER_GROUP};
+use super::{Named, Sink, State, Types, Udp, Walked, HEADER_GROUP};
 use crate::datagram::{rt, Dialect};
 use crate::message::{
     add_finding, choose_layout, decode_message_as, decode_nodes, Detail, Endian, Facts, Finding,
@@ -16,6 +16,7 @@ use crate::proto::schema::{Field, Role};
 use crate::proto::{Direction, Message, Rule};
 use crate::session::analysis::bytes_hash;
 use crate::session::event::{DatagramEvent, Decoded, LooseFinding};
+use crate::session::SnapshotLayout;
 
 /// At most this many server endpoints are remembered; past it, direction falls back to guesses.
 pub const MAX_SERVERS: usize = 4096;
@@ -286,19 +287,17 @@ impl State {
             self.findings.retain(|f| super::judged_when_cut(f.rule));
         }
         self.entity_events(Dialect::Rt, message.map(|m| m.name));
-        if let (true, Some(d), Some(m)) = (self.compared(conversation), &parsed, message) {
-            let (gather, ignored) = self.clients.fields();
-            decode_message_as(
-                m,
+        if let (Some(d), Some(m)) = (&parsed, message) {
+            let how = Walked {
+                message: m,
                 variant,
-                d.payload,
-                d.payload_at,
-                d.header.endian(),
-                &self.profile,
-                &rt::MESSAGE_RULES,
-                gather,
-                ignored,
-            );
+                base: d.payload_at,
+                endian: d.header.endian(),
+                layout: SnapshotLayout::default(),
+                rules: &rt::MESSAGE_RULES,
+            };
+            let tick = d.header.sequence();
+            self.compare_clients(conversation, frame, tick, d.payload, how);
         }
         let event = DatagramEvent {
             frame,

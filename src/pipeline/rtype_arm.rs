@@ -1,6 +1,7 @@
 //! The rtype dialect's part of the pipeline: checks, decoding, archetypes and chunk sets.
 use super::{
-    EntityTypeAt, Named, RenderAhead, RenderedOf, Sink, State, Types, Udp, Unpack, HEADER_GROUP,
+    EntityTypeAt, Named, RenderAhead, RenderedOf, Sink, State, Types, Udp, Unpack, Walked,
+    HEADER_GROUP,
 };
 use crate::datagram::{rtype, Dialect};
 use crate::display_filter::Context;
@@ -160,25 +161,16 @@ impl State {
             }
         }
         self.entity_events(Dialect::Rtype, message.map(|m| m.name));
-        if let (true, Some(d), Some(m), Some(p), Some(l)) = (
-            self.compared(conversation),
-            &parsed,
-            message,
-            payload,
-            layout,
-        ) {
-            let (gather, ignored) = self.clients.fields();
-            decode_message_as(
-                m,
-                l.variant,
-                p,
-                d.payload_at,
-                rtype::ENDIAN,
-                self.layouts.profile(&self.profile, read_with),
-                &rtype::MESSAGE_RULES,
-                gather,
-                ignored,
-            );
+        if let (Some(d), Some(m), Some(p), Some(l)) = (&parsed, message, payload, layout) {
+            let how = Walked {
+                message: m,
+                variant: l.variant,
+                base: d.payload_at,
+                endian: rtype::ENDIAN,
+                layout: read_with,
+                rules: &rtype::MESSAGE_RULES,
+            };
+            self.compare_clients(conversation, frame, d.header.tick(), p, how);
         }
         // Chunks join their set before the datagram is reported, so that chunk findings are the
         // datagram's own; the snapshot they complete is reported right after it.

@@ -22,7 +22,7 @@ mod columns;
 mod gather;
 mod life;
 
-pub use agree::{Clients, Disagreement, Held as HeldValue, MAX_FOLLOWED, MAX_REPORTED};
+pub use agree::{Clients, Disagreement, Held as HeldValue, Sent, MAX_FOLLOWED, MAX_REPORTED};
 pub use columns::{StateColumn, StateColumns};
 pub use gather::Gather;
 pub use life::{Life, Num, Slot, Stamp};
