@@ -595,14 +595,9 @@ fn a_lost_spawn_makes_an_update_of_an_unknown_entity() {
     );
 }
 
-/// The two clients of the real rt capture agree at every tick; with the position of one
-/// entity changed in what the first client got at tick 30 (frame 97), `world` finds the two
-/// disagree there, once for the pair.
-#[test]
-fn clients_that_disagree_are_found() {
-    let doc = json(&["world", RT, "--at", "100", "--format", "json"]);
-    assert_follows("world", &doc);
-    assert_eq!(doc["disagreements"], serde_json::json!([]));
+/// The real rt capture with entity 10001's position changed in what the first client got at
+/// tick 30 (frame 97, from 300 to 301), written to a temporary file named after `test`.
+fn disagreeing_rt(test: &str) -> std::path::PathBuf {
     let bytes = std::fs::read(RT).unwrap();
     let changed = faults::rewrite(&bytes, |index, frame| {
         let mut frame = frame.to_vec();
@@ -615,10 +610,22 @@ fn clients_that_disagree_are_found() {
         vec![frame]
     });
     let path = std::env::temp_dir().join(format!(
-        "rtype-inspect-disagree-{}.pcap",
+        "rtype-inspect-disagree-{test}-{}.pcap",
         std::process::id()
     ));
     std::fs::write(&path, changed).unwrap();
+    path
+}
+
+/// The two clients of the real rt capture agree at every tick; with the position of one
+/// entity changed in what the first client got at tick 30 (frame 97), `world` finds the two
+/// disagree there, once for the pair.
+#[test]
+fn clients_that_disagree_are_found() {
+    let doc = json(&["world", RT, "--at", "100", "--format", "json"]);
+    assert_follows("world", &doc);
+    assert_eq!(doc["disagreements"], serde_json::json!([]));
+    let path = disagreeing_rt("world");
     let doc = json(&[
         "world",
         path.to_str().unwrap(),
@@ -654,6 +661,74 @@ fn clients_that_disagree_are_found() {
             "  #1 and #2 of 127.0.0.1:4242: entity 10001 at tick 30: pos_x 301 (frame 97) against 300 (frame 98)",
         ]
     );
+}
+
+/// `check`'s findings (rule, count, first two frames) in `pcap`, which fails the check (the rt
+/// capture breaks rules of severity error).
+fn check_findings(pcap: &str) -> Vec<(String, u64, Vec<u64>)> {
+    let out = Command::new(BIN)
+        .args(["check", pcap, "--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_follows("check", &doc);
+    doc["files"][0]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let frames = f["frames"].as_array().unwrap();
+            (
+                f["id"].as_str().unwrap().to_owned(),
+                f["count"].as_u64().unwrap(),
+                frames.iter().take(2).map(|n| n.as_u64().unwrap()).collect(),
+            )
+        })
+        .collect()
+}
+
+/// `check` raises `session.clients-disagree` where the two clients of the rt capture disagree:
+/// once, at frame 98, where the second client's value of tick 30 shows; the real capture, whose
+/// clients agree, gives none. `export`, a report that reads once for speed, does not compare
+/// the clients.
+#[test]
+fn check_finds_the_clients_that_disagree() {
+    let agreeing = check_findings(RT);
+    let path = disagreeing_rt("check");
+    let disagreeing = check_findings(path.to_str().unwrap());
+    let records = ok(&["export", path.to_str().unwrap()]);
+    std::fs::remove_file(&path).unwrap();
+    let listed = |rules: &[(&str, u64, &[u64])]| -> Vec<(String, u64, Vec<u64>)> {
+        rules
+            .iter()
+            .map(|(id, count, frames)| (id.to_string(), *count, frames.to_vec()))
+            .collect()
+    };
+    // The first two frames of each rule.
+    let mut expected = listed(&[
+        ("rt.byte-order", 2, &[1, 92]),
+        ("rt.message.undocumented-type", 2, &[13, 115]),
+        ("rt.snapshot.no-world-tick", 3501, &[4, 5]),
+        ("rt.input.10-byte", 1293, &[142, 143]),
+        ("rt.connect.header-copy", 2, &[1, 92]),
+        ("rt.reliable.unacknowledged", 2, &[2, 93]),
+        ("session.stream-stopped", 2, &[3332, 3333]),
+        ("session.duplicate-datagram", 1076, &[162, 163]),
+        ("session.entity-never-destroyed", 2, &[3, 94]),
+    ]);
+    assert_eq!(agreeing, expected);
+    expected.insert(8, ("session.clients-disagree".into(), 1, vec![98]));
+    assert_eq!(disagreeing, expected);
+    let findings: Vec<Value> = records
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|r| r["kind"] == "finding")
+        .collect();
+    assert_eq!(findings.len(), 1_082);
+    assert!(findings
+        .iter()
+        .all(|r| r["id"] != "session.clients-disagree"));
 }
 
 /// rtnp's JSON snapshots build the world too: the real server's `transform` and `health.hp`

@@ -168,6 +168,16 @@ pub enum Detail {
         period_micros: u32,
         ticks: Option<(u32, u32)>,
     },
+    /// Two clients of one server held entity `entity` at server tick `tick` with values of
+    /// `field` further apart than their layouts tell: this conversation's value, and the one
+    /// conversation `with` held at frame `with_frame` (the `world` command shows both values).
+    Disagree {
+        entity: u32,
+        tick: u32,
+        field: &'static str,
+        with: u32,
+        with_frame: u64,
+    },
     /// A periodic stream's rate, and the nominal one, per second.
     Rate {
         stream: &'static str,

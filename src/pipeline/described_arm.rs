@@ -189,6 +189,15 @@ impl State {
             frame_fields,
         );
         let (raised, shown) = (&mut self.raised, &mut self.shown);
-        super::report(&mut self.analysis, raised, shown, seen, event, sink);
+        let clients = (&mut self.clients, &self.conversations);
+        super::report(
+            &mut self.analysis,
+            clients,
+            raised,
+            shown,
+            seen,
+            event,
+            sink,
+        );
     }
 }

@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::SocketAddr;
 
-use super::{Named, Sink, State, Types, Udp, HEADER_GROUP};
+use super::{Named, Sink, State, Types, Udp, Walked, HEADER_GROUP};
 use crate::datagram::{rt, Dialect};
 use crate::message::{
     add_finding, choose_layout, decode_message_as, decode_nodes, Detail, Endian, Facts, Finding,
@@ -16,6 +16,7 @@ use crate::proto::schema::{Field, Role};
 use crate::proto::{Direction, Message, Rule};
 use crate::session::analysis::bytes_hash;
 use crate::session::event::{DatagramEvent, Decoded, LooseFinding};
+use crate::session::SnapshotLayout;
 
 /// At most this many server endpoints are remembered; past it, direction falls back to guesses.
 pub const MAX_SERVERS: usize = 4096;
@@ -199,6 +200,7 @@ impl State {
         sink.begin(&self.conversations, conversation);
         let mut facts = Facts::default();
         let mut acked = None;
+        let mut variant = None;
         if let Some(d) = &parsed {
             let fields = sink.fields();
             let endian = d.header.endian();
@@ -211,7 +213,7 @@ impl State {
                 let rules = &rt::MESSAGE_RULES;
                 choose_layout(m, d.payload, endian, &self.profile, rules, usual)
             });
-            let variant = layout.and_then(|l| l.variant);
+            variant = layout.and_then(|l| l.variant);
             if S::Fields::WANTS_FIELDS {
                 fields.open(&HEADER_GROUP, Open::Case, 0);
                 decode_nodes(
@@ -285,6 +287,18 @@ impl State {
             self.findings.retain(|f| super::judged_when_cut(f.rule));
         }
         self.entity_events(Dialect::Rt, message.map(|m| m.name));
+        if let (Some(d), Some(m)) = (&parsed, message) {
+            let how = Walked {
+                message: m,
+                variant,
+                base: d.payload_at,
+                endian: d.header.endian(),
+                layout: SnapshotLayout::default(),
+                rules: &rt::MESSAGE_RULES,
+            };
+            let tick = d.header.sequence();
+            self.compare_clients(conversation, frame, tick, d.payload, how);
+        }
         let event = DatagramEvent {
             frame,
             ts_nanos,
@@ -315,7 +329,16 @@ impl State {
             frame_fields,
         );
         let (raised, shown) = (&mut self.raised, &mut self.shown);
-        super::report(&mut self.analysis, raised, shown, seen, event, sink);
+        let clients = (&mut self.clients, &self.conversations);
+        super::report(
+            &mut self.analysis,
+            clients,
+            raised,
+            shown,
+            seen,
+            event,
+            sink,
+        );
         if let Some(d) = parsed {
             if d.header.reliable() {
                 self.rt.sent_reliable(

@@ -235,7 +235,16 @@ impl State {
             frame_fields,
         );
         let (raised, shown) = (&mut self.raised, &mut self.shown);
-        super::report(&mut self.analysis, raised, shown, seen, event, sink);
+        let clients = (&mut self.clients, &self.conversations);
+        super::report(
+            &mut self.analysis,
+            clients,
+            raised,
+            shown,
+            seen,
+            event,
+            sink,
+        );
     }
 
     /// The checks that need the conversation: client_id against assign_id, player_name, the

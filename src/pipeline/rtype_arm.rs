@@ -1,6 +1,7 @@
 //! The rtype dialect's part of the pipeline: checks, decoding, archetypes and chunk sets.
 use super::{
-    EntityTypeAt, Named, RenderAhead, RenderedOf, Sink, State, Types, Udp, Unpack, HEADER_GROUP,
+    EntityTypeAt, Named, RenderAhead, RenderedOf, Sink, State, Types, Udp, Unpack, Walked,
+    HEADER_GROUP,
 };
 use crate::datagram::{rtype, Dialect};
 use crate::display_filter::Context;
@@ -160,6 +161,17 @@ impl State {
             }
         }
         self.entity_events(Dialect::Rtype, message.map(|m| m.name));
+        if let (Some(d), Some(m), Some(p), Some(l)) = (&parsed, message, payload, layout) {
+            let how = Walked {
+                message: m,
+                variant: l.variant,
+                base: d.payload_at,
+                endian: rtype::ENDIAN,
+                layout: read_with,
+                rules: &rtype::MESSAGE_RULES,
+            };
+            self.compare_clients(conversation, frame, d.header.tick(), p, how);
+        }
         // Chunks join their set before the datagram is reported, so that chunk findings are the
         // datagram's own; the snapshot they complete is reported right after it.
         let mut reassembled = None;
@@ -214,6 +226,7 @@ impl State {
         let (raised, shown) = (&mut self.raised, &mut self.shown);
         let shown = super::report(
             &mut self.analysis,
+            (&mut self.clients, &self.conversations),
             raised,
             shown,
             (context, rendered),

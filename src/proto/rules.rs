@@ -298,7 +298,7 @@ rules! {
     SessionEntityGhost = "session.entity-ghost", Warning, "spec-notes B, 004 §3.2",
         "the client still holds an entity, never destroyed, that a full state (a complete SERVER_SNAPSHOT_CHUNK set, an rtnp snapshot) leaves out: it draws what the server no longer has (at the full state's last datagram; once per entity; the detail is the entity id)";
     SessionClientsDisagree = "session.clients-disagree", Warning, "002 §6, 004 §3.2 (server authority)",
-        "two clients of one server hold the same entity at the same server tick with other values (beyond their layouts' quantisation, when they differ): found by `world`, which rebuilds each client's world; the first tick and field of each pair of clients";
+        "two clients of one server hold the same entity at the same server tick with other values (beyond their layouts' quantisation, when they differ): the first tick and field of each pair of clients, at the frame of the second client's value; judged by `world` (which shows both values) and `check`, not by the reports that read a capture once for speed";
     SessionEntityNeverDestroyed = "session.entity-never-destroyed", Info, "002 §5.2, 003 ENTITY_DESTROY, 004 §8.4",
         "entities spawned or updated and never destroyed by the end of the capture (one finding per conversation, at the first such entity, with the count)";
     SessionEntityLimit = "session.entity-limit", Warning, "SECURITY.md",

@@ -231,6 +231,8 @@ pub fn run(args: CheckArgs, term: Term) -> Result<ExitCode, String> {
     let inputs = args.inputs.captures("check")?.inputs;
     let mut reading = args.read.reading()?;
     reading.count = args.inputs.count;
+    // The gate judges what every report may not: whether the clients of one server agree.
+    reading.analysis.compare_clients = true;
     let policy = policy(&args, &reading)?;
     let budgets = reading.config.budgets;
     // Files are judged side by side; what each says (its error too) comes in argument order.

@@ -629,6 +629,15 @@ fn first_detail(finding: &Finding) -> String {
             format!("tick {tick}: {have} of {total} chunks arrived")
         }
         Detail::Frames { first } => format!("a copy of frame {first}"),
+        Detail::Disagree {
+            entity,
+            tick,
+            field,
+            with,
+            with_frame,
+        } => format!(
+            "entity {entity} at tick {tick}: {field} other than conversation #{with} held (frame {with_frame})"
+        ),
         Detail::Layout(name) => match crate::proto::profile::Profile::differs_of(name) {
             Some(differs) => format!("read as profile {name}: {differs}"),
             None => format!("read as profile {name}"),

@@ -49,6 +49,10 @@ pub struct Config {
     /// Keep per-entity figures (updates, rates, gaps) beside the entities' lifecycles, for the
     /// reports that show them.
     pub entity_figures: bool,
+    /// Compare the clients of one server (`session.clients-disagree`): the updates a shared
+    /// server sends are walked once more, unless a client was sent the same bytes as another.
+    /// `check` judges it; `world` compares on its own, and keeps both values.
+    pub compare_clients: bool,
 }
 
 impl Default for Config {
@@ -58,6 +62,7 @@ impl Default for Config {
             snapshot_tolerance: 0.2,
             stall_multiple: DEFAULT_STALL_MULTIPLE,
             entity_figures: false,
+            compare_clients: false,
         }
     }
 }

@@ -46,6 +46,10 @@ pub struct Conversation {
     /// A snapshot of it was misread by the layout it was read with, the run choosing: no
     /// configured or bundled profile reads them all.
     pub unfit: bool,
+    /// Another conversation has the same server address: its clients can be compared
+    /// (`session.clients-disagree`). Known when the conversations are made, so that a capture
+    /// of one client per server pays nothing per datagram for the comparison.
+    pub shares_server: bool,
     /// Message codes whose last datagram fitted one of the message's variants whole, with the
     /// variant (others fitted the document's layout, or none was seen): what a cut datagram is
     /// judged against.
@@ -260,6 +264,8 @@ impl Archetypes {
 pub struct Conversations {
     index: HashMap<(SocketAddr, IpAddr), u32>,
     list: Vec<Conversation>,
+    /// Each server address's first conversation (for [`Conversation::shares_server`]).
+    servers: HashMap<SocketAddr, u32>,
     /// The first frame whose conversation was past [`MAX_CONVERSATIONS`].
     pub overflow: Option<u64>,
 }
@@ -307,6 +313,11 @@ impl Conversations {
         }
         let id = self.list.len() as u32 + 1;
         self.index.insert((client, server.ip()), id);
+        let first = *self.servers.entry(server).or_insert(id);
+        let shares_server = first != id;
+        if let Some(c) = self.get_mut(first).filter(|_| shares_server) {
+            c.shares_server = true;
+        }
         self.list.push(Conversation {
             id,
             dialect,
@@ -317,6 +328,7 @@ impl Conversations {
             old_header_reported: false,
             layout: SnapshotLayout::default(),
             unfit: false,
+            shares_server,
             usual_variants: Vec::new(),
         });
         id

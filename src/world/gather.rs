@@ -10,6 +10,7 @@ use crate::message::{Open, Value, Visitor};
 use crate::pipeline::RenderAhead;
 use crate::proto::rtnp;
 use crate::proto::schema::{Field, Group, Quantity, Role};
+use crate::session::event::EntityRef;
 use crate::session::Archetypes;
 
 use super::life::Num;
@@ -125,6 +126,18 @@ impl Gather {
             });
         }
         followed
+    }
+
+    /// Each block with the entity the datagram's event names at its place (`entities`, in
+    /// payload order), when they agree on the id.
+    pub(super) fn named<'a>(
+        &'a self,
+        entities: &'a [EntityRef],
+    ) -> impl Iterator<Item = (&'a Block, &'a EntityRef)> {
+        self.blocks.iter().filter_map(|block| {
+            let r = entities.get(block.ordinal as usize)?;
+            (block.id == r.id).then_some((block, r))
+        })
     }
 
     /// The values of `block`.

@@ -22,7 +22,7 @@ mod columns;
 mod gather;
 mod life;
 
-pub use agree::{Disagreement, Held as HeldValue, MAX_FOLLOWED, MAX_REPORTED};
+pub use agree::{Clients, Disagreement, Held as HeldValue, Sent, MAX_FOLLOWED, MAX_REPORTED};
 pub use columns::{StateColumn, StateColumns};
 pub use gather::Gather;
 pub use life::{Life, Num, Slot, Stamp};
@@ -177,8 +177,8 @@ impl World {
     pub fn compare(&mut self, conversations: &Conversations, conversation: u32) {
         self.shared = conversations
             .get(conversation)
-            .map(|c| c.server)
-            .filter(|server| self.agreement.shared(*server, conversation));
+            .filter(|c| c.shares_server)
+            .map(|c| c.server);
     }
 
     /// The first disagreement of each pair of conversations of one server.
@@ -208,13 +208,7 @@ impl World {
             self.gather.json_entities(json);
         }
         let appears = e.dialect == Dialect::Rtnp;
-        for block in &self.gather.blocks {
-            let Some(r) = e.entities.get(block.ordinal as usize) else {
-                continue;
-            };
-            if block.id != r.id {
-                continue;
-            }
+        for (block, r) in self.gather.named(e.entities) {
             self.changed.clear();
             let existing = held.lives.get(&r.id);
             let (happened, gap) = match (r.event, existing) {
