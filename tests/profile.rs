@@ -440,10 +440,7 @@ fn session(file: &Path, twist: Twist) -> io::Result<Marks> {
         marks.last = frame;
     };
     s.at(0);
-    let seq = s.client(&client, "hello", json!({}))?;
-    s.server(&client, "server_hello", seq, json!({}))?;
-    let seq = s.client(&client, "join_request", json!({}))?;
-    s.server(&client, "join_accept", seq, json!({}))?;
+    s.join(&client)?;
     s.client(&client, "ready", json!({}))?;
     s.server(&client, "game_start", 0, json!({}))?;
     let entity = |id: u32, x: f32| Entity::new(id, 1, MASK_PLAYER, x, 100.0).json();

@@ -815,10 +815,7 @@ fn crowded_session(file: &Path) -> std::io::Result<()> {
     let mut sink = PcapSink::new(std::io::BufWriter::new(std::fs::File::create(file)?))?;
     let mut s = Script::new(&mut sink);
     s.at(0);
-    let seq = s.client(&client, "hello", json!({}))?;
-    s.server(&client, "server_hello", seq, json!({}))?;
-    let seq = s.client(&client, "join_request", json!({}))?;
-    s.server(&client, "join_accept", seq, json!({}))?;
+    s.join(&client)?;
     s.client(&client, "ready", json!({}))?;
     s.server(&client, "game_start", 0, json!({}))?;
     s.at(6);

@@ -189,15 +189,7 @@ impl State {
             frame_fields,
         );
         let (raised, shown) = (&mut self.raised, &mut self.shown);
-        let clients = (&mut self.clients, &self.conversations);
-        super::report(
-            &mut self.analysis,
-            clients,
-            raised,
-            shown,
-            seen,
-            event,
-            sink,
-        );
+        let judges = (&mut self.analysis, &mut self.clients, &self.conversations);
+        super::report(judges, raised, shown, seen, event, sink);
     }
 }

@@ -662,8 +662,7 @@ fn unrendered<'a, S: Sink>(
 // instructions per datagram (callgrind, summary).
 #[inline(always)]
 fn report<'a, S: Sink>(
-    analysis: &mut Analysis,
-    (clients, conversations): (&mut Clients, &Conversations),
+    (analysis, clients, conversations): (&mut Analysis, &mut Clients, &Conversations),
     raised: &'a mut Vec<LooseFinding>,
     shown: &mut Shown,
     (mut context, rendered): Seen<'_, S>,

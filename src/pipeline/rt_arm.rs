@@ -329,16 +329,8 @@ impl State {
             frame_fields,
         );
         let (raised, shown) = (&mut self.raised, &mut self.shown);
-        let clients = (&mut self.clients, &self.conversations);
-        super::report(
-            &mut self.analysis,
-            clients,
-            raised,
-            shown,
-            seen,
-            event,
-            sink,
-        );
+        let judges = (&mut self.analysis, &mut self.clients, &self.conversations);
+        super::report(judges, raised, shown, seen, event, sink);
         if let Some(d) = parsed {
             if d.header.reliable() {
                 self.rt.sent_reliable(

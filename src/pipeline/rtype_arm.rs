@@ -224,15 +224,8 @@ impl State {
             frame: frame_fields,
         };
         let (raised, shown) = (&mut self.raised, &mut self.shown);
-        let shown = super::report(
-            &mut self.analysis,
-            (&mut self.clients, &self.conversations),
-            raised,
-            shown,
-            (context, rendered),
-            event,
-            sink,
-        );
+        let judges = (&mut self.analysis, &mut self.clients, &self.conversations);
+        let shown = super::report(judges, raised, shown, (context, rendered), event, sink);
         if let (
             true,
             Some(Reassembled {

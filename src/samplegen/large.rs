@@ -102,10 +102,7 @@ fn lobby(s: &mut Script, clients: &[Client]) -> io::Result<u32> {
     let levelinit = message("levelinit")?.code;
     for (n, c) in clients.iter().enumerate() {
         s.at(2 * n as u32);
-        let seq = s.client(c, "hello", json!({}))?;
-        s.server(c, "server_hello", seq, json!({}))?;
-        let seq = s.client(c, "join_request", json!({}))?;
-        s.server(c, "join_accept", seq, json!({}))?;
+        s.join(c)?;
         let seq = s.client(c, "ready", json!({}))?;
         s.server(
             c,

@@ -257,6 +257,14 @@ impl<'s> Script<'s> {
         self.server_raw(client, &datagram)
     }
 
+    /// HELLO, SERVER_HELLO, JOIN_REQUEST and JOIN_ACCEPT for `client`, at the current tick.
+    pub fn join(&mut self, client: &Client) -> io::Result<()> {
+        let seq = self.client(client, "hello", json!({}))?;
+        self.server(client, "server_hello", seq, json!({}))?;
+        let seq = self.client(client, "join_request", json!({}))?;
+        self.server(client, "join_accept", seq, json!({}))
+    }
+
     /// Sends the same server message to every client in `clients` (one datagram, built once).
     pub fn broadcast(
         &mut self,
