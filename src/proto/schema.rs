@@ -420,3 +420,43 @@ pub const fn index_by_code(messages: &[Message]) -> [Option<u8>; 256] {
     }
     table
 }
+
+/// The code of the message whose short name is `short`, at compile time: code names a message
+/// the description defines by its name, never by a number written a second time.
+pub const fn code_of(messages: &[Message], short: &str) -> u8 {
+    let mut i = 0;
+    while i < messages.len() {
+        if same(messages[i].short.as_bytes(), short.as_bytes()) {
+            return messages[i].code;
+        }
+        i += 1;
+    }
+    panic!("no message of that short name")
+}
+
+/// The value `name` has in `named`, at compile time.
+pub const fn value_of(named: &[Named], name: &str) -> u32 {
+    let mut i = 0;
+    while i < named.len() {
+        if same(named[i].name.as_bytes(), name.as_bytes()) {
+            return named[i].value;
+        }
+        i += 1;
+    }
+    panic!("no value of that name")
+}
+
+/// Byte-wise equality, usable in a `const fn`.
+pub const fn same(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}

@@ -1,0 +1,565 @@
+//! Compiles the bundled dialect descriptions (`dialects/*.yaml`) into the static tables of
+//! `src/proto/` (`OUT_DIR/<id>.rs`, included there). The description is the one place a
+//! bundled message's layout, names, roles, checks and rules are written; compiling it keeps the
+//! decoder's tables constant (header views read their ranges at compile time) and costs nothing
+//! at run time. The format is docs/dialect-format.md's, with the keys a bundled dialect adds
+//! (its "Bundled dialects" section). A mistake in a description fails the build, naming the
+//! file, line and column.
+
+#[path = "src/describe/yaml.rs"]
+#[allow(dead_code)]
+mod yaml;
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use yaml::{Node, Pos};
+
+/// The bundled dialects compiled here.
+const DIALECTS: &[&str] = &["rtype"];
+
+fn main() {
+    println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=src/describe/yaml.rs");
+    let out = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
+    for id in DIALECTS {
+        let path = format!("dialects/{id}.yaml");
+        println!("cargo:rerun-if-changed={path}");
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let code = match compile(&text) {
+            Ok(code) => code,
+            Err(e) => panic!("{path}:{}:{}: {}", e.pos.line, e.pos.column, e.message),
+        };
+        std::fs::write(Path::new(&out).join(format!("{id}.rs")), code)
+            .unwrap_or_else(|e| panic!("{out}: {e}"));
+    }
+}
+
+type Result<T> = std::result::Result<T, yaml::Error>;
+
+fn err<T>(pos: Pos, message: impl Into<String>) -> Result<T> {
+    Err(yaml::Error::at(pos, message))
+}
+
+/// A map's value for `key`, if given.
+fn get<'a>(node: &'a Node, key: &str) -> Option<&'a Node> {
+    node.entries()?
+        .iter()
+        .find(|(k, _)| k.text() == Some(key))
+        .map(|(_, v)| v)
+}
+
+fn map<'a>(node: &'a Node, what: &str, keys: &[&str]) -> Result<&'a [(Node, Node)]> {
+    let Some(entries) = node.entries() else {
+        return err(
+            node.pos,
+            format!("{what} must be a map, not {}", node.kind()),
+        );
+    };
+    for (k, _) in entries {
+        let key = k.text().unwrap_or_default();
+        if !keys.contains(&key) {
+            return err(
+                k.pos,
+                format!(
+                    "`{key}` is not a key of {what} (known: {})",
+                    keys.join(", ")
+                ),
+            );
+        }
+    }
+    Ok(entries)
+}
+
+fn text<'a>(node: &'a Node, what: &str) -> Result<&'a str> {
+    node.text()
+        .ok_or_else(|| yaml::Error::at(node.pos, format!("{what} must be a value")))
+}
+
+fn required<'a>(node: &'a Node, key: &str, what: &str) -> Result<&'a Node> {
+    get(node, key).ok_or_else(|| yaml::Error::at(node.pos, format!("{what} needs `{key}`")))
+}
+
+fn integer(node: &Node, what: &str) -> Result<i64> {
+    node.integer()
+        .ok_or_else(|| yaml::Error::at(node.pos, format!("{what} must be an integer")))
+}
+
+fn items<'a>(node: &'a Node, what: &str) -> Result<&'a [Node]> {
+    node.items()
+        .ok_or_else(|| yaml::Error::at(node.pos, format!("{what} must be a list")))
+}
+
+/// The default label: the id's words capitalised (`payload_len` → `Payload Len`).
+fn label_of(id: &str) -> String {
+    id.split('_')
+        .map(|w| {
+            let mut c = w.chars();
+            c.next()
+                .map(|f| f.to_uppercase().chain(c).collect::<String>())
+                .unwrap_or_default()
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A Rust string literal.
+fn lit(s: &str) -> String {
+    format!("{s:?}")
+}
+
+/// The schema's `Role` for a field role of the description.
+const ROLES: &[(&str, &str)] = &[
+    ("magic", "Magic"),
+    ("version-byte", "VersionByte"),
+    ("packet-type", "PacketType"),
+    ("message-type", "MessageType"),
+    ("sequence", "Sequence"),
+    ("tick", "Tick"),
+    ("length", "PayloadLen"),
+    ("original-size", "OrigSize"),
+    ("player-id", "PlayerId"),
+    ("client-time", "ClientTime"),
+    ("ack", "AckSequence"),
+    ("ack-message-type", "AckMessageType"),
+    ("reason", "ReasonCode"),
+    ("entity-id", "EntityId"),
+    ("entity-type", "EntityType"),
+    ("entity-count", "EntityCount"),
+    ("update-mask", "UpdateMask"),
+    ("chunk-total", "TotalChunks"),
+    ("chunk-index", "ChunkIndex"),
+    ("archetype-type-id", "ArchetypeTypeId"),
+    ("archetype-sprite-id", "ArchetypeSpriteId"),
+    ("event-type", "EventType"),
+    ("component-type", "ComponentType"),
+    ("flags", "Flags"),
+    ("time", "Timestamp"),
+    ("checksum", "None"),
+];
+
+/// The roles that say what an entity's field measures (the schema's `Quantity`).
+const QUANTITIES: &[(&str, &str)] = &[
+    ("position-x", "PosX"),
+    ("position-y", "PosY"),
+    ("velocity-x", "VelX"),
+    ("velocity-y", "VelY"),
+    ("health", "Health"),
+];
+
+const TYPES: &[(&str, &str)] = &[
+    ("u1", "U8"),
+    ("u2", "U16"),
+    ("u4", "U32"),
+    ("s2", "I16"),
+    ("s4", "I32"),
+    ("f4", "F32"),
+    ("str8", "Str8"),
+];
+
+const FIELD_KEYS: &[&str] = &[
+    "id",
+    "type",
+    "label",
+    "doc",
+    "display",
+    "enum",
+    "flags",
+    "role",
+    "check",
+    "size",
+    "divisor",
+    "repeat",
+    "repeat-expr",
+    "unknown-rule",
+    "masked",
+];
+
+/// A dialect being compiled: its file's tree and the code written so far.
+struct Dialect<'a> {
+    root: &'a Node,
+    types: &'a [(Node, Node)],
+    enums: &'a [(Node, Node)],
+    code: String,
+}
+
+fn compile(text: &str) -> Result<String> {
+    let root = yaml::parse(text)?;
+    map(
+        &root,
+        "a dialect",
+        &[
+            "meta", "detect", "header", "footer", "framing", "enums", "types", "messages",
+        ],
+    )?;
+    let empty: &[(Node, Node)] = &[];
+    let mut d = Dialect {
+        root: &root,
+        types: get(&root, "types")
+            .and_then(|t| t.entries())
+            .unwrap_or(empty),
+        enums: get(&root, "enums")
+            .and_then(|t| t.entries())
+            .unwrap_or(empty),
+        code: String::from(
+            "// Compiled by build.rs from the dialect's description: edit that, not this.\n",
+        ),
+    };
+    d.constants()?;
+    d.enumerations()?;
+    let header = d.nodes(required(&root, "header", "a dialect")?, 0)?;
+    let _ = writeln!(d.code, "pub const HEADER: &[Node] = &[{header}];");
+    d.messages()?;
+    Ok(d.code)
+}
+
+impl Dialect<'_> {
+    /// The values the mechanisms take from `detect`, `footer` and `framing`.
+    fn constants(&mut self) -> Result<()> {
+        let detect = required(self.root, "detect", "a dialect")?;
+        let magic = items(required(detect, "magic", "detect")?, "the magic")?;
+        let bytes: Vec<String> = magic
+            .iter()
+            .map(|b| integer(b, "a magic byte").map(|v| format!("{v:#04X}")))
+            .collect::<Result<_>>()?;
+        let _ = writeln!(
+            self.code,
+            "/// The bytes every datagram starts with.\npub const MAGIC: [u8; {}] = [{}];",
+            bytes.len(),
+            bytes.join(", ")
+        );
+        let footer = items(required(self.root, "footer", "a dialect")?, "the footer")?;
+        let mut footer_len = 0;
+        for f in footer {
+            let ty = text(required(f, "type", "a footer field")?, "a type")?;
+            footer_len += match ty {
+                "u1" => 1,
+                "u2" => 2,
+                "u4" => 4,
+                _ => return err(f.pos, "a footer field is u1, u2 or u4"),
+            };
+        }
+        let _ = writeln!(
+            self.code,
+            "/// The checksum footer's width.\npub const CRC_LEN: usize = {footer_len};"
+        );
+        let framing = required(self.root, "framing", "a dialect")?;
+        map(
+            framing,
+            "framing",
+            &["length", "checksum", "compression", "version"],
+        )?;
+        let compression = required(framing, "compression", "framing")?;
+        let mask = integer(required(compression, "mask", "compression")?, "the mask")?;
+        let threshold = integer(
+            required(compression, "threshold", "compression")?,
+            "the threshold",
+        )?;
+        let version = required(framing, "version", "framing")?;
+        let value = integer(required(version, "value", "version")?, "the version")?;
+        let _ = writeln!(
+            self.code,
+            "/// The header bit that says the payload is compressed.\n\
+             pub const COMPRESSED_BIT: u8 = {mask:#04X};\n\
+             /// Payloads of this size or less must not be compressed.\n\
+             pub const COMPRESS_THRESHOLD: usize = {threshold};\n\
+             /// The protocol version the documents define.\n\
+             pub const VERSION: u8 = {value};"
+        );
+        Ok(())
+    }
+
+    /// Each enum as a `Named` table called by its id in capitals.
+    fn enumerations(&mut self) -> Result<()> {
+        for (key, values) in self.enums {
+            let Some(entries) = values.entries() else {
+                return err(values.pos, "an enum is a map of values to names");
+            };
+            let mut named = String::new();
+            for (v, name) in entries {
+                let _ = write!(
+                    named,
+                    "Named {{ value: {}, name: {} }}, ",
+                    integer(v, "an enum value")?,
+                    lit(text(name, "an enum name")?)
+                );
+            }
+            let _ = writeln!(
+                self.code,
+                "pub const {}: &[Named] = &[{named}];",
+                text(key, "an enum id")?.to_uppercase()
+            );
+        }
+        Ok(())
+    }
+
+    fn enum_const(&self, node: &Node) -> Result<String> {
+        let id = text(node, "an enum")?;
+        if !self.enums.iter().any(|(k, _)| k.text() == Some(id)) {
+            return err(node.pos, format!("no enum `{id}`"));
+        }
+        Ok(id.to_uppercase())
+    }
+
+    fn type_def(&self, node: &Node) -> Result<&Node> {
+        let id = text(node, "a type")?;
+        self.types
+            .iter()
+            .find(|(k, _)| k.text() == Some(id))
+            .map(|(_, v)| v)
+            .ok_or_else(|| yaml::Error::at(node.pos, format!("no type `{id}`")))
+    }
+
+    /// A `seq`: a list of fields, or a type's id for that type's fields in place.
+    fn nodes(&self, seq: &Node, depth: usize) -> Result<String> {
+        if depth > 16 {
+            return err(seq.pos, "types nest deeper than 16");
+        }
+        if seq.text().is_some() {
+            let def = self.type_def(seq)?;
+            return self.nodes(required(def, "seq", "a type")?, depth + 1);
+        }
+        let fields = items(seq, "a seq")?;
+        let mut out = String::new();
+        let mut i = 0;
+        while i < fields.len() {
+            let f = &fields[i];
+            map(f, "a field", FIELD_KEYS)?;
+            if let Some(gate) = get(f, "masked") {
+                let before = i.checked_sub(1).map(|j| &fields[j]);
+                let mask = before.and_then(|b| get(b, "id")).and_then(|n| n.text());
+                if mask != gate.text()
+                    || before.and_then(|b| get(b, "role")).and_then(|r| r.text())
+                        != Some("update-mask")
+                {
+                    return err(f.pos, "`masked` names the update-mask field just before it");
+                }
+                out.push_str("Node::Masked, ");
+                i += 1;
+                continue;
+            }
+            // A repeat or a switch takes the field before it as its count or tag.
+            let next = fields.get(i + 1);
+            let repeat = next.and_then(|n| get(n, "repeat-expr"));
+            let switch = next
+                .and_then(|n| get(n, "type"))
+                .filter(|t| t.entries().is_some());
+            let id = text(required(f, "id", "a field")?, "an id")?;
+            if let (Some(next), Some(count)) = (next, repeat) {
+                if count.text() != Some(id) {
+                    return err(count.pos, "`repeat-expr` names the count field just before");
+                }
+                let item_type = required(next, "type", "a repeated field")?;
+                let def = self.type_def(item_type)?;
+                let name = text(required(next, "id", "a field")?, "an id")?;
+                let type_id = text(item_type, "a type")?;
+                let label = get(def, "label").and_then(|l| l.text()).unwrap_or(type_id);
+                let _ = write!(
+                    out,
+                    "Node::Repeat {{ count: {}, item: Group {{ name: {}, filter: {}, label: {}, nodes: &[{}] }} }}, ",
+                    self.field(f)?,
+                    lit(name),
+                    lit(type_id),
+                    lit(label),
+                    self.nodes(required(def, "seq", "a type")?, depth + 1)?
+                );
+                i += 2;
+                continue;
+            }
+            if let (Some(next), Some(switch)) = (next, switch) {
+                map(switch, "a switch", &["switch-on", "cases"])?;
+                let on = required(switch, "switch-on", "a switch")?;
+                if on.text() != Some(id) {
+                    return err(on.pos, "`switch-on` names the tag field just before");
+                }
+                let unknown = required(next, "unknown-rule", "a switch")?;
+                let cases = required(switch, "cases", "a switch")?;
+                let Some(cases) = cases.entries() else {
+                    return err(cases.pos, "`cases` is a map of values to types");
+                };
+                let mut out_cases = String::new();
+                for (value, ty) in cases {
+                    let def = self.type_def(ty)?;
+                    let type_id = text(ty, "a type")?;
+                    let label = get(def, "label").and_then(|l| l.text()).unwrap_or(type_id);
+                    let _ = write!(
+                        out_cases,
+                        "Case {{ value: {}, group: Group {{ name: {}, filter: {}, label: {}, nodes: &[{}] }} }}, ",
+                        integer(value, "a case value")?,
+                        lit(type_id),
+                        lit(type_id),
+                        lit(label),
+                        self.nodes(required(def, "seq", "a type")?, depth + 1)?
+                    );
+                }
+                let _ = write!(
+                    out,
+                    "Node::Switch {{ tag: {}, cases: &[{out_cases}], unknown: {} }}, ",
+                    self.field(f)?,
+                    rule(unknown)?
+                );
+                i += 2;
+                continue;
+            }
+            let _ = write!(out, "Node::Field({}), ", self.field(f)?);
+            i += 1;
+        }
+        Ok(out)
+    }
+
+    /// One field as a `Field` literal.
+    fn field(&self, f: &Node) -> Result<String> {
+        let id = text(required(f, "id", "a field")?, "an id")?;
+        let ty_node = required(f, "type", "a field")?;
+        let ty_name = text(ty_node, "a field's type")?;
+        let Some((_, ty)) = TYPES.iter().find(|t| t.0 == ty_name) else {
+            return err(
+                ty_node.pos,
+                format!("`{ty_name}` is not a type of a bundled field"),
+            );
+        };
+        let label = get(f, "label")
+            .map(|l| text(l, "a label").map(str::to_string))
+            .transpose()?
+            .unwrap_or_else(|| label_of(id));
+        let mut display = match *ty {
+            "F32" => "Display::Float".to_string(),
+            "Str8" => "Display::Text".to_string(),
+            _ => "Display::Dec".to_string(),
+        };
+        if let Some(d) = get(f, "display") {
+            display = match text(d, "a display")? {
+                "hex" => "Display::Hex".into(),
+                "message-type" => "Display::MessageType".into(),
+                other => {
+                    return err(
+                        d.pos,
+                        format!("`{other}` is not a display (hex, message-type)"),
+                    )
+                }
+            };
+        }
+        if let Some(e) = get(f, "enum") {
+            display = format!("Display::Enum({})", self.enum_const(e)?);
+        }
+        if let Some(e) = get(f, "flags") {
+            display = format!("Display::Flags({})", self.enum_const(e)?);
+        }
+        let (mut role, mut quantity) = ("None", "None");
+        if let Some(r) = get(f, "role") {
+            let name = text(r, "a role")?;
+            if let Some((_, q)) = QUANTITIES.iter().find(|q| q.0 == name) {
+                quantity = q;
+            } else if let Some((_, x)) = ROLES.iter().find(|x| x.0 == name) {
+                role = x;
+            } else {
+                return err(r.pos, format!("`{name}` is not a field role"));
+            }
+        }
+        let check =
+            match get(f, "check") {
+                None => "Check::None".to_string(),
+                Some(c) => {
+                    map(c, "a check", &["kind", "rule", "mask"])?;
+                    let r = rule(required(c, "rule", "a check")?)?;
+                    match text(required(c, "kind", "a check")?, "a check's kind")? {
+                        "finite" => format!("Check::Finite({r})"),
+                        "ascending" => format!("Check::Ascending({r})"),
+                        "known" => format!("Check::Known({r})"),
+                        "unused-bits" => format!(
+                            "Check::Unused {{ mask: {:#X}, rule: {r} }}",
+                            integer(required(c, "mask", "an unused-bits check")?, "a mask")?
+                        ),
+                        other => return err(
+                            c.pos,
+                            format!(
+                                "`{other}` is not a check (finite, ascending, known, unused-bits)"
+                            ),
+                        ),
+                    }
+                }
+            };
+        Ok(format!(
+            "Field {{ name: {}, label: {}, ty: Ty::{ty}, display: {display}, role: Role::{role}, check: {check}, divisor: 1, array: 0, quantity: Quantity::{quantity} }}",
+            lit(id),
+            lit(&label)
+        ))
+    }
+
+    fn messages(&mut self) -> Result<()> {
+        let messages = required(self.root, "messages", "a dialect")?;
+        let Some(entries) = messages.entries() else {
+            return err(
+                messages.pos,
+                "`messages` is a map of type values to messages",
+            );
+        };
+        let mut out = String::new();
+        for (code, m) in entries {
+            map(
+                m,
+                "a message",
+                &[
+                    "id",
+                    "name",
+                    "direction",
+                    "section",
+                    "seq",
+                    "variants",
+                    "seen-rule",
+                ],
+            )?;
+            let code = integer(code, "a message type")?;
+            if !(0..=255).contains(&code) {
+                return err(m.pos, "a message type is one byte");
+            }
+            let direction = match text(required(m, "direction", "a message")?, "a direction")? {
+                "client-to-server" => "Direction::ClientToServer",
+                "server-to-client" => "Direction::ServerToClient",
+                _ => return err(m.pos, "a direction is client-to-server or server-to-client"),
+            };
+            let body = match get(m, "seq") {
+                Some(seq) => self.nodes(seq, 0)?,
+                None => String::new(),
+            };
+            let mut variants = String::new();
+            if let Some(list) = get(m, "variants") {
+                for v in items(list, "variants")? {
+                    map(v, "a variant", &["layout", "seq", "rule"])?;
+                    let extends = match text(required(v, "layout", "a variant")?, "a layout")? {
+                        "extends" => true,
+                        "replaces" => false,
+                        _ => return err(v.pos, "a variant's layout extends or replaces the body"),
+                    };
+                    let _ = write!(
+                        variants,
+                        "Variant {{ extends_body: {extends}, nodes: &[{}], rule: {} }}, ",
+                        self.nodes(required(v, "seq", "a variant")?, 0)?,
+                        rule(required(v, "rule", "a variant")?)?
+                    );
+                }
+            }
+            let seen = match get(m, "seen-rule") {
+                Some(r) => format!("Some({})", rule(r)?),
+                None => "None".into(),
+            };
+            let _ = writeln!(
+                out,
+                "    Message {{ code: {code:#04X}, name: {}, short: {}, direction: {direction}, section: {}, body: &[{body}], variants: &[{variants}], seen_rule: {seen} }},",
+                lit(text(required(m, "name", "a message")?, "a name")?),
+                lit(text(required(m, "id", "a message")?, "an id")?),
+                lit(text(required(m, "section", "a message")?, "a section")?),
+            );
+        }
+        let _ = writeln!(
+            self.code,
+            "/// Every message type, in the description's order.\npub const MESSAGES: &[Message] = &[\n{out}];"
+        );
+        Ok(())
+    }
+}
+
+/// A rule named by its ID: resolved against the catalog at compile time.
+fn rule(node: &Node) -> Result<String> {
+    Ok(format!("Rule::by_id({})", lit(text(node, "a rule ID")?)))
+}
