@@ -77,7 +77,7 @@ pub fn consistent(bytes: &[u8]) -> bool {
         let mut ignored = Vec::new();
         return parse_json(bytes, 0, &mut ignored)
             .as_ref()
-            .and_then(|json| json.get("type"))
+            .and_then(|json| json.get(crate::proto::rtnp::TYPE_KEY))
             .and_then(Value::as_str)
             .and_then(crate::proto::rtnp::message)
             .is_some_and(|m| m.message.seen_rule.is_none());

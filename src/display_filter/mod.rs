@@ -747,7 +747,7 @@ fn runtime_values(
         })),
         Runtime::RtnpType => one(rtnp
             .and_then(|(_, _, json)| json)
-            .and_then(|j| j.get("type"))
+            .and_then(|j| j.get(crate::proto::rtnp::TYPE_KEY))
             .and_then(|t| t.as_str())
             .map(|t| Val::Bytes(t.as_bytes()))),
         Runtime::RtypeHeaderLen

@@ -140,7 +140,7 @@ impl State {
             .rtnp
             .json
             .as_ref()
-            .and_then(|j| j.get("type"))
+            .and_then(|j| j.get(crate::proto::rtnp::TYPE_KEY))
             .and_then(Value::as_str);
         let message = match content {
             Content::Keepalive(name) => desc::message(name),
@@ -186,7 +186,7 @@ impl State {
         let name = match content {
             Content::Keepalive(name) => name,
             Content::Json => json
-                .and_then(|j| j.get("type"))
+                .and_then(|j| j.get(crate::proto::rtnp::TYPE_KEY))
                 .and_then(Value::as_str)
                 .unwrap_or("UNKNOWN"),
             Content::Nothing => "UNKNOWN",
