@@ -16,7 +16,7 @@ use std::path::Path;
 use yaml::{Node, Pos};
 
 /// The bundled dialects compiled here.
-const DIALECTS: &[&str] = &["rtype", "rtnp"];
+const DIALECTS: &[&str] = &["rtype", "rt", "rtnp"];
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
@@ -161,18 +161,17 @@ const FIELD_KEYS: &[&str] = &[
     "id",
     "type",
     "label",
-    "doc",
     "display",
     "enum",
     "flags",
     "role",
     "check",
     "size",
-    "divisor",
     "repeat",
     "repeat-expr",
     "unknown-rule",
     "masked",
+    "switch",
 ];
 
 static EMPTY_NODE: Node = Node {
@@ -186,6 +185,9 @@ struct Dialect<'a> {
     types: &'a [(Node, Node)],
     enums: &'a [(Node, Node)],
     code: String,
+    /// Set while a variant's copy of the header is compiled: its message type is shown in hex,
+    /// as naming it from the message table would make the table depend on itself.
+    header_copy: std::cell::Cell<bool>,
 }
 
 fn compile(text: &str) -> Result<String> {
@@ -197,7 +199,8 @@ fn compile(text: &str) -> Result<String> {
         &root,
         "a dialect",
         &[
-            "meta", "detect", "header", "footer", "framing", "enums", "types", "messages",
+            "meta", "detect", "header", "footer", "framing", "enums", "types", "switches",
+            "messages",
         ],
     )?;
     let empty: &[(Node, Node)] = &[];
@@ -212,6 +215,7 @@ fn compile(text: &str) -> Result<String> {
         code: String::from(
             "// Compiled by build.rs from the dialect's description: edit that, not this.\n",
         ),
+        header_copy: Default::default(),
     };
     d.constants()?;
     d.enumerations()?;
@@ -229,6 +233,7 @@ impl Dialect<'_> {
             types: &[],
             enums: &[],
             code: String::new(),
+            header_copy: Default::default(),
         }
     }
 
@@ -246,44 +251,70 @@ impl Dialect<'_> {
             bytes.len(),
             bytes.join(", ")
         );
-        let footer = items(required(self.root, "footer", "a dialect")?, "the footer")?;
-        let mut footer_len = 0;
-        for f in footer {
-            let ty = text(required(f, "type", "a footer field")?, "a type")?;
-            footer_len += match ty {
-                "u1" => 1,
-                "u2" => 2,
-                "u4" => 4,
-                _ => return err(f.pos, "a footer field is u1, u2 or u4"),
-            };
+        if let Some(footer) = get(self.root, "footer") {
+            let mut footer_len = 0;
+            for f in items(footer, "the footer")? {
+                let ty = text(required(f, "type", "a footer field")?, "a type")?;
+                footer_len += match ty {
+                    "u1" => 1,
+                    "u2" => 2,
+                    "u4" => 4,
+                    _ => return err(f.pos, "a footer field is u1, u2 or u4"),
+                };
+            }
+            let _ = writeln!(
+                self.code,
+                "/// The checksum footer's width.\npub const CRC_LEN: usize = {footer_len};"
+            );
         }
-        let _ = writeln!(
-            self.code,
-            "/// The checksum footer's width.\npub const CRC_LEN: usize = {footer_len};"
-        );
         let framing = required(self.root, "framing", "a dialect")?;
         map(
             framing,
             "framing",
-            &["length", "checksum", "compression", "version"],
+            &[
+                "length",
+                "checksum",
+                "compression",
+                "version",
+                "max-payload",
+                "reserved-flags",
+            ],
         )?;
-        let compression = required(framing, "compression", "framing")?;
-        let mask = integer(required(compression, "mask", "compression")?, "the mask")?;
-        let threshold = integer(
-            required(compression, "threshold", "compression")?,
-            "the threshold",
-        )?;
-        let version = required(framing, "version", "framing")?;
-        let value = integer(required(version, "value", "version")?, "the version")?;
-        let _ = writeln!(
-            self.code,
-            "/// The header bit that says the payload is compressed.\n\
-             pub const COMPRESSED_BIT: u8 = {mask:#04X};\n\
-             /// Payloads of this size or less must not be compressed.\n\
-             pub const COMPRESS_THRESHOLD: usize = {threshold};\n\
-             /// The protocol version the documents define.\n\
-             pub const VERSION: u8 = {value};"
-        );
+        if let Some(compression) = get(framing, "compression") {
+            let mask = integer(required(compression, "mask", "compression")?, "the mask")?;
+            let threshold = integer(
+                required(compression, "threshold", "compression")?,
+                "the threshold",
+            )?;
+            let _ = writeln!(
+                self.code,
+                "/// The header bit that says the payload is compressed.\n\
+                 pub const COMPRESSED_BIT: u8 = {mask:#04X};\n\
+                 /// Payloads of this size or less must not be compressed.\n\
+                 pub const COMPRESS_THRESHOLD: usize = {threshold};"
+            );
+        }
+        if let Some(version) = get(framing, "version") {
+            let value = integer(required(version, "value", "version")?, "the version")?;
+            let _ = writeln!(
+                self.code,
+                "/// The protocol version the documents define.\npub const VERSION: u8 = {value};"
+            );
+        }
+        if let Some(max) = get(framing, "max-payload") {
+            let _ = writeln!(
+                self.code,
+                "/// The largest payload the document allows.\npub const MAX_PAYLOAD: usize = {};",
+                integer(max, "a size")?
+            );
+        }
+        if let Some(bits) = get(framing, "reserved-flags") {
+            let _ = writeln!(
+                self.code,
+                "/// The flag bits the document reserves.\npub const RESERVED_FLAGS: u8 = {:#04X};",
+                integer(bits, "a mask")?
+            );
+        }
         Ok(())
     }
 
@@ -328,28 +359,43 @@ impl Dialect<'_> {
             .ok_or_else(|| yaml::Error::at(node.pos, format!("no type `{id}`")))
     }
 
-    /// A `seq`: a list of fields, or a type's id for that type's fields in place.
-    fn nodes(&self, seq: &Node, depth: usize) -> Result<String> {
+    /// The fields of a `seq`, types named alone spliced in place: a `seq` is a list whose
+    /// items are fields or type ids, or one type id.
+    fn flatten<'n>(&'n self, seq: &'n Node, depth: usize, out: &mut Vec<&'n Node>) -> Result<()> {
         if depth > 16 {
             return err(seq.pos, "types nest deeper than 16");
         }
         if seq.text().is_some() {
             let def = self.type_def(seq)?;
-            return self.nodes(required(def, "seq", "a type")?, depth + 1);
+            return self.flatten(required(def, "seq", "a type")?, depth + 1, out);
         }
-        let fields = items(seq, "a seq")?;
+        for item in items(seq, "a seq")? {
+            if item.text().is_some() {
+                self.flatten(item, depth + 1, out)?;
+            } else {
+                map(item, "a field", FIELD_KEYS)?;
+                out.push(item);
+            }
+        }
+        Ok(())
+    }
+
+    /// A `seq` as schema nodes.
+    fn nodes(&self, seq: &Node, depth: usize) -> Result<String> {
+        if depth > 16 {
+            return err(seq.pos, "types nest deeper than 16");
+        }
+        let mut fields = Vec::new();
+        self.flatten(seq, depth, &mut fields)?;
         let mut out = String::new();
         let mut i = 0;
         while i < fields.len() {
-            let f = &fields[i];
-            map(f, "a field", FIELD_KEYS)?;
+            let f = fields[i];
             if let Some(gate) = get(f, "masked") {
-                let before = i.checked_sub(1).map(|j| &fields[j]);
+                let before = i.checked_sub(1).map(|j| fields[j]);
                 let mask = before.and_then(|b| get(b, "id")).and_then(|n| n.text());
-                if mask != gate.text()
-                    || before.and_then(|b| get(b, "role")).and_then(|r| r.text())
-                        != Some("update-mask")
-                {
+                let role = before.and_then(|b| get(b, "role")).and_then(|r| r.text());
+                if mask != gate.text() || role != Some("update-mask") {
                     return err(f.pos, "`masked` names the update-mask field just before it");
                 }
                 out.push_str("Node::Masked, ");
@@ -357,41 +403,36 @@ impl Dialect<'_> {
                 continue;
             }
             // A repeat or a switch takes the field before it as its count or tag.
-            let next = fields.get(i + 1);
-            let repeat = next.and_then(|n| get(n, "repeat-expr"));
-            let switch = next
-                .and_then(|n| get(n, "type"))
-                .filter(|t| t.entries().is_some());
+            let next = fields.get(i + 1).copied();
             let id = text(required(f, "id", "a field")?, "an id")?;
-            if let (Some(next), Some(count)) = (next, repeat) {
+            if let Some((next, count)) = next.and_then(|n| Some((n, get(n, "repeat-expr")?))) {
                 if count.text() != Some(id) {
                     return err(count.pos, "`repeat-expr` names the count field just before");
                 }
                 let item_type = required(next, "type", "a repeated field")?;
                 let def = self.type_def(item_type)?;
-                let name = text(required(next, "id", "a field")?, "an id")?;
                 let type_id = text(item_type, "a type")?;
-                let label = get(def, "label").and_then(|l| l.text()).unwrap_or(type_id);
                 let _ = write!(
                     out,
-                    "Node::Repeat {{ count: {}, item: Group {{ name: {}, filter: {}, label: {}, nodes: &[{}] }} }}, ",
+                    "Node::Repeat {{ count: {}, item: {} }}, ",
                     self.field(f)?,
-                    lit(name),
-                    lit(type_id),
-                    lit(label),
-                    self.nodes(required(def, "seq", "a type")?, depth + 1)?
+                    self.group(
+                        def,
+                        text(required(next, "id", "a field")?, "an id")?,
+                        type_id,
+                        depth
+                    )?
                 );
                 i += 2;
                 continue;
             }
-            if let (Some(next), Some(switch)) = (next, switch) {
-                map(switch, "a switch", &["switch-on", "cases"])?;
-                let on = required(switch, "switch-on", "a switch")?;
-                if on.text() != Some(id) {
-                    return err(on.pos, "`switch-on` names the tag field just before");
+            if let Some(next) = next.filter(|n| {
+                get(n, "switch").is_some() || get(n, "type").is_some_and(|t| t.entries().is_some())
+            }) {
+                let (on, cases, unknown) = self.switch(next)?;
+                if on.is_some_and(|on| on.text() != Some(id)) {
+                    return err(next.pos, "`switch-on` names the tag field just before");
                 }
-                let unknown = required(next, "unknown-rule", "a switch")?;
-                let cases = required(switch, "cases", "a switch")?;
                 let Some(cases) = cases.entries() else {
                     return err(cases.pos, "`cases` is a map of values to types");
                 };
@@ -399,15 +440,12 @@ impl Dialect<'_> {
                 for (value, ty) in cases {
                     let def = self.type_def(ty)?;
                     let type_id = text(ty, "a type")?;
-                    let label = get(def, "label").and_then(|l| l.text()).unwrap_or(type_id);
+                    let name = get(def, "name").and_then(|n| n.text()).unwrap_or(type_id);
                     let _ = write!(
                         out_cases,
-                        "Case {{ value: {}, group: Group {{ name: {}, filter: {}, label: {}, nodes: &[{}] }} }}, ",
+                        "Case {{ value: {}, group: {} }}, ",
                         integer(value, "a case value")?,
-                        lit(type_id),
-                        lit(type_id),
-                        lit(label),
-                        self.nodes(required(def, "seq", "a type")?, depth + 1)?
+                        self.group(def, name, name, depth)?
                     );
                 }
                 let _ = write!(
@@ -425,34 +463,96 @@ impl Dialect<'_> {
         Ok(out)
     }
 
+    /// A switch field's `switch-on` (inline switches name it), cases and unknown-value rule:
+    /// inline (`type: {switch-on, cases}` with `unknown-rule`) or from `switches` (`switch: NAME`).
+    fn switch<'n>(&'n self, f: &'n Node) -> Result<(Option<&'n Node>, &'n Node, &'n Node)> {
+        if let Some(name) = get(f, "switch") {
+            let id = text(name, "a switch")?;
+            let switches = get(self.root, "switches")
+                .and_then(|s| s.entries())
+                .unwrap_or(&[]);
+            let Some((_, def)) = switches.iter().find(|(k, _)| k.text() == Some(id)) else {
+                return err(name.pos, format!("no switch `{id}`"));
+            };
+            map(def, "a switch", &["cases", "unknown-rule"])?;
+            return Ok((
+                None,
+                required(def, "cases", "a switch")?,
+                required(def, "unknown-rule", "a switch")?,
+            ));
+        }
+        let ty = required(f, "type", "a switch")?;
+        map(ty, "a switch", &["switch-on", "cases"])?;
+        Ok((
+            Some(required(ty, "switch-on", "a switch")?),
+            required(ty, "cases", "a switch")?,
+            required(f, "unknown-rule", "a switch")?,
+        ))
+    }
+
+    /// A repeated item's or a switch case's group: `name` its JSON key; the display-filter
+    /// segment is the type's `filter`, else `filter`; the label the type's `label`, else `filter`.
+    fn group(&self, def: &Node, name: &str, filter: &str, depth: usize) -> Result<String> {
+        map(def, "a type", &["name", "filter", "label", "seq"])?;
+        let filter = get(def, "filter").and_then(|l| l.text()).unwrap_or(filter);
+        let label = get(def, "label").and_then(|l| l.text()).unwrap_or(filter);
+        Ok(format!(
+            "Group {{ name: {}, filter: {}, label: {}, nodes: &[{}] }}",
+            lit(name),
+            lit(filter),
+            lit(label),
+            self.nodes(required(def, "seq", "a type")?, depth + 1)?
+        ))
+    }
+
     /// One field as a `Field` literal.
     fn field(&self, f: &Node) -> Result<String> {
         let id = text(required(f, "id", "a field")?, "an id")?;
-        let ty_node = required(f, "type", "a field")?;
-        let ty_name = text(ty_node, "a field's type")?;
-        let Some((_, ty)) = TYPES.iter().find(|t| t.0 == ty_name) else {
-            return err(
-                ty_node.pos,
-                format!("`{ty_name}` is not a type of a bundled field"),
-            );
+        // A `str` of fixed size is a `char name[N]`; a field with a size and no type, raw bytes.
+        let array = match get(f, "size") {
+            Some(size) => integer(size, "a size")?,
+            None => 0,
+        };
+        let ty_name = match get(f, "type") {
+            Some(t) => text(t, "a field's type")?,
+            None if array > 0 => "bytes",
+            None => return err(f.pos, "a field needs `type`, or `size` for raw bytes"),
+        };
+        let ty: &str = match (ty_name, array) {
+            ("str" | "bytes", 1..=0xFFFF) => "U8",
+            (_, 0) => match TYPES.iter().find(|t| t.0 == ty_name) {
+                Some((_, ty)) => ty,
+                None => {
+                    return err(
+                        f.pos,
+                        format!("`{ty_name}` is not a type of a bundled field"),
+                    )
+                }
+            },
+            _ => return err(f.pos, "`size` is for a `str` or raw bytes, of 1 to 65535"),
         };
         let label = get(f, "label")
             .map(|l| text(l, "a label").map(str::to_string))
             .transpose()?
             .unwrap_or_else(|| label_of(id));
-        let mut display = match *ty {
-            "F32" => "Display::Float".to_string(),
-            "Str8" => "Display::Text".to_string(),
+        let mut display = match (ty, ty_name) {
+            ("F32", _) => "Display::Float".to_string(),
+            ("Str8", _) | (_, "str") => "Display::Text".to_string(),
+            (_, "bytes") => "Display::Hex".to_string(),
             _ => "Display::Dec".to_string(),
         };
         if let Some(d) = get(f, "display") {
             display = match text(d, "a display")? {
                 "hex" => "Display::Hex".into(),
                 "message-type" => "Display::MessageType".into(),
+                // The message table's names, as an enum (`TYPE_NAMES`, which the dialect's
+                // module builds from `MESSAGES`).
+                "type-names" if self.header_copy.get() => "Display::Hex".into(),
+                "type-names" => "Display::Enum(&TYPE_NAMES)".into(),
                 other => {
                     return err(
                         d.pos,
-                        format!("`{other}` is not a display (hex, message-type)"),
+                        format!("`{other}` is not a display (hex, message-type, type-names)"),
                     )
                 }
             };
@@ -499,7 +599,7 @@ impl Dialect<'_> {
             }
         };
         Ok(format!(
-            "Field {{ name: {}, label: {}, ty: Ty::{ty}, display: {display}, role: Role::{role}, check: {check}, divisor: 1, array: 0, quantity: Quantity::{quantity} }}",
+            "Field {{ name: {}, label: {}, ty: Ty::{ty}, display: {display}, role: Role::{role}, check: {check}, divisor: 1, array: {array}, quantity: Quantity::{quantity} }}",
             lit(id),
             lit(&label)
         ))
@@ -514,6 +614,7 @@ impl Dialect<'_> {
             );
         };
         let mut out = String::new();
+        let (mut reliable, mut both_ways) = (Vec::new(), Vec::new());
         for (code, m) in entries {
             map(
                 m,
@@ -526,6 +627,8 @@ impl Dialect<'_> {
                     "seq",
                     "variants",
                     "seen-rule",
+                    "reliable",
+                    "both-ways",
                 ],
             )?;
             let code = integer(code, "a message type")?;
@@ -533,6 +636,13 @@ impl Dialect<'_> {
                 return err(m.pos, "a message type is one byte");
             }
             let direction = direction(m)?;
+            for (key, list) in [("reliable", &mut reliable), ("both-ways", &mut both_ways)] {
+                match get(m, key).map(|v| text(v, key)) {
+                    None | Some(Ok("false")) => {}
+                    Some(Ok("true")) => list.push(format!("{code:#04X}")),
+                    Some(_) => return err(m.pos, format!("`{key}` is true or false")),
+                }
+            }
             let body = match get(m, "seq") {
                 Some(seq) => self.nodes(seq, 0)?,
                 None => String::new(),
@@ -540,16 +650,23 @@ impl Dialect<'_> {
             let mut variants = String::new();
             if let Some(list) = get(m, "variants") {
                 for v in items(list, "variants")? {
-                    map(v, "a variant", &["layout", "seq", "rule"])?;
+                    map(v, "a variant", &["layout", "seq", "rule", "with-header"])?;
                     let extends = match text(required(v, "layout", "a variant")?, "a layout")? {
                         "extends" => true,
                         "replaces" => false,
                         _ => return err(v.pos, "a variant's layout extends or replaces the body"),
                     };
+                    // `with-header`: the body starts with a copy of the header.
+                    let mut nodes = String::new();
+                    if get(v, "with-header").and_then(|w| w.text()) == Some("true") {
+                        self.header_copy.set(true);
+                        nodes = self.nodes(required(self.root, "header", "a dialect")?, 0)?;
+                        self.header_copy.set(false);
+                    }
+                    nodes += &self.nodes(required(v, "seq", "a variant")?, 0)?;
                     let _ = write!(
                         variants,
-                        "Variant {{ extends_body: {extends}, nodes: &[{}], rule: {} }}, ",
-                        self.nodes(required(v, "seq", "a variant")?, 0)?,
+                        "Variant {{ extends_body: {extends}, nodes: &[{nodes}], rule: {} }}, ",
                         rule(required(v, "rule", "a variant")?)?
                     );
                 }
@@ -570,6 +687,16 @@ impl Dialect<'_> {
             self.code,
             "/// Every message type, in the description's order.\npub const MESSAGES: &[Message] = &[\n{out}];"
         );
+        if !reliable.is_empty() || !both_ways.is_empty() {
+            let _ = writeln!(
+                self.code,
+                "/// The types the document marks reliable.\npub const RELIABLE_TYPES: &[u8] = &[{}];\n\
+                 /// The types both sides send: their direction comes from which side is the server.\n\
+                 pub const BOTH_WAYS: &[u8] = &[{}];",
+                reliable.join(", "),
+                both_ways.join(", ")
+            );
+        }
         Ok(())
     }
 }

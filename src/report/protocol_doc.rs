@@ -14,7 +14,7 @@ use crate::proto::{rt, rtnp, rtype, CATALOG};
 pub fn markdown() -> String {
     let mut out = String::from(
         "# Protocol reference\n\n\
-         Generated from the protocol description in `src/proto/` by `rtype-inspect protocol`; do not\n\
+         Generated from the dialect descriptions in `dialects/` by `rtype-inspect protocol`; do not\n\
          edit. JSON paths are the keys of `rtype-inspect export` records (`header.…`, `fields.…`;\n\
          `[]` marks a list); filter names are those of the generated Wireshark dissector.\n",
     );

@@ -145,7 +145,7 @@ fn int(name: &str, ty: Ty, value: &Value, endian: Endian, out: &mut Vec<u8>) -> 
 /// One header, encoded from the description's header nodes.
 pub fn header(endian: Endian, code: u8, flags: u8, sequence: u32, timestamp: u32) -> Vec<u8> {
     let mut out = Vec::with_capacity(desc::HEADER_LEN);
-    let value = json!({"magic": desc::MAGIC, "packet_type": code, "flags": flags, "sequence_number": sequence, "timestamp": timestamp});
+    let value = json!({"magic": u16::from_be_bytes(desc::MAGIC), "packet_type": code, "flags": flags, "sequence_number": sequence, "timestamp": timestamp});
     encode(HEADER, &value, endian, &mut out).expect("the header's values fit");
     out
 }
@@ -703,7 +703,7 @@ fn little_endian() -> io::Result<Capture> {
     for (i, c) in clients.iter_mut().enumerate() {
         // The header copy is the same header again.
         let (seq, ts) = (c.sequence + 1, rt.capture.millis());
-        rt.send_variant(c, s, desc::CLIENT_CONNECT, 0, 0, json!({"magic": desc::MAGIC, "packet_type": desc::CLIENT_CONNECT,
+        rt.send_variant(c, s, desc::CLIENT_CONNECT, 0, 0, json!({"magic": u16::from_be_bytes(desc::MAGIC), "packet_type": desc::CLIENT_CONNECT,
             "flags": 0, "sequence_number": seq, "timestamp": ts, "protocol_version": 1, "player_name": names[i], "client_id": i}))?;
         let accept = rt.send(&mut server, c.addr, desc::SERVER_ACCEPT, FLAG_RELIABLE,
             json!({"assigned_player_id": i, "max_players": 2, "game_instance_id": 1, "server_tickrate": 60}))?;
