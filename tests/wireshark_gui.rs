@@ -4,7 +4,11 @@
 //! personal plugin folder), opening the real 17-byte capture at the frame that completes a chunk
 //! set, with the build's profile chosen by the preference. The test checks the window's title,
 //! that no Lua error dialog appeared and that nothing went wrong on stderr, that tshark lists the
-//! plugin from that folder, that Statistics → R-Type opens its window, and keeps screenshots
+//! plugin from that folder, that Statistics → R-Type opens its window, and that the packet list's
+//! context menu R-Type → Follow R-Type entity on frame 523 (the spawn of entity 68) applies
+//! exactly `rtype.entity.id == 68` (the display filter history Wireshark writes on quitting) and
+//! displays the packets `rtype-inspect packets -Y` lists, the very file tshark 4.4 writes with that
+//! filter (File → Export Specified Packets, the displayed ones); it keeps screenshots
 //! (ImageMagick's `import`) in target/tmp/wireshark_gui/. `RTYPE_BLESS=1` also writes the small copy wireshark/README.md shows
 //! (wireshark/screenshot-4.4.png).
 //!
@@ -74,6 +78,21 @@ fn give_to_nobody(dir: &Path) {
     assert!(status.success());
 }
 
+/// The number of records of a little-endian pcap file (microsecond or nanosecond), if it is one.
+fn pcap_records(file: &[u8]) -> Option<usize> {
+    let magic = file.get(..4)?;
+    if magic != [0xd4, 0xc3, 0xb2, 0xa1] && magic != [0x4d, 0x3c, 0xb2, 0xa1] {
+        return None;
+    }
+    let (mut at, mut records) = (24, 0);
+    while at < file.len() {
+        let length = u32::from_le_bytes(file.get(at + 8..at + 12)?.try_into().ok()?);
+        at += 16 + length as usize;
+        records += 1;
+    }
+    (at == file.len()).then_some(records)
+}
+
 #[test]
 fn wireshark_4_4_shows_a_reassembled_snapshot() {
     if let Some(why) = missing() {
@@ -122,8 +141,11 @@ fn wireshark_4_4_shows_a_reassembled_snapshot() {
     std::fs::create_dir_all(&out_dir).unwrap();
     let screenshot = out_dir.join("rtype-4.4.png");
     let statistics = out_dir.join("rtype-4.4-statistics.png");
-    let _ = std::fs::remove_file(&screenshot);
-    let _ = std::fs::remove_file(&statistics);
+    let follow_menu = out_dir.join("rtype-4.4-follow-menu.png");
+    let follow = out_dir.join("rtype-4.4-follow.png");
+    for shot in [&screenshot, &statistics, &follow_menu, &follow] {
+        let _ = std::fs::remove_file(shot);
+    }
     let env = format!(
         "env -i HOME={home_inside} PATH=/usr/bin:/bin DISPLAY=$DISPLAY XDG_RUNTIME_DIR={home_inside} LANG=C.UTF-8"
     );
@@ -155,7 +177,53 @@ sleep 2
 echo "STATISTICS"
 xwininfo -root -tree | grep -E '^ +0x[0-9a-f]+ "'
 import -window root {statistics}
-kill $pid
+# Follow R-Type entity: close the statistics window, go to frame 523 (Ctrl+G in the packet list),
+# the spawn of entity 68, open the packet list's context menu at it (the Menu key), R-Type (its
+# sixth entry) → Follow R-Type entity (rtype.entity.id).
+xdotool mousemove 888 561 click 1
+sleep 1
+xdotool mousemove 100 200 click 1
+sleep 0.5
+xdotool key ctrl+g
+sleep 0.5
+xdotool type 523
+xdotool key Return
+sleep 1
+xdotool key Menu
+sleep 1
+xdotool key Down Down Down Down Down Down Right
+sleep 1
+import -window root {follow_menu}
+xdotool key Return
+sleep 2
+echo "FOLLOW"
+xwininfo -root -tree | grep -E '^ +0x[0-9a-f]+ "'
+import -window root {follow}
+# File → Export Specified Packets, which exports the displayed packets (the dialog's default).
+xdotool mousemove 20 8 click 1
+sleep 1
+xdotool mousemove 110 211 click 1
+for i in $(seq 1 20); do
+  sleep 0.5
+  xwininfo -root -tree | grep -q 'Export Specified Packets' && break
+done
+sleep 0.5
+xdotool type --delay 10 {home_inside}/followed.pcap
+xdotool key Return
+for i in $(seq 1 20); do
+  sleep 0.5
+  test -s {home}/followed.pcap && break
+done
+# Quit (Ctrl+Q in the packet list), which writes the display filter history to recent_common.
+sleep 1
+xdotool mousemove 100 112 click 1
+sleep 0.5
+xdotool key ctrl+q
+for i in $(seq 1 20); do
+  kill -0 $pid 2>/dev/null || break
+  sleep 0.5
+done
+kill $pid 2>/dev/null
 wait $pid
 true
 "#,
@@ -163,6 +231,8 @@ true
         home = home.display(),
         screenshot = screenshot.display(),
         statistics = statistics.display(),
+        follow_menu = follow_menu.display(),
+        follow = follow.display(),
     );
     // xvfb-run -a picks a free display; when another one starts on it meanwhile (tests of other
     // programs on this machine), Wireshark cannot connect: one more try on another.
@@ -202,6 +272,7 @@ true
         .split_once("WINDOWS")
         .and_then(|(_, rest)| rest.split_once("STATISTICS"))
         .unwrap_or(("", ""));
+    let (later, followed) = later.split_once("FOLLOW").unwrap_or((later, ""));
     let windows = windows_of(first);
     // One: the main window, titled by the capture file. A Lua error while loading the plugin
     // opens a dialog (and keeps the capture closed: the title would be "The Wireshark Network
@@ -213,6 +284,75 @@ true
         windows.iter().any(|w| w.ends_with("R-Type statistics")),
         "no R-Type statistics window after Statistics > R-Type (windows {windows:?}; see {})",
         statistics.display()
+    );
+    // Follow R-Type entity closed no window and opened none (a Lua error opens a dialog).
+    assert_eq!(
+        windows_of(followed),
+        [capture],
+        "Wireshark's windows after Follow R-Type entity (see {})",
+        follow.display()
+    );
+    // The filter it applied, exactly: the display filter history Wireshark wrote on quitting
+    // (one line, the profile being new).
+    let recent = std::fs::read_to_string(config.join("recent_common")).unwrap_or_default();
+    let filters: Vec<&str> = recent
+        .lines()
+        .filter_map(|l| l.strip_prefix("recent.display_filter:"))
+        .map(str::trim)
+        .collect();
+    assert_eq!(
+        filters,
+        ["rtype.entity.id == 68"],
+        "the display filters applied (recent_common; see {} and {}); stderr:\n{stderr}",
+        follow_menu.display(),
+        follow.display()
+    );
+    // The packets it displayed, as File → Export Specified Packets wrote them: those
+    // `rtype-inspect packets -Y` lists, and the very file tshark 4.4 writes with the filter.
+    let exported = std::fs::read(home.join("followed.pcap")).unwrap_or_default();
+    let listed = Command::new(env!("CARGO_BIN_EXE_rtype-inspect"))
+        .arg("packets")
+        .arg(root().join("tests/fixtures").join(capture))
+        .args([
+            "-Y",
+            "rtype.entity.id == 68",
+            "-T",
+            "fields",
+            "-e",
+            "frame.number",
+        ])
+        .output()
+        .unwrap();
+    assert!(listed.status.success());
+    let listed = String::from_utf8_lossy(&listed.stdout).lines().count();
+    assert_eq!(
+        listed, 497,
+        "frames naming entity 68 (rtype-inspect packets -Y)"
+    );
+    assert_eq!(
+        pcap_records(&exported),
+        Some(listed),
+        "packets displayed after Follow R-Type entity (exported to {}; see {})",
+        home.join("followed.pcap").display(),
+        follow.display()
+    );
+    let tshark = Command::new("chroot")
+        .arg("--userspec=65534:65534")
+        .arg(trixie_root())
+        .args(["/usr/bin/env", "-i", "PATH=/usr/bin:/bin"])
+        .arg(format!("HOME={home_inside}"))
+        .arg("tshark")
+        .arg("-r")
+        .arg(format!("{home_inside}/{capture}"))
+        .args(["-o", "rtype.profile:reference-17byte"])
+        .args(["-Y", "rtype.entity.id == 68", "-F", "pcap", "-w"])
+        .arg(format!("{home_inside}/tshark.pcap"))
+        .status()
+        .unwrap();
+    assert!(tshark.success());
+    assert!(
+        std::fs::read(home.join("tshark.pcap")).unwrap() == exported,
+        "the packets Wireshark displayed are not those tshark -Y 'rtype.entity.id == 68' writes"
     );
     for line in stderr.lines() {
         assert!(
@@ -232,9 +372,11 @@ true
         .unwrap_or(0);
     assert!(colours > 50, "{}: {colours} colours", screenshot.display());
     eprintln!(
-        "screenshots: {}, {}",
+        "screenshots: {}, {}, {}, {}",
         screenshot.display(),
-        statistics.display()
+        statistics.display(),
+        follow_menu.display(),
+        follow.display()
     );
 
     // The plugin is loaded from that folder: tshark 4.4 with the same home lists it.

@@ -87,12 +87,13 @@ pub fn run(mut args: ReportArgs) -> Result<ExitCode, String> {
     for file in &args.files {
         files.push(file_data(file, &reading, args.interval)?);
     }
-    let data = json!({
+    let mut data = json!({
         "schema": "report/1",
         "tool": {"name": "rtype-inspect", "version": env!("CARGO_PKG_VERSION")},
         "palette": svg::PALETTE,
-        "files": files,
     });
+    // Moved in: `json!` would copy the whole tree (it serialises what it is given).
+    data["files"] = Json::Array(files);
     let title = args
         .files
         .iter()
@@ -179,22 +180,23 @@ fn summary_data(file: &Path, reading: &Reading, interval: i64) -> Result<Json, S
             j
         })
         .collect();
-    Ok(json!({
+    let mut data = json!({
         "file": file.display().to_string(),
         "snapshot_hz": reading.analysis.snapshot_hz,
         // In percent, as --snapshot-tolerance, the configuration file and `stats` give it.
         "snapshot_tolerance": (reading.analysis.snapshot_tolerance * 1e11).round() / 1e9,
         "budgets": set,
         "breaks": breaks,
-        "profile": profile,
-    }))
+    });
+    data["profile"] = profile;
+    Ok(data)
 }
 
 /// Writes the page: the styles, the data as JSON in a `<script type="application/json">`
 /// (every `<` escaped, so no `</script>` in a file name ends it), uPlot and the page's script.
+/// The JSON goes straight to `out`, not through a string of its own (megabytes, twice: the
+/// text and its escaped copy).
 fn page(out: &mut impl Write, title: &str, data: &Json) -> std::io::Result<()> {
-    let data = serde_json::to_string(data).unwrap_or_default();
-    let data = data.replace('<', "\\u003c");
     let title = svg::escape(title);
     write!(
         out,
@@ -204,9 +206,35 @@ fn page(out: &mut impl Write, title: &str, data: &Json) -> std::io::Result<()> {
 <title>rtype-inspect report: {title}</title>\n<style>\n{UPLOT_CSS}\n</style>\n<style>\n{PAGE_CSS}</style>\n</head>\n<body>\n\
 <header><h1>rtype-inspect report</h1><nav id=\"tabs\"></nav></header>\n<main id=\"app\"></main>\n\
 <div id=\"report-status\" hidden></div>\n\
-<script type=\"application/json\" id=\"report-data\">{data}</script>\n\
+<script type=\"application/json\" id=\"report-data\">"
+    )?;
+    serde_json::to_writer(EscapeLessThan(&mut *out), data)?;
+    write!(
+        out,
+        "</script>\n\
 <script>\n{UPLOT_JS}\n</script>\n<script>\n{PAGE_JS}</script>\n</body>\n</html>\n"
     )
+}
+
+/// A writer that writes every `<` as `\u003c` (JSON's escape for it: the same string to a
+/// JSON parser, and no `</script>` for an HTML one).
+struct EscapeLessThan<W: Write>(W);
+
+impl<W: Write> Write for EscapeLessThan<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let mut rest = buf;
+        while let Some(at) = rest.iter().position(|&b| b == b'<') {
+            self.0.write_all(&rest[..at])?;
+            self.0.write_all(b"\\u003c")?;
+            rest = &rest[at + 1..];
+        }
+        self.0.write_all(rest)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
 }
 
 /// One conversation's time bucket: its frames, and the first datagrams' packet-list lines.
@@ -275,16 +303,17 @@ impl FrameLines {
                         Json::Null
                     }
                 };
-                json!({
+                let mut c = json!({
                     "id": i + 1,
-                    "first": buckets.iter().map(|b| frame(b.first, b)).collect::<Vec<_>>(),
-                    "last": buckets.iter().map(|b| frame(b.last, b)).collect::<Vec<_>>(),
                     "datagrams": buckets.iter().map(|b| b.datagrams).collect::<Vec<_>>(),
                     "lines": buckets.iter().map(|b| &b.lines).collect::<Vec<_>>(),
-                })
+                });
+                c["first"] = buckets.iter().map(|b| frame(b.first, b)).collect();
+                c["last"] = buckets.iter().map(|b| frame(b.last, b)).collect();
+                c
             })
             .collect();
-        json!(conversations)
+        Json::Array(conversations)
     }
 
     /// Per rule: `[{"frame", "conversation"}]`, the page finding the bucket of the frame.

@@ -246,7 +246,9 @@ impl WorldView {
                     .map(|rows| {
                         let flat: Vec<Json> = rows
                             .iter()
-                            .flat_map(|r| [json!(r.id), json!(r.type_index), json!(r.x), json!(r.y)])
+                            .flat_map(|r| {
+                                [json!(r.id), json!(r.type_index), json!(r.x), json!(r.y)]
+                            })
                             .collect();
                         Json::Array(flat)
                     })
@@ -272,25 +274,30 @@ impl WorldView {
                                 ])
                             })
                             .collect();
-                        (
-                            id.to_string(),
-                            json!({"lives": t.lives, "events": events, "more": t.more}),
-                        )
+                        let mut timeline = json!({"lives": t.lives, "more": t.more});
+                        timeline["events"] = Json::Array(events);
+                        (id.to_string(), timeline)
                     })
                     .collect();
-                json!({
+                // The large members moved in: `json!` would copy them.
+                let mut conv = json!({
                     "id": i + 1,
                     "types": c.types,
-                    "keyframes": keyframes,
-                    "clipped": c.clipped.iter().map(|(k, n)| json!([k, n])).collect::<Vec<_>>(),
-                    "findings": c.findings.iter().map(|(t, f, r)| json!([secs(*t), f, r])).collect::<Vec<_>>(),
                     "findings_more": c.findings_more,
-                    "timelines": timelines,
                     "untracked_events": c.untracked_events,
-                })
+                });
+                conv["keyframes"] = Json::Array(keyframes);
+                conv["clipped"] = c.clipped.iter().map(|(k, n)| json!([k, n])).collect();
+                conv["findings"] = c
+                    .findings
+                    .iter()
+                    .map(|(t, f, r)| json!([secs(*t), f, r]))
+                    .collect();
+                conv["timelines"] = Json::Object(timelines);
+                conv
             })
             .collect();
-        json!({
+        let mut view = json!({
             "step_ms": self.step_nanos as f64 / 1e6,
             "keyframes": self.keyframes,
             "cut": self.cut,
@@ -304,8 +311,9 @@ impl WorldView {
                 "max_timeline_events": MAX_TIMELINE_EVENTS,
                 "findings_marked": FINDINGS_MARKED,
             },
-            "conversations": conversations,
-        })
+        });
+        view["conversations"] = Json::Array(conversations);
+        view
     }
 }
 
