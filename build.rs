@@ -629,6 +629,8 @@ impl Dialect<'_> {
                     "seen-rule",
                     "reliable",
                     "both-ways",
+                    "role",
+                    "full-state",
                 ],
             )?;
             let code = integer(code, "a message type")?;
@@ -677,10 +679,12 @@ impl Dialect<'_> {
             };
             let _ = writeln!(
                 out,
-                "    Message {{ code: {code:#04X}, name: {}, short: {}, direction: {direction}, section: {}, body: &[{body}], variants: &[{variants}], seen_rule: {seen} }},",
+                "    Message {{ code: {code:#04X}, name: {}, short: {}, direction: {direction}, section: {}, body: &[{body}], variants: &[{variants}], seen_rule: {seen}, role: {}, full_state: {} }},",
                 lit(text(required(m, "name", "a message")?, "a name")?),
                 lit(text(required(m, "id", "a message")?, "an id")?),
                 lit(text(required(m, "section", "a message")?, "a section")?),
+                message_role(m)?,
+                full_state(m)?,
             );
         }
         let _ = writeln!(
@@ -817,7 +821,15 @@ mod json {
             map(
                 m,
                 "a message",
-                &["direction", "section", "fields", "keepalive", "seen-rule"],
+                &[
+                    "direction",
+                    "section",
+                    "fields",
+                    "keepalive",
+                    "seen-rule",
+                    "role",
+                    "full-state",
+                ],
             )?;
             let name = text(name, "a message name")?;
             let direction = direction(m)?;
@@ -839,8 +851,10 @@ mod json {
             };
             let _ = writeln!(
                 out,
-                "    JsonMessage {{ message: Message {{ code: {code_index}, name: {n}, short: {n}, direction: {direction}, section: {}, body: &[], variants: &[], seen_rule: {seen} }}, fields: &[{fields}] }},",
+                "    JsonMessage {{ message: Message {{ code: {code_index}, name: {n}, short: {n}, direction: {direction}, section: {}, body: &[], variants: &[], seen_rule: {seen}, role: {}, full_state: {} }}, fields: &[{fields}] }},",
                 lit(text(required(m, "section", "a message")?, "a section")?),
+                message_role(m)?,
+                full_state(m)?,
                 n = lit(name),
             );
         }
@@ -922,5 +936,52 @@ fn direction(m: &Node) -> Result<&'static str> {
         "client-to-server" => Ok("Direction::ClientToServer"),
         "server-to-client" => Ok("Direction::ServerToClient"),
         _ => err(m.pos, "a direction is client-to-server or server-to-client"),
+    }
+}
+
+/// The message roles of the description (`MessageRole` in src/proto/schema.rs).
+const MESSAGE_ROLES: &[(&str, &str)] = &[
+    ("hello", "Hello"),
+    ("join", "Join"),
+    ("accept", "Accept"),
+    ("deny", "Deny"),
+    ("ready", "Ready"),
+    ("all-ready", "AllReady"),
+    ("countdown", "Countdown"),
+    ("start", "Start"),
+    ("level", "Level"),
+    ("end", "End"),
+    ("disconnect", "Disconnect"),
+    ("ping", "Ping"),
+    ("pong", "Pong"),
+    ("input", "Input"),
+    ("ack", "Ack"),
+    ("snapshot", "Snapshot"),
+    ("chunk", "Chunk"),
+    ("periodic", "Periodic"),
+    ("update", "Update"),
+    ("spawn", "Spawn"),
+    ("destroy", "Destroy"),
+    ("event", "Event"),
+];
+
+/// A message's `role`, as an `Option<MessageRole>` literal.
+fn message_role(m: &Node) -> Result<String> {
+    let Some(role) = get(m, "role") else {
+        return Ok("None".into());
+    };
+    let name = text(role, "a role")?;
+    match MESSAGE_ROLES.iter().find(|r| r.0 == name) {
+        Some((_, variant)) => Ok(format!("Some(MessageRole::{variant})")),
+        None => err(role.pos, format!("`{name}` is not a message role")),
+    }
+}
+
+/// A message's `full-state`: it names every entity the server holds.
+fn full_state(m: &Node) -> Result<bool> {
+    match get(m, "full-state").map(|v| text(v, "full-state")) {
+        None | Some(Ok("false")) => Ok(false),
+        Some(Ok("true")) => Ok(true),
+        Some(_) => err(m.pos, "`full-state` is true or false"),
     }
 }

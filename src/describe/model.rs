@@ -153,54 +153,7 @@ impl FieldRole {
     }
 }
 
-/// What a message means to a session.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MessageRole {
-    Hello,
-    Join,
-    Accept,
-    Deny,
-    Ready,
-    Start,
-    Ping,
-    Pong,
-    Snapshot,
-    Spawn,
-    Destroy,
-    Disconnect,
-    Input,
-    Ack,
-    Event,
-    Chunk,
-}
-
-impl MessageRole {
-    pub const ALL: &'static [(MessageRole, &'static str)] = &[
-        (MessageRole::Hello, "hello"),
-        (MessageRole::Join, "join"),
-        (MessageRole::Accept, "accept"),
-        (MessageRole::Deny, "deny"),
-        (MessageRole::Ready, "ready"),
-        (MessageRole::Start, "start"),
-        (MessageRole::Ping, "ping"),
-        (MessageRole::Pong, "pong"),
-        (MessageRole::Snapshot, "snapshot"),
-        (MessageRole::Spawn, "spawn"),
-        (MessageRole::Destroy, "destroy"),
-        (MessageRole::Disconnect, "disconnect"),
-        (MessageRole::Input, "input"),
-        (MessageRole::Ack, "ack"),
-        (MessageRole::Event, "event"),
-        (MessageRole::Chunk, "chunk"),
-    ];
-
-    pub fn name(self) -> &'static str {
-        MessageRole::ALL
-            .iter()
-            .find(|r| r.0 == self)
-            .map_or("", |r| r.1)
-    }
-}
+pub use crate::proto::schema::MessageRole;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Direction {

@@ -9,11 +9,12 @@ use super::{Sink, State, Udp};
 use crate::datagram::Dialect;
 use crate::describe::decode::{self, Decoded as Interpreted};
 use crate::describe::loaded::{self, Loaded};
-use crate::describe::model::{self, FieldRole, MessageRole};
+use crate::describe::model::{self, FieldRole};
 use crate::message::{add_finding, Detail, Facts, Finding};
 use crate::proto::Direction;
 use crate::session::analysis::bytes_hash;
-use crate::session::event::{DatagramEvent, Decoded, EntityEvent, EntityRef};
+use crate::session::entities::lifecycle;
+use crate::session::event::{DatagramEvent, Decoded, EntityRef};
 
 /// The described arm's state across datagrams.
 #[derive(Debug, Default)]
@@ -125,13 +126,7 @@ impl State {
             .and_then(|m| m.message)
             .map(|i| &description.messages[i]);
         // Entities: the ids a spawn, destroy or snapshot names, by the fields' roles.
-        let event = match message.and_then(|m| m.role) {
-            Some(MessageRole::Spawn) => Some(EntityEvent::Spawn),
-            Some(MessageRole::Destroy) => Some(EntityEvent::Destroy),
-            Some(MessageRole::Snapshot | MessageRole::Chunk) => Some(EntityEvent::Update),
-            _ => None,
-        };
-        if let Some(event) = event {
+        if let Some(event) = lifecycle(message.and_then(|m| m.role)) {
             for item in &decoded.items {
                 let is_id = names.fields[item.field].role == Some(FieldRole::EntityId);
                 if let (true, Some(id)) = (is_id, item.value.integer()) {

@@ -989,8 +989,8 @@ impl State {
 
     /// Keeps the entities the walk collected when the message spawns, updates or destroys them,
     /// as [`lifecycle`] says; other messages that name entities change nothing.
-    fn entity_events(&mut self, dialect: Dialect, message: Option<&str>) {
-        match message.and_then(|m| lifecycle(dialect, m)) {
+    fn entity_events(&mut self, message: Option<&Message>) {
+        match lifecycle(message.and_then(|m| m.role)) {
             Some(event) => self.entities.iter_mut().for_each(|e| e.event = event),
             None => self.entities.clear(),
         }

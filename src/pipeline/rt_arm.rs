@@ -286,7 +286,7 @@ impl State {
             // Only what the header shows is judged (see `judged_when_cut`).
             self.findings.retain(|f| super::judged_when_cut(f.rule));
         }
-        self.entity_events(Dialect::Rt, message.map(|m| m.name));
+        self.entity_events(message);
         if let (Some(d), Some(m)) = (&parsed, message) {
             let how = Walked {
                 message: m,

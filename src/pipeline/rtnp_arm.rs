@@ -192,7 +192,7 @@ impl State {
             Content::Nothing => "UNKNOWN",
         };
         if direction == Direction::ServerToClient
-            && lifecycle(Dialect::Rtnp, name) == Some(EntityEvent::Update)
+            && lifecycle(message.and_then(|m| m.message.role)) == Some(EntityEvent::Update)
         {
             if let Some(json) = json {
                 snapshot_entities(json, at, &mut self.entities);

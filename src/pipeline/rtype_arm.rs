@@ -160,7 +160,7 @@ impl State {
                 self.remember_archetypes(conversation, m, p);
             }
         }
-        self.entity_events(Dialect::Rtype, message.map(|m| m.name));
+        self.entity_events(message);
         if let (Some(d), Some(m), Some(p), Some(l)) = (&parsed, message, payload, layout) {
             let how = Walked {
                 message: m,

@@ -5,7 +5,7 @@
 //! fields by their paths.
 
 use super::rules::Rule;
-use super::schema::{Check, Direction, Display, Field, Message, Quantity, Role, Ty};
+use super::schema::{Check, Direction, Display, Field, Message, MessageRole, Quantity, Role, Ty};
 
 /// JSON texts larger than this are not parsed (SECURITY.md: bounded work per datagram).
 pub const MAX_JSON: usize = 64 * 1024;

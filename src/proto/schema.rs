@@ -296,6 +296,70 @@ pub struct Variant {
     pub rule: Rule,
 }
 
+/// What a message means to a session and to its entities: the description's `role` of a
+/// message, one vocabulary for the bundled and the described dialects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MessageRole {
+    Hello,
+    Join,
+    Accept,
+    Deny,
+    Ready,
+    AllReady,
+    Countdown,
+    Start,
+    Level,
+    End,
+    Disconnect,
+    Ping,
+    Pong,
+    Input,
+    Ack,
+    Snapshot,
+    Chunk,
+    /// Another periodic stream of entity updates (rt's health and weapon snapshots).
+    Periodic,
+    /// Entity updates that play no part in the session (rt's other component snapshots).
+    Update,
+    Spawn,
+    Destroy,
+    Event,
+}
+
+impl MessageRole {
+    pub const ALL: &'static [(MessageRole, &'static str)] = &[
+        (MessageRole::Hello, "hello"),
+        (MessageRole::Join, "join"),
+        (MessageRole::Accept, "accept"),
+        (MessageRole::Deny, "deny"),
+        (MessageRole::Ready, "ready"),
+        (MessageRole::AllReady, "all-ready"),
+        (MessageRole::Countdown, "countdown"),
+        (MessageRole::Start, "start"),
+        (MessageRole::Level, "level"),
+        (MessageRole::End, "end"),
+        (MessageRole::Disconnect, "disconnect"),
+        (MessageRole::Ping, "ping"),
+        (MessageRole::Pong, "pong"),
+        (MessageRole::Input, "input"),
+        (MessageRole::Ack, "ack"),
+        (MessageRole::Snapshot, "snapshot"),
+        (MessageRole::Chunk, "chunk"),
+        (MessageRole::Periodic, "periodic"),
+        (MessageRole::Update, "update"),
+        (MessageRole::Spawn, "spawn"),
+        (MessageRole::Destroy, "destroy"),
+        (MessageRole::Event, "event"),
+    ];
+
+    pub fn name(self) -> &'static str {
+        MessageRole::ALL
+            .iter()
+            .find(|r| r.0 == self)
+            .map_or("", |r| r.1)
+    }
+}
+
 /// One message type of a dialect.
 #[derive(Debug)]
 pub struct Message {
@@ -311,30 +375,13 @@ pub struct Message {
     pub variants: &'static [Variant],
     /// Raised whenever the message is seen at all (e.g. a reserved type that is "not emitted").
     pub seen_rule: Option<Rule>,
+    /// What it means to a session and to its entities.
+    pub role: Option<MessageRole>,
+    /// It names every entity the server holds (a chunk of them, when chunked).
+    pub full_state: bool,
 }
 
 impl Message {
-    /// A message with the document's layout and nothing else (no variants, not reported when seen).
-    pub const fn new(
-        code: u8,
-        name: &'static str,
-        short: &'static str,
-        direction: Direction,
-        section: &'static str,
-        body: &'static [Node],
-    ) -> Message {
-        Message {
-            code,
-            name,
-            short,
-            direction,
-            section,
-            body,
-            variants: &[],
-            seen_rule: None,
-        }
-    }
-
     /// The payload size when every node has a fixed width (the document's fixed-size messages).
     pub fn fixed_size(&self) -> Option<usize> {
         nodes_fixed_size(self.body)

@@ -24,7 +24,7 @@ use crate::datagram::rtype::{MAX_PAYLOAD, MESSAGE_RULES};
 use crate::lua_runtime::{lua_str, BYTES, CRC32, LZ4, RANGE, UTF8};
 use crate::proto::profile::{BitSlot, Profile, BUNDLED, MASK_BITS};
 use crate::proto::registry::{
-    FieldType, Registry, RuntimeField, Source, Values, DISSECTOR_RUNTIME,
+    snapshot_message, FieldType, Registry, RuntimeField, Source, Values, DISSECTOR_RUNTIME,
 };
 use crate::proto::rtnp::{JsonField, MAX_DATAGRAM, MAX_DEPTH, MAX_JSON, PING, PONG};
 use crate::proto::rtype::{
@@ -1689,14 +1689,6 @@ fn json_fields(out: &mut String, fields: &'static [JsonField], indent: usize) {
         out.push_str(" },\n");
     }
     let _ = write!(out, "{}}}", pad(indent - 1));
-}
-
-/// The message whose body is one entity repeat: SERVER_SNAPSHOT, the shape chunks reassemble to.
-fn snapshot_message() -> &'static Message {
-    MESSAGES
-        .iter()
-        .find(|m| matches!(m.body, [Node::Repeat { count, .. }] if count.role == Role::EntityCount))
-        .expect("the description has a snapshot message")
 }
 
 /// The expert group of a rule: a broken structure is malformed, a bad checksum a checksum

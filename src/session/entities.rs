@@ -21,6 +21,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::datagram::{rt, rtype, Dialect};
 use crate::message::{Detail, Finding};
+use crate::proto::schema::{Message, MessageRole};
 use crate::proto::Rule;
 use crate::session::event::{DatagramEvent, EntityEvent, EntityRef, LooseFinding};
 
@@ -398,31 +399,22 @@ fn misread(event: &DatagramEvent<'_>) -> bool {
         .any(|f| rtype::MESSAGE_RULES.misfit(f.rule) || rt::MESSAGE_RULES.misfit(f.rule))
 }
 
-/// Whether a message names every entity the server holds (a chunk of one when chunked): rtype's
-/// SERVER_SNAPSHOT_CHUNK sets, which the real servers send as periodic full states (spec-notes
-/// B), and rtnp's snapshots (004 §3.2, D.3). rt's component snapshots are not full states.
-pub fn full_state(dialect: Dialect, name: &str) -> bool {
-    matches!(
-        (dialect, name),
-        (Dialect::Rtype, "SERVER_SNAPSHOT_CHUNK") | (Dialect::Rtnp, "snapshot")
-    )
+/// Whether a message names every entity the server holds (a chunk of them when chunked): its
+/// description says so (`full-state`).
+pub fn full_state(message: Option<&Message>) -> bool {
+    message.is_some_and(|m| m.full_state)
 }
 
-/// What a message does to its entities, by its name; `None` for messages that name entities
+/// What a message does to its entities, by its role; `None` for messages that name entities
 /// without changing their life (rt COMPONENT_ADD, ENTITY_FULL_STATE…).
-pub fn lifecycle(dialect: Dialect, name: &str) -> Option<EntityEvent> {
-    match (dialect, name) {
-        (Dialect::Rtype, "SERVER_ENTITY_SPAWN") | (Dialect::Rt, "ENTITY_SPAWN") => {
-            Some(EntityEvent::Spawn)
-        }
-        (Dialect::Rtype, "SERVER_ENTITY_DESTROYED") | (Dialect::Rt, "ENTITY_DESTROY") => {
-            Some(EntityEvent::Destroy)
-        }
-        (Dialect::Rtype, "SERVER_SNAPSHOT" | "SERVER_SNAPSHOT_CHUNK")
-        | (Dialect::Rtnp, "snapshot") => Some(EntityEvent::Update),
-        (Dialect::Rt, n) if n.ends_with("_SNAPSHOT") || n.ends_with("_SNAPSHOT_DELTA") => {
-            Some(EntityEvent::Update)
-        }
+pub fn lifecycle(role: Option<MessageRole>) -> Option<EntityEvent> {
+    match role? {
+        MessageRole::Spawn => Some(EntityEvent::Spawn),
+        MessageRole::Destroy => Some(EntityEvent::Destroy),
+        MessageRole::Snapshot
+        | MessageRole::Chunk
+        | MessageRole::Periodic
+        | MessageRole::Update => Some(EntityEvent::Update),
         _ => None,
     }
 }
@@ -449,7 +441,7 @@ impl Entities {
     ) {
         self.last.clear();
         let Some(refs) = refs else { return };
-        let full = full_state(event.dialect, event.name);
+        let full = full_state(event.message);
         if refs.is_empty() && !full {
             return;
         }

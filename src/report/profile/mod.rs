@@ -468,7 +468,7 @@ impl Sink for Profiler {
                 self.costs.read_positions(payload, endian);
             }
         }
-        let snapshot = lifecycle(e.dialect, e.name) == Some(EntityEvent::Update);
+        let snapshot = lifecycle(e.message.and_then(|m| m.role)) == Some(EntityEvent::Update);
         let parts = match (snapshot, e.decoded) {
             (false, _) => None,
             (

@@ -1,8 +1,9 @@
 //! What a message means to a session, whatever the dialect: a handshake step, a ping, a
-//! snapshot... Everything else in the analysis works on these roles, so a new dialect only has to
-//! say here which of its messages play which role.
+//! snapshot... Everything else in the analysis works on these roles, which the dialects'
+//! descriptions give their messages (`role`).
 
 use crate::datagram::Dialect;
+use crate::proto::schema::MessageRole;
 use crate::proto::Direction;
 use crate::session::event::DatagramEvent;
 
@@ -87,39 +88,50 @@ pub enum Role {
 }
 
 impl Role {
-    /// The role of a decoded datagram's message.
+    /// The role of a decoded datagram's message: its description's, else (a name only real
+    /// traffic uses) [`NAMED`]'s.
     pub fn of(event: &DatagramEvent<'_>) -> Role {
-        match (event.dialect, event.code) {
-            (Dialect::Rtype, Some(code)) => rtype(code),
-            _ => by_name(event.name, event.direction),
+        let Some(message) = event.message else {
+            return by_name(event.name, event.direction);
+        };
+        // rtype's messages play their role by their type code, whoever sends them; the named
+        // dialects' only from the side the description says sends them.
+        let sent_as_described =
+            event.dialect == Dialect::Rtype || event.direction == Some(message.direction);
+        match message.role {
+            Some(role) if sent_as_described => of_message(role, message.direction),
+            _ => Role::Other,
         }
     }
 }
 
-/// rtype message types (002 §5, 001 §2).
-fn rtype(code: u8) -> Role {
-    match code {
-        0x01 => Role::Step(Step::Hello),
-        0x02 => Role::Step(Step::JoinRequest),
-        0x03 => Role::Step(Step::Ready),
-        0x04 => Role::Ping,
-        0x05 => Role::Input,
-        0x06 => Role::Ack,
-        0x07 => Role::Step(Step::Disconnect),
-        0x10 => Role::Step(Step::ServerHello),
-        0x11 => Role::Step(Step::JoinAccept),
-        0x12 => Role::Step(Step::JoinDeny),
-        0x13 => Role::Pong,
-        0x14 => Role::Snapshot,
-        0x15 => Role::Step(Step::GameStart),
-        0x16 => Role::Step(Step::GameEnd),
-        0x17 | 0x18 | 0x1A => Role::Step(Step::ServerEnd),
-        0x1D | 0x1E | 0x32 => Role::GameState,
-        0x1F => Role::Step(Step::AllReady),
-        0x20 => Role::Step(Step::Countdown),
-        0x21 => Role::SnapshotChunk,
-        0x30 => Role::Step(Step::LevelInit),
-        _ => Role::Other,
+/// What a message role of the description is to the session, for a message sent `direction`:
+/// a server's HELLO answers the client's, and a server's DISCONNECT (KICK, BAN) ends the session.
+fn of_message(role: MessageRole, direction: Direction) -> Role {
+    let server = direction == Direction::ServerToClient;
+    match role {
+        MessageRole::Hello if server => Role::Step(Step::ServerHello),
+        MessageRole::Hello => Role::Step(Step::Hello),
+        MessageRole::Join => Role::Step(Step::JoinRequest),
+        MessageRole::Accept => Role::Step(Step::JoinAccept),
+        MessageRole::Deny => Role::Step(Step::JoinDeny),
+        MessageRole::Ready => Role::Step(Step::Ready),
+        MessageRole::AllReady => Role::Step(Step::AllReady),
+        MessageRole::Countdown => Role::Step(Step::Countdown),
+        MessageRole::Start => Role::Step(Step::GameStart),
+        MessageRole::Level => Role::Step(Step::LevelInit),
+        MessageRole::End => Role::Step(Step::GameEnd),
+        MessageRole::Disconnect if server => Role::Step(Step::ServerEnd),
+        MessageRole::Disconnect => Role::Step(Step::Disconnect),
+        MessageRole::Ping => Role::Ping,
+        MessageRole::Pong => Role::Pong,
+        MessageRole::Input => Role::Input,
+        MessageRole::Ack => Role::Ack,
+        MessageRole::Snapshot => Role::Snapshot,
+        MessageRole::Chunk => Role::SnapshotChunk,
+        MessageRole::Periodic => Role::Periodic,
+        MessageRole::Spawn | MessageRole::Destroy | MessageRole::Event => Role::GameState,
+        MessageRole::Update => Role::Other,
     }
 }
 
@@ -130,37 +142,12 @@ enum Sender {
     Server,
 }
 
-/// Dialects that name their messages (rt's document names, rtnp's JSON `type` and keep-alive
-/// strings): the names of documents 003 and 004 (and of real servers) that play a session role,
-/// and who sends them. rt's handshake is CLIENT_CONNECT → SERVER_ACCEPT (003); rtnp's is any
-/// first client message → assign_id (004 §7.1).
-const NAMED: &[(&str, Sender, Role)] = {
-    use Sender::{Client as C, Server as S};
-    &[
-        ("CLIENT_CONNECT", C, Role::Step(Step::Hello)),
-        ("connect_request", C, Role::Step(Step::Hello)),
-        ("SERVER_ACCEPT", S, Role::Step(Step::JoinAccept)),
-        ("assign_id", S, Role::Step(Step::JoinAccept)),
-        ("SERVER_REJECT", S, Role::Step(Step::JoinDeny)),
-        ("PLAYER_IS_READY", C, Role::Step(Step::Ready)),
-        ("GAME_START", S, Role::Step(Step::GameStart)),
-        ("LEVEL_START", S, Role::Step(Step::GameStart)),
-        ("game_started", S, Role::Step(Step::GameStart)),
-        ("GAME_END", S, Role::Step(Step::GameEnd)),
-        ("CLIENT_DISCONNECT", C, Role::Step(Step::Disconnect)),
-        ("disconnect", C, Role::Step(Step::Disconnect)),
-        ("leave_lobby", C, Role::Step(Step::Disconnect)),
-        ("PING", C, Role::Ping),
-        ("PONG", S, Role::Pong),
-        ("PLAYER_INPUT", C, Role::Input),
-        ("player_input", C, Role::Input),
-        ("TRANSFORM_SNAPSHOT", S, Role::Snapshot),
-        ("snapshot", S, Role::Snapshot),
-        // rt's other component snapshots: periodic streams of the same ticks, judged on their own.
-        ("HEALTH_SNAPSHOT", S, Role::Periodic),
-        ("WEAPON_SNAPSHOT", S, Role::Periodic),
-    ]
-};
+/// Names real rtnp servers use that document 004 does not define, the role each plays and who
+/// sends it (spec-notes B). Every message the descriptions define has its role there.
+const NAMED: &[(&str, Sender, Role)] = &[
+    ("game_started", Sender::Server, Role::Step(Step::GameStart)),
+    ("leave_lobby", Sender::Client, Role::Step(Step::Disconnect)),
+];
 
 /// The entry of [`NAMED`] for a message sent in `direction`: a name sent the wrong way plays no
 /// role.
