@@ -988,6 +988,16 @@ mod tests {
     use super::*;
     use crate::message::Facts;
 
+    /// The description's message of that name, as the pipeline hands it on.
+    fn described(dialect: Dialect, name: &str) -> Option<&'static Message> {
+        match dialect {
+            Dialect::Rtype => crate::proto::rtype::MESSAGES.iter().find(|m| m.name == name),
+            Dialect::Rt => crate::proto::rt::MESSAGES.iter().find(|m| m.name == name),
+            Dialect::Rtnp => crate::proto::rtnp::message(name).map(|m| &m.message),
+            Dialect::Described(_) => None,
+        }
+    }
+
     const MS: i64 = 1_000_000;
 
     /// Feeds entity references as datagrams of one rtype (or rtnp) conversation.
@@ -1053,7 +1063,7 @@ mod tests {
                 code: None,
                 sequence: None,
                 tick,
-                message: None,
+                message: described(self.dialect, name),
                 name,
                 payload: None,
                 facts,
