@@ -991,7 +991,9 @@ mod tests {
     /// The description's message of that name, as the pipeline hands it on.
     fn described(dialect: Dialect, name: &str) -> Option<&'static Message> {
         match dialect {
-            Dialect::Rtype => crate::proto::rtype::MESSAGES.iter().find(|m| m.name == name),
+            Dialect::Rtype => crate::proto::rtype::MESSAGES
+                .iter()
+                .find(|m| m.name == name),
             Dialect::Rt => crate::proto::rt::MESSAGES.iter().find(|m| m.name == name),
             Dialect::Rtnp => crate::proto::rtnp::message(name).map(|m| &m.message),
             Dialect::Described(_) => None,
