@@ -12,7 +12,7 @@ use super::{Sink, State, Udp};
 use crate::datagram::{rtnp, Dialect};
 use crate::message::{add_finding, Detail, Facts, Finding};
 use crate::proto::rtnp::{
-    self as desc, JsonMessage, CLIENT_TIMEOUT_NANOS, PING, PONG, SERVER_PORT,
+    self as desc, JsonMessage, CLIENT_TIMEOUT_NANOS, PING, PONG, SERVER_PORT, TYPE_KEY,
 };
 use crate::proto::{Direction, Rule};
 use crate::session::analysis::bytes_hash;
@@ -140,7 +140,7 @@ impl State {
             .rtnp
             .json
             .as_ref()
-            .and_then(|j| j.get(crate::proto::rtnp::TYPE_KEY))
+            .and_then(|j| j.get(TYPE_KEY))
             .and_then(Value::as_str);
         let message = match content {
             Content::Keepalive(name) => desc::message(name),
@@ -157,10 +157,13 @@ impl State {
         }
         if let (Content::Json, Some(json)) = (&content, &self.rtnp.json) {
             match type_name {
-                None => report(Rule::RtnpTypeMissing, Detail::Field("type")),
+                None => report(Rule::RtnpTypeMissing, Detail::Field(TYPE_KEY)),
                 Some(_) => {
-                    if text.and_then(rtnp::first_key).is_some_and(|k| k != "type") {
-                        report(Rule::RtnpTypeNotFirst, Detail::Field("type"));
+                    if text
+                        .and_then(rtnp::first_key)
+                        .is_some_and(|k| k != TYPE_KEY)
+                    {
+                        report(Rule::RtnpTypeNotFirst, Detail::Field(TYPE_KEY));
                     }
                     match message {
                         Some(m) => rtnp::check_schema(json, m, at, &mut self.findings),
@@ -186,7 +189,7 @@ impl State {
         let name = match content {
             Content::Keepalive(name) => name,
             Content::Json => json
-                .and_then(|j| j.get(crate::proto::rtnp::TYPE_KEY))
+                .and_then(|j| j.get(TYPE_KEY))
                 .and_then(Value::as_str)
                 .unwrap_or("UNKNOWN"),
             Content::Nothing => "UNKNOWN",

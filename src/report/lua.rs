@@ -559,10 +559,11 @@ impl Gen {
         let _ = writeln!(
             out,
             "local C_RTNP = {{\n    MAX_DATAGRAM = {MAX_DATAGRAM}, MAX_JSON = {MAX_JSON}, MAX_DEPTH = {MAX_DEPTH}, MAX_WORDS = {RTNP_MAX_WORDS},\n    \
-             PING = {}, PONG = {}, SERVER_PORT = {},\n}}\n",
+             PING = {}, PONG = {}, SERVER_PORT = {}, TYPE_KEY = {},\n}}\n",
             lua_str(PING),
             lua_str(PONG),
             rtnp::SERVER_PORT,
+            lua_str(rtnp::TYPE_KEY),
         );
 
         // The rules each runtime raises, by what they are about.

@@ -247,7 +247,7 @@ rtnp_consistent = function(s, n)
     if n > C_RTNP.MAX_JSON or too_deep(s, C_RTNP.MAX_DEPTH) or not utf8_valid(bytes_of(s, n), 1, n) then return false end
     local ok, v = pcall(json_parse, s)
     if not ok or v.t ~= "object" then return false end
-    local jt = v.map["type"]
+    local jt = v.map[C_RTNP.TYPE_KEY]
     local m = jt and jt.t == "string" and RTNP_MESSAGES[jt.v]
     return m and not m.seen and true or false
 end
@@ -418,7 +418,7 @@ local function rtnp_datagram(tvb, pinfo, tree, root, mode)
             root:add(PF_RTNP.text, tvb(text_at, 0), "")
         end
         if json then
-            local jt = json.map["type"]
+            local jt = json.map[C_RTNP.TYPE_KEY]
             if jt and jt.t == "string" then
                 type_name = jt.v
                 name = jt.v
@@ -433,9 +433,9 @@ local function rtnp_datagram(tvb, pinfo, tree, root, mode)
         if message and message.seen then report_text(message.seen, "") end
         if json then
             if type_name == nil then
-                report_text(RULE_RTNP.type_missing, "type")
+                report_text(RULE_RTNP.type_missing, C_RTNP.TYPE_KEY)
             else
-                if json.first ~= "type" then report_text(RULE_RTNP.type_not_first, "first is " .. json.first) end
+                if json.first ~= C_RTNP.TYPE_KEY then report_text(RULE_RTNP.type_not_first, "first is " .. json.first) end
                 if message then
                     found = found or {}
                     check_fields(json, message.fields, found, text_at, text_len)
