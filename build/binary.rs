@@ -91,7 +91,15 @@ pub(super) fn compile(root: &Node) -> Result<String> {
         root,
         "a dialect",
         &[
-            "meta", "detect", "header", "footer", "framing", "enums", "types", "switches",
+            "meta",
+            "detect",
+            "header",
+            "footer",
+            "framing",
+            "header-rules",
+            "enums",
+            "types",
+            "switches",
             "messages",
         ],
     )?;
@@ -110,6 +118,7 @@ pub(super) fn compile(root: &Node) -> Result<String> {
         header_copy: Default::default(),
     };
     d.constants()?;
+    d.header_rules()?;
     d.enumerations()?;
     let header = d.nodes(required(root, "header", "a dialect")?, 0)?;
     let _ = writeln!(d.code, "pub const HEADER: &[Node] = &[{header}];");
@@ -207,6 +216,24 @@ impl Dialect<'_> {
                 integer(bits, "a mask")?
             );
         }
+        Ok(())
+    }
+
+    /// The rules the header alone decides (`header-rules`).
+    fn header_rules(&mut self) -> Result<()> {
+        let Some(list) = get(self.root, "header-rules") else {
+            return Ok(());
+        };
+        let rules: Vec<String> = items(list, "header-rules")?
+            .iter()
+            .map(rule)
+            .collect::<Result<_>>()?;
+        let _ = writeln!(
+            self.code,
+            "/// The rules a datagram's header alone decides: one the capture cut short is still judged on them.\n\
+             pub const HEADER_RULES: &[Rule] = &[{}];",
+            rules.join(", ")
+        );
         Ok(())
     }
 

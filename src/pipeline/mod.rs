@@ -720,30 +720,17 @@ fn frame_fields<'a>(frame: &Frame<'a>, payload: u32, time_delta: i64) -> FrameFi
 }
 
 /// Whether a datagram the capture cut short is still judged on `rule`: only its header's rules
-/// are (`capture.snaplen` says the rest is missing); its lengths, CRC, compressed block, message
-/// and chunk are not, nor (rtnp) its text.
+/// are (the descriptions' `header-rules` and their messages' `seen-rule`; `capture.snaplen` says
+/// the rest is missing); its lengths, CRC, compressed block, message and chunk are not, nor
+/// (rtnp) its text.
 pub(super) fn judged_when_cut(rule: Rule) -> bool {
-    matches!(
-        rule,
-        Rule::RtypeOldHeader
-            | Rule::RtypeVersion
-            | Rule::RtypePacketType
-            | Rule::RtypeCompressSmall
-            | Rule::RtypeOrigSizeSet
-            | Rule::RtypeUnknownType
-            | Rule::RtypeDirection
-            | Rule::RtByteOrder
-            | Rule::RtPacketType
-            | Rule::RtUnknownType
-            | Rule::RtReservedFlags
-            | Rule::RtOpaquePayload
-            | Rule::RtDisconnectUnreliable
-            | Rule::RtReliableFlagMissing
-            | Rule::RtDirection
-    ) || crate::proto::rtype::MESSAGES
-        .iter()
-        .chain(crate::proto::rt::MESSAGES)
-        .any(|m| m.seen_rule == Some(rule))
+    use crate::proto::{rt, rtype};
+    rtype::HEADER_RULES.contains(&rule)
+        || rt::HEADER_RULES.contains(&rule)
+        || rtype::MESSAGES
+            .iter()
+            .chain(rt::MESSAGES)
+            .any(|m| m.seen_rule == Some(rule))
 }
 
 /// The dialect of a datagram the capture cut short, by what it holds: the magic and a whole
