@@ -136,49 +136,21 @@ fn direction(m: &Node) -> Result<&'static str> {
     }
 }
 
-/// The message roles of the description (`MessageRole` in src/proto/schema.rs).
-const MESSAGE_ROLES: &[(&str, &str)] = &[
-    ("hello", "Hello"),
-    ("join", "Join"),
-    ("accept", "Accept"),
-    ("deny", "Deny"),
-    ("ready", "Ready"),
-    ("all-ready", "AllReady"),
-    ("countdown", "Countdown"),
-    ("start", "Start"),
-    ("level", "Level"),
-    ("end", "End"),
-    ("disconnect", "Disconnect"),
-    ("ping", "Ping"),
-    ("pong", "Pong"),
-    ("input", "Input"),
-    ("ack", "Ack"),
-    ("snapshot", "Snapshot"),
-    ("chunk", "Chunk"),
-    ("periodic", "Periodic"),
-    ("update", "Update"),
-    ("spawn", "Spawn"),
-    ("destroy", "Destroy"),
-    ("event", "Event"),
-];
-
-/// A message's `role`, as an `Option<MessageRole>` literal.
+/// A message's `role`, as an `Option<MessageRole>` literal: resolved against the vocabulary
+/// (`MessageRole::ALL`) at compile time.
 fn message_role(m: &Node) -> Result<String> {
-    let Some(role) = get(m, "role") else {
-        return Ok("None".into());
-    };
-    let name = text(role, "a role")?;
-    match MESSAGE_ROLES.iter().find(|r| r.0 == name) {
-        Some((_, variant)) => Ok(format!("Some(MessageRole::{variant})")),
-        None => err(role.pos, format!("`{name}` is not a message role")),
-    }
+    Ok(match get(m, "role") {
+        Some(role) => format!("Some(MessageRole::named({}))", lit(text(role, "a role")?)),
+        None => "None".into(),
+    })
 }
 
-/// A message's `full-state`: it names every entity the server holds.
-fn full_state(m: &Node) -> Result<bool> {
-    match get(m, "full-state").map(|v| text(v, "full-state")) {
-        None | Some(Ok("false")) => Ok(false),
-        Some(Ok("true")) => Ok(true),
-        Some(_) => err(m.pos, "`full-state` is true or false"),
+/// A `true` or `false` value of `key`, `false` when absent.
+fn flag(node: &Node, key: &str) -> Result<bool> {
+    match get(node, key).map(|v| (v, v.text())) {
+        None => Ok(false),
+        Some((_, Some("true"))) => Ok(true),
+        Some((_, Some("false"))) => Ok(false),
+        Some((v, _)) => err(v.pos, format!("`{key}` is true or false")),
     }
 }

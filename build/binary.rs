@@ -31,7 +31,6 @@ const ROLES: &[(&str, &str)] = &[
     ("component-type", "ComponentType"),
     ("flags", "Flags"),
     ("time", "Timestamp"),
-    ("checksum", "None"),
 ];
 
 /// The roles that say what an entity's field measures (the schema's `Quantity`).
@@ -558,10 +557,8 @@ impl Dialect<'_> {
             }
             let direction = direction(m)?;
             for (key, list) in [("reliable", &mut reliable), ("both-ways", &mut both_ways)] {
-                match get(m, key).map(|v| text(v, key)) {
-                    None | Some(Ok("false")) => {}
-                    Some(Ok("true")) => list.push(format!("{code:#04X}")),
-                    Some(_) => return err(m.pos, format!("`{key}` is true or false")),
+                if flag(m, key)? {
+                    list.push(format!("{code:#04X}"));
                 }
             }
             let body = match get(m, "seq") {
@@ -579,7 +576,7 @@ impl Dialect<'_> {
                     };
                     // `with-header`: the body starts with a copy of the header.
                     let mut nodes = String::new();
-                    if get(v, "with-header").and_then(|w| w.text()) == Some("true") {
+                    if flag(v, "with-header")? {
                         self.header_copy.set(true);
                         nodes = self.nodes(required(self.root, "header", "a dialect")?, 0)?;
                         self.header_copy.set(false);
@@ -603,7 +600,7 @@ impl Dialect<'_> {
                 lit(text(required(m, "id", "a message")?, "an id")?),
                 lit(text(required(m, "section", "a message")?, "a section")?),
                 message_role(m)?,
-                full_state(m)?,
+                flag(m, "full-state")?,
             );
         }
         let _ = writeln!(

@@ -128,7 +128,7 @@ pub(super) fn compile(root: &Node) -> Result<String> {
             Some(r) => format!("Some({})", rule(r)?),
             None => "None".into(),
         };
-        if get(m, "keepalive").and_then(|k| k.text()) == Some("true") {
+        if flag(m, "keepalive")? {
             let _ = writeln!(
                 code,
                 "/// A keep-alive text real peers send instead of JSON.\npub const {}: &str = {};",
@@ -145,7 +145,7 @@ pub(super) fn compile(root: &Node) -> Result<String> {
             "    JsonMessage {{ message: Message {{ code: {code_index}, name: {n}, short: {n}, direction: {direction}, section: {}, body: &[], variants: &[], seen_rule: {seen}, role: {}, full_state: {} }}, fields: &[{fields}] }},",
             lit(text(required(m, "section", "a message")?, "a section")?),
             message_role(m)?,
-            full_state(m)?,
+            flag(m, "full-state")?,
             n = lit(name),
         );
     }
@@ -186,12 +186,7 @@ fn fields(list: &Node, parent: &str, missing: &str, depth: usize) -> Result<Stri
                 format!("`{ty_name}` is not a JSON Schema type"),
             );
         };
-        let required = match get(f, "required").map(|r| text(r, "required")) {
-            None => false,
-            Some(Ok("true")) => true,
-            Some(Ok("false")) => false,
-            Some(_) => return err(f.pos, "`required` is true or false"),
-        };
+        let required = flag(f, "required")?;
         let minimum = match get(f, "minimum") {
             Some(m) => format!("Some({:?})", integer(m, "a minimum")? as f64),
             None => "None".into(),

@@ -358,6 +358,19 @@ impl MessageRole {
             .find(|r| r.0 == self)
             .map_or("", |r| r.1)
     }
+
+    /// The role of this name, at compile time: the bundled dialects' tables (build.rs) name
+    /// their messages' roles, and a name the vocabulary lacks fails the build.
+    pub const fn named(name: &str) -> MessageRole {
+        let mut i = 0;
+        while i < MessageRole::ALL.len() {
+            if same(MessageRole::ALL[i].1.as_bytes(), name.as_bytes()) {
+                return MessageRole::ALL[i].0;
+            }
+            i += 1;
+        }
+        panic!("a bundled dialect names a message role the vocabulary lacks")
+    }
 }
 
 /// One message type of a dialect.
