@@ -10,6 +10,8 @@
 mod binary;
 #[path = "build/json.rs"]
 mod json;
+#[path = "build/rules.rs"]
+mod rules;
 #[path = "src/describe/yaml.rs"]
 #[allow(dead_code)]
 mod yaml;
@@ -26,29 +28,49 @@ fn main() {
     println!("cargo:rerun-if-changed=build");
     println!("cargo:rerun-if-changed=src/describe/yaml.rs");
     let out = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
+    let mut catalog = String::new();
     for id in DIALECTS {
         let path = format!("dialects/{id}.yaml");
         println!("cargo:rerun-if-changed={path}");
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-        let code = match compile(&text) {
-            Ok(code) => code,
+        let (code, rules) = match compile(&text) {
+            Ok(compiled) => compiled,
             Err(e) => panic!("{path}:{}:{}: {}", e.pos.line, e.pos.column, e.message),
         };
-        std::fs::write(Path::new(&out).join(format!("{id}.rs")), code)
-            .unwrap_or_else(|e| panic!("{out}: {e}"));
+        write(&out, &format!("{id}.rs"), &code);
+        catalog.push_str(&rules);
     }
+    write(
+        &out,
+        "rules.rs",
+        &format!(
+            "// Compiled by build.rs from the dialects' descriptions: edit those, not this.\n\
+             /// Calls `$then!` with the catalog's entries `$before`, the bundled dialects' rules\n\
+             /// (dialects/*.yaml, in order) and `$after`.\n\
+             macro_rules! with_dialect_rules {{\n    \
+             ($then:ident {{ $($before:tt)* }} {{ $($after:tt)* }}) => {{\n        \
+             $then! {{ $($before)*\n{catalog} $($after)* }}\n    }};\n}}\n"
+        ),
+    );
+}
+
+fn write(out: &str, name: &str, code: &str) {
+    std::fs::write(Path::new(out).join(name), code).unwrap_or_else(|e| panic!("{out}: {e}"));
 }
 
 type Result<T> = std::result::Result<T, yaml::Error>;
 
-/// A description's tables: a dialect of JSON messages has a `payload`, one of binary messages
-/// has none.
-fn compile(text: &str) -> Result<String> {
+/// A description's tables, and its entries of the rule catalog: a dialect of JSON messages has
+/// a `payload`, one of binary messages has none (and the message walker's rules).
+fn compile(text: &str) -> Result<(String, String)> {
     let root = yaml::parse(text)?;
-    match get(&root, "payload") {
-        Some(_) => json::compile(&root),
-        None => binary::compile(&root),
-    }
+    let rules = rules::compile(&root)?;
+    let mut code = match get(&root, "payload") {
+        Some(_) => json::compile(&root)?,
+        None => binary::compile(&root)? + &rules.walker(&root)?,
+    };
+    code.push_str(&rules.datagram_rules());
+    Ok((code, rules.catalog))
 }
 
 fn err<T>(pos: Pos, message: impl Into<String>) -> Result<T> {

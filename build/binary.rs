@@ -100,6 +100,7 @@ pub(super) fn compile(root: &Node) -> Result<String> {
             "types",
             "switches",
             "messages",
+            "rules",
         ],
     )?;
     let empty: &[(Node, Node)] = &[];

@@ -26,6 +26,7 @@ pub(super) fn compile(root: &Node) -> Result<String> {
             "session",
             "entity-values",
             "messages",
+            "rules",
         ],
     )?;
     let mut code = String::from(

@@ -4,10 +4,13 @@
 
 use std::ops::Range;
 
-use crate::message::{add_finding, Detail, Endian, Finding, MessageRules};
+use crate::message::{add_finding, Detail, Endian, Finding};
 use crate::proto::rt::{self as desc, HEADER, HEADER_LEN};
 use crate::proto::schema::{field_range, Message, Role};
 use crate::proto::Rule;
+
+/// The rules the message walker raises for rt payloads, named in the description.
+pub use crate::proto::rt::MESSAGE_RULES;
 
 /// Byte ranges of the header fields, read from the description at compile time.
 mod field {
@@ -96,17 +99,6 @@ impl<'a> Header<'a> {
         &self.buf[..HEADER_LEN]
     }
 }
-
-/// The rules the message walker raises for rt payloads. rt has no masked fields, so the two
-/// mask-bit rules can never be raised; they point at the trailing-bytes rule only to fill the slots.
-pub const MESSAGE_RULES: MessageRules = MessageRules {
-    truncated: Rule::RtTruncated,
-    trailing: Rule::RtTrailing,
-    size: Rule::RtSize,
-    utf8: Rule::RtUtf8,
-    reserved_bit: Rule::RtTrailing,
-    undefined_bit: Rule::RtTrailing,
-};
 
 /// An rt datagram, checked: the header, where the payload is, and its message type.
 #[derive(Clone, Copy, Debug)]
@@ -218,7 +210,7 @@ pub fn parse<'a>(
     }
     if header.opaque() {
         report(
-            Rule::RtOpaquePayload,
+            Rule::RtOpaque,
             field::FLAGS.start,
             Detail::Value(flags.into()),
         );
@@ -360,7 +352,7 @@ mod tests {
             (0x04, 0x00, vec![Rule::RtDisconnectUnreliable]),
             (0x21, 0x00, vec![Rule::RtReliableFlagMissing]),
             (0x21, 0x21, vec![Rule::RtReservedFlags]),
-            (0x24, 0x02, vec![Rule::RtOpaquePayload]),
+            (0x24, 0x02, vec![Rule::RtOpaque]),
         ] {
             findings.clear();
             let bytes = datagram(Endian::Big, code, flags, 0, 0, &[]);

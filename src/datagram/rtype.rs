@@ -2,12 +2,15 @@
 
 use std::ops::Range;
 
-use crate::message::{add_finding, Detail, Endian, Finding, MessageRules};
+use crate::message::{add_finding, Detail, Endian, Finding};
 use crate::proto::rtype::{
     self as desc, COMPRESSED_BIT, COMPRESS_THRESHOLD, CRC_LEN, HEADER, HEADER_15,
 };
 use crate::proto::schema::{field_range, Direction, Message, Node, Role};
 use crate::proto::Rule;
+
+/// The rules the message walker raises for rtype payloads, named in the description.
+pub use crate::proto::rtype::MESSAGE_RULES;
 
 /// Byte ranges of the header fields, read from the description at compile time.
 mod field {
@@ -111,16 +114,6 @@ impl<'a> Header<'a> {
         &self.buf[..self.layout.len()]
     }
 }
-
-/// The rules the message walker raises for rtype payloads.
-pub const MESSAGE_RULES: MessageRules = MessageRules {
-    truncated: Rule::RtypeTruncated,
-    trailing: Rule::RtypeTrailing,
-    size: Rule::RtypeSize,
-    utf8: Rule::RtypeUtf8,
-    reserved_bit: Rule::RtypeReservedBit,
-    undefined_bit: Rule::RtypeUndefinedBit,
-};
 
 pub const ENDIAN: Endian = Endian::Big;
 
@@ -325,7 +318,7 @@ pub fn check<'a>(
             expected: (layout.len() + CRC_LEN) as u64,
             found: bytes.len() as u64,
         };
-        report(Rule::RtypeShortDatagram, 0, detail);
+        report(Rule::RtypeShort, 0, detail);
         return None;
     }
     let header = Header::new_checked(bytes, layout)?;
@@ -571,6 +564,6 @@ mod tests {
         assert_eq!(rules(&findings), vec![Rule::RtypeOldHeader]);
         findings.clear();
         assert!(parse(&d[..10], &mut scratch, &mut findings).is_none());
-        assert_eq!(rules(&findings), vec![Rule::RtypeShortDatagram]);
+        assert_eq!(rules(&findings), vec![Rule::RtypeShort]);
     }
 }

@@ -6,9 +6,10 @@
 
 mod walk;
 
+pub use crate::proto::schema::MessageRules;
 pub use walk::{
     choose_layout, decode_message, decode_message_as, decode_nodes, misreads, plain_number, Endian,
-    Layout, MessageRules,
+    Layout,
 };
 
 use crate::proto::schema::{Field, Group};

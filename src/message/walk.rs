@@ -3,7 +3,7 @@
 use super::{add_finding, Detail, Facts, Finding, NoFields, Open, Value, Visitor};
 use crate::proto::profile::{BitSlot, PlainBits, Profile, MASK_BITS};
 use crate::proto::schema::{
-    nodes_fixed_size, Check, Display, Field, Group, Message, Node, Role, Ty,
+    nodes_fixed_size, Check, Display, Field, Group, Message, MessageRules, Node, Role, Ty,
 };
 use crate::proto::Rule;
 
@@ -12,31 +12,6 @@ use crate::proto::Rule;
 pub enum Endian {
     Big,
     Little,
-}
-
-/// The rules the walker raises, which each dialect names for itself.
-#[derive(Debug)]
-pub struct MessageRules {
-    pub truncated: Rule,
-    pub trailing: Rule,
-    pub size: Rule,
-    pub utf8: Rule,
-    pub reserved_bit: Rule,
-    pub undefined_bit: Rule,
-}
-
-impl MessageRules {
-    /// Whether `rule` says a masked message's layout is not the profile's: a field cut short,
-    /// bytes left over, or a mask bit the profile reserves or does not define.
-    pub fn misfit(&self, rule: Rule) -> bool {
-        [
-            self.truncated,
-            self.trailing,
-            self.reserved_bit,
-            self.undefined_bit,
-        ]
-        .contains(&rule)
-    }
 }
 
 /// Why a walk stopped before the end of its nodes.

@@ -4,7 +4,7 @@
 use super::rules::Rule;
 use super::schema::{
     code_of, fixed_len, index_by_code, value_of, Case, Check, Direction, Display, Field, Group,
-    Message, MessageRole, Named, Node, Quantity, Role, Ty, Variant,
+    Message, MessageRole, MessageRules, Named, Node, Quantity, Role, Ty, Variant,
 };
 
 include!(concat!(env!("OUT_DIR"), "/rtype.rs"));

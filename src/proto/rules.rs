@@ -1,6 +1,8 @@
 //! The catalog of rules traffic can break: a stable ID, a severity, the document's section and a
-//! one-line explanation each. Declared once here; `rtype-inspect violations`, the README's list,
-//! the JSON output and the Lua dissector's expert infos all read this table.
+//! one-line explanation each. The capture's, the sessions' and the budgets' are declared here,
+//! each bundled dialect's in its description (`dialects/*.yaml`, spliced in by build.rs);
+//! `rtype-inspect violations`, the README's list, the JSON output and the Lua dissector's expert
+//! infos all read this table.
 
 use serde::Serialize;
 
@@ -84,7 +86,11 @@ struct Described {
 
 static DESCRIBED: std::sync::OnceLock<Described> = std::sync::OnceLock::new();
 
-rules! {
+include!(concat!(env!("OUT_DIR"), "/rules.rs"));
+
+// The capture's rules, the bundled dialects', then the sessions' and the budgets'.
+with_dialect_rules! { rules
+{
     // Capture layer.
     CaptureTruncated = "capture.truncated", Error, "pcap",
         "the capture file ends in the middle of a record; everything before the cut was decoded";
@@ -106,167 +112,8 @@ rules! {
         "a pcapng packet names an interface its section never described, so its link type is unknown; the packet was not decoded (tshark refuses the file there)";
     CapturePacketExceedsBlock = "capture.packet-exceeds-block", Warning, "pcap",
         "a pcapng Enhanced Packet Block's captured length runs past its block; the packet was skipped and reading went on after it (tshark refuses the file there)";
-    // rtype datagram.
-    RtypeShortDatagram = "rtype.datagram.short", Error, "002 §4",
-        "datagram shorter than the 17-byte header plus the 4-byte CRC";
-    RtypeMagic = "rtype.header.magic", Error, "002 §4",
-        "a datagram of an rtype conversation does not start with the magic A3 5F C8 1D; decoded as rtype from its header";
-    RtypeOldHeader = "rtype.header.15-byte", Error, "002 §4",
-        "older 15-byte header (no Orig. Size, no compression bit); the header MUST be 17 bytes";
-    RtypeVersion = "rtype.header.version", Error, "002 §4, §10",
-        "version is not 1; implementations MUST validate the version";
-    RtypePacketType = "rtype.header.packet-type", Error, "002 §4",
-        "packet type is neither 0x01 (client to server) nor 0x02 (server to client)";
-    RtypeLength = "rtype.header.payload-len", Error, "002 §2, §10",
-        "Payload Len disagrees with the datagram's size (17 + PayloadLen + 4)";
-    RtypeCrc = "rtype.crc.mismatch", Error, "002 §8",
-        "CRC32 footer does not match header and payload; receivers MUST discard the packet";
-    RtypeCompressSmall = "rtype.compress.small", Warning, "002 §9",
-        "payload compressed although its uncompressed size is 64 bytes or less";
-    RtypeCompressNotSmaller = "rtype.compress.not-smaller", Warning, "002 §9",
-        "payload compressed although the compressed form is not strictly smaller";
-    RtypeOrigSizeSet = "rtype.compress.orig-size-set", Warning, "002 §4.1",
-        "Orig. Size is not 0 on an uncompressed payload (it SHOULD be 0)";
-    RtypeLz4 = "rtype.compress.lz4", Error, "002 §4.1, §9",
-        "LZ4 decompression failed; the payload is shown as bytes";
-    RtypeOrigSize = "rtype.compress.orig-size", Error, "002 §4.1",
-        "decompressed size differs from Orig. Size, which MUST be exact";
-    // rtype messages.
-    RtypeUnknownType = "rtype.message.unknown-type", Warning, "002 §5",
-        "message type not defined by the documents; shown as bytes";
-    RtypeDirection = "rtype.message.direction", Error, "002 §5",
-        "message type sent with the wrong packet type (direction)";
-    RtypeTruncated = "rtype.message.truncated", Error, "002 §6.1, §10",
-        "payload ends inside a field";
-    RtypeTrailing = "rtype.message.trailing", Warning, "002 §5",
-        "bytes left after the message's last field";
-    RtypeSize = "rtype.message.size", Error, "002 §5",
-        "wrong payload size for a fixed-size message";
-    RtypeEmptyPong = "rtype.pong.empty", Warning, "002 §5.2",
-        "SERVER_PONG without its u32 clientTime echo (real servers echo sequence and tick instead)";
-    RtypeReason = "rtype.reason.unknown", Info, "002 §9",
-        "reason code not in the reserved list; shown generically";
-    RtypeInputNonFinite = "rtype.input.non-finite", Error, "002 §6.2",
-        "CLIENT_INPUT carries a NaN or infinite float; it MUST be rejected";
-    RtypeInputUnusedBits = "rtype.input.unused-bits", Info, "spec-notes A",
-        "CLIENT_INPUT sets input flag bits 10-15, which the game does not use";
-    RtypeUtf8 = "rtype.string.utf8", Warning, "001 §3, 002 §5.2",
-        "a string is not valid UTF-8; shown as bytes";
-    RtypeReservedBit = "rtype.snapshot.reserved-bit", Warning, "001 §6.2",
-        "snapshot mask sets reserved bit 7 or 8, of unknown width: the rest of the snapshot is undecodable";
-    RtypeUndefinedBit = "rtype.snapshot.undefined-bit", Warning, "001 §6.2",
-        "snapshot mask sets a bit the document does not define: the rest of the snapshot is undecodable";
-    RtypeSnapshotLayout = "rtype.snapshot.layout", Error, "001 §6.2",
-        "the conversation's snapshots do not decode with the document's field layout; a bundled or configured profile decodes them, and they were read with it";
-    RtypeUnknownEntityType = "rtype.snapshot.unknown-entity-type", Info, "001 §6.3",
-        "entityType not announced by the conversation's LevelInit";
-    RtypeBossTrailer = "rtype.levelinit.boss-trailer", Warning, "001 §3",
-        "LevelInit carries a boss trailer after the archetypes, which the document does not define";
-    RtypeUnknownEvent = "rtype.levelevent.unknown-type", Info, "001 §4",
-        "unknown LevelEvent type; clients MUST ignore it";
-    RtypeUnsortedKeyframes = "rtype.levelevent.unsorted-keyframes", Warning, "001 §4",
-        "set_scroll keyframes are not sorted by time";
-    RtypeLevelTransition = "rtype.leveltransition.sent", Warning, "001 §5",
-        "LevelTransition is reserved and not emitted by the current build, yet it was sent";
-    RtypeChunkTotalZero = "rtype.chunk.total-zero", Error, "001 §7",
-        "SnapshotChunk with totalChunks = 0";
-    RtypeChunkIndex = "rtype.chunk.index-out-of-range", Error, "001 §7",
-        "SnapshotChunk chunkIndex is not below totalChunks";
-    RtypeChunkTotalMismatch = "rtype.chunk.total-mismatch", Warning, "001 §7",
-        "chunks of one tick disagree on totalChunks; the set SHOULD be discarded";
-    RtypeChunkDuplicate = "rtype.chunk.duplicate", Warning, "001 §7",
-        "the same chunk of a tick arrived more than once";
-    RtypeChunkMissing = "rtype.chunk.missing", Warning, "001 §7, §9",
-        "a chunk set never completed: chunks were missing when it was closed";
-    RtypeChunkLimit = "rtype.chunk.limit", Warning, "SECURITY.md",
-        "too many chunk sets open at once, or a set grew too large; the oldest was closed";
-    // rt datagram (document 003).
-    RtByteOrder = "rt.byte-order", Error, "003 Serialization Format",
-        "little-endian traffic (magic bytes 54 52): the document sends every integer big-endian; decoded little-endian (reported once per conversation)";
-    RtByteOrderSwitch = "rt.byte-order.switch", Error, "003 Serialization Format",
-        "the magic's byte order differs from the one the conversation has been using; decoded in the conversation's byte order";
-    RtShort = "rt.header.short", Error, "003 Packet Header",
-        "datagram shorter than the 12-byte header";
-    RtMagic = "rt.header.magic", Error, "003 Packet Header",
-        "a datagram of an rt conversation does not start with the magic 0x5254 in either byte order; decoded in the conversation's byte order";
-    RtPacketType = "rt.header.packet-type", Error, "003 Packet Header",
-        "packet type outside the valid range 0x01-0x7F";
-    RtReservedFlags = "rt.header.reserved-flags", Warning, "003 Packet Flags",
-        "flag bits 5-7, reserved for future use, are set";
-    RtOpaquePayload = "rt.payload.opaque", Info, "003 Packet Flags",
-        "COMPRESSED, ENCRYPTED or FRAGMENTED flag set: the document defines no algorithm or format, so the payload is shown as bytes";
-    RtDatagramSize = "rt.datagram.size", Error, "003 Packet Structure",
-        "payload larger than the 1188 bytes the document allows";
-    // rt messages.
-    RtUnknownType = "rt.message.unknown-type", Warning, "003 Packet Types",
-        "packet type not defined by the document; shown as bytes";
-    RtUndocumentedType = "rt.message.undocumented-type", Warning, "003 Packet Types",
-        "packet type real servers use (0x11 PLAYER_IS_READY, 0x12 PLAYER_NOT_READY) that the document does not define";
-    RtDirection = "rt.message.direction", Warning, "003 Packet Types",
-        "message sent by the side the document does not name as its sender";
-    RtTruncated = "rt.message.truncated", Error, "003 Packet Types",
-        "payload ends inside a field";
-    RtTrailing = "rt.message.trailing", Warning, "003 Packet Types",
-        "bytes left after the message's last field";
-    RtSize = "rt.message.size", Error, "003 Packet Types",
-        "wrong payload size for a fixed-size message";
-    RtUtf8 = "rt.string.utf8", Warning, "003 Packet Types",
-        "a text field is not valid UTF-8; shown as bytes";
-    RtUnknownComponent = "rt.component.undescribed", Info, "003 ECS Component System",
-        "component type whose data structure the document does not give; its data is shown as bytes";
-    RtSnapshotNoWorldTick = "rt.snapshot.no-world-tick", Warning, "003 Component Snapshots",
-        "component snapshot without world_tick (u16 count, then entries; the tick is in the header's sequence number)";
-    RtInput10Byte = "rt.input.10-byte", Warning, "003 PLAYER_INPUT",
-        "PLAYER_INPUT payload of 10 bytes with signed aim, not the document's 24-byte packet";
-    RtAckNoClientId = "rt.ack.no-client-id", Warning, "003 ACKNOWLEDGMENT",
-        "ACKNOWLEDGMENT without client_id";
-    RtPingNoClientId = "rt.ping.no-client-id", Warning, "003 PING",
-        "PING without client_id";
-    RtConnectHeaderCopy = "rt.connect.header-copy", Warning, "003 CLIENT_CONNECT",
-        "CLIENT_CONNECT payload is the whole 49-byte struct, starting with a second copy of the header";
-    RtDisconnectUnreliable = "rt.disconnect.unreliable", Error, "003 CLIENT_DISCONNECT",
-        "CLIENT_DISCONNECT without FLAG_RELIABLE, which it MUST have";
-    RtReliableFlagMissing = "rt.reliable.flag-missing", Warning, "003 Packet Types",
-        "message the document marks FLAG_RELIABLE sent without the flag";
-    RtUnacknowledged = "rt.reliable.unacknowledged", Error, "003 Reliability Mechanism",
-        "RELIABLE packets never acknowledged in the conversation; they MUST be (one finding per conversation, with the count)";
-    // rtnp (document 004).
-    RtnpEnvelope = "rtnp.envelope.malformed", Error, "004 §5.3, spec-notes A",
-        "Cap'n Proto envelope is not one segment holding a struct whose first pointer is a NUL-terminated Text";
-    RtnpDatagramSize = "rtnp.datagram.size", Error, "004 §4.3",
-        "datagram larger than 8192 bytes, which it MUST NOT be";
-    RtnpJsonInvalid = "rtnp.json.invalid", Error, "004 §5.2",
-        "message is not a valid UTF-8 JSON object; shown as text";
-    RtnpJsonLimit = "rtnp.json.limit", Warning, "SECURITY.md",
-        "JSON over 64 KiB or nested deeper than 32 levels: not parsed, shown as text";
-    RtnpJsonNonAscii = "rtnp.json.non-ascii", Error, "004 §5.4",
-        "raw non-ASCII characters in the JSON text; they MUST be written as escape sequences";
-    RtnpKeepaliveText = "rtnp.keepalive.not-json", Error, "004 §5.2",
-        "bare PING / PONG text instead of a JSON message; every message MUST be a JSON object";
-    RtnpTypeMissing = "rtnp.type.missing", Error, "004 §5.2",
-        "message has no string \"type\" field";
-    RtnpTypeNotFirst = "rtnp.type-not-first", Error, "004 §5.2",
-        "\"type\" is not the first field of the JSON object (real servers sort keys alphabetically)";
-    RtnpUnknownType = "rtnp.message.unknown-type", Warning, "004 §6.1",
-        "message type the document does not define; decoded generically";
-    RtnpDirection = "rtnp.message.direction", Error, "004 §6",
-        "message sent in the direction the document does not allow";
-    RtnpMissingField = "rtnp.schema.missing-field", Error, "004 Appendix B",
-        "a field the message's schema requires is missing (once per field path and message)";
-    RtnpWrongType = "rtnp.schema.wrong-type", Error, "004 Appendix B",
-        "a field has another JSON type than the schema's (once per field path and message)";
-    RtnpRange = "rtnp.schema.range", Error, "004 Appendix B",
-        "a number is below the schema's minimum";
-    RtnpEpochMissing = "rtnp.epoch.missing", Error, "004 §6.4, §8.5",
-        "snapshot without the epoch field it MUST carry";
-    RtnpEpochSequence = "rtnp.epoch.sequence", Error, "004 §6.4, §8.5",
-        "snapshot epoch is not the previous one + 1";
-    RtnpClientId = "rtnp.client-id.mismatch", Error, "004 §6.3",
-        "client_id differs from the one assign_id gave the client";
-    RtnpPlayerName = "rtnp.player-name.length", Error, "004 §6.5",
-        "player_name is not 1 to 32 characters long";
-    RtnpClientSilent = "rtnp.client.silent", Error, "004 §7.3, §9.1",
-        "the server kept sending to a client silent for over 30 s; it MUST drop clients inactive for 30 s";
+}
+{
     // Sessions (src/session/analysis.rs), judged per conversation.
     SessionHandshakeOrder = "session.handshake-order", Warning, "002 §5",
         "a message came before the handshake step it needs (e.g. CLIENT_INPUT before JOIN_ACCEPT, SNAPSHOT before GAME_START)";
@@ -318,6 +165,7 @@ rules! {
         "the estimated loss of client messages or snapshot ticks is above loss_percent_max";
     BudgetSnapshotGap = "budget.snapshot-gap", Error, "rtype-inspect.toml [budgets]",
         "the conversation's longest gap between two snapshot ticks is above snapshot_gap_ms_max";
+}
 }
 
 impl Rule {

@@ -520,3 +520,29 @@ pub const fn same(a: &[u8], b: &[u8]) -> bool {
     }
     true
 }
+
+/// The rules the message walker raises, which each dialect's description names by kind
+/// (build/rules.rs compiles its `MESSAGE_RULES`).
+#[derive(Debug)]
+pub struct MessageRules {
+    pub truncated: Rule,
+    pub trailing: Rule,
+    pub size: Rule,
+    pub utf8: Rule,
+    pub reserved_bit: Rule,
+    pub undefined_bit: Rule,
+}
+
+impl MessageRules {
+    /// Whether `rule` says a masked message's layout is not the profile's: a field cut short,
+    /// bytes left over, or a mask bit the profile reserves or does not define.
+    pub fn misfit(&self, rule: Rule) -> bool {
+        [
+            self.truncated,
+            self.trailing,
+            self.reserved_bit,
+            self.undefined_bit,
+        ]
+        .contains(&rule)
+    }
+}

@@ -20,7 +20,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt::Write as _;
 
-use crate::datagram::rtype::{MAX_PAYLOAD, MESSAGE_RULES};
+use crate::datagram::rtype::MAX_PAYLOAD;
 use crate::lua_runtime::{lua_str, BYTES, CRC32, LZ4, RANGE, UTF8};
 use crate::proto::profile::{BitSlot, Profile, BUNDLED, MASK_BITS};
 use crate::proto::registry::{
@@ -32,7 +32,7 @@ use crate::proto::rtype::{
     PACKET_CLIENT, PACKET_SERVER, SNAPSHOT_CHUNK, VERSION,
 };
 use crate::proto::schema::{Check, Direction, Display, Field, Message, Named, Node, Role, Ty};
-use crate::proto::{rt, rtnp, Rule, Severity, CATALOG};
+use crate::proto::{rt, rtnp, rtype, Rule, Severity, CATALOG};
 use crate::session::chunks::{MAX_AGE_NANOS, MAX_CHUNKS, MAX_OPEN_SETS, MAX_SET_BYTES};
 use crate::session::MAX_CONVERSATIONS;
 
@@ -181,150 +181,32 @@ fn runtime_constructor(f: &RuntimeField, blurb: &str) -> String {
 /// Filter prefix of the snapshot rebuilt from SNAPSHOT_CHUNK datagrams.
 const REASSEMBLED_PREFIX: &str = "rtype.reassembled";
 
-/// The rules the rtype runtime raises, by what they are about (the walker's first).
-fn rtype_rules() -> Vec<(&'static str, Rule)> {
-    let r = &MESSAGE_RULES;
-    vec![
-        ("truncated", r.truncated),
-        ("trailing", r.trailing),
-        ("size", r.size),
-        ("utf8", r.utf8),
-        ("reserved_bit", r.reserved_bit),
-        ("undefined_bit", r.undefined_bit),
-        ("unknown_entity_type", Rule::RtypeUnknownEntityType),
-        ("short", Rule::RtypeShortDatagram),
-        ("magic", Rule::RtypeMagic),
-        ("old_header", Rule::RtypeOldHeader),
-        ("version", Rule::RtypeVersion),
-        ("packet_type", Rule::RtypePacketType),
-        ("length", Rule::RtypeLength),
-        ("crc", Rule::RtypeCrc),
-        ("compress_small", Rule::RtypeCompressSmall),
-        ("compress_not_smaller", Rule::RtypeCompressNotSmaller),
-        ("orig_size_set", Rule::RtypeOrigSizeSet),
-        ("lz4", Rule::RtypeLz4),
-        ("orig_size", Rule::RtypeOrigSize),
-        ("unknown_type", Rule::RtypeUnknownType),
-        ("direction", Rule::RtypeDirection),
-        ("chunk_total_zero", Rule::RtypeChunkTotalZero),
-        ("chunk_index", Rule::RtypeChunkIndex),
-        ("chunk_total_mismatch", Rule::RtypeChunkTotalMismatch),
-        ("chunk_duplicate", Rule::RtypeChunkDuplicate),
-        ("chunk_limit", Rule::RtypeChunkLimit),
-        ("snapshot_layout", Rule::RtypeSnapshotLayout),
-        ("snaplen", Rule::CaptureSnaplen),
-    ]
+/// A datagram the capture cut short, which every dialect's runtime reports.
+const CUT: &[(&str, Rule)] = &[("snaplen", Rule::CaptureSnaplen)];
+
+/// The rules each dialect's runtime raises, by key: its description's `DATAGRAM_RULES`, the
+/// key being the rule's kind with `_` for `-`, and [`CUT`].
+fn runtime_rules(dialect: &'static [(&'static str, Rule)]) -> impl Iterator<Item = (String, Rule)> {
+    dialect
+        .iter()
+        .chain(CUT)
+        .map(|(kind, rule)| (kind.replace('-', "_"), *rule))
 }
 
-/// The rules the rt runtime raises.
-fn rt_rules() -> Vec<(&'static str, Rule)> {
-    let r = &crate::datagram::rt::MESSAGE_RULES;
-    vec![
-        ("truncated", r.truncated),
-        ("trailing", r.trailing),
-        ("size", r.size),
-        ("utf8", r.utf8),
-        ("reserved_bit", r.reserved_bit),
-        ("undefined_bit", r.undefined_bit),
-        ("short", Rule::RtShort),
-        ("magic", Rule::RtMagic),
-        ("byte_order", Rule::RtByteOrder),
-        ("byte_order_switch", Rule::RtByteOrderSwitch),
-        ("packet_type", Rule::RtPacketType),
-        ("unknown_type", Rule::RtUnknownType),
-        ("reserved_flags", Rule::RtReservedFlags),
-        ("opaque", Rule::RtOpaquePayload),
-        ("datagram_size", Rule::RtDatagramSize),
-        ("disconnect_unreliable", Rule::RtDisconnectUnreliable),
-        ("reliable_flag_missing", Rule::RtReliableFlagMissing),
-        ("direction", Rule::RtDirection),
-        ("snaplen", Rule::CaptureSnaplen),
-    ]
-}
-
-/// The rules the rtnp runtime raises.
-fn rtnp_rules() -> Vec<(&'static str, Rule)> {
-    vec![
-        ("datagram_size", Rule::RtnpDatagramSize),
-        ("envelope", Rule::RtnpEnvelope),
-        ("json_invalid", Rule::RtnpJsonInvalid),
-        ("json_limit", Rule::RtnpJsonLimit),
-        ("json_non_ascii", Rule::RtnpJsonNonAscii),
-        ("type_missing", Rule::RtnpTypeMissing),
-        ("type_not_first", Rule::RtnpTypeNotFirst),
-        ("unknown_type", Rule::RtnpUnknownType),
-        ("wrong_type", Rule::RtnpWrongType),
-        ("range", Rule::RtnpRange),
-        ("snaplen", Rule::CaptureSnaplen),
-    ]
-}
-
-/// Every rule the generated dissector raises: the runtime's, and those the description attaches
-/// to its fields, variants, switches, messages and schemas. Rules about a whole conversation or
-/// capture (a chunk set never completed, sequence and timing, unacknowledged packets, ...) are
-/// left to rtype-inspect; so are the rtnp rules that need the conversation (direction, client_id,
-/// player_name, epoch sequence, silent clients).
+/// Every rule the generated dissector raises: those one datagram decides, which the runtime and
+/// the description's fields, variants, switches, messages and schemas raise. Rules about a whole
+/// conversation or capture (a chunk set never completed, sequence and timing, unacknowledged
+/// packets, the rtnp rules that need the conversation, ...) are left to rtype-inspect.
 pub fn dissector_rules() -> Vec<Rule> {
-    let mut rules = BTreeSet::new();
-    for (_, rule) in rtype_rules()
-        .into_iter()
-        .chain(rt_rules())
-        .chain(rtnp_rules())
-    {
-        rules.insert(rule);
-    }
-    fn nodes(list: &'static [Node], rules: &mut BTreeSet<Rule>) {
-        for node in list {
-            match node {
-                Node::Field(f) => field(f, rules),
-                Node::Repeat { count, item } => {
-                    field(count, rules);
-                    nodes(item.nodes, rules);
-                }
-                Node::Switch {
-                    tag,
-                    cases,
-                    unknown,
-                } => {
-                    field(tag, rules);
-                    rules.insert(*unknown);
-                    for case in *cases {
-                        nodes(case.group.nodes, rules);
-                    }
-                }
-                Node::Masked => {}
-            }
-        }
-    }
-    fn field(f: &Field, rules: &mut BTreeSet<Rule>) {
-        match f.check {
-            Check::None => {}
-            Check::Finite(r)
-            | Check::Ascending(r)
-            | Check::Known(r)
-            | Check::Unused { rule: r, .. } => {
-                rules.insert(r);
-            }
-        }
-    }
-    for m in MESSAGES.iter().chain(rt::MESSAGES) {
-        nodes(m.body, &mut rules);
-        for v in m.variants {
-            rules.insert(v.rule);
-            nodes(v.nodes, &mut rules);
-        }
-        rules.extend(m.seen_rule);
-    }
-    fn json(fields: &'static [JsonField], rules: &mut BTreeSet<Rule>) {
-        for f in fields {
-            rules.insert(f.missing);
-            json(f.fields, rules);
-        }
-    }
-    for m in rtnp::MESSAGES {
-        rules.extend(m.message.seen_rule);
-        json(m.fields, &mut rules);
-    }
+    let rules: BTreeSet<Rule> = [
+        rtype::DATAGRAM_RULES,
+        rt::DATAGRAM_RULES,
+        rtnp::DATAGRAM_RULES,
+        CUT,
+    ]
+    .iter()
+    .flat_map(|table| table.iter().map(|(_, rule)| *rule))
+    .collect();
     rules.into_iter().collect()
 }
 
@@ -568,12 +450,12 @@ impl Gen {
 
         // The rules each runtime raises, by what they are about.
         for (table, rules, proto) in [
-            ("RULE", rtype_rules(), PROTO),
-            ("RULE_RT", rt_rules(), PROTO_RT),
-            ("RULE_RTNP", rtnp_rules(), PROTO_RTNP),
+            ("RULE", rtype::DATAGRAM_RULES, PROTO),
+            ("RULE_RT", rt::DATAGRAM_RULES, PROTO_RT),
+            ("RULE_RTNP", rtnp::DATAGRAM_RULES, PROTO_RTNP),
         ] {
             let _ = writeln!(out, "local {table} = {{");
-            for (key, rule) in rules {
+            for (key, rule) in runtime_rules(rules) {
                 let _ = writeln!(out, "    {key} = {},", lua_str(rule.id()));
             }
             let malformed = MALFORMED
@@ -1697,7 +1579,7 @@ fn json_fields(out: &mut String, fields: &'static [JsonField], indent: usize) {
 fn expert_group(rule: Rule) -> &'static str {
     match rule {
         Rule::RtypeCrc => "CHECKSUM",
-        Rule::RtypeShortDatagram
+        Rule::RtypeShort
         | Rule::RtypeLength
         | Rule::RtypeLz4
         | Rule::RtypeOrigSize
@@ -1823,6 +1705,107 @@ mod tests {
             ", FPF[{shared}], \"aim_direction_x\", nil, nil, nil, true)"
         )));
         assert!(!lua.contains("aim_direction_x_2"));
+    }
+
+    /// Every rule key the hand-written runtime names (`RULE.crc`, `RULE_RT.opaque`, ...) is one
+    /// its dialect's description declares, as its table is generated from it.
+    #[test]
+    fn runtime_rule_keys_are_declared() {
+        let runtime = [
+            PRELUDE,
+            WALKER,
+            RECOGNISE,
+            DRIVER,
+            DRIVER_RT,
+            DRIVER_RTNP,
+            REGISTER,
+        ]
+        .concat();
+        for (table, rules) in [
+            ("RULE.", rtype::DATAGRAM_RULES),
+            ("RULE_RT.", rt::DATAGRAM_RULES),
+            ("RULE_RTNP.", rtnp::DATAGRAM_RULES),
+        ] {
+            let keys: Vec<String> = runtime_rules(rules).map(|(key, _)| key).collect();
+            let mut named = 0;
+            for (at, _) in runtime.match_indices(table) {
+                if at > 0 && runtime.as_bytes()[at - 1].is_ascii_alphanumeric() {
+                    continue;
+                }
+                let key: String = runtime[at + table.len()..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                if key != "profile_suggested" {
+                    assert!(keys.contains(&key), "{table}{key} is not declared");
+                    named += 1;
+                }
+            }
+            assert!(named >= 10, "{table}: {named}");
+        }
+    }
+
+    /// Every rule the descriptions attach to a field, variant, switch, message or schema is one
+    /// the dissector registers (its description says one datagram decides it).
+    #[test]
+    fn description_rules_are_datagram_rules() {
+        let mut rules = BTreeSet::new();
+        fn nodes(list: &'static [Node], rules: &mut BTreeSet<Rule>) {
+            for node in list {
+                match node {
+                    Node::Field(f) => field(f, rules),
+                    Node::Repeat { count, item } => {
+                        field(count, rules);
+                        nodes(item.nodes, rules);
+                    }
+                    Node::Switch {
+                        tag,
+                        cases,
+                        unknown,
+                    } => {
+                        field(tag, rules);
+                        rules.insert(*unknown);
+                        for case in *cases {
+                            nodes(case.group.nodes, rules);
+                        }
+                    }
+                    Node::Masked => {}
+                }
+            }
+        }
+        fn field(f: &Field, rules: &mut BTreeSet<Rule>) {
+            match f.check {
+                Check::None => {}
+                Check::Finite(r)
+                | Check::Ascending(r)
+                | Check::Known(r)
+                | Check::Unused { rule: r, .. } => {
+                    rules.insert(r);
+                }
+            }
+        }
+        for m in MESSAGES.iter().chain(rt::MESSAGES) {
+            nodes(m.body, &mut rules);
+            for v in m.variants {
+                rules.insert(v.rule);
+                nodes(v.nodes, &mut rules);
+            }
+            rules.extend(m.seen_rule);
+        }
+        fn json(fields: &'static [JsonField], rules: &mut BTreeSet<Rule>) {
+            for f in fields {
+                rules.insert(f.missing);
+                json(f.fields, rules);
+            }
+        }
+        for m in rtnp::MESSAGES {
+            rules.extend(m.message.seen_rule);
+            json(m.fields, &mut rules);
+        }
+        let raised = dissector_rules();
+        let stray: Vec<&Rule> = rules.iter().filter(|r| !raised.contains(r)).collect();
+        assert!(stray.is_empty(), "{stray:?}");
+        assert!(rules.contains(&Rule::RtypeEmptyPong) && rules.contains(&Rule::RtnpMissingField));
     }
 
     #[test]

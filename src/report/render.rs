@@ -517,7 +517,7 @@ fn first_detail(finding: &Finding) -> String {
             s
         }
         Detail::Sizes { expected, found } => match rule {
-            R::RtypeShortDatagram | R::RtShort => {
+            R::RtypeShort | R::RtShort => {
                 format!("{found} bytes, at least {expected} needed")
             }
             R::RtypeLength => {
@@ -588,7 +588,7 @@ fn first_detail(finding: &Finding) -> String {
             R::RtypeChunkDuplicate => format!("chunk {} again", v + 1),
             R::RtypeChunkLimit => format!("{v} (the limit is in SECURITY.md)"),
             R::RtReservedFlags
-            | R::RtOpaquePayload
+            | R::RtOpaque
             | R::RtDisconnectUnreliable
             | R::RtReliableFlagMissing => format!("flags 0x{v:02X}"),
             R::RtUnknownComponent => format!("component type {v}"),

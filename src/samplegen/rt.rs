@@ -628,7 +628,7 @@ fn big_endian() -> io::Result<Capture> {
         FLAG_COMPRESSED,
         &[0x1F, 0x8B, 0x08, 0x00],
     );
-    rt.capture.expect(Rule::RtOpaquePayload, 1);
+    rt.capture.expect(Rule::RtOpaque, 1);
     let crowd: Vec<Value> = (0..100).map(|i| transform(100 + i, i64::from(i))).collect();
     rt.send(
         &mut server,
