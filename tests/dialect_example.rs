@@ -330,3 +330,56 @@ fn without_the_description_rtgp_is_not_judged() {
     assert_eq!(code, 1, "{out}{err}");
     assert!(out.contains("capture.no-datagrams"), "{out}");
 }
+
+/// A described dialect's sessions are analysed by its messages' roles, as the bundled ones':
+/// `stats` shows each client's handshake under the description's names, and pairs a PONG with
+/// the PING whose sequence its header's `ack` names (the project's server also PONGs every
+/// reliable packet, so the others are pongs without a ping).
+#[test]
+fn stats_follows_the_described_sessions_by_role() {
+    let (code, out, err) = run(&["stats", "--dialect", DIALECT, SAMPLE, "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let stats: Value = serde_json::from_str(&out).unwrap();
+    let conversations = stats["conversations"].as_array().unwrap();
+    let seen: Vec<(u64, &str, Vec<(&str, u64)>, u64, u64, u64)> = conversations
+        .iter()
+        .map(|c| {
+            let steps = c["handshake"]["steps"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| (s["step"].as_str().unwrap(), s["frame"].as_u64().unwrap()))
+                .collect();
+            let rtt = &c["rtt_ms"];
+            (
+                c["id"].as_u64().unwrap(),
+                c["handshake"]["outcome"].as_str().unwrap(),
+                steps,
+                rtt["pings"].as_u64().unwrap(),
+                rtt["pairs"].as_u64().unwrap(),
+                rtt["unmatched_pongs"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let client = |id, frames: [u64; 7]| {
+        let names = [
+            "C_CONNECT",
+            "S_ACCEPT",
+            "C_JOIN_LOBBY",
+            "C_READY",
+            "S_GAME_START",
+        ];
+        let names = names.into_iter().chain(["DISCONNECT"; 2]);
+        (id, "accepted", names.zip(frames).collect(), 1, 1, 4)
+    };
+    // The lobby servers' conversations (one request, one list each) take no handshake step.
+    let lobby = |id| (id, "none", vec![], 0, 0, 0);
+    let expected = vec![
+        lobby(1),
+        client(2, [3, 4, 7, 15, 42, 174, 176]),
+        lobby(3),
+        client(4, [22, 23, 26, 34, 44, 180, 182]),
+    ];
+    assert_eq!(seen, expected, "{out}");
+    assert_eq!(conversations[1]["rtt_ms"]["p50"], 0.15);
+}

@@ -14,7 +14,7 @@ use crate::message::{add_finding, Detail, Facts, Finding};
 use crate::proto::Direction;
 use crate::session::analysis::bytes_hash;
 use crate::session::entities::lifecycle;
-use crate::session::event::{DatagramEvent, Decoded, EntityRef};
+use crate::session::event::{DatagramEvent, Decoded, DescribedRole, EntityRef};
 
 /// The described arm's state across datagrams.
 #[derive(Debug, Default)]
@@ -153,6 +153,7 @@ impl State {
         let name = message.map_or("UNKNOWN", |m| m.name.as_str());
         let sequence = header_value(l, decoded, FieldRole::Sequence);
         let tick = header_value(l, decoded, FieldRole::Tick);
+        let ack = header_value(l, decoded, FieldRole::Ack);
         let body_at = first.map_or(0, |m| m.offset as usize + description.header_len());
         let event = DatagramEvent {
             frame,
@@ -170,7 +171,19 @@ impl State {
                 .and_then(|c| u8::try_from(c).ok()),
             sequence: sequence.and_then(|s| u32::try_from(s).ok()),
             tick: tick.and_then(|t| u32::try_from(t).ok()),
+            ack: ack.and_then(|a| u32::try_from(a).ok()),
             message: None,
+            role: message.and_then(|m| {
+                Some(DescribedRole {
+                    role: m.role?,
+                    sender: match m.direction {
+                        model::Direction::ClientToServer => Some(Direction::ClientToServer),
+                        model::Direction::ServerToClient => Some(Direction::ServerToClient),
+                        model::Direction::Both => None,
+                    },
+                    name: m.name.as_str(),
+                })
+            }),
             name,
             payload: bytes.get(body_at.min(bytes.len())..),
             facts: Facts::default(),

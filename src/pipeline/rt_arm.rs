@@ -15,7 +15,7 @@ use crate::proto::rt as desc;
 use crate::proto::schema::{Field, Role};
 use crate::proto::{Direction, Message, Rule};
 use crate::session::analysis::bytes_hash;
-use crate::session::event::{DatagramEvent, Decoded, LooseFinding};
+use crate::session::event::{DatagramEvent, Decoded, DescribedRole, LooseFinding};
 use crate::session::SnapshotLayout;
 
 /// At most this many server endpoints are remembered; past it, direction falls back to guesses.
@@ -316,6 +316,8 @@ impl State {
             // its tick in the sequence number (spec-notes B).
             tick: None,
             message,
+            role: message.and_then(DescribedRole::of),
+            ack: None,
             name: message.map_or("UNKNOWN", |m| m.name),
             payload: parsed.map(|d| d.payload),
             facts,

@@ -17,7 +17,7 @@ use crate::proto::rtnp::{
 use crate::proto::{Direction, Rule};
 use crate::session::analysis::bytes_hash;
 use crate::session::entities::lifecycle;
-use crate::session::event::{DatagramEvent, Decoded, EntityEvent, EntityRef};
+use crate::session::event::{DatagramEvent, Decoded, DescribedRole, EntityEvent, EntityRef};
 
 /// `player_name`'s length in characters (§6.5).
 const PLAYER_NAME_CHARS: std::ops::RangeInclusive<usize> = 1..=32;
@@ -225,6 +225,8 @@ impl State {
             sequence: epoch.and_then(|e| u32::try_from(e).ok()),
             tick: None,
             message: message.map(|m| &m.message),
+            role: message.and_then(|m| DescribedRole::of(&m.message)),
+            ack: None,
             name,
             payload: parsed.text,
             facts: Facts::default(),

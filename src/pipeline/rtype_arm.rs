@@ -15,7 +15,7 @@ use crate::proto::schema::{Field, Group, Role};
 use crate::proto::{Direction, Message, Rule};
 use crate::session::analysis::bytes_hash;
 use crate::session::chunks::{Chunk, Reassembled};
-use crate::session::event::{DatagramEvent, Decoded, EntityRef, ReassembledEvent};
+use crate::session::event::{DatagramEvent, Decoded, DescribedRole, EntityRef, ReassembledEvent};
 use crate::session::{Archetypes, SnapshotLayout, TypeSet};
 
 impl State {
@@ -209,6 +209,8 @@ impl State {
             sequence: parsed.map(|d| d.header.sequence().into()),
             tick: parsed.map(|d| d.header.tick()),
             message,
+            role: message.and_then(DescribedRole::of),
+            ack: None,
             name: message.map_or("UNKNOWN", |m| m.name),
             payload,
             facts,

@@ -274,6 +274,7 @@ mod tests {
     use super::*;
     use crate::datagram::Dialect;
     use crate::message::Facts;
+    use crate::session::event::DescribedRole;
 
     /// A datagram named `name`, of rtype message `code` when it is described.
     fn named(name: &str, code: u8) -> DatagramEvent<'_> {
@@ -292,6 +293,8 @@ mod tests {
             sequence: None,
             tick: None,
             message: crate::proto::rtype::message(code),
+            role: crate::proto::rtype::message(code).and_then(DescribedRole::of),
+            ack: None,
             name,
             payload: None,
             facts: Facts::default(),

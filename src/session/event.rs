@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 
 use crate::datagram::{rt, rtnp, rtype, Dialect};
 use crate::message::{Facts, Finding};
+use crate::proto::schema::MessageRole;
 use crate::proto::{Direction, Message};
 
 /// What the pipeline knows of one datagram once it is decoded.
@@ -30,7 +31,12 @@ pub struct DatagramEvent<'a> {
     /// The header's sequence number and tick (or timestamp), where the dialect has them.
     pub sequence: Option<u32>,
     pub tick: Option<u32>,
+    /// The peer's sequence number the header acknowledges, where the dialect has one (a
+    /// described header's `ack` field): a pong answers the ping it names.
+    pub ack: Option<u32>,
     pub message: Option<&'static Message>,
+    /// The role the message's description gives it, for the session analysis.
+    pub role: Option<DescribedRole>,
     /// The message's name: the description's, or the type text of dialects that name types in text.
     pub name: &'a str,
     /// The message payload that was decoded (decompressed when it was compressed).
@@ -42,6 +48,26 @@ pub struct DatagramEvent<'a> {
     pub session: &'a [LooseFinding],
     /// The entities the message spawns, updates or destroys, in payload order.
     pub entities: &'a [EntityRef],
+}
+
+/// The role a message plays as its description says: the role, the side that sends it in that
+/// role (`None`: either side), and the message's name, which the session's steps keep.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DescribedRole {
+    pub role: MessageRole,
+    pub sender: Option<Direction>,
+    pub name: &'static str,
+}
+
+impl DescribedRole {
+    /// A bundled message's role: its description names the one side that sends it.
+    pub fn of(message: &'static Message) -> Option<DescribedRole> {
+        message.role.map(|role| DescribedRole {
+            role,
+            sender: Some(message.direction),
+            name: message.name,
+        })
+    }
 }
 
 /// What the capture says of a datagram's frame that only display filters read (Wireshark's

@@ -88,20 +88,25 @@ pub enum Role {
 }
 
 impl Role {
-    /// The role of a decoded datagram's message: its description's, else (a name only real
-    /// traffic uses) [`NAMED`]'s.
+    /// The role of a decoded datagram's message: its description's, else (an rtnp name only
+    /// real traffic uses) [`NAMED`]'s.
     pub fn of(event: &DatagramEvent<'_>) -> Role {
-        let Some(message) = event.message else {
-            return by_name(event.name, event.direction);
+        let Some(described) = event.role else {
+            return match event.dialect {
+                Dialect::Rtnp => by_name(event.name, event.direction),
+                _ => Role::Other,
+            };
         };
-        // rtype's messages play their role by their type code, whoever sends them; the named
-        // dialects' only from the side the description says sends them.
-        let sent_as_described =
-            event.dialect == Dialect::Rtype || event.direction == Some(message.direction);
-        match message.role {
-            Some(role) if sent_as_described => of_message(role, message.direction),
-            _ => Role::Other,
-        }
+        // rtype's messages play their role by their type code, whoever sends them; the other
+        // dialects' only from the side the description says sends them, or from either side
+        // when it names none.
+        let direction = match (described.sender, event.direction) {
+            (Some(sender), _) if event.dialect == Dialect::Rtype => sender,
+            (Some(sender), Some(sent)) if sent == sender => sender,
+            (None, Some(sent)) => sent,
+            _ => return Role::Other,
+        };
+        of_message(described.role, direction)
     }
 }
 
@@ -166,12 +171,12 @@ fn by_name(name: &str, direction: Option<Direction>) -> Role {
     named(name, direction).map_or(Role::Other, |(_, _, role)| *role)
 }
 
-/// The name of a datagram's message as it lives for the whole run (steps keep it): the
-/// description's, or for a name only real traffic uses, the entry of [`NAMED`].
+/// The name of a datagram's message that plays a role, as it lives for the whole run (steps
+/// keep it): the description's, or for a name only real traffic uses, the entry of [`NAMED`].
 pub fn static_name(event: &DatagramEvent<'_>) -> Option<&'static str> {
     event
-        .message
-        .map(|m| m.name)
+        .role
+        .map(|r| r.name)
         .or_else(|| named(event.name, event.direction).map(|(n, _, _)| *n))
 }
 

@@ -574,12 +574,13 @@ impl Session {
         });
     }
 
-    /// Pairs a pong with its ping: the one whose sequence it echoes (the reference rtype server
-    /// echoes the ping's sequence and tick in the header), else the oldest one waiting.
+    /// Pairs a pong with its ping: the one whose sequence it acknowledges (a described header's
+    /// `ack`) or echoes (the reference rtype server echoes the ping's sequence and tick in the
+    /// header), else the oldest one waiting.
     fn pong(&mut self, event: &DatagramEvent<'_>) {
         self.pongs += 1;
         let waiting = self.pending.iter().copied().enumerate();
-        let found = match event.sequence {
+        let found = match event.ack.or(event.sequence) {
             Some(seq) => waiting
                 .filter(|(_, p)| p.sequence == Some(seq))
                 .max_by_key(|(_, p)| p.ts_nanos),

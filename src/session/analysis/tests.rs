@@ -4,6 +4,7 @@ use super::*;
 use crate::datagram::Dialect;
 use crate::message::Facts;
 use crate::proto::{Direction, Rule};
+use crate::session::event::DescribedRole;
 
 const MS: i64 = 1_000_000;
 
@@ -54,6 +55,8 @@ impl Script {
             sequence: Some(sequence),
             tick: Some(tick),
             message: Some(message),
+            role: DescribedRole::of(message),
+            ack: None,
             name: message.name,
             payload: None,
             facts,
@@ -402,6 +405,8 @@ fn conversations_past_the_limit_are_only_counted() {
             sequence: Some(1),
             tick: Some(0),
             message: Some(message),
+            role: DescribedRole::of(message),
+            ack: None,
             name: message.name,
             payload: None,
             facts: Facts::default(),

@@ -7,7 +7,7 @@ use crate::datagram::Dialect;
 use crate::message::{Detail, Facts};
 use crate::proto::schema::Message;
 use crate::proto::Rule;
-use crate::session::event::{DatagramEvent, EntityEvent, EntityRef};
+use crate::session::event::{DatagramEvent, DescribedRole, EntityEvent, EntityRef};
 
 /// The description's message of that name, as the pipeline hands it on.
 fn described(dialect: Dialect, name: &str) -> Option<&'static Message> {
@@ -87,6 +87,8 @@ impl Feed {
             sequence: None,
             tick,
             message: described(self.dialect, name),
+            role: described(self.dialect, name).and_then(DescribedRole::of),
+            ack: None,
             name,
             payload: None,
             facts,
