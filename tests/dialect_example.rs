@@ -341,7 +341,9 @@ fn stats_follows_the_described_sessions_by_role() {
     assert_eq!(code, 0, "{err}");
     let stats: Value = serde_json::from_str(&out).unwrap();
     let conversations = stats["conversations"].as_array().unwrap();
-    let seen: Vec<(u64, &str, Vec<(&str, u64)>, u64, u64, u64)> = conversations
+    // Per conversation: id, handshake outcome, steps (name, frame), pings, pairs, unmatched pongs.
+    type Seen<'a> = (u64, &'a str, Vec<(&'a str, u64)>, u64, u64, u64);
+    let seen: Vec<Seen> = conversations
         .iter()
         .map(|c| {
             let steps = c["handshake"]["steps"]

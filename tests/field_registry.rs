@@ -8,8 +8,9 @@ mod skip;
 
 use std::collections::BTreeMap;
 
+use rtype_inspect::datagram::Dialect;
 use rtype_inspect::proto::profile::{Profile, BUNDLED};
-use rtype_inspect::proto::registry::{FieldType, Protocol, Provider, Registry, Source};
+use rtype_inspect::proto::registry::{FieldType, Provider, Registry, Source};
 use rtype_inspect::report::lua::generate;
 
 /// Every `ProtoField.<ctor>("<name>"` of the Lua text with snapshot profile `profile` (the lines
@@ -51,7 +52,7 @@ fn proto_fields(lua: &str, profile: &str) -> BTreeMap<String, &'static str> {
 }
 
 fn registry_fields(registry: &Registry) -> BTreeMap<String, &'static str> {
-    Protocol::ALL
+    Dialect::ALL
         .iter()
         .flat_map(|p| registry.dissector_fields(*p))
         .map(|f| (f.name.clone(), f.ty.ft_name()))

@@ -24,7 +24,7 @@ use crate::datagram::{rt, rtnp, rtype, Dialect};
 use crate::message::{decode_message_as, Endian, Finding, MessageRules};
 use crate::proto::profile::Profile;
 use crate::proto::registry::{
-    same_field, snapshot_message, FieldType, Protocol, Registry, Runtime, Scope, Source,
+    same_field, snapshot_message, FieldType, Registry, Runtime, Scope, Source,
 };
 use crate::proto::rtnp::{PING, PONG};
 use crate::proto::schema::{Field, Message, Node};
@@ -86,7 +86,7 @@ pub struct DisplayFilter {
     /// Findings of the filter's own walks (the pipeline's walk reports them).
     findings: Vec<Finding>,
     /// Each conversation's protocol, from its first datagram (for findings outside datagrams).
-    protocols: Vec<Option<Protocol>>,
+    protocols: Vec<Option<Dialect>>,
 }
 
 impl fmt::Debug for DisplayFilter {
@@ -156,7 +156,7 @@ struct Plan {
     rules: Vec<(Rule, usize)>,
     rtype_header: Vec<HeaderField>,
     rt_header: Vec<HeaderField>,
-    messages: Vec<(Protocol, u8, Trie)>,
+    messages: Vec<(Dialect, u8, Trie)>,
     reassembled: Option<Trie>,
     rtype_undecoded: Vec<usize>,
     rt_undecoded: Vec<usize>,
@@ -193,7 +193,7 @@ impl Plan {
                     },
                 ),
                 Source::Raw { of } => (std::slice::from_ref(of), Transform::Raw { divisor: 1.0 }),
-                Source::Runtime(Runtime::Undecoded(Protocol::Rtype)) => {
+                Source::Runtime(Runtime::Undecoded(Dialect::Rtype)) => {
                     plan.rtype_undecoded.push(a);
                     continue;
                 }
@@ -234,7 +234,7 @@ impl Plan {
         };
         if let Scope::Header(p) = *scope {
             let (list, nodes) = match p {
-                Protocol::Rtype => (&mut self.rtype_header, crate::proto::rtype::HEADER),
+                Dialect::Rtype => (&mut self.rtype_header, crate::proto::rtype::HEADER),
                 _ => (&mut self.rt_header, crate::proto::rt::HEADER),
             };
             for decl in decls {
@@ -262,7 +262,7 @@ impl Plan {
         }
     }
 
-    fn message(&self, protocol: Protocol, code: u8) -> Option<&Trie> {
+    fn message(&self, protocol: Dialect, code: u8) -> Option<&Trie> {
         self.messages
             .iter()
             .find(|m| m.0 == protocol && m.1 == code)
@@ -480,7 +480,7 @@ impl DisplayFilter {
                 }
                 let rules = &rtype::MESSAGE_RULES;
                 if let (Some(m), Some(payload)) = (e.message, e.payload) {
-                    let trie = plan.message(Protocol::Rtype, m.code);
+                    let trie = plan.message(Dialect::Rtype, m.code);
                     if trie.is_some() || !plan.rtype_undecoded.is_empty() {
                         let trie = trie.unwrap_or(&plan.no_fields);
                         w.message(
@@ -518,7 +518,7 @@ impl DisplayFilter {
                 HeaderField::read(&plan.rt_header, d.header.bytes(), endian, w.atoms, w.states);
                 match d.message {
                     Some(m) if d.decodable() => {
-                        let trie = plan.message(Protocol::Rt, m.code);
+                        let trie = plan.message(Dialect::Rt, m.code);
                         if trie.is_some() || !plan.rt_undecoded.is_empty() {
                             let trie = trie.unwrap_or(&plan.no_fields);
                             let rules = &rt::MESSAGE_RULES;
@@ -604,7 +604,7 @@ fn described_value(value: &crate::describe::decode::Value, divisor: Option<f64>)
 
 fn runtime_values(
     r: Runtime,
-    protocol: Protocol,
+    protocol: Dialect,
     e: &DatagramEvent<'_>,
     ctx: &Context<'_>,
     give: &mut impl FnMut(Val<'_>),
@@ -686,7 +686,7 @@ fn runtime_values(
                 }
             }
         }
-        Runtime::DescribedMessage(d) if protocol == Protocol::Described(d) => {
+        Runtime::DescribedMessage(d) if protocol == Dialect::Described(d) => {
             one(Some(Val::Bytes(e.name.as_bytes())))
         }
         Runtime::DescribedMessage(_) => {}
@@ -708,7 +708,7 @@ fn runtime_values(
         | Runtime::StreamDelta(_)
         | Runtime::Violation(_)
         | Runtime::ViolationSeverity(_) => {}
-        Runtime::RtypeHeaderLen if protocol == Protocol::Rtype => one(Some(Val::Int(
+        Runtime::RtypeHeaderLen if protocol == Dialect::Rtype => one(Some(Val::Int(
             rtype.map_or(crate::proto::rtype::HEADER_LEN, |d| d.header.layout().len()) as i64,
         ))),
         Runtime::RtypeCrc => one(rtype.map(|d| Val::Int(d.crc_stored.into()))),

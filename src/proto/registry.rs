@@ -20,7 +20,7 @@ use super::schema::{Check, Display, Field, Group, Message, Named, Node, Role, Ty
 use super::{rt, rtype};
 
 /// The protocols of the dissector are the dialects, by their filter names: one enum for one idea.
-pub use crate::datagram::Dialect as Protocol;
+use crate::datagram::Dialect;
 
 /// A field's type, as Wireshark's `FT_*` types name them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -166,9 +166,9 @@ pub enum Provider {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Scope {
     /// The protocol's header (rtype's 17- and 15-byte layouts alike).
-    Header(Protocol),
+    Header(Dialect),
     /// The body (or a variant) of one message type.
-    Message(Protocol, u8),
+    Message(Dialect, u8),
     /// rtype's snapshot rebuilt from its chunks (laid out as SERVER_SNAPSHOT).
     Reassembled,
 }
@@ -177,7 +177,7 @@ pub enum Scope {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Runtime {
     /// The protocol is in the datagram.
-    Protocol(Protocol),
+    Protocol(Dialect),
     Frame,
     FrameNumber,
     /// The frame's length on the wire, and as captured.
@@ -206,19 +206,19 @@ pub enum Runtime {
     Expert,
     ExpertSeverity,
     /// rtype-inspect's conversation number, under the datagram's protocol.
-    Conversation(Protocol),
+    Conversation(Dialect),
     /// The time since the previous datagram of the same stream (its conversation and direction),
     /// under the datagram's protocol.
-    StreamDelta(Protocol),
+    StreamDelta(Dialect),
     /// Every violation of the datagram, its own and the session's, by rule ID.
-    Violation(Protocol),
-    ViolationSeverity(Protocol),
+    Violation(Dialect),
+    ViolationSeverity(Dialect),
     RtypeHeaderLen,
     RtypeCrc,
     RtypeCrcStatus,
     RtypePayload,
     /// Bytes the description could not interpret, in the protocol's message.
-    Undecoded(Protocol),
+    Undecoded(Dialect),
     /// Bytes the description could not interpret in the reassembled snapshot.
     ReassembledUndecoded,
     RtypeReassembledIn,
@@ -285,10 +285,10 @@ pub const ROLE_FIELDS: &[RoleField] = &[RoleField {
 
 impl Scope {
     /// The protocol whose fields the scope holds.
-    pub fn protocol(self) -> Protocol {
+    pub fn protocol(self) -> Dialect {
         match self {
             Scope::Header(p) | Scope::Message(p, _) => p,
-            Scope::Reassembled => Protocol::Rtype,
+            Scope::Reassembled => Dialect::Rtype,
         }
     }
 }
@@ -328,7 +328,7 @@ pub struct Column {
 /// Messages whose fields have a table of their own rather than their protocol's: LevelEvent's
 /// switch of event types reads best as rows of events.
 const OWN_TABLES: &[(Scope, &str)] = &[(
-    Scope::Message(Protocol::Rtype, rtype::LEVEL_EVENT),
+    Scope::Message(Dialect::Rtype, rtype::LEVEL_EVENT),
     "level_events",
 )];
 
@@ -339,11 +339,11 @@ pub fn scope_table(scope: Scope) -> &'static str {
         return table;
     }
     match scope {
-        Scope::Header(Protocol::Rtype) | Scope::Message(Protocol::Rtype, _) => "datagrams",
-        Scope::Header(Protocol::Rt) | Scope::Message(Protocol::Rt, _) => "rt_messages",
-        Scope::Header(Protocol::Rtnp) | Scope::Message(Protocol::Rtnp, _) => "rtnp_messages",
+        Scope::Header(Dialect::Rtype) | Scope::Message(Dialect::Rtype, _) => "datagrams",
+        Scope::Header(Dialect::Rt) | Scope::Message(Dialect::Rt, _) => "rt_messages",
+        Scope::Header(Dialect::Rtnp) | Scope::Message(Dialect::Rtnp, _) => "rtnp_messages",
         // A described dialect's fields are not in this registry: `dialect fields` lists them.
-        Scope::Header(Protocol::Described(_)) | Scope::Message(Protocol::Described(_), _) => {
+        Scope::Header(Dialect::Described(_)) | Scope::Message(Dialect::Described(_), _) => {
             "datagrams"
         }
         Scope::Reassembled => "reassembled",
@@ -355,10 +355,10 @@ pub fn scope_table(scope: Scope) -> &'static str {
 pub fn items_table(scope: Scope, item: &Group) -> String {
     let prefix = match scope {
         Scope::Reassembled => "reassembled_",
-        Scope::Header(Protocol::Rt) | Scope::Message(Protocol::Rt, _) => "rt_",
-        Scope::Header(Protocol::Rtnp) | Scope::Message(Protocol::Rtnp, _) => "rtnp_",
-        Scope::Header(Protocol::Rtype | Protocol::Described(_))
-        | Scope::Message(Protocol::Rtype | Protocol::Described(_), _) => "",
+        Scope::Header(Dialect::Rt) | Scope::Message(Dialect::Rt, _) => "rt_",
+        Scope::Header(Dialect::Rtnp) | Scope::Message(Dialect::Rtnp, _) => "rtnp_",
+        Scope::Header(Dialect::Rtype | Dialect::Described(_))
+        | Scope::Message(Dialect::Rtype | Dialect::Described(_), _) => "",
     };
     format!("{prefix}{}", item.name)
 }
@@ -524,7 +524,7 @@ pub const DISSECTOR_RUNTIME: &[RuntimeField] = &[
         "rtype.undecoded",
         "Undecoded",
         FieldType::Bytes,
-        Runtime::Undecoded(Protocol::Rtype),
+        Runtime::Undecoded(Dialect::Rtype),
     ),
     runtime(
         "rtype.chunk.reassembled_in",
@@ -554,31 +554,31 @@ pub const DISSECTOR_RUNTIME: &[RuntimeField] = &[
         "rtype.conversation",
         "Conversation",
         FieldType::Unsigned(32),
-        Runtime::Conversation(Protocol::Rtype),
+        Runtime::Conversation(Dialect::Rtype),
     ),
     runtime(
         "rtype.stream.time_delta",
         STREAM_DELTA_LABEL,
         FieldType::RelativeTime,
-        Runtime::StreamDelta(Protocol::Rtype),
+        Runtime::StreamDelta(Dialect::Rtype),
     ),
     runtime(
         "rt.undecoded",
         "Undecoded",
         FieldType::Bytes,
-        Runtime::Undecoded(Protocol::Rt),
+        Runtime::Undecoded(Dialect::Rt),
     ),
     runtime(
         "rt.conversation",
         "Conversation",
         FieldType::Unsigned(32),
-        Runtime::Conversation(Protocol::Rt),
+        Runtime::Conversation(Dialect::Rt),
     ),
     runtime(
         "rt.stream.time_delta",
         STREAM_DELTA_LABEL,
         FieldType::RelativeTime,
-        Runtime::StreamDelta(Protocol::Rt),
+        Runtime::StreamDelta(Dialect::Rt),
     ),
     runtime(
         "rtnp.framing",
@@ -626,13 +626,13 @@ pub const DISSECTOR_RUNTIME: &[RuntimeField] = &[
         "rtnp.conversation",
         "Conversation",
         FieldType::Unsigned(32),
-        Runtime::Conversation(Protocol::Rtnp),
+        Runtime::Conversation(Dialect::Rtnp),
     ),
     runtime(
         "rtnp.stream.time_delta",
         STREAM_DELTA_LABEL,
         FieldType::RelativeTime,
-        Runtime::StreamDelta(Protocol::Rtnp),
+        Runtime::StreamDelta(Dialect::Rtnp),
     ),
 ];
 
@@ -785,15 +785,15 @@ impl Registry {
     /// its name, so that a display filter names it alike whichever layout read it.
     pub fn for_layouts(layouts: &[Profile]) -> Registry {
         let mut b = Builder::new(layouts);
-        for p in Protocol::ALL {
+        for p in Dialect::ALL {
             b.push(FilterField {
                 column: None,
                 name: p.name().into(),
                 label: match p {
-                    Protocol::Rtype => "R-Type UDP Protocol",
-                    Protocol::Rt => "R-Type RT Protocol (document 003)",
-                    Protocol::Rtnp => "R-Type RTNP Protocol (document 004)",
-                    Protocol::Described(_) => "a described dialect",
+                    Dialect::Rtype => "R-Type UDP Dialect",
+                    Dialect::Rt => "R-Type RT Dialect (document 003)",
+                    Dialect::Rtnp => "R-Type RTNP Dialect (document 004)",
+                    Dialect::Described(_) => "a described dialect",
                 }
                 .into(),
                 ty: FieldType::Protocol,
@@ -831,7 +831,7 @@ impl Registry {
         for f in WIRESHARK_FIELDS {
             b.push(runtime_field(f, Provider::Wireshark));
         }
-        for p in Protocol::ALL {
+        for p in Dialect::ALL {
             let name = p.name();
             for (suffix, label, ty, values, runtime) in [
                 (
@@ -877,7 +877,7 @@ impl Registry {
 
     /// The ProtoField names of the dissector, for `protocol` (every field the generated Lua
     /// registers with that protocol).
-    pub fn dissector_fields(&self, protocol: Protocol) -> impl Iterator<Item = &FilterField> {
+    pub fn dissector_fields(&self, protocol: Dialect) -> impl Iterator<Item = &FilterField> {
         let prefix = format!("{}.", protocol.name());
         self.fields.iter().filter(move |f| {
             f.provider == Provider::Dissector
@@ -898,7 +898,7 @@ impl Registry {
 }
 
 /// The filter name of role field `r` under protocol `p`.
-pub fn role_field_name(p: Protocol, r: &RoleField) -> String {
+pub fn role_field_name(p: Dialect, r: &RoleField) -> String {
     format!("{}.{}", p.name(), r.suffix)
 }
 
@@ -932,7 +932,7 @@ struct Builder<'p> {
     /// The rows the fields being declared go to.
     row: Row,
     /// The described fields of each role of [`ROLE_FIELDS`], with their protocol.
-    roles: Vec<(Protocol, Role, usize)>,
+    roles: Vec<(Dialect, Role, usize)>,
 }
 
 impl<'p> Builder<'p> {
@@ -941,7 +941,7 @@ impl<'p> Builder<'p> {
     fn described_dialect(&mut self, index: u8, loaded: &crate::describe::loaded::Loaded) {
         use crate::describe::model::Kind;
         use crate::describe::names;
-        let dialect = Protocol::Described(index);
+        let dialect = Dialect::Described(index);
         for (i, f) in loaded.described.names.fields.iter().enumerate() {
             let (ty, runtime) = match i {
                 names::PROTOCOL => (FieldType::Protocol, Runtime::Protocol(dialect)),
@@ -998,10 +998,10 @@ impl<'p> Builder<'p> {
             .iter()
             .map(|f| f.name.to_string())
             .collect();
-        used.extend(Protocol::ALL.iter().map(|p| p.name().to_string()));
+        used.extend(Dialect::ALL.iter().map(|p| p.name().to_string()));
         used.extend(CATALOG.iter().map(|r| r.id.to_string()));
         used.extend(MALFORMED.iter().map(|id| id.to_string()));
-        for p in Protocol::ALL {
+        for p in Dialect::ALL {
             used.extend(ROLE_FIELDS.iter().map(|r| role_field_name(p, r)));
         }
         Builder {
@@ -1018,7 +1018,7 @@ impl<'p> Builder<'p> {
 
     /// The fields of [`ROLE_FIELDS`], for each protocol whose described fields have the role.
     fn role_fields(&mut self) {
-        for p in Protocol::ALL {
+        for p in Dialect::ALL {
             for r in ROLE_FIELDS {
                 let of: Vec<usize> = self
                     .roles
@@ -1062,10 +1062,10 @@ impl<'p> Builder<'p> {
     /// (body, then variants), the reassembled snapshot, rt's messages.
     fn described(&mut self) {
         for nodes in [rtype::HEADER, rtype::HEADER_15] {
-            self.header(nodes, Protocol::Rtype);
+            self.header(nodes, Dialect::Rtype);
         }
-        self.header(rt::HEADER, Protocol::Rt);
-        self.messages(Protocol::Rtype, rtype::MESSAGES);
+        self.header(rt::HEADER, Dialect::Rt);
+        self.messages(Dialect::Rtype, rtype::MESSAGES);
         let snapshot = snapshot_message();
         let mut path = Vec::new();
         self.row = Row::of_scope(Scope::Reassembled, "rtype.reassembled");
@@ -1075,10 +1075,10 @@ impl<'p> Builder<'p> {
             Scope::Reassembled,
             &mut path,
         );
-        self.messages(Protocol::Rt, rt::MESSAGES);
+        self.messages(Dialect::Rt, rt::MESSAGES);
     }
 
-    fn header(&mut self, nodes: &'static [Node], protocol: Protocol) {
+    fn header(&mut self, nodes: &'static [Node], protocol: Dialect) {
         self.row = Row::of_scope(Scope::Header(protocol), protocol.name());
         for node in nodes {
             if let Node::Field(f) = node {
@@ -1088,7 +1088,7 @@ impl<'p> Builder<'p> {
         }
     }
 
-    fn messages(&mut self, protocol: Protocol, messages: &'static [Message]) {
+    fn messages(&mut self, protocol: Dialect, messages: &'static [Message]) {
         for m in messages {
             let prefix = format!("{}.{}", protocol.name(), m.short);
             let scope = Scope::Message(protocol, m.code);

@@ -29,7 +29,7 @@ use crate::capture::CaptureInfo;
 use crate::datagram::Dialect;
 use crate::message::Finding;
 use crate::pipeline::{RunEnd, Sink};
-use crate::proto::registry::{Protocol, Scope};
+use crate::proto::registry::Scope;
 use crate::session::analysis::Analysis;
 use crate::session::event::{DatagramEvent, Decoded, LooseFinding, ReassembledEvent};
 use crate::session::Conversations;
@@ -301,11 +301,11 @@ impl Sink for Parquet {
             message: e.message.map_or("UNKNOWN", |m| m.name),
         };
         let (protocol, own) = match e.dialect {
-            Dialect::Rtype => (Protocol::Rtype, DATAGRAMS),
-            Dialect::Rt => (Protocol::Rt, self.dataset.rt_messages),
+            Dialect::Rtype => (Dialect::Rtype, DATAGRAMS),
+            Dialect::Rt => (Dialect::Rt, self.dataset.rt_messages),
             Dialect::Rtnp => {
                 self.rtnp_row(e);
-                (Protocol::Rtnp, RTNP)
+                (Dialect::Rtnp, RTNP)
             }
             // A described dialect's datagrams are rows of `datagrams` (frame, addresses,
             // message name, findings); their fields are not columns yet.

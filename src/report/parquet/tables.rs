@@ -6,8 +6,9 @@
 use std::fmt::Write as _;
 
 use super::columns::Kind;
+use crate::datagram::Dialect;
 use crate::proto::profile::Profile;
-use crate::proto::registry::{scope_table, Column, Protocol, Registry, Scope, Source, Values};
+use crate::proto::registry::{scope_table, Column, Registry, Scope, Source, Values};
 use crate::proto::schema::Role;
 use crate::proto::trie::FieldTrie;
 use crate::world::StateColumns;
@@ -156,21 +157,21 @@ pub struct Routes {
 impl Routes {
     pub fn get(&self, scope: Scope) -> Option<&Route> {
         match scope {
-            Scope::Header(Protocol::Rtype) => Some(&self.rtype_header),
+            Scope::Header(Dialect::Rtype) => Some(&self.rtype_header),
             Scope::Header(_) => Some(&self.rt_header),
             Scope::Reassembled => Some(&self.reassembled),
-            Scope::Message(Protocol::Rtype, code) => self.rtype[code as usize].as_ref(),
-            Scope::Message(Protocol::Rt, code) => self.rt[code as usize].as_ref(),
-            Scope::Message(Protocol::Rtnp | Protocol::Described(_), _) => None,
+            Scope::Message(Dialect::Rtype, code) => self.rtype[code as usize].as_ref(),
+            Scope::Message(Dialect::Rt, code) => self.rt[code as usize].as_ref(),
+            Scope::Message(Dialect::Rtnp | Dialect::Described(_), _) => None,
         }
     }
 
     fn get_mut(&mut self, scope: Scope) -> &mut Route {
         let slot = match scope {
-            Scope::Header(Protocol::Rtype) => return &mut self.rtype_header,
+            Scope::Header(Dialect::Rtype) => return &mut self.rtype_header,
             Scope::Header(_) => return &mut self.rt_header,
             Scope::Reassembled => return &mut self.reassembled,
-            Scope::Message(Protocol::Rt, code) => &mut self.rt[code as usize],
+            Scope::Message(Dialect::Rt, code) => &mut self.rt[code as usize],
             Scope::Message(_, code) => &mut self.rtype[code as usize],
         };
         slot.get_or_insert_with(Route::default)
@@ -238,7 +239,7 @@ impl Dataset {
             });
             let rtype = !matches!(
                 scope,
-                Scope::Header(Protocol::Rt) | Scope::Message(Protocol::Rt, _)
+                Scope::Header(Dialect::Rt) | Scope::Message(Dialect::Rt, _)
             );
             let entity_type = decls.iter().any(|d| d.role == Role::EntityType);
             let sprite_column = (rtype && entity_type).then(|| {
@@ -433,7 +434,7 @@ fn fixed_tables() -> Vec<Table> {
             ],
         ),
         Table::new(
-            scope_table(Scope::Header(Protocol::Rtype)),
+            scope_table(Scope::Header(Dialect::Rtype)),
             "One row per protocol datagram of every dialect: where and when, its conversation, type and sizes, then rtype's header and the scalar fields of its message (`<message>_<field>`; LevelEvent's are in `level_events`, repeated groups in their own tables).",
             &[
                 ("frame", I64, "its frame number"),
@@ -460,7 +461,7 @@ fn fixed_tables() -> Vec<Table> {
             ],
         ),
         Table::new(
-            scope_table(Scope::Message(Protocol::Rtnp, 0)),
+            scope_table(Scope::Message(Dialect::Rtnp, 0)),
             "One row per rtnp datagram: its framing and its JSON message whole.",
             &[
                 ("frame", I64, "the datagram's frame number"),
