@@ -15,7 +15,10 @@ use crate::app::inputs::InputArgs;
 use crate::app::{write_stdout, ColorChoice, Format, ReadOpts, Term};
 use crate::proto::profile::Profile;
 use crate::report;
-use args::{ExportArgs, PacketsArgs};
+use args::{
+    CheckArgs, DiffArgs, EntityArgs, ExportArgs, LiveArgs, PacketsArgs, ProfileArgs, ReportArgs,
+    StatsArgs, WorldArgs,
+};
 
 /// `rtype-inspect FILE` is `rtype-inspect summary FILE`: the summary's arguments are accepted at
 /// the top level, options anywhere; before a command's name, they are the command's.
@@ -192,29 +195,29 @@ enum Command {
     Export(ExportArgs),
     /// Per-conversation session analysis: handshake, rates, round trips, loss, LevelInit.
     #[command(after_help = FILTER_EXAMPLES)]
-    Stats(report::stats::StatsArgs),
+    Stats(StatsArgs),
     /// Follow one entity through each client's view: its spawns, every update with the fields
     /// that changed and the gap since the one before, its destroys, what came after, and the
     /// lifecycle findings that name it.
     #[command(after_help = FILTER_EXAMPLES)]
-    Entity(report::entity::EntityArgs),
+    Entity(EntityArgs),
     /// The world each client held at a time: every entity with its type, position, velocity,
     /// health and the age of its last update; and where two clients of one server were sent
     /// other values at one tick.
-    World(report::world::WorldArgs),
+    World(WorldArgs),
     /// Judge captures for CI: exit 0 clean, 1 when a finding reaches --fail-on, 2 on errors.
     #[command(after_help = FILTER_EXAMPLES)]
-    Check(report::check::CheckArgs),
+    Check(CheckArgs),
     /// Where the bytes go: bandwidth by message type, snapshot bytes by entity type and field,
     /// entity update rates, time buckets, distributions, chunking.
-    Profile(report::profile::ProfileArgs),
+    Profile(ProfileArgs),
     /// Compare two captures (or saved `profile --format json` documents): message mix, bytes,
     /// rates, percentiles, findings; --fail-above PERCENT makes it a CI gate.
-    Diff(report::diff::DiffArgs),
+    Diff(DiffArgs),
     /// One self-contained HTML page of graphs (a tab per capture): IO graphs, snapshot gaps,
     /// round trips, bandwidth by entity type and field, budgets, the world view; `--format
     /// svg`: the main graphs and world views as SVG files.
-    Report(report::html::ReportArgs),
+    Report(ReportArgs),
     /// Print the protocol reference (every message and field) generated from the description.
     Protocol,
     /// List the Parquet export's tables and columns (Markdown: docs/parquet.md's generated part).
@@ -255,7 +258,7 @@ enum Command {
     /// Capture live on a Linux interface (root or CAP_NET_RAW): the packet list as datagrams
     /// arrive, then the summary on Ctrl-C, --duration or --count.
     #[command(after_help = FILTER_EXAMPLES)]
-    Live(report::live::LiveArgs),
+    Live(LiveArgs),
     /// Relay UDP between game clients and a server, impairing it on demand (delay, jitter,
     /// loss, burst loss, duplication, reordering, rate, MTU; by direction, display filter and
     /// schedule; reproducible with --seed); -w records both sides, annotated. Each client's
@@ -474,19 +477,19 @@ fn run(command: Command, color: ColorChoice) -> Result<ExitCode, String> {
         }) => commands::summary(&inputs, format, &read, term),
         Command::Packets(args) => commands::packets(args.into(), term),
         Command::Export(args) => commands::export(args.into()),
-        Command::Stats(args) => report::stats::run(args, term),
-        Command::Entity(args) => report::entity::run(args),
-        Command::World(args) => report::world::run(args, term),
-        Command::Check(args) => report::check::run(args, term),
-        Command::Profile(args) => report::profile::run(args, term),
-        Command::Diff(args) => report::diff::run(args, term),
-        Command::Report(args) => report::html::run(args),
+        Command::Stats(args) => report::stats::run(args.into(), term),
+        Command::Entity(args) => report::entity::run(args.into()),
+        Command::World(args) => report::world::run(args.into(), term),
+        Command::Check(args) => report::check::run(args.into(), term),
+        Command::Profile(args) => report::profile::run(args.into(), term),
+        Command::Diff(args) => report::diff::run(args.into(), term),
+        Command::Report(args) => report::html::run(args.into()),
         Command::Protocol => write_stdout(report::protocol_doc::markdown().as_bytes()),
         Command::Violations { format } => commands::violations(format, term),
         Command::Dissector { output, profile } => {
             commands::dissector(output.as_deref(), profile.as_deref())
         }
-        Command::Live(args) => report::live::run(args, term),
+        Command::Live(args) => report::live::run(args.into(), term),
         Command::Proxy(args) => crate::proxy::run(args, color),
         Command::Replay(args) => crate::proxy::replay(args, term),
         Command::Fields {

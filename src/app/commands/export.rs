@@ -8,7 +8,7 @@ use super::failed;
 use crate::app::inputs::{exit_code, Captures, Input, InputArgs, Spool};
 use crate::app::{read_capture, written, OutputFile, ReadOpts, Reading};
 use crate::report;
-use crate::report::filter::{Filter, FilterArgs};
+use crate::report::filter::{Filter, FilterOptions};
 
 /// What `export` was asked for, parsed.
 pub struct Export {
@@ -18,7 +18,7 @@ pub struct Export {
     /// `--format parquet`: a dataset of many captures instead of the NDJSON timeline.
     pub parquet: bool,
     pub json_array: bool,
-    pub filter: FilterArgs,
+    pub filter: FilterOptions,
     pub read: ReadOpts,
 }
 

@@ -9,7 +9,7 @@ use super::export::{export_several, export_stdout};
 use crate::app::inputs::{exit_code, Captures, Input, InputArgs, Spool};
 use crate::app::{read_capture, written, Format, ReadOpts, Reading, Term};
 use crate::report;
-use crate::report::filter::{Filter, FilterArgs};
+use crate::report::filter::{Filter, FilterOptions};
 use crate::report::time::TimeFormat;
 
 /// What `packets` was asked for, parsed.
@@ -24,7 +24,7 @@ pub struct Packets {
     pub field_option: Vec<String>,
     pub time_format: TimeFormat,
     pub write: Option<PathBuf>,
-    pub filter: FilterArgs,
+    pub filter: FilterOptions,
     pub read: ReadOpts,
 }
 
@@ -126,7 +126,7 @@ fn field_lines(
     inputs: &InputArgs,
     names: &[String],
     field_options: &[String],
-    filter: FilterArgs,
+    filter: FilterOptions,
     read: &ReadOpts,
 ) -> Result<ExitCode, String> {
     let mut options = report::field_lines::FieldOptions::default();
