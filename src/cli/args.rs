@@ -11,6 +11,31 @@ use crate::app::inputs::InputArgs;
 use crate::app::{Format, ReadOpts};
 use crate::report;
 
+/// A report's options from its arguments, field by field (`into` converts the filters' and
+/// passes the others as they are).
+macro_rules! options_from {
+    ($args:ident => $options:path { $($field:ident),+ }) => {
+        impl From<$args> for $options {
+            fn from(a: $args) -> Self {
+                Self { $($field: a.$field.into()),+ }
+            }
+        }
+    };
+}
+
+/// The arguments of `summary` (at the top level too) and `stats`: the captures, the output's
+/// form and how to read them.
+#[derive(clap::Args)]
+pub struct SummaryArgs {
+    #[command(flatten)]
+    pub(super) inputs: InputArgs,
+    /// Output form: text (tables), or json (one document).
+    #[arg(long, value_enum, default_value = "text")]
+    pub(super) format: Format,
+    #[command(flatten)]
+    pub(super) read: ReadOpts,
+}
+
 /// Arguments of `rtype-inspect packets`.
 #[derive(clap::Args)]
 pub struct PacketsArgs {
@@ -125,27 +150,7 @@ pub enum ExportFormat {
     Parquet,
 }
 
-/// Arguments of `rtype-inspect stats`.
-#[derive(clap::Args)]
-pub struct StatsArgs {
-    #[command(flatten)]
-    inputs: InputArgs,
-    /// Output form: text (tables), or json (one document).
-    #[arg(long, value_enum, default_value = "text")]
-    format: Format,
-    #[command(flatten)]
-    read: ReadOpts,
-}
-
-impl From<StatsArgs> for report::stats::StatsOptions {
-    fn from(a: StatsArgs) -> Self {
-        report::stats::StatsOptions {
-            inputs: a.inputs,
-            format: a.format,
-            read: a.read,
-        }
-    }
-}
+options_from!(SummaryArgs => report::stats::StatsOptions { inputs, format, read });
 
 /// Arguments of `rtype-inspect entity`.
 #[derive(clap::Args)]
@@ -166,17 +171,7 @@ pub struct EntityArgs {
     read: ReadOpts,
 }
 
-impl From<EntityArgs> for report::entity::EntityOptions {
-    fn from(a: EntityArgs) -> Self {
-        report::entity::EntityOptions {
-            file: a.file,
-            id: a.id,
-            conversation: a.conversation,
-            format: a.format,
-            read: a.read,
-        }
-    }
-}
+options_from!(EntityArgs => report::entity::EntityOptions { file, id, conversation, format, read });
 
 /// Arguments of `rtype-inspect world`.
 #[derive(clap::Args)]
@@ -194,16 +189,7 @@ pub struct WorldArgs {
     read: ReadOpts,
 }
 
-impl From<WorldArgs> for report::world::WorldOptions {
-    fn from(a: WorldArgs) -> Self {
-        report::world::WorldOptions {
-            file: a.file,
-            at: a.at,
-            format: a.format,
-            read: a.read,
-        }
-    }
-}
+options_from!(WorldArgs => report::world::WorldOptions { file, at, format, read });
 
 /// Arguments of `rtype-inspect check`.
 #[derive(clap::Args)]
@@ -224,17 +210,7 @@ pub struct CheckArgs {
     read: ReadOpts,
 }
 
-impl From<CheckArgs> for report::check::CheckOptions {
-    fn from(a: CheckArgs) -> Self {
-        report::check::CheckOptions {
-            inputs: a.inputs,
-            fail_on: a.fail_on,
-            allow: a.allow,
-            format: a.format,
-            read: a.read,
-        }
-    }
-}
+options_from!(CheckArgs => report::check::CheckOptions { inputs, fail_on, allow, format, read });
 
 /// Arguments of `rtype-inspect diff`.
 #[derive(clap::Args)]
@@ -259,18 +235,7 @@ pub struct DiffArgs {
     read: ReadOpts,
 }
 
-impl From<DiffArgs> for report::diff::DiffOptions {
-    fn from(a: DiffArgs) -> Self {
-        report::diff::DiffOptions {
-            old: a.old,
-            new: a.new,
-            fail_above: a.fail_above,
-            only: a.only,
-            format: a.format,
-            read: a.read,
-        }
-    }
-}
+options_from!(DiffArgs => report::diff::DiffOptions { old, new, fail_above, only, format, read });
 
 /// Arguments of `rtype-inspect live`. Frames are decoded as they arrive, one at a time: the
 /// reading options' `--threads` is not offered.
@@ -305,21 +270,9 @@ pub struct LiveArgs {
     read: ReadOpts,
 }
 
-impl From<LiveArgs> for report::live::LiveOptions {
-    fn from(a: LiveArgs) -> Self {
-        report::live::LiveOptions {
-            interface: a.interface,
-            write: a.write,
-            count: a.count,
-            duration: a.duration,
-            format: a.format,
-            verbose: a.verbose,
-            hex: a.hex,
-            filter: a.filter.into(),
-            read: a.read,
-        }
-    }
-}
+options_from!(LiveArgs => report::live::LiveOptions {
+    interface, write, count, duration, format, verbose, hex, filter, read
+});
 
 /// Arguments of `rtype-inspect profile`.
 #[derive(clap::Args)]
@@ -336,16 +289,7 @@ pub struct ProfileArgs {
     read: ReadOpts,
 }
 
-impl From<ProfileArgs> for report::profile::ProfileOptions {
-    fn from(a: ProfileArgs) -> Self {
-        report::profile::ProfileOptions {
-            inputs: a.inputs,
-            interval: a.interval,
-            format: a.format,
-            read: a.read,
-        }
-    }
-}
+options_from!(ProfileArgs => report::profile::ProfileOptions { inputs, interval, format, read });
 
 /// Arguments of `rtype-inspect report`.
 #[derive(clap::Args)]
@@ -369,17 +313,7 @@ pub struct ReportArgs {
     read: ReadOpts,
 }
 
-impl From<ReportArgs> for report::html::ReportOptions {
-    fn from(a: ReportArgs) -> Self {
-        report::html::ReportOptions {
-            files: a.files,
-            output: a.output,
-            format: a.format,
-            interval: a.interval,
-            read: a.read,
-        }
-    }
-}
+options_from!(ReportArgs => report::html::ReportOptions { files, output, format, interval, read });
 
 /// Filter options shared by `packets`, `export` and `live`.
 #[derive(clap::Args)]
@@ -410,20 +344,9 @@ pub struct FilterArgs {
     severity: Option<String>,
 }
 
-impl From<FilterArgs> for report::filter::FilterOptions {
-    fn from(a: FilterArgs) -> Self {
-        report::filter::FilterOptions {
-            types: a.types,
-            direction: a.direction,
-            conversation: a.conversation,
-            address: a.address,
-            frames: a.frames,
-            time: a.time,
-            violation: a.violation,
-            severity: a.severity,
-        }
-    }
-}
+options_from!(FilterArgs => report::filter::FilterOptions {
+    types, direction, conversation, address, frames, time, violation, severity
+});
 
 /// clap's side of an enum a report defines without clap: its values, by name and with their help.
 macro_rules! value_enum {

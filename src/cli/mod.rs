@@ -11,13 +11,12 @@ use std::process::ExitCode;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::app::commands::{self, CatalogFormat};
-use crate::app::inputs::InputArgs;
-use crate::app::{write_stdout, ColorChoice, Format, ReadOpts, Term};
+use crate::app::{write_stdout, ColorChoice, Format, Term};
 use crate::proto::profile::Profile;
 use crate::report;
 use args::{
     CheckArgs, DiffArgs, EntityArgs, ExportArgs, LiveArgs, PacketsArgs, ProfileArgs, ReportArgs,
-    StatsArgs, WorldArgs,
+    SummaryArgs, WorldArgs,
 };
 
 /// `rtype-inspect FILE` is `rtype-inspect summary FILE`: the summary's arguments are accepted at
@@ -47,17 +46,24 @@ pub struct Cli {
     summary: SummaryArgs,
 }
 
-/// The summary's arguments, at the top level and under `summary`.
-#[derive(clap::Args)]
-struct SummaryArgs {
-    #[command(flatten)]
-    inputs: InputArgs,
-    /// Output form: text (tables), or json (one document).
-    #[arg(long, value_enum, default_value = "text")]
-    format: Format,
-    #[command(flatten)]
-    read: ReadOpts,
+/// Display-filter examples for the commands' help: a macro, for `concat!` to add them to
+/// [`EXPORT_HELP`].
+macro_rules! filter_examples {
+    () => {
+        "\
+Display filters (-Y), as in Wireshark, on the dissector's field names (rtype-inspect fields):
+  -Y 'rtype.snapshot.entity.entity_type == 3'             snapshots holding entities of type 3
+  -Y 'rtype.snapshot.entity_count > 50 || rtype.reassembled.entity_count > 50'
+                                                          the big snapshots (chunked ones too)
+  -Y 'ip.src == 10.0.0.2 && rtype.input.input_flags.fire == 1'
+                                                          one client's inputs with fire pressed
+  -Y '_ws.expert.severity == error'                       everything with an error
+  -Y 'rtype.msg_type in {SERVER_SNAPSHOT, SERVER_SNAPSHOT_CHUNK} && frame.time_relative > 10'"
+    };
 }
+
+/// Display-filter examples for the commands' help.
+const FILTER_EXAMPLES: &str = filter_examples!();
 
 /// `export`'s help: the Parquet dataset, then the display-filter examples.
 const EXPORT_HELP: &str = concat!(
@@ -67,26 +73,8 @@ const EXPORT_HELP: &str = concat!(
   pandas read dataset/<table> as one table with a `capture` column).
 
 ",
-    "Display filters (-Y), as in Wireshark, on the dissector's field names (rtype-inspect fields):
-  -Y 'rtype.snapshot.entity.entity_type == 3'             snapshots holding entities of type 3
-  -Y 'rtype.snapshot.entity_count > 50 || rtype.reassembled.entity_count > 50'
-                                                          the big snapshots (chunked ones too)
-  -Y 'ip.src == 10.0.0.2 && rtype.input.input_flags.fire == 1'
-                                                          one client's inputs with fire pressed
-  -Y '_ws.expert.severity == error'                       everything with an error
-  -Y 'rtype.msg_type in {SERVER_SNAPSHOT, SERVER_SNAPSHOT_CHUNK} && frame.time_relative > 10'"
+    filter_examples!()
 );
-
-/// Display-filter examples for the commands' help.
-const FILTER_EXAMPLES: &str = "\
-Display filters (-Y), as in Wireshark, on the dissector's field names (rtype-inspect fields):
-  -Y 'rtype.snapshot.entity.entity_type == 3'             snapshots holding entities of type 3
-  -Y 'rtype.snapshot.entity_count > 50 || rtype.reassembled.entity_count > 50'
-                                                          the big snapshots (chunked ones too)
-  -Y 'ip.src == 10.0.0.2 && rtype.input.input_flags.fire == 1'
-                                                          one client's inputs with fire pressed
-  -Y '_ws.expert.severity == error'                       everything with an error
-  -Y 'rtype.msg_type in {SERVER_SNAPSHOT, SERVER_SNAPSHOT_CHUNK} && frame.time_relative > 10'";
 
 /// The `dialect` commands.
 #[derive(Subcommand)]
@@ -195,7 +183,7 @@ enum Command {
     Export(ExportArgs),
     /// Per-conversation session analysis: handshake, rates, round trips, loss, LevelInit.
     #[command(after_help = FILTER_EXAMPLES)]
-    Stats(StatsArgs),
+    Stats(SummaryArgs),
     /// Follow one entity through each client's view: its spawns, every update with the fields
     /// that changed and the gap since the one before, its destroys, what came after, and the
     /// lifecycle findings that name it.
