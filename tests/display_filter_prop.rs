@@ -12,7 +12,7 @@ use serde_json::Value as Json;
 
 use rtype_inspect::app::{read_capture, ReadOpts};
 use rtype_inspect::report::export::Export;
-use rtype_inspect::report::filter::FilterArgs;
+use rtype_inspect::report::filter::FilterOptions;
 
 const CAPTURES: &[&str] = &[
     "reference-17byte-1client.pcap",
@@ -341,7 +341,7 @@ fn run(name: &str, filter: Option<&str>) -> String {
     };
     let reading = opts.reading().unwrap_or_else(|e| panic!("{e}"));
     let mut out = Vec::new();
-    let no_flags = FilterArgs::default().build().unwrap();
+    let no_flags = FilterOptions::default().build().unwrap();
     let mut export = Export::new(&mut out, false, no_flags);
     read_capture(&path, &reading, &mut export).unwrap();
     drop(export);

@@ -34,7 +34,7 @@ use rtype_inspect::proto::Rule;
 use rtype_inspect::report::check::Judge;
 use rtype_inspect::report::export::Export;
 use rtype_inspect::report::fields::MAX_FIELDS_JSON;
-use rtype_inspect::report::filter::FilterArgs;
+use rtype_inspect::report::filter::FilterOptions;
 use rtype_inspect::report::packets::{Packets, PacketsOptions};
 use rtype_inspect::report::profile::{self, Profiler};
 use rtype_inspect::report::stats::Stats;
@@ -181,7 +181,7 @@ fn collect(bytes: &[u8]) -> Collect {
 /// (everything on one thread, as a live capture runs).
 fn export_both_ways(path: &Path) -> (Vec<u8>, Vec<u8>) {
     let profile = || Profile::load(&root().join("samples/profiles/reference-17byte.toml")).unwrap();
-    let filter = FilterArgs::default().build().expect("the empty filter");
+    let filter = FilterOptions::default().build().expect("the empty filter");
     let mut threaded = Vec::new();
     let mut reader = CaptureReader::open(path).unwrap();
     let mut sink = Export::new(&mut threaded, false, filter.clone());
@@ -228,7 +228,7 @@ fn every_report(bytes: &[u8]) {
     let mut summary = Summary::default();
     if run(bytes, &mut summary) {
         let _ = summary.text("mutated", Term::pipe());
-        let filter = FilterArgs::default().build().expect("the empty filter");
+        let filter = FilterOptions::default().build().expect("the empty filter");
         run(bytes, &mut Export::new(io::sink(), false, filter.clone()));
         run(
             bytes,
@@ -1001,7 +1001,7 @@ fn fields_rendered_ahead_stay_bounded() {
     let packed = lz4_flex::block::compress(&snapshot);
     let frame = server_datagram(&rtype(2, 0x14, 1, &packed, Some(snapshot.len() as u16)));
     let capture = raw_pcap(&vec![frame; 1_000], 65_535);
-    let filter = FilterArgs::default().build().expect("the empty filter");
+    let filter = FilterOptions::default().build().expect("the empty filter");
     let (written, peak) = measured(|| {
         let mut bytes = 0;
         let mut sink = Export::new(WriteCounted(io::sink(), &mut bytes), false, filter);
@@ -1267,7 +1267,7 @@ fn extreme_timestamps_saturate() {
     // From i64::MIN to i64::MAX the client has been silent for far more than 30 s.
     assert_eq!(found.frames("rtnp.client.silent"), [7], "{:?}", found.found);
     // The export's relative times keep their sign.
-    let filter = FilterArgs::default().build().unwrap();
+    let filter = FilterOptions::default().build().unwrap();
     let mut out = Vec::new();
     {
         let _alone = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -1550,7 +1550,7 @@ fn run_shared<S: Sink>(bytes: &Arc<[u8]>, sink: &mut S) {
 /// Peak bytes live of each command's run over `bytes`, its report written as the command does.
 fn command_peaks(bytes: &[u8]) -> Vec<(&'static str, usize)> {
     let bytes: Arc<[u8]> = bytes.into();
-    let filter = || FilterArgs::default().build().expect("the empty filter");
+    let filter = || FilterOptions::default().build().expect("the empty filter");
     let packets = |verbose| {
         let options = PacketsOptions {
             verbose,
@@ -1636,7 +1636,7 @@ const CONVERSATIONS_BOUND: usize = 64 << 20;
 /// ([`Pipeline::run`]), and frame by frame on one thread; each record is checked against
 /// docs/timeline.schema.json.
 fn export_lines(bytes: &[u8]) -> Vec<String> {
-    let filter = || FilterArgs::default().build().expect("the empty filter");
+    let filter = || FilterOptions::default().build().expect("the empty filter");
     let mut threaded = Vec::new();
     {
         let mut sink = Export::new(&mut threaded, false, filter());
@@ -1734,7 +1734,7 @@ fn a_rule_broken_again_in_a_datagram_is_one_counted_finding() {
     assert!(peak < 12 << 20, "{peak}");
     let found = measured(|| collect(&bytes)).0;
     assert_eq!(found.frames(rule.id()), (2..=201).collect::<Vec<u64>>());
-    let filter = FilterArgs::default().build().expect("the empty filter");
+    let filter = FilterOptions::default().build().expect("the empty filter");
     let (written, peak) = measured(|| {
         let mut bytes_out = 0;
         let mut sink = Export::new(WriteCounted(io::sink(), &mut bytes_out), false, filter);
@@ -1988,7 +1988,7 @@ fn a_block_with_intact_framing_is_skipped() {
     let (frames, capture) = read_findings(&bytes);
     assert_eq!(frames, 3);
     assert_eq!(capture, [(2, Rule::CaptureBlockSkipped)]);
-    let filter = FilterArgs::default().build().unwrap();
+    let filter = FilterOptions::default().build().unwrap();
     let mut out = Vec::new();
     assert!(run(&bytes, &mut Export::new(&mut out, false, filter)));
     let finding = String::from_utf8(out)
@@ -2027,7 +2027,7 @@ fn a_cut_holds_a_bit_per_frame_and_bounded_fragments() {
     let (file, target) = (dir.join("in.pcap"), dir.join("cut.pcap"));
     std::fs::write(&file, raw_pcap(&frames, 65_535)).unwrap();
     drop(frames);
-    let filter = FilterArgs::default().build().expect("the empty filter");
+    let filter = FilterOptions::default().build().expect("the empty filter");
     let none = rtype_inspect::report::cut::NoReport::default();
     let (written, peak) = measured(|| {
         rtype_inspect::report::cut::write(&file, &reading(), filter, &target, none).is_ok()

@@ -13,7 +13,7 @@ use rtype_inspect::capture::CaptureReader;
 use rtype_inspect::pipeline::{Pipeline, Sink};
 use rtype_inspect::proto::profile::Profile;
 use rtype_inspect::report::export::Export;
-use rtype_inspect::report::filter::FilterArgs;
+use rtype_inspect::report::filter::FilterOptions;
 use rtype_inspect::report::packets::{Packets, PacketsOptions};
 use rtype_inspect::report::profile::{self, Profiler};
 use rtype_inspect::report::stats::Stats;
@@ -37,7 +37,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     let _ = summary.text("fuzz", Term::pipe());
-    let filter = FilterArgs::default().build().expect("the empty filter");
+    let filter = FilterOptions::default().build().expect("the empty filter");
     let mut export = Export::new(io::sink(), false, filter.clone());
     run(data, &mut export);
     let options = PacketsOptions {

@@ -10,7 +10,8 @@ use std::sync::OnceLock;
 
 use clap::Parser;
 use libfuzzer_sys::fuzz_target;
-use rtype_inspect::report::check::{self, CheckArgs};
+use rtype_inspect::cli::args::CheckArgs;
+use rtype_inspect::report::check;
 
 #[derive(Parser)]
 struct Cli {
@@ -46,5 +47,5 @@ fuzz_target!(|data: &[u8]| {
         sample,
     ];
     let cli = Cli::try_parse_from(args).expect("the arguments parse");
-    let _ = check::run(cli.check, rtype_inspect::app::Term::pipe());
+    let _ = check::run(cli.check.into(), rtype_inspect::app::Term::pipe());
 });

@@ -23,7 +23,7 @@ use rtype_inspect::pipeline::{Pipeline, Sink};
 use rtype_inspect::proto::profile::Profile;
 use rtype_inspect::proto::{rt, rtype};
 use rtype_inspect::report::export::Export;
-use rtype_inspect::report::filter::FilterArgs;
+use rtype_inspect::report::filter::FilterOptions;
 use rtype_inspect::report::packets::{Packets, PacketsOptions};
 use rtype_inspect::report::summary::Summary;
 
@@ -146,7 +146,7 @@ fuzz_target!(|data: &[u8]| {
     let mut summary = Summary::default();
     run(&capture, &mut summary);
     let _ = summary.text("fuzz", rtype_inspect::app::Term::pipe());
-    let filter = FilterArgs::default().build().expect("the empty filter");
+    let filter = FilterOptions::default().build().expect("the empty filter");
     run(
         &capture,
         &mut Export::new(io::sink(), false, filter.clone()),

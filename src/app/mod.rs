@@ -2,6 +2,7 @@
 //! reading options and the read loop, where text goes (terminal or pipe), and output files written
 //! whole or not at all. Reports use this layer; only `cli` parses arguments.
 
+pub mod commands;
 pub mod config;
 pub mod inputs;
 pub mod output;

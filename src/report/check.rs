@@ -13,7 +13,6 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::ValueEnum;
 use serde_json::{json, Value as Json};
 
 use super::profile::budget::{self, BudgetBreak};
@@ -32,7 +31,7 @@ use crate::session::event::{DatagramEvent, LooseFinding};
 const TEXT_FRAMES: usize = 8;
 
 /// The lowest severity that fails the check.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FailOn {
     Error,
     Warning,
@@ -49,33 +48,21 @@ impl FailOn {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+/// The form of the check's report (`cli::args` describes each).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CheckFormat {
-    /// Per file, a table of the rules with findings; then the tally.
     Text,
-    /// One document: policy, result, and per file the findings with their frames.
     Json,
-    /// JUnit XML: one test suite per file, one test case per rule of the catalog.
     Junit,
 }
 
-/// Arguments of `rtype-inspect check`.
-#[derive(clap::Args)]
-pub struct CheckArgs {
-    /// Captures to judge, each on its own (a directory: the captures under it).
-    #[command(flatten)]
-    inputs: InputArgs,
-    /// Lowest severity that fails the check [default: error, or the config file's fail_on].
-    #[arg(long, value_enum)]
-    fail_on: Option<FailOn>,
-    /// A rule ID whose findings never fail the check (repeatable).
-    #[arg(long = "allow", value_name = "ID")]
-    allow: Vec<String>,
-    /// Output form: text (a table per capture), json (one document), or junit (JUnit XML for CI).
-    #[arg(long, value_enum, default_value = "text")]
-    format: CheckFormat,
-    #[command(flatten)]
-    read: ReadOpts,
+/// `rtype-inspect check`'s options, as `cli::args` parsed them.
+pub struct CheckOptions {
+    pub inputs: InputArgs,
+    pub fail_on: Option<FailOn>,
+    pub allow: Vec<String>,
+    pub format: CheckFormat,
+    pub read: ReadOpts,
 }
 
 /// What the check judges by, once arguments and config file are merged.
@@ -226,14 +213,14 @@ impl FileResult {
 }
 
 /// Runs `rtype-inspect check`.
-pub fn run(args: CheckArgs, term: Term) -> Result<ExitCode, String> {
+pub fn run(options: CheckOptions, term: Term) -> Result<ExitCode, String> {
     // A gate that judged nothing must not pass: no capture found is an error (exit 2).
-    let inputs = args.inputs.captures("check")?.inputs;
-    let mut reading = args.read.reading()?;
-    reading.count = args.inputs.count;
+    let inputs = options.inputs.captures("check")?.inputs;
+    let mut reading = options.read.reading()?;
+    reading.count = options.inputs.count;
     // The gate judges what every report may not: whether the clients of one server agree.
     reading.analysis.compare_clients = true;
-    let policy = policy(&args, &reading)?;
+    let policy = policy(&options, &reading)?;
     let budgets = reading.config.budgets;
     // Files are judged side by side; what each says (its error too) comes in argument order.
     // Each gets a copy of the settings (the display filter keeps caches).
@@ -289,7 +276,7 @@ pub fn run(args: CheckArgs, term: Term) -> Result<ExitCode, String> {
         .map(|r| r.exit_code(&policy))
         .max()
         .unwrap_or(0);
-    let out = match args.format {
+    let out = match options.format {
         CheckFormat::Text => text(&results, &policy, code, term),
         CheckFormat::Json => {
             serde_json::to_string_pretty(&to_json(&results, &policy, code)).unwrap_or_default()
@@ -330,9 +317,9 @@ fn judge_budgets(
 }
 
 /// Merges the command line with the configuration file's `fail_on` and `allow`.
-fn policy(args: &CheckArgs, reading: &Reading) -> Result<Policy, String> {
+fn policy(options: &CheckOptions, reading: &Reading) -> Result<Policy, String> {
     let config = &reading.config;
-    let fail_on = args
+    let fail_on = options
         .fail_on
         .map(FailOn::severity)
         .or(config.fail_on)
@@ -342,7 +329,7 @@ fn policy(args: &CheckArgs, reading: &Reading) -> Result<Policy, String> {
         allowed[rule.index()] = true;
     }
     let mut unknown = Vec::new();
-    for id in &args.allow {
+    for id in &options.allow {
         match Rule::from_id(id) {
             Some(rule) => allowed[rule.index()] = true,
             None => unknown.push(id.as_str()),

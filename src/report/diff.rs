@@ -39,27 +39,14 @@ pub const FLOOR: f64 = 0.01;
 /// this), so that weight decides between large changes.
 const RANK_CAP: f64 = 10.0;
 
-/// Arguments of `rtype-inspect diff`.
-#[derive(clap::Args)]
-pub struct DiffArgs {
-    /// The baseline: a capture, or a saved `profile --format json`.
-    old: PathBuf,
-    /// The capture (or saved profile) to compare with it.
-    new: PathBuf,
-    /// Exit 1 when a judged figure regressed by more than PERCENT: moved the worse way (more
-    /// bytes, lower rate, more loss, more findings); savings never fail. The headline figures are
-    /// judged, or those --only names.
-    #[arg(long, value_name = "PERCENT")]
-    fail_above: Option<f64>,
-    /// Compare and judge only the figures whose name starts with PREFIX (repeatable), e.g.
-    /// `field.` or `rtt_ms.` [default: the configuration's diff_only].
-    #[arg(long = "only", value_name = "PREFIX")]
-    only: Vec<String>,
-    /// Output form: text (the headline, then the weightiest changes), or json (one document).
-    #[arg(long, value_enum, default_value = "text")]
-    format: Format,
-    #[command(flatten)]
-    read: ReadOpts,
+/// `rtype-inspect diff`'s options, as `cli::args` parsed them.
+pub struct DiffOptions {
+    pub old: PathBuf,
+    pub new: PathBuf,
+    pub fail_above: Option<f64>,
+    pub only: Vec<String>,
+    pub format: Format,
+    pub read: ReadOpts,
 }
 
 /// Which way a figure gets worse.
@@ -156,37 +143,37 @@ impl Change {
 }
 
 /// Runs `rtype-inspect diff`.
-pub fn run(args: DiffArgs, term: Term) -> Result<ExitCode, String> {
-    if let Some(p) = args.fail_above.filter(|p| !p.is_finite() || *p < 0.0) {
+pub fn run(options: DiffOptions, term: Term) -> Result<ExitCode, String> {
+    if let Some(p) = options.fail_above.filter(|p| !p.is_finite() || *p < 0.0) {
         return Err(format!(
             "--fail-above must be a percentage of 0 or more, not {p}"
         ));
     }
-    let reading = args.read.reading()?;
-    let only = if args.only.is_empty() {
+    let reading = options.read.reading()?;
+    let only = if options.only.is_empty() {
         reading.config.diff_only.clone()
     } else {
-        args.only.clone()
+        options.only.clone()
     };
-    let old = load(&args.old, &reading)?;
-    let new = load(&args.new, &reading)?;
+    let old = load(&options.old, &reading)?;
+    let new = load(&options.new, &reading)?;
     let changes: Vec<Change> = compare(&figures(&old.1), &figures(&new.1))
         .into_iter()
         .filter(|c| only.is_empty() || only.iter().any(|p| c.figure.starts_with(p)))
         .collect();
-    let failing = match args.fail_above {
+    let failing = match options.fail_above {
         Some(p) => failing(&changes, !only.is_empty(), p),
         None => Vec::new(),
     };
-    let out = match args.format {
+    let out = match options.format {
         Format::Json => {
             let j = json!({
                 "schema": SCHEMA,
                 "tool": {"name": env!("CARGO_PKG_NAME"), "version": env!("CARGO_PKG_VERSION")},
-                "old": {"file": args.old.display().to_string(), "from": old.0, "layout": old.1["snapshot_profile"]},
-                "new": {"file": args.new.display().to_string(), "from": new.0, "layout": new.1["snapshot_profile"]},
+                "old": {"file": options.old.display().to_string(), "from": old.0, "layout": old.1["snapshot_profile"]},
+                "new": {"file": options.new.display().to_string(), "from": new.0, "layout": new.1["snapshot_profile"]},
                 "only": only,
-                "fail_above": args.fail_above,
+                "fail_above": options.fail_above,
                 "failing": failing.iter().map(|c| c.figure.as_str()).collect::<Vec<_>>(),
                 "changes": changes.iter().map(change_json).collect::<Vec<_>>(),
             });
@@ -194,7 +181,7 @@ pub fn run(args: DiffArgs, term: Term) -> Result<ExitCode, String> {
         }
         Format::Text => {
             let layouts = [&old.1, &new.1].map(|p| p["snapshot_profile"].as_str().unwrap_or(""));
-            text(&args, layouts, &changes, &failing, term)
+            text(&options, layouts, &changes, &failing, term)
         }
     };
     write_stdout(out.as_bytes())?;
@@ -538,7 +525,7 @@ fn signed(v: f64) -> String {
 /// The text form; `layouts` are the snapshot profiles the old and new captures were read with,
 /// said when either is not the document's.
 fn text(
-    args: &DiffArgs,
+    options: &DiffOptions,
     layouts: [&str; 2],
     changes: &[Change],
     failing: &[&Change],
@@ -549,8 +536,8 @@ fn text(
     let _ = writeln!(
         out,
         "diff: {} → {}: {} figures compared, {} changed",
-        args.old.display(),
-        args.new.display(),
+        options.old.display(),
+        options.new.display(),
         changes.len(),
         changed.len()
     );
@@ -594,7 +581,7 @@ fn text(
             );
         }
     }
-    if let Some(p) = args.fail_above {
+    if let Some(p) = options.fail_above {
         if failing.is_empty() {
             let _ = writeln!(out, "pass: no judged figure regressed by more than {p} %");
         } else {

@@ -28,23 +28,13 @@ use crate::session::event::{DatagramEvent, LooseFinding};
 use crate::session::Conversations;
 use crate::world::{Change, Gather, Happened, World};
 
-/// Arguments of `rtype-inspect entity`.
-#[derive(clap::Args)]
-pub struct EntityArgs {
-    /// Capture file (pcap or pcapng, gzipped or not); - reads standard input.
-    #[arg(value_name = "FILE")]
-    file: PathBuf,
-    /// The entity id to follow.
-    #[arg(value_name = "ID")]
-    id: u32,
-    /// Only this conversation's view (its number in the summary).
-    #[arg(long, value_name = "N")]
-    conversation: Option<u32>,
-    /// Output form: text (a line per event), or json (one document).
-    #[arg(long, value_enum, default_value = "text")]
-    format: Format,
-    #[command(flatten)]
-    read: ReadOpts,
+/// `rtype-inspect entity`'s options, as `cli::args` parsed them.
+pub struct EntityOptions {
+    pub file: PathBuf,
+    pub id: u32,
+    pub conversation: Option<u32>,
+    pub format: Format,
+    pub read: ReadOpts,
 }
 
 /// The schema of `entity --format json` (docs/schemas/entity.schema.json).
@@ -59,12 +49,12 @@ pub(crate) const ENTITY_RULES: [Rule; 4] = [
 ];
 
 /// Runs `rtype-inspect entity`.
-pub fn run(args: EntityArgs) -> Result<ExitCode, String> {
-    let reading = args.read.reading()?.for_file(&args.file)?;
-    let mut follow = Follow::new(args.id, args.conversation, args.format);
-    read_capture(&args.file, &reading, &mut follow)?;
+pub fn run(options: EntityOptions) -> Result<ExitCode, String> {
+    let reading = options.read.reading()?.for_file(&options.file)?;
+    let mut follow = Follow::new(options.id, options.conversation, options.format);
+    read_capture(&options.file, &reading, &mut follow)?;
     let mut out = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
-    let file = args.file.display().to_string();
+    let file = options.file.display().to_string();
     let result = match follow.end.take() {
         Some(end) => follow.write(&mut out, &file, &end),
         None => Ok(()),

@@ -9,32 +9,16 @@ use crate::proto::{Direction, Rule, Severity};
 use crate::session::event::DatagramEvent;
 
 /// Filter options shared by `packets`, `export` and `live`.
-#[derive(clap::Args, Clone, Default, Debug)]
-pub struct FilterArgs {
-    /// Message type by name (e.g. SERVER_SNAPSHOT, snapshot) or code (0x14, 20); repeatable.
-    #[arg(long = "type", value_name = "TYPE")]
-    types: Vec<String>,
-    /// Direction: c2s (client to server) or s2c.
-    #[arg(long, value_parser = ["c2s", "s2c"])]
-    direction: Option<String>,
-    /// Conversation id (as numbered by the summary); repeatable.
-    #[arg(long, value_name = "ID")]
-    conversation: Vec<u32>,
-    /// Source or destination address, IP or IP:PORT.
-    #[arg(long, value_name = "ADDR")]
-    address: Option<String>,
-    /// Frame range A-B (either end may be left out: 100-, -2), or one frame.
-    #[arg(long, value_name = "A-B", allow_hyphen_values = true)]
-    frames: Option<String>,
-    /// Time range in seconds from the first frame, A-B (either end may be left out).
-    #[arg(long, value_name = "A-B", allow_hyphen_values = true)]
-    time: Option<String>,
-    /// Only datagrams with this violation; repeatable.
-    #[arg(long, value_name = "ID")]
-    violation: Vec<String>,
-    /// Only datagrams with a violation of at least this severity (info, warning, error).
-    #[arg(long, value_parser = ["info", "warning", "error"])]
-    severity: Option<String>,
+#[derive(Clone, Default, Debug)]
+pub struct FilterOptions {
+    pub types: Vec<String>,
+    pub direction: Option<String>,
+    pub conversation: Vec<u32>,
+    pub address: Option<String>,
+    pub frames: Option<String>,
+    pub time: Option<String>,
+    pub violation: Vec<String>,
+    pub severity: Option<String>,
 }
 
 /// Filters, parsed and checked.
@@ -121,7 +105,7 @@ fn parse_range<T: std::str::FromStr + Copy>(text: &str, lo: T, hi: T) -> Result<
     }
 }
 
-impl FilterArgs {
+impl FilterOptions {
     pub fn build(&self) -> Result<Filter, String> {
         let address = match &self.address {
             None => None,

@@ -28,7 +28,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::export::Export;
-use super::filter::FilterArgs;
+use super::filter::FilterOptions;
 use super::packets::{Packets, PacketsOptions};
 use super::summary::Summary;
 use super::table;
@@ -40,37 +40,17 @@ use crate::pipeline::{Pipeline, RunEnd, Sink};
 use crate::session::event::{DatagramEvent, LooseFinding, ReassembledEvent};
 use crate::session::Conversations;
 
-/// Arguments of `rtype-inspect live`. Frames are decoded as they arrive, one at a time: the
-/// reading options' `--threads` is not offered.
-#[derive(clap::Args)]
-#[command(mut_arg("threads", |a| a.hide(true)))]
-pub struct LiveArgs {
-    /// Interface to capture on (`rtype-inspect interfaces` lists them).
-    #[arg(short, long, value_name = "IFACE")]
-    interface: String,
-    /// Also write every captured frame to this pcap file (nanosecond timestamps).
-    #[arg(short = 'w', long = "write", value_name = "FILE")]
-    write: Option<PathBuf>,
-    /// Stop after this many protocol datagrams (other traffic does not count).
-    #[arg(short = 'c', long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    count: Option<u64>,
-    /// Stop after this many seconds.
-    #[arg(long, value_name = "SECS", value_parser = seconds)]
-    duration: Option<Duration>,
-    /// text: the packet list, then the summary; json: NDJSON timeline records as they come.
-    #[arg(long, value_enum, default_value = "text")]
-    format: Format,
-    /// Print every decoded field (text only).
-    #[arg(short = 'V', long)]
-    verbose: bool,
-    /// Add a hex dump of each datagram (text only).
-    #[arg(short = 'x', long)]
-    hex: bool,
-    #[command(flatten)]
-    filter: FilterArgs,
-    /// --quiet hides the status line.
-    #[command(flatten)]
-    read: ReadOpts,
+/// `rtype-inspect live`'s options, as `cli::args` parsed them.
+pub struct LiveOptions {
+    pub interface: String,
+    pub write: Option<PathBuf>,
+    pub count: Option<u64>,
+    pub duration: Option<Duration>,
+    pub format: Format,
+    pub verbose: bool,
+    pub hex: bool,
+    pub filter: FilterOptions,
+    pub read: ReadOpts,
 }
 
 pub(crate) fn seconds(text: &str) -> Result<Duration, String> {
@@ -326,27 +306,27 @@ fn kernel_drops(stats: Option<live::KernelStats>) -> String {
 }
 
 /// Runs `rtype-inspect live`.
-pub fn run(args: LiveArgs, term: Term) -> Result<ExitCode, String> {
-    if args.read.threads.is_some() {
+pub fn run(options: LiveOptions, term: Term) -> Result<ExitCode, String> {
+    if options.read.threads.is_some() {
         return Err(
             "live decodes frames one at a time as they arrive: --threads is for files".into(),
         );
     }
-    let reading = args.read.reading()?;
-    let filter = args.filter.build()?;
-    if args.format == Format::Json && (args.verbose || args.hex) {
+    let reading = options.read.reading()?;
+    let filter = options.filter.build()?;
+    if options.format == Format::Json && (options.verbose || options.hex) {
         return Err("-V and -x are for the text packet list, not --format json".into());
     }
-    let mut capture = LiveCapture::open(&args.interface).map_err(|e| e.to_string())?;
+    let mut capture = LiveCapture::open(&options.interface).map_err(|e| e.to_string())?;
     let info = live::capture_info(capture.link_type());
-    if args
+    if options
         .write
         .as_deref()
         .is_some_and(crate::app::output::is_stdout)
     {
         return Err("-w - would write the capture where the packet list goes: give a file".into());
     }
-    let mut pcap = match &args.write {
+    let mut pcap = match &options.write {
         Some(path) => {
             let w = PcapWriter::new(
                 OutputFile::create(path, &[])?,
@@ -366,7 +346,7 @@ pub fn run(args: LiveArgs, term: Term) -> Result<ExitCode, String> {
     let stderr_tty = io::stderr().is_terminal();
     let stdout_tty = io::stdout().is_terminal();
     let status: SharedStatus = Arc::new(Mutex::new(Status {
-        on: stderr_tty && !args.read.quiet,
+        on: stderr_tty && !options.read.quiet,
         shared: stderr_tty && stdout_tty,
         shown: false,
         text: String::new(),
@@ -374,20 +354,20 @@ pub fn run(args: LiveArgs, term: Term) -> Result<ExitCode, String> {
     let mut writer = Writer::start(status.clone());
     catch_signals();
     let mut until = String::from("Ctrl-C");
-    if let Some(n) = args.count {
+    if let Some(n) = options.count {
         until += &format!(", {n} datagrams");
     }
-    if let Some(d) = args.duration {
+    if let Some(d) = options.duration {
         until += &format!(", {} s", d.as_secs_f64());
     }
     eprintln!(
         "listening on {} ({}), capturing until {until}",
-        args.interface,
+        options.interface,
         capture.link_type().name()
     );
     let limits = Limits {
-        count: args.count,
-        duration: args.duration,
+        count: options.count,
+        duration: options.duration,
     };
     let mut live = Live {
         capture: &mut capture,
@@ -398,11 +378,11 @@ pub fn run(args: LiveArgs, term: Term) -> Result<ExitCode, String> {
         limits,
         unread: 0,
     };
-    let (stop, summary, write_error, unfit) = match args.format {
+    let (stop, summary, write_error, unfit) = match options.format {
         Format::Text => {
             let options = PacketsOptions {
-                verbose: args.verbose,
-                hex: args.hex,
+                verbose: options.verbose,
+                hex: options.hex,
                 width: term.width,
                 time: Default::default(),
                 color: term.color,
@@ -436,10 +416,10 @@ pub fn run(args: LiveArgs, term: Term) -> Result<ExitCode, String> {
     drop(capture);
     default_signals();
     lock_status(&status).clear();
-    if let (Format::Text, Some(summary), Stop::Done) = (args.format, &summary, &stop) {
+    if let (Format::Text, Some(summary), Stop::Done) = (options.format, &summary, &stop) {
         let text = format!(
             "\n{}",
-            summary.text(&format!("{} (live)", args.interface), term)
+            summary.text(&format!("{} (live)", options.interface), term)
         );
         pending.0.borrow_mut().extend_from_slice(text.as_bytes());
     }
@@ -455,7 +435,7 @@ pub fn run(args: LiveArgs, term: Term) -> Result<ExitCode, String> {
     });
     let mut last = format!(
         "{}: {frames} frames captured, {} dropped by the kernel",
-        args.interface,
+        options.interface,
         kernel_drops(kernel)
     );
     if unread > 0 {
@@ -466,7 +446,7 @@ pub fn run(args: LiveArgs, term: Term) -> Result<ExitCode, String> {
         last += &format!(", written to {}", path.display());
     }
     if let Some(note) = crate::pipeline::unfit_note(unfit) {
-        eprintln!("{}: {note}", args.interface);
+        eprintln!("{}: {note}", options.interface);
     }
     eprintln!("{last}");
     if let Some(e) = write_error {

@@ -690,7 +690,9 @@ mod tests {
     #[test]
     fn findings_of_no_datagram_are_kept_up_to_the_limit() {
         let options = PacketsOptions::default();
-        let every = super::super::filter::FilterArgs::default().build().unwrap();
+        let every = super::super::filter::FilterOptions::default()
+            .build()
+            .unwrap();
         let mut packets = Packets::new(Vec::new(), options, every);
         for frame in 0..MAX_DEFERRED as u64 + 5 {
             packets.loose(&LooseFinding {

@@ -29,16 +29,11 @@ use crate::session::Conversation;
 /// Conversations shown in the text report; JSON holds them all.
 const TEXT_CONVERSATIONS: usize = 50;
 
-/// Arguments of `rtype-inspect stats`.
-#[derive(clap::Args)]
-pub struct StatsArgs {
-    #[command(flatten)]
-    inputs: InputArgs,
-    /// Output form: text (tables), or json (one document).
-    #[arg(long, value_enum, default_value = "text")]
-    format: Format,
-    #[command(flatten)]
-    read: ReadOpts,
+/// `rtype-inspect stats`'s options, as `cli::args` parsed them.
+pub struct StatsOptions {
+    pub inputs: InputArgs,
+    pub format: Format,
+    pub read: ReadOpts,
 }
 
 /// The schema of `stats --format json` (docs/schemas/stats.schema.json).
@@ -46,21 +41,21 @@ pub const SCHEMA: &str = "stats/1";
 
 /// Runs `rtype-inspect stats`.
 /// Several captures' reports follow one another (a blank line between), or make one JSON array.
-pub fn run(args: StatsArgs, term: Term) -> Result<ExitCode, String> {
-    let captures = args.inputs.captures("stats")?;
-    let mut reading = args.read.reading()?;
-    reading.count = args.inputs.count;
+pub fn run(options: StatsOptions, term: Term) -> Result<ExitCode, String> {
+    let captures = options.inputs.captures("stats")?;
+    let mut reading = options.read.reading()?;
+    reading.count = options.inputs.count;
     if !captures.several {
         let file = &captures.inputs[0].path;
         let out = io::BufWriter::new(io::stdout().lock());
-        return written(report(file, &reading.for_file(file)?, args.format, term, out)?.err());
+        return written(report(file, &reading.for_file(file)?, options.format, term, out)?.err());
     }
     let job = |input: &Input, reading: &Reading| {
         let spool = Spool::new().map_err(|e| format!("temporary file: {e}"))?;
-        report(&input.path, reading, args.format, term, spool)?
+        report(&input.path, reading, options.format, term, spool)?
             .map_err(|e| format!("temporary file: {e}"))
     };
-    captures.spool_list(&reading, job, args.format == Format::Json)
+    captures.spool_list(&reading, job, options.format == Format::Json)
 }
 
 /// Analyses one capture and writes its report to `out`: the output, or the error that stopped

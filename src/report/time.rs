@@ -96,27 +96,16 @@ fn push_fraction(out: &mut String, frac: u64, decimals: u32) {
     push_padded(out, frac / 10u64.pow(9 - decimals), decimals as usize);
 }
 
-/// `packets -t`: how a datagram's time is written, with tshark's letters.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+/// `packets -t`: how a datagram's time is written, with tshark's letters (`cli::args` gives the
+/// letters and describes each).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum TimeFormat {
-    /// Absolute local time of day: 05:23:06.179560.
-    #[value(name = "a")]
     Absolute,
-    /// Absolute local date and time: 2026-11-22 05:23:06.179560.
-    #[value(name = "ad")]
     AbsoluteDate,
-    /// Seconds since the capture's first datagram (the default).
     #[default]
-    #[value(name = "r")]
     Relative,
-    /// Seconds since the previous datagram read, shown or not.
-    #[value(name = "d")]
     Delta,
-    /// Seconds since the previous datagram shown.
-    #[value(name = "dd")]
     DeltaDisplayed,
-    /// Seconds since the Unix epoch: 1795324986.179560.
-    #[value(name = "e")]
     Epoch,
 }
 

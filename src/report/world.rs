@@ -21,20 +21,12 @@ use crate::session::event::{DatagramEvent, LooseFinding};
 use crate::session::Conversations;
 use crate::world::{Gather, Held, HeldValue, Life, World};
 
-/// Arguments of `rtype-inspect world`.
-#[derive(clap::Args)]
-pub struct WorldArgs {
-    /// Capture file (pcap or pcapng, gzipped or not); - reads standard input.
-    #[arg(value_name = "FILE")]
-    file: PathBuf,
-    /// The time, in seconds since the first datagram (packets' time column).
-    #[arg(long, value_name = "SECONDS")]
-    at: f64,
-    /// Output form: text (a table per conversation), or json (one document).
-    #[arg(long, value_enum, default_value = "text")]
-    format: Format,
-    #[command(flatten)]
-    read: ReadOpts,
+/// `rtype-inspect world`'s options, as `cli::args` parsed them.
+pub struct WorldOptions {
+    pub file: PathBuf,
+    pub at: f64,
+    pub format: Format,
+    pub read: ReadOpts,
 }
 
 /// The schema of `world --format json` (docs/schemas/world.schema.json).
@@ -50,12 +42,12 @@ const COLUMNS: [(Quantity, &str, &str); 5] = [
 ];
 
 /// Runs `rtype-inspect world`.
-pub fn run(args: WorldArgs, term: Term) -> Result<ExitCode, String> {
-    if !(args.at.is_finite() && args.at >= 0.0) {
-        return Err(format!("--at {}: give seconds, 0 or more", args.at));
+pub fn run(options: WorldOptions, term: Term) -> Result<ExitCode, String> {
+    if !(options.at.is_finite() && options.at >= 0.0) {
+        return Err(format!("--at {}: give seconds, 0 or more", options.at));
     }
-    let reading = args.read.reading()?.for_file(&args.file)?;
-    let at_nanos = (args.at * 1e9).round() as i64;
+    let reading = options.read.reading()?.for_file(&options.file)?;
+    let at_nanos = (options.at * 1e9).round() as i64;
     let mut at = AtTime {
         world: World::new(None),
         at_nanos,
@@ -67,9 +59,9 @@ pub fn run(args: WorldArgs, term: Term) -> Result<ExitCode, String> {
         filter: None,
         ghosts: IdMap::default(),
     };
-    read_capture(&args.file, &reading, &mut at)?;
-    let file = args.file.display().to_string();
-    let text = match args.format {
+    read_capture(&options.file, &reading, &mut at)?;
+    let file = options.file.display().to_string();
+    let text = match options.format {
         Format::Text => at.text(&file, term),
         Format::Json => at.json(&file),
     };

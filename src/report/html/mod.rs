@@ -41,51 +41,38 @@ const UPLOT_CSS: &str = include_str!("../../../assets/uplot/uPlot.min.css");
 const PAGE_JS: &str = include_str!("report.js");
 const PAGE_CSS: &str = include_str!("report.css");
 
-/// Arguments of `rtype-inspect report`.
-#[derive(clap::Args)]
-pub struct ReportArgs {
-    /// Captures: one tab each; a directory stands for the captures under it.
-    #[arg(required = true, value_name = "FILE")]
-    files: Vec<PathBuf>,
-    /// The HTML file to write (- for standard output); with `--format svg`, the directory the
-    /// SVG files go to.
-    #[arg(short, long, value_name = "FILE")]
-    output: PathBuf,
-    /// `html`: one page; `svg`: the main graphs as standalone SVG files in the `-o` directory,
-    /// named `<capture stem>-c<conversation>-{io,gap,rtt,types,fields,world}.svg` (`world`: the
-    /// world view at four of its times, when the client held entities).
-    #[arg(long, value_enum, default_value = "html")]
-    format: ReportFormat,
-    /// Width of the time buckets, e.g. 100ms or 1s (10 ms to 1 h), as for `profile`.
-    #[arg(long, default_value = "1s", value_parser = profile::parse_interval)]
-    interval: i64,
-    #[command(flatten)]
-    read: ReadOpts,
+/// `rtype-inspect report`'s options, as `cli::args` parsed them.
+pub struct ReportOptions {
+    pub files: Vec<PathBuf>,
+    pub output: PathBuf,
+    pub format: ReportFormat,
+    pub interval: i64,
+    pub read: ReadOpts,
 }
 
 /// The form of `rtype-inspect report`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReportFormat {
     Html,
     Svg,
 }
 
 /// Runs `rtype-inspect report`.
-pub fn run(mut args: ReportArgs) -> Result<ExitCode, String> {
-    let reading = args.read.reading()?;
-    let inputs = crate::app::inputs::capture_files(&args.files)?;
+pub fn run(mut options: ReportOptions) -> Result<ExitCode, String> {
+    let reading = options.read.reading()?;
+    let inputs = crate::app::inputs::capture_files(&options.files)?;
     if inputs.is_empty() {
         return Err(crate::app::inputs::NO_CAPTURE.into());
     }
-    args.files = inputs.into_iter().map(|i| i.path).collect();
-    if args.format == ReportFormat::Svg {
-        return svg_files(&args, &reading);
+    options.files = inputs.into_iter().map(|i| i.path).collect();
+    if options.format == ReportFormat::Svg {
+        return svg_files(&options, &reading);
     }
-    let inputs: Vec<&Path> = args.files.iter().map(PathBuf::as_path).collect();
-    let mut out = OutputFile::create(&args.output, &inputs)?;
-    let mut files = Vec::with_capacity(args.files.len());
-    for file in &args.files {
-        files.push(file_data(file, &reading, args.interval)?);
+    let inputs: Vec<&Path> = options.files.iter().map(PathBuf::as_path).collect();
+    let mut out = OutputFile::create(&options.output, &inputs)?;
+    let mut files = Vec::with_capacity(options.files.len());
+    for file in &options.files {
+        files.push(file_data(file, &reading, options.interval)?);
     }
     let mut data = json!({
         "schema": "report/1",
@@ -94,13 +81,13 @@ pub fn run(mut args: ReportArgs) -> Result<ExitCode, String> {
     });
     // Moved in: `json!` would copy the whole tree (it serialises what it is given).
     data["files"] = Json::Array(files);
-    let title = args
+    let title = options
         .files
         .iter()
         .map(|f| f.display().to_string())
         .collect::<Vec<_>>()
         .join(", ");
-    page(&mut out, &title, &data).map_err(|e| format!("{}: {e}", args.output.display()))?;
+    page(&mut out, &title, &data).map_err(|e| format!("{}: {e}", options.output.display()))?;
     out.commit()?;
     Ok(ExitCode::SUCCESS)
 }
@@ -108,8 +95,8 @@ pub fn run(mut args: ReportArgs) -> Result<ExitCode, String> {
 /// `--format svg`: each capture's graphs in the `-o` directory (made if missing), each file
 /// written whole or not at all; a stem two captures share gets the capture's position
 /// (`<stem>-2-c1-io.svg`).
-fn svg_files(args: &ReportArgs, reading: &Reading) -> Result<ExitCode, String> {
-    let dir = &args.output;
+fn svg_files(options: &ReportOptions, reading: &Reading) -> Result<ExitCode, String> {
+    let dir = &options.output;
     if crate::app::output::is_stdout(dir) {
         return Err("--format svg writes a directory of SVG files: give it with -o DIR".into());
     }
@@ -120,12 +107,12 @@ fn svg_files(args: &ReportArgs, reading: &Reading) -> Result<ExitCode, String> {
             |s| s.to_string_lossy().into_owned(),
         )
     };
-    for (n, file) in args.files.iter().enumerate() {
+    for (n, file) in options.files.iter().enumerate() {
         let mut name = stem(file);
-        if args.files.iter().filter(|f| stem(f) == name).count() > 1 {
+        if options.files.iter().filter(|f| stem(f) == name).count() > 1 {
             name = format!("{name}-{}", n + 1);
         }
-        let mut data = summary_data(file, reading, args.interval)?;
+        let mut data = summary_data(file, reading, options.interval)?;
         data["world"] = world_data(file, reading, &data)?;
         svg::write_graphs(dir, &name, &data)?;
     }
@@ -141,7 +128,7 @@ fn file_data(file: &Path, reading: &Reading, interval: i64) -> Result<Json, Stri
         .max(1.0) as i64;
     let buckets = profile["series"]["buckets"].as_u64().unwrap_or(0) as usize;
     // No filter: every datagram listed (a default `Filter` would pass none).
-    let every = super::filter::FilterArgs::default().build()?;
+    let every = super::filter::FilterOptions::default().build()?;
     let mut frames = FrameLines::new(interval_nanos, buckets, every);
     crate::app::read_capture(file, &reading.for_file(file)?, &mut frames)?;
     data["buckets"] = frames.buckets_json();

@@ -53,19 +53,12 @@ pub const MAX_KEYS: usize = 128;
 /// instants and positions), in capture time.
 pub const SAMPLE_EVERY_NANOS: i64 = 100_000_000;
 
-/// Arguments of `rtype-inspect profile`.
-#[derive(clap::Args)]
-pub struct ProfileArgs {
-    #[command(flatten)]
-    inputs: InputArgs,
-    /// Width of the time buckets, e.g. 100ms or 1s (10 ms to 1 h).
-    #[arg(long, default_value = "1s", value_parser = parse_interval)]
-    interval: i64,
-    /// Output form: text (tables), or json (one document, which diff reads).
-    #[arg(long, value_enum, default_value = "text")]
-    format: Format,
-    #[command(flatten)]
-    read: ReadOpts,
+/// `rtype-inspect profile`'s options, as `cli::args` parsed them.
+pub struct ProfileOptions {
+    pub inputs: InputArgs,
+    pub interval: i64,
+    pub format: Format,
+    pub read: ReadOpts,
 }
 
 /// A bucket width: a number of `ms` or `s` (fractions allowed), from 10 ms to one hour; in
@@ -91,13 +84,13 @@ pub fn parse_interval(text: &str) -> Result<i64, String> {
 
 /// Runs `rtype-inspect profile`. Several captures' profiles (files, directories) follow one
 /// another (a blank line between), or make one JSON array, as `stats` gives them.
-pub fn run(args: ProfileArgs, term: Term) -> Result<ExitCode, String> {
-    let captures = args.inputs.captures("profile")?;
-    let mut reading = args.read.reading()?;
-    reading.count = args.inputs.count;
+pub fn run(options: ProfileOptions, term: Term) -> Result<ExitCode, String> {
+    let captures = options.inputs.captures("profile")?;
+    let mut reading = options.read.reading()?;
+    reading.count = options.inputs.count;
     let document = |file: &Path, reading: &Reading| -> Result<String, String> {
-        let json = profile_of(file, reading, args.interval)?;
-        Ok(match args.format {
+        let json = profile_of(file, reading, options.interval)?;
+        Ok(match options.format {
             // One line: the document is data for tools (diff, the report, jq), and its series
             // would take a line per number pretty-printed.
             Format::Json => serde_json::to_string(&json).unwrap_or_default() + "\n",
@@ -116,7 +109,7 @@ pub fn run(args: ProfileArgs, term: Term) -> Result<ExitCode, String> {
             .map_err(|e| format!("temporary file: {e}"))?;
         Ok(spool)
     };
-    captures.spool_list(&reading, job, args.format == Format::Json)
+    captures.spool_list(&reading, job, options.format == Format::Json)
 }
 
 /// The profile document as text (what `profile` prints without `--format json`).
