@@ -790,9 +790,9 @@ impl Registry {
                 column: None,
                 name: p.name().into(),
                 label: match p {
-                    Dialect::Rtype => "R-Type UDP Dialect",
-                    Dialect::Rt => "R-Type RT Dialect (document 003)",
-                    Dialect::Rtnp => "R-Type RTNP Dialect (document 004)",
+                    Dialect::Rtype => "R-Type UDP Protocol",
+                    Dialect::Rt => "R-Type RT Protocol (document 003)",
+                    Dialect::Rtnp => "R-Type RTNP Protocol (document 004)",
                     Dialect::Described(_) => "a described dialect",
                 }
                 .into(),
