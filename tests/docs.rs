@@ -1,5 +1,6 @@
-//! The documentation written from the protocol description stays current: the README's
-//! violation table, its examples and docs/protocol.md are what the binary prints now.
+//! The documentation written from the protocol description stays current: the violation table
+//! of docs/violations.md, the examples of the README and docs/reference.md, and docs/protocol.md
+//! are what the binary prints now.
 
 use std::process::Command;
 
@@ -12,30 +13,51 @@ fn output(args: &[&str]) -> String {
 }
 
 #[test]
-fn readme_lists_the_catalog() {
-    let readme = std::fs::read_to_string("README.md").unwrap();
-    let (_, rest) = readme
+fn violations_doc_lists_the_catalog() {
+    let doc = std::fs::read_to_string("docs/violations.md").unwrap();
+    let (_, rest) = doc
         .split_once("<!-- catalog:begin -->\n")
-        .expect("README has the catalog markers");
+        .expect("docs/violations.md has the catalog markers");
     let (table, _) = rest
         .split_once("<!-- catalog:end -->")
-        .expect("README has the end marker");
+        .expect("docs/violations.md has the end marker");
     assert!(
         table == output(&["violations", "--format", "markdown"]),
-        "README.md's violation table is stale: paste `rtype-inspect violations --format markdown` between its markers"
+        "docs/violations.md's table is stale: paste `rtype-inspect violations --format markdown` between its markers"
     );
 }
 
-/// The README's examples: a ```text block whose first line is `$ rtype-inspect ARGS…` is that
-/// command's standard output, whole; after a `<!-- excerpt -->` line, the block's lines are some
-/// of the output's, in its order. `RTYPE_BLESS=1` rewrites the whole ones.
+/// The files whose examples are checked.
+const EXAMPLES: [&str; 2] = ["README.md", "docs/reference.md"];
+
+/// The examples of the README and docs/reference.md: a ```text block whose first line is
+/// `$ rtype-inspect ARGS…` is that command's standard output, whole; after a `<!-- excerpt -->`
+/// line, the block's lines are some of the output's, in its order. `RTYPE_BLESS=1` rewrites the
+/// whole ones.
 #[test]
-fn readme_examples_are_the_commands_output() {
-    let readme = std::fs::read_to_string("README.md").unwrap();
-    let mut blessed = String::new();
+fn doc_examples_are_the_commands_output() {
     let mut stale = Vec::new();
     let mut examples = 0;
-    let mut lines = readme.split_inclusive('\n').peekable();
+    for file in EXAMPLES {
+        let doc = std::fs::read_to_string(file).unwrap();
+        let blessed = check_examples(file, &doc, &mut examples, &mut stale);
+        if std::env::var_os("RTYPE_BLESS").is_some() && blessed != doc {
+            std::fs::write(file, &blessed).unwrap();
+        }
+    }
+    assert!(examples >= 3, "the docs' example markers are gone");
+    assert!(
+        stale.is_empty(),
+        "examples are not what the commands print (RTYPE_BLESS=1 cargo test --test docs rewrites the whole ones):\n{}",
+        stale.join("\n")
+    );
+}
+
+/// Checks `doc`'s examples, counting them and pushing the stale ones; returns `doc` with the
+/// whole examples rewritten to what the commands print.
+fn check_examples(file: &str, doc: &str, examples: &mut usize, stale: &mut Vec<String>) -> String {
+    let mut blessed = String::new();
+    let mut lines = doc.split_inclusive('\n').peekable();
     let mut excerpt = false;
     while let Some(line) = lines.next() {
         blessed += line;
@@ -58,7 +80,7 @@ fn readme_examples_are_the_commands_output() {
         let args: Vec<&str> = command.split_whitespace().collect();
         assert!(
             !command.contains(['\'', '"', '|', '>']),
-            "README example needs a shell: {command}"
+            "{file}: example needs a shell: {command}"
         );
         let out = Command::new(BIN)
             .args(&args)
@@ -66,35 +88,27 @@ fn readme_examples_are_the_commands_output() {
             .env_remove("COLUMNS")
             .output()
             .unwrap();
-        assert!(out.status.success(), "$ rtype-inspect {command}");
+        assert!(out.status.success(), "{file}: $ rtype-inspect {command}");
         let printed = String::from_utf8(out.stdout).unwrap();
-        examples += 1;
+        *examples += 1;
         if excerpt {
             let mut output = printed.lines();
             if let Some(missing) = shown.lines().find(|l| !output.any(|o| o == *l)) {
                 stale.push(format!(
-                    "$ rtype-inspect {command} (excerpt; edit it by hand): {missing:?} is not in its output, in this order"
+                    "{file}: $ rtype-inspect {command} (excerpt; edit it by hand): {missing:?} is not in its output, in this order"
                 ));
             }
             blessed += &shown;
         } else {
             if printed != shown {
-                stale.push(format!("$ rtype-inspect {command}"));
+                stale.push(format!("{file}: $ rtype-inspect {command}"));
             }
             blessed += &printed;
         }
         blessed += "```\n";
         excerpt = false;
     }
-    assert!(examples >= 3, "README's example markers are gone");
-    if std::env::var_os("RTYPE_BLESS").is_some() && blessed != readme {
-        std::fs::write("README.md", &blessed).unwrap();
-    }
-    assert!(
-        stale.is_empty(),
-        "README.md's examples are not what the commands print (RTYPE_BLESS=1 cargo test --test docs rewrites the whole ones):\n{}",
-        stale.join("\n")
-    );
+    blessed
 }
 
 #[test]
