@@ -228,7 +228,7 @@ enum Command {
     },
     /// List the catalog of violations.
     Violations {
-        /// Output form: text (a table), json (one document), or markdown (the README's table).
+        /// Output form: text (a table), json (one document), or markdown (docs/violations.md's table).
         #[arg(long, value_enum, default_value = "text")]
         format: CatalogFormat,
     },

@@ -1,8 +1,8 @@
 //! The catalog of rules traffic can break: a stable ID, a severity, the document's section and a
 //! one-line explanation each. The capture's, the sessions' and the budgets' are declared here,
 //! each bundled dialect's in its description (`dialects/*.yaml`, spliced in by build.rs);
-//! `rtype-inspect violations`, the README's list, the JSON output and the Lua dissector's expert
-//! infos all read this table.
+//! `rtype-inspect violations`, docs/violations.md's list, the JSON output and the Lua
+//! dissector's expert infos all read this table.
 
 use serde::Serialize;
 

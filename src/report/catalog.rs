@@ -1,5 +1,5 @@
-//! The violation catalog as a table, for `rtype-inspect violations` and the README, or as one
-//! JSON document (docs/schemas/violations.schema.json).
+//! The violation catalog as a table, for `rtype-inspect violations` and docs/violations.md, or
+//! as one JSON document (docs/schemas/violations.schema.json).
 
 use super::table;
 use crate::app::Term;

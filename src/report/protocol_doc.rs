@@ -31,7 +31,7 @@ pub fn markdown() -> String {
     filter_fields(&mut out);
     let _ = writeln!(
         out,
-        "\n## Rules\n\n{} rules: see `rtype-inspect violations` and the README.",
+        "\n## Rules\n\n{} rules: see `rtype-inspect violations` and docs/violations.md.",
         CATALOG.len()
     );
     out
