@@ -22,6 +22,7 @@ pub mod cli;
 pub mod datagram;
 pub mod describe;
 pub mod display_filter;
+pub mod finding;
 pub mod lua_runtime;
 pub mod message;
 pub mod number;

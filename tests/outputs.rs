@@ -341,10 +341,10 @@ fn finding_texts_read_as_sentences() {
     }
     assert!(details > 500, "{details}");
     // The issue's own example.
-    let handshake = rtype_inspect::report::render::detail(&rtype_inspect::message::Finding::new(
+    let handshake = rtype_inspect::report::render::detail(&rtype_inspect::finding::Finding::new(
         rtype_inspect::proto::Rule::SessionHandshakeOrder,
         0,
-        rtype_inspect::message::Detail::Before {
+        rtype_inspect::finding::Detail::Before {
             missing: "SERVER_HELLO",
             message: "CLIENT_JOIN_REQUEST",
         },

@@ -6,7 +6,7 @@
 
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
-use rtype_inspect::message::Finding;
+use rtype_inspect::finding::Finding;
 use rtype_inspect::proto::Rule;
 use rtype_inspect::session::chunks::{Chunk, ChunkSets, Closed, MAX_SET_BYTES};
 

@@ -4,8 +4,9 @@
 
 use std::ops::Range;
 
-use crate::message::{add_finding, Detail, Endian, Finding};
+use crate::finding::{add_finding, Detail, Finding};
 use crate::proto::rt::{self as desc, HEADER, HEADER_LEN};
+use crate::proto::schema::Endian;
 use crate::proto::schema::{field_range, Message, Role};
 use crate::proto::Rule;
 

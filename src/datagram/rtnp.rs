@@ -11,7 +11,7 @@ use std::ops::Range;
 
 use serde_json::{Map, Value};
 
-use crate::message::{add_finding, Detail, Finding};
+use crate::finding::{add_finding, Detail, Finding};
 use crate::proto::rtnp::{
     JsonField, JsonMessage, JsonType, MAX_DATAGRAM, MAX_DEPTH, MAX_JSON, PING, PONG,
 };

@@ -2,10 +2,11 @@
 
 use std::ops::Range;
 
-use crate::message::{add_finding, Detail, Endian, Finding};
+use crate::finding::{add_finding, Detail, Finding};
 use crate::proto::rtype::{
     self as desc, COMPRESSED_BIT, COMPRESS_THRESHOLD, CRC_LEN, HEADER, HEADER_15,
 };
+use crate::proto::schema::Endian;
 use crate::proto::schema::{field_range, Direction, Message, Node, Role};
 use crate::proto::Rule;
 

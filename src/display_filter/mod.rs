@@ -21,12 +21,14 @@ use compile::Compiled;
 use eval::{evaluate, Collector, Feed, Shown, States, Transform, Trie, Val};
 
 use crate::datagram::{rt, rtnp, rtype, Dialect};
-use crate::message::{decode_message_as, Endian, Finding, MessageRules};
+use crate::finding::Finding;
+use crate::message::{decode_message_as, MessageRules};
 use crate::proto::profile::Profile;
 use crate::proto::registry::{
     same_field, snapshot_message, FieldType, Registry, Runtime, Scope, Source,
 };
 use crate::proto::rtnp::{PING, PONG};
+use crate::proto::schema::Endian;
 use crate::proto::schema::{Field, Message, Node};
 use crate::proto::{Rule, Severity};
 use crate::session::event::{DatagramEvent, Decoded, FrameFields, LooseFinding};

@@ -1,18 +1,12 @@
 //! The walker: reads a payload node by node, as the protocol description lays it out.
 
-use super::{add_finding, Detail, Facts, Finding, NoFields, Open, Value, Visitor};
+use super::{Facts, NoFields, Open, Value, Visitor};
+use crate::finding::{add_finding, Detail, Finding};
 use crate::proto::profile::{BitSlot, PlainBits, Profile, MASK_BITS};
 use crate::proto::schema::{
-    nodes_fixed_size, Check, Display, Field, Group, Message, MessageRules, Node, Role, Ty,
+    nodes_fixed_size, Check, Display, Endian, Field, Group, Message, MessageRules, Node, Role, Ty,
 };
 use crate::proto::Rule;
-
-/// Byte order of a dialect's numbers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Endian {
-    Big,
-    Little,
-}
 
 /// Why a walk stopped before the end of its nodes.
 #[derive(Debug, PartialEq, Eq)]

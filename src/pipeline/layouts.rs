@@ -12,7 +12,8 @@
 //! interface, and for conversations that begin late in a capture.
 
 use crate::datagram::rtype;
-use crate::message::{misreads, Finding};
+use crate::finding::Finding;
+use crate::message::misreads;
 use crate::proto::profile::Profile;
 use crate::proto::Message;
 use crate::session::SnapshotLayout;

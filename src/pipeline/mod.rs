@@ -23,11 +23,11 @@ use crate::capture::{
 };
 use crate::datagram::{rtype, Dialect};
 use crate::display_filter::{Context, DisplayFilter};
-use crate::message::{
-    decode_message_as, Detail, Endian, Finding, MessageRules, Open, Value, Visitor,
-};
+use crate::finding::{Detail, Finding};
+use crate::message::{decode_message_as, MessageRules, Open, Value, Visitor};
 use crate::proto::profile::Profile;
 use crate::proto::rtype as desc;
+use crate::proto::schema::Endian;
 use crate::proto::schema::{Field, Group};
 use crate::proto::{Message, Rule};
 use crate::session::analysis::{self, Analysis};

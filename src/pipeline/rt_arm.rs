@@ -7,11 +7,12 @@ use std::net::SocketAddr;
 
 use super::{Named, Sink, State, Types, Udp, Walked, HEADER_GROUP};
 use crate::datagram::{rt, Dialect};
+use crate::finding::{add_finding, Detail, Finding};
 use crate::message::{
-    add_finding, choose_layout, decode_message_as, decode_nodes, Detail, Endian, Facts, Finding,
-    Open, Tap, Value, Visitor,
+    choose_layout, decode_message_as, decode_nodes, Facts, Open, Tap, Value, Visitor,
 };
 use crate::proto::rt as desc;
+use crate::proto::schema::Endian;
 use crate::proto::schema::{Field, Role};
 use crate::proto::{Direction, Message, Rule};
 use crate::session::analysis::bytes_hash;

@@ -10,7 +10,8 @@ use serde_json::Value;
 use super::rt_arm::{lower_port_is_server, Servers};
 use super::{Sink, State, Udp};
 use crate::datagram::{rtnp, Dialect};
-use crate::message::{add_finding, Detail, Facts, Finding};
+use crate::finding::{add_finding, Detail, Finding};
+use crate::message::Facts;
 use crate::proto::rtnp::{
     self as desc, JsonMessage, CLIENT_TIMEOUT_NANOS, PING, PONG, SERVER_PORT, TYPE_KEY,
 };

@@ -5,9 +5,10 @@ use super::{
 };
 use crate::datagram::{rtype, Dialect};
 use crate::display_filter::Context;
+use crate::finding::{add_finding, Detail, Finding};
 use crate::message::{
-    add_finding, choose_layout, decode_message, decode_message_as, decode_nodes, Detail, Facts,
-    Finding, Layout, Open, Value, Visitor,
+    choose_layout, decode_message, decode_message_as, decode_nodes, Facts, Layout, Open, Value,
+    Visitor,
 };
 use crate::proto::profile::Profile;
 use crate::proto::rtype as desc;

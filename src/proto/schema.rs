@@ -546,3 +546,10 @@ impl MessageRules {
         .contains(&rule)
     }
 }
+
+/// Byte order of a dialect's numbers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Endian {
+    Big,
+    Little,
+}

@@ -19,7 +19,8 @@ use super::render::{
 use super::sections::Sections;
 use super::time::write_seconds;
 use crate::app::{read_capture, written, Format, ReadOpts};
-use crate::message::{Detail, Finding, Value};
+use crate::finding::{Detail, Finding};
+use crate::message::Value;
 use crate::pipeline::{RunEnd, Sink};
 use crate::proto::schema::{Display, Role};
 use crate::proto::Rule;

@@ -16,7 +16,7 @@ use super::time::Rfc3339;
 use crate::capture::CaptureInfo;
 use crate::datagram::Dialect;
 use crate::display_filter::Context;
-use crate::message::Finding;
+use crate::finding::Finding;
 use crate::pipeline::{Rendering, RunEnd, Sink};
 use crate::proto::Direction;
 use crate::session::event::{DatagramEvent, Decoded, LooseFinding, ReassembledEvent};

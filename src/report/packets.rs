@@ -11,7 +11,8 @@ use super::filter::Filter;
 use super::render;
 use super::time::{self, write_rfc3339, TimeFormat};
 use crate::datagram::Dialect;
-use crate::message::{Detail, Facts, Finding, Open, Value, Visitor};
+use crate::finding::{Detail, Finding};
+use crate::message::{Facts, Open, Value, Visitor};
 use crate::pipeline::{RenderAhead, RunEnd, Sink};
 use crate::proto::schema::{Field, Group};
 use crate::proto::Direction;
@@ -560,7 +561,7 @@ impl<W: Write> Sink for Packets<W> {
                 }
             }
             if let Some(Decoded::Rt(d)) = e.decoded {
-                let little = d.header.endian() == crate::message::Endian::Little;
+                let little = d.header.endian() == crate::proto::schema::Endian::Little;
                 line.push_str(if little {
                     ", little-endian"
                 } else {

@@ -12,7 +12,8 @@ use std::path::Path;
 
 use crate::capture::CaptureReader;
 use crate::datagram::{rtype, Dialect};
-use crate::message::{misreads, Finding, NoFields};
+use crate::finding::Finding;
+use crate::message::{misreads, NoFields};
 use crate::pipeline::{Pipeline, RunEnd, Sink};
 use crate::proto::profile::{Profile, BUNDLED};
 use crate::proto::rtype as desc;

@@ -4,7 +4,8 @@ use std::fmt::Write as _;
 use std::net::IpAddr;
 
 use crate::datagram::Dialect;
-use crate::message::{Detail, Finding, Value};
+use crate::finding::{Detail, Finding};
+use crate::message::Value;
 use crate::proto::schema::{Display, Field, Named, Ty};
 use crate::proto::Rule;
 

@@ -8,7 +8,8 @@ use serde_json::{json, Value as Json};
 use super::table;
 use crate::app::Term;
 use crate::datagram::Dialect;
-use crate::message::{Finding, NoFields};
+use crate::finding::Finding;
+use crate::message::NoFields;
 use crate::pipeline::{RunEnd, Sink};
 use crate::proto::{Direction, Rule, Severity};
 use crate::session::event::{DatagramEvent, FrameCounts, LooseFinding};
@@ -34,7 +35,7 @@ pub struct RuleCounts {
 
 impl RuleCounts {
     pub fn add(&mut self, rule: Rule, frame: u64) {
-        self.add_finding(&Finding::new(rule, 0, crate::message::Detail::None), frame);
+        self.add_finding(&Finding::new(rule, 0, crate::finding::Detail::None), frame);
     }
     /// Counts a finding: a datagram's finding of a rule broken `count` times counts `count`.
     pub fn add_finding(&mut self, finding: &Finding, frame: u64) {

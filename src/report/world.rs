@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use super::render::{json_str, json_value, push_f64, push_u64, text_value};
 use super::table;
 use crate::app::{read_capture, written, Format, ReadOpts, Term};
-use crate::message::Detail;
+use crate::finding::Detail;
 use crate::pipeline::{RunEnd, Sink};
 use crate::proto::schema::Quantity;
 use crate::proto::Rule;

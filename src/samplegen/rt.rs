@@ -17,8 +17,8 @@ use super::pcap::{udp_frame, Link, PcapWriter};
 use super::scenarios::expected_text;
 use super::script::{invalid, Expected, Record, T0_US};
 use crate::app::write_file;
-use crate::message::Endian;
 use crate::proto::rt::{self as desc, FLAG_COMPRESSED, FLAG_RELIABLE, HEADER};
+use crate::proto::schema::Endian;
 use crate::proto::schema::{Message, Node, Ty};
 use crate::proto::Rule;
 

@@ -13,9 +13,11 @@ use super::scenarios::{expected_text, scenario, SCENARIOS};
 use super::script::{message, Record};
 use crate::capture::{udp_from_frame, CaptureReader, LinkOutcome};
 use crate::datagram::rtype::{parse, MAX_PAYLOAD, MESSAGE_RULES};
-use crate::message::{decode_message, Endian, Finding, Open, Value, Visitor};
+use crate::finding::Finding;
+use crate::message::{decode_message, Open, Value, Visitor};
 use crate::proto::profile::Profile;
 use crate::proto::rtype::MESSAGES;
+use crate::proto::schema::Endian;
 use crate::proto::Rule;
 
 /// Rebuilds the JSON shape the encoder takes from the decoder's walk.

@@ -11,7 +11,7 @@
 //! complete. When the set's first chunk is the odd one, that is only known from a later chunk,
 //! and it is reported then, as a finding of the first chunk's frame ([`Closed`]).
 
-use crate::message::{add_finding, Detail, Finding};
+use crate::finding::{add_finding, Detail, Finding};
 use crate::proto::Rule;
 
 /// Open sets at once; opening one more closes the oldest.

@@ -5,7 +5,8 @@
 use std::net::SocketAddr;
 
 use crate::datagram::{rt, rtnp, rtype, Dialect};
-use crate::message::{Facts, Finding};
+use crate::finding::Finding;
+use crate::message::Facts;
 use crate::proto::schema::MessageRole;
 use crate::proto::{Direction, Message};
 

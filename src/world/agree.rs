@@ -23,7 +23,7 @@
 
 use std::net::SocketAddr;
 
-use crate::message::{Detail, Finding};
+use crate::finding::{Detail, Finding};
 use crate::pipeline::Walked;
 use crate::proto::schema::{Field, Quantity, Ty};
 use crate::proto::Rule;
@@ -519,7 +519,7 @@ mod tests {
             message: crate::proto::rtype::message(code).unwrap(),
             variant: None,
             base: 0,
-            endian: crate::message::Endian::Little,
+            endian: crate::proto::schema::Endian::Little,
             layout: crate::session::SnapshotLayout::default(),
             rules: &crate::datagram::rtype::MESSAGE_RULES,
         };

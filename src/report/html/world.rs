@@ -17,7 +17,7 @@ use serde_json::{json, Map, Value as Json};
 use super::super::entity::ENTITY_RULES;
 use super::super::profile::MAX_DETAILED;
 use super::super::render::text_value;
-use crate::message::Detail;
+use crate::finding::Detail;
 use crate::pipeline::{RunEnd, Sink};
 use crate::proto::schema::Quantity;
 use crate::session::entities::IdMap;

@@ -27,7 +27,7 @@ use super::summary::Summary;
 use crate::app::OutputFile;
 use crate::capture::CaptureInfo;
 use crate::datagram::Dialect;
-use crate::message::Finding;
+use crate::finding::Finding;
 use crate::pipeline::{RunEnd, Sink};
 use crate::proto::registry::Scope;
 use crate::session::analysis::Analysis;

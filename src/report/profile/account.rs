@@ -112,7 +112,7 @@ pub struct Sample<'a> {
     pub wire_payload: u64,
     pub compressed: bool,
     pub observed: Observed,
-    pub findings: &'a [crate::message::Finding],
+    pub findings: &'a [crate::finding::Finding],
     pub snapshot: Option<SnapshotCost<'a>>,
     /// A snapshot chunk (rtype).
     pub chunk: bool,

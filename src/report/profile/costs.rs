@@ -10,9 +10,10 @@
 //! snapshots the timelines sample are read afterwards, from each block's place
 //! ([`FieldCosts::read_positions`]).
 
-use crate::message::{plain_number, Endian, Open, Value, Visitor};
+use crate::message::{plain_number, Open, Value, Visitor};
 use crate::pipeline::{RenderAhead, Renderings};
 use crate::proto::profile::{Profile, MASK_BITS};
+use crate::proto::schema::Endian;
 use crate::proto::schema::{Field, Group, Role};
 use crate::session::entities::IdMap;
 

@@ -6,7 +6,7 @@ use super::role::{self, Role, Step};
 use super::seq::{Arrival, Sequence};
 use super::Config;
 use crate::datagram::Dialect;
-use crate::message::{Detail, Finding};
+use crate::finding::{Detail, Finding};
 use crate::proto::{Direction, Rule};
 use crate::session::event::{DatagramEvent, Decoded, LooseFinding};
 

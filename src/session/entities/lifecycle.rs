@@ -3,7 +3,7 @@
 //! themselves, and the bounds on their memory, are in `storage`.
 
 use crate::datagram::{rt, rtype, Dialect};
-use crate::message::{Detail, Finding};
+use crate::finding::{Detail, Finding};
 use crate::proto::schema::{Message, MessageRole};
 use crate::proto::Rule;
 use crate::session::event::{DatagramEvent, EntityEvent, EntityRef, LooseFinding};
