@@ -771,8 +771,9 @@ const WIRESHARK_FIELDS: &[RuntimeField] = &[
     },
 ];
 
-/// Filter names of the expert infos the dissector raises when it fails itself.
-const MALFORMED: &[&str] = &["rtype.malformed", "rt.malformed", "rtnp.malformed"];
+/// Filter names of the expert infos the dissector raises when it fails itself (never expected;
+/// a safety net), one per protocol.
+pub const MALFORMED: &[&str] = &["rtype.malformed", "rt.malformed", "rtnp.malformed"];
 
 impl Registry {
     /// The registry for a run decoding snapshots with `profile`.

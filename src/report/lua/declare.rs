@@ -97,8 +97,8 @@ impl Gen {
             }
             let malformed = MALFORMED
                 .iter()
-                .find(|(p, _)| *p == proto)
-                .map_or("", |m| m.1);
+                .find(|id| proto_of(id) == proto)
+                .map_or("", |id| id);
             let _ = writeln!(out, "    malformed = {},", lua_str(malformed));
             if proto == PROTO {
                 let _ = writeln!(
@@ -144,11 +144,11 @@ impl Gen {
                 lua_str(info.section),
             );
         }
-        for (proto, id) in MALFORMED {
+        for id in MALFORMED {
             let _ = writeln!(
                 out,
                 "expert_info({}, {}, {}, expert.group.MALFORMED, expert.severity.ERROR, \"error\", \"\")",
-                lua_str(proto),
+                lua_str(proto_of(id)),
                 lua_str(id),
                 lua_str(MALFORMED_SUMMARY)
             );

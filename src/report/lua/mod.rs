@@ -23,7 +23,7 @@ use std::fmt::Write as _;
 use crate::lua_runtime::{lua_str, BYTES, CRC32, LZ4, RANGE, UTF8};
 use crate::proto::profile::{Profile, BUNDLED};
 use crate::proto::registry::{
-    FieldType, Registry, RuntimeField, Source, Values, DISSECTOR_RUNTIME,
+    FieldType, Registry, RuntimeField, Source, Values, DISSECTOR_RUNTIME, MALFORMED,
 };
 use crate::proto::rtnp::JsonField;
 use crate::proto::schema::{Check, Direction, Display, Field, Node, Role, Ty};
@@ -41,12 +41,6 @@ const PROTO_RTNP: &str = "rtnp";
 use crate::datagram::rtnp::MAX_WORDS as RTNP_MAX_WORDS;
 use crate::pipeline::RT_MAX_SERVERS;
 
-/// Expert infos raised when a dissector itself fails (never expected; a safety net).
-const MALFORMED: &[(&str, &str)] = &[
-    ("rtype", "rtype.malformed"),
-    ("rt", "rt.malformed"),
-    ("rtnp", "rtnp.malformed"),
-];
 const MALFORMED_SUMMARY: &str = "malformed packet: the dissector stopped early";
 
 const PRELUDE: &str = include_str!("prelude.lua");
@@ -366,7 +360,7 @@ impl Gen {
         for rule in CATALOG {
             reserved.insert(rule.id.to_string());
         }
-        for (_, id) in MALFORMED {
+        for id in MALFORMED {
             reserved.insert(id.to_string());
         }
         reserved.insert(PROFILE_SUGGESTED.0.to_string());
