@@ -1256,18 +1256,12 @@ impl<'p> Builder<'p> {
         }
         let plain_unsigned = unsigned && !scaled && !array;
         if let (Display::Flags(named), true) = (f.display, plain_unsigned) {
-            let width_bits = f.ty.width().unwrap_or(0) * 8;
-            let max = if width_bits >= 32 {
-                u32::MAX
-            } else {
-                (1u32 << width_bits) - 1
-            };
             let parent = if bits_prefix.is_empty() {
                 name.clone()
             } else {
                 bits_prefix.to_string()
             };
-            for flag in named.iter().filter(|n| n.value != 0 && n.value & !max == 0) {
+            for flag in flags_of(named, f.ty) {
                 let bit_name = self.unique(format!("{parent}.{}", flag.name));
                 let ty = if flag.value.count_ones() == 1 {
                     FieldType::Boolean
@@ -1361,9 +1355,23 @@ fn integer_type(ty: Ty) -> FieldType {
     }
 }
 
-/// Whether a field may share its name with another of another integer type: a plain decimal
-/// integer that a signed 32-bit one holds.
-fn shareable(f: &Field) -> bool {
+/// The flags of a flags field of type `ty` that are fields of their own: those with bits set,
+/// all within the field's width.
+pub fn flags_of(named: &'static [Named], ty: Ty) -> impl Iterator<Item = &'static Named> {
+    let width_bits = ty.width().unwrap_or(0) * 8;
+    let max = if width_bits >= 32 {
+        u32::MAX
+    } else {
+        (1u32 << width_bits) - 1
+    };
+    named
+        .iter()
+        .filter(move |n| n.value != 0 && n.value & !max == 0)
+}
+
+/// Whether a field may share its name (and the dissector's ProtoField) with another of another
+/// integer type: a plain decimal integer that a signed 32-bit one holds.
+pub fn shareable(f: &Field) -> bool {
     matches!(f.ty, Ty::U8 | Ty::U16 | Ty::I16 | Ty::I32)
         && f.array == 0
         && f.divisor == 1

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use crate::datagram::rtype::MAX_PAYLOAD;
 use crate::lua_runtime::lua_str;
-use crate::proto::registry::DISSECTOR_RUNTIME;
+use crate::proto::registry::{flags_of, DISSECTOR_RUNTIME};
 use crate::proto::rtnp::{MAX_DATAGRAM, MAX_DEPTH, MAX_JSON, PING, PONG};
 use crate::proto::rtype::{
     COMPRESSED_BIT, COMPRESS_THRESHOLD, CRC_LEN, LEVEL_INIT, MAGIC, MESSAGES, PACKET_CLIENT,
@@ -415,19 +415,14 @@ impl Gen {
         // Flag bits: only on plain unsigned integers (scaled and signed ones are numbers).
         let mut bits = "nil".to_string();
         if let (Display::Flags(named), true, false, false) = (f.display, unsigned, scaled, array) {
-            let width_bits = f.ty.width().unwrap_or(0) * 8;
-            let max = if width_bits >= 32 {
-                u32::MAX
-            } else {
-                (1u32 << width_bits) - 1
-            };
             let parent = if bits_prefix.is_empty() {
                 name.clone()
             } else {
                 bits_prefix.to_string()
             };
+            let width_bits = f.ty.width().unwrap_or(0) * 8;
             let mut list = Vec::new();
-            for flag in named.iter().filter(|n| n.value != 0 && n.value & !max == 0) {
+            for flag in flags_of(named, f.ty) {
                 let bit_abbrev = format!("{parent}.{}", flag.name);
                 let ctor = if flag.value.count_ones() == 1 {
                     format!(

@@ -23,10 +23,10 @@ use std::fmt::Write as _;
 use crate::lua_runtime::{lua_str, BYTES, CRC32, LZ4, RANGE, UTF8};
 use crate::proto::profile::{Profile, BUNDLED};
 use crate::proto::registry::{
-    FieldType, Registry, RuntimeField, Source, Values, DISSECTOR_RUNTIME, MALFORMED,
+    shareable, FieldType, Registry, RuntimeField, Source, Values, DISSECTOR_RUNTIME, MALFORMED,
 };
 use crate::proto::rtnp::JsonField;
-use crate::proto::schema::{Check, Direction, Display, Field, Node, Role, Ty};
+use crate::proto::schema::{Check, Direction, Field, Node, Role, Ty};
 use crate::proto::{rt, rtnp, rtype, Rule, CATALOG};
 
 /// UDP port the rtype dissector registers by default (the reference server's).
@@ -413,16 +413,6 @@ fn int_ctor(ty: Ty) -> &'static str {
         Ty::I32 => "int32",
         Ty::F32 | Ty::Str8 => unreachable!("not an integer type"),
     }
-}
-
-/// Whether a field can share its ProtoField with another of the same name and another integer
-/// type (see `Gen::share`): a plain decimal integer that an int32 holds.
-fn shareable(f: &Field) -> bool {
-    matches!(f.ty, Ty::U8 | Ty::U16 | Ty::I16 | Ty::I32)
-        && f.array == 0
-        && f.divisor == 1
-        && matches!(f.display, Display::Dec)
-        && f.check == Check::None
 }
 
 /// The Lua expression of a message's direction: the rtype packet type it travels with.
