@@ -152,6 +152,7 @@ fn report_schemas_are_generated_from_the_report_types() {
     let schemas = [
         ("violations", generated::<catalog::Violations>("violations")),
         ("fields", generated::<field_list::Fields>("fields")),
+        ("diff", generated::<diff::Diff>("diff")),
     ];
     let mut stale = Vec::new();
     for (name, schema) in schemas {
