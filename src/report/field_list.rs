@@ -89,28 +89,16 @@ fn provider_schema(_: &mut SchemaGenerator) -> Schema {
     )
 }
 
+/// Every type Wireshark's fields can have: the integers are 8, 16 or 32 bits wide.
 fn type_schema(_: &mut SchemaGenerator) -> Schema {
     use FieldType::*;
-    let types = [
-        Protocol,
-        None,
-        Boolean,
-        Unsigned(8),
-        Unsigned(16),
-        Unsigned(32),
-        Signed(8),
-        Signed(16),
-        Signed(32),
-        Float,
-        Double,
-        String,
-        Bytes,
-        FrameNum,
-        RelativeTime,
-        Ipv4,
-        Ipv6,
-    ];
-    super::names_schema(&types.map(FieldType::ft_name))
+    let integers = [8, 16, 32]
+        .into_iter()
+        .flat_map(|bits| [Unsigned(bits), Signed(bits)]);
+    let types = [Protocol, None, Boolean].into_iter().chain(integers);
+    let types = types.chain([Float, Double, FrameNum, RelativeTime]);
+    let types = types.chain([String, Bytes, Ipv4, Ipv6]);
+    super::names_schema(&types.map(FieldType::ft_name).collect::<Vec<_>>())
 }
 
 fn source(f: &FilterField) -> SourceKind {
