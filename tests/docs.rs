@@ -153,6 +153,7 @@ fn report_schemas_are_generated_from_the_report_types() {
         ("violations", generated::<catalog::Violations>("violations")),
         ("fields", generated::<field_list::Fields>("fields")),
         ("diff", generated::<diff::Diff>("diff")),
+        ("check", generated::<check::Check>("check")),
     ];
     let mut stale = Vec::new();
     for (name, schema) in schemas {
