@@ -4,6 +4,10 @@
 
 use std::process::Command;
 
+use schemars::generate::SchemaSettings;
+use schemars::transform::RecursiveTransform;
+use schemars::Schema;
+
 const BIN: &str = env!("CARGO_BIN_EXE_rtype-inspect");
 
 fn output(args: &[&str]) -> String {
@@ -117,6 +121,53 @@ fn protocol_reference_is_current() {
     assert!(
         doc == output(&["protocol"]),
         "docs/protocol.md is stale: run `rtype-inspect protocol > docs/protocol.md`"
+    );
+}
+
+/// The schema of report `T`, as docs/schemas/ holds it: every part inlined, as the hand-written
+/// schemas are, and named by its file.
+fn generated<T: schemars::JsonSchema>(name: &str) -> String {
+    // Doc comments are wrapped at 100 columns; a description is one line.
+    let unwrap = RecursiveTransform(|s: &mut Schema| {
+        if let Some(serde_json::Value::String(d)) = s.get_mut("description") {
+            *d = d.replace('\n', " ");
+        }
+    });
+    let mut generator = SchemaSettings::draft2020_12()
+        .for_serialize()
+        .with(|s| s.inline_subschemas = true)
+        .with_transform(unwrap)
+        .into_generator();
+    let mut schema = generator.root_schema_for::<T>();
+    let id = format!("https://rtype-inspect.invalid/schemas/{name}.schema.json");
+    schema.insert("$id".into(), id.into());
+    serde_json::to_string_pretty(&schema).unwrap() + "\n"
+}
+
+/// The schemas of the reports that are types are generated from them; `RTYPE_BLESS=1` rewrites
+/// them. The others are still written by hand.
+#[test]
+fn report_schemas_are_generated_from_the_report_types() {
+    use rtype_inspect::report::*;
+    let schemas = [
+        ("violations", generated::<catalog::Violations>("violations")),
+        ("fields", generated::<field_list::Fields>("fields")),
+        ("diff", generated::<diff::Diff>("diff")),
+        ("check", generated::<check::Check>("check")),
+    ];
+    let mut stale = Vec::new();
+    for (name, schema) in schemas {
+        let path = format!("docs/schemas/{name}.schema.json");
+        if std::fs::read_to_string(&path).unwrap() != schema {
+            if std::env::var_os("RTYPE_BLESS").is_some() {
+                std::fs::write(&path, schema).unwrap();
+            }
+            stale.push(path);
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "not what the report types generate (RTYPE_BLESS=1 cargo test --test docs rewrites them): {stale:?}"
     );
 }
 

@@ -1,18 +1,56 @@
 //! The violation catalog as a table, for `rtype-inspect violations` and docs/violations.md, or
 //! as one JSON document (docs/schemas/violations.schema.json).
 
-use super::table;
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use super::{table, Tool};
 use crate::app::Term;
-use crate::proto::CATALOG;
+use crate::proto::{RuleInfo, Severity, CATALOG};
 
 /// The schema `violations --format json` follows.
 pub const SCHEMA: &str = "violations/1";
 
+/// The document `rtype-inspect violations --format json` writes: the catalog of rules traffic can
+/// break, in catalog order.
+// The fields of each document are in the order serde_json's sorted maps wrote them before.
+#[derive(Serialize, JsonSchema)]
+#[schemars(title = "rtype-inspect violations", deny_unknown_fields)]
+pub struct Violations {
+    rules: Vec<Rule>,
+    #[schemars(extend("const" = SCHEMA))]
+    schema: &'static str,
+    tool: Tool,
+}
+
+/// One rule of the catalog.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct Rule {
+    /// The rule's stable ID, as findings, `--violation`, `--allow` and the display filters name it.
+    #[schemars(regex(pattern = r"^[a-z0-9]+(\.[a-z0-9-]+)+$"))]
+    id: &'static str,
+    /// The protocol document and section the rule comes from, e.g. `002 §8`.
+    section: &'static str,
+    #[schemars(schema_with = "super::severity_schema")]
+    severity: Severity,
+    /// What breaking the rule means, in one line.
+    summary: &'static str,
+}
+
 /// The catalog as one JSON document: every rule (ID, severity, section, summary), in catalog order.
-pub fn json() -> serde_json::Value {
-    let mut document = serde_json::json!({ "rules": CATALOG });
-    super::stamp(&mut document, SCHEMA);
-    document
+pub fn json() -> Violations {
+    let rule = |r: &RuleInfo| Rule {
+        id: r.id,
+        section: r.section,
+        severity: r.severity,
+        summary: r.summary,
+    };
+    Violations {
+        rules: CATALOG.iter().map(rule).collect(),
+        schema: SCHEMA,
+        tool: Tool::THIS,
+    }
 }
 
 /// The catalog as a text table.

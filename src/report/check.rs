@@ -13,12 +13,14 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use serde_json::{json, Value as Json};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::{Map, Value as Json};
 
 use super::profile::budget::{self, BudgetBreak};
 use super::profile::Profiler;
 use super::summary::{RuleCounts, MAX_FRAMES};
-use super::table;
+use super::{table, Tool};
 use crate::app::config::unknown_rules;
 use crate::app::inputs::{parallel, InputArgs};
 use crate::app::{read_capture, write_stdout, ReadOpts, Reading, Term};
@@ -384,50 +386,120 @@ pub fn lines(counts: &RuleCounts, policy: &Policy) -> Vec<RuleLine> {
         .collect()
 }
 
-fn result_name(code: u8) -> &'static str {
-    match code {
-        0 => "pass",
-        1 => "fail",
-        _ => "error",
+/// A file's result, or the whole check's.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Outcome {
+    Pass,
+    Fail,
+    Error,
+}
+
+impl Outcome {
+    fn of(code: u8) -> Outcome {
+        match code {
+            0 => Outcome::Pass,
+            1 => Outcome::Fail,
+            _ => Outcome::Error,
+        }
     }
 }
 
 /// The schema of `check --format json` (docs/schemas/check.schema.json).
 pub const SCHEMA: &str = "check/1";
 
-fn to_json(results: &[FileResult], policy: &Policy, code: u8) -> Json {
-    let files: Vec<Json> = results
-        .iter()
-        .map(|r| match &r.outcome {
-            Err(e) => json!({"file": r.path, "result": "error", "error": e, "findings": [], "budgets": []}),
-            Ok(counts) => {
-                let findings: Vec<Json> = lines(counts, policy)
-                    .into_iter()
-                    .filter(|l| l.count > 0)
-                    .map(|l| {
-                        json!({
-                            "id": l.rule.id(), "severity": l.rule.severity(), "count": l.count,
-                            "frames": l.frames, "frames_complete": l.count <= l.frames.len() as u64,
-                            "verdict": l.verdict.name(),
-                        })
-                    })
-                    .collect();
-                let budgets: Vec<Json> = r.budgets.iter().map(BudgetBreak::to_json).collect();
-                json!({"file": r.path, "result": result_name(r.exit_code(policy)), "error": null, "profile": r.profile, "findings": findings, "budgets": budgets})
-            }
-        })
-        .collect();
-    let mut document = json!({
-        "fail_on": policy.fail_on,
-        "allow": policy.allowed_ids(),
-        "config": policy.config.as_ref().map(|p| p.display().to_string()),
-        "max_frames": MAX_FRAMES,
-        "result": result_name(code),
-        "exit_code": code,
-        "files": files,
-    });
-    super::stamp(&mut document, SCHEMA);
-    document
+/// The document `rtype-inspect check FILE... --format json` writes: the policy, each capture's
+/// findings with their verdicts and the budgets it broke, and the result.
+// The fields of each struct are in the order serde_json's sorted maps wrote them before.
+#[derive(Serialize, JsonSchema)]
+#[schemars(title = "rtype-inspect check", deny_unknown_fields)]
+pub struct Check<'a> {
+    allow: Vec<&'static str>,
+    config: Option<String>,
+    /// 0 pass, 1 fail, 2 error.
+    #[schemars(range(max = 2))]
+    exit_code: u8,
+    #[schemars(schema_with = "super::severity_schema")]
+    fail_on: Severity,
+    files: Vec<FileJson<'a>>,
+    max_frames: usize,
+    result: Outcome,
+    #[schemars(extend("const" = SCHEMA))]
+    schema: &'static str,
+    tool: Tool,
+}
+
+/// One capture checked.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct FileJson<'a> {
+    /// Each budget broken, as the HTML report embeds it.
+    #[schemars(with = "Vec<Map<String, Json>>")]
+    budgets: Vec<Json>,
+    error: Option<&'a str>,
+    file: &'a str,
+    findings: Vec<Finding>,
+    /// The snapshot profile the file was read with: `document`, the one named, or the bundled one
+    /// its snapshots were found to fit (absent when it could not be read).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    profile: Option<&'a str>,
+    result: Outcome,
+}
+
+/// The findings of one rule in one capture.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct Finding {
+    count: u64,
+    frames: Vec<u64>,
+    frames_complete: bool,
+    id: &'static str,
+    #[schemars(schema_with = "super::severity_schema")]
+    severity: Severity,
+    verdict: &'static str,
+}
+
+fn to_json<'a>(results: &'a [FileResult], policy: &Policy, code: u8) -> Check<'a> {
+    let file = |r: &'a FileResult| match &r.outcome {
+        Err(e) => FileJson {
+            budgets: Vec::new(),
+            error: Some(e),
+            file: &r.path,
+            findings: Vec::new(),
+            profile: None,
+            result: Outcome::Error,
+        },
+        Ok(counts) => FileJson {
+            budgets: r.budgets.iter().map(BudgetBreak::to_json).collect(),
+            error: None,
+            file: &r.path,
+            findings: (lines(counts, policy).into_iter())
+                .filter(|l| l.count > 0)
+                .map(|l| Finding {
+                    count: l.count,
+                    frames_complete: l.count <= l.frames.len() as u64,
+                    frames: l.frames,
+                    id: l.rule.id(),
+                    severity: l.rule.severity(),
+                    verdict: l.verdict.name(),
+                })
+                .collect(),
+            profile: r.profile.as_deref(),
+            result: Outcome::of(r.exit_code(policy)),
+        },
+    };
+    Check {
+        allow: policy.allowed_ids(),
+        config: policy.config.as_ref().map(|p| p.display().to_string()),
+        exit_code: code,
+        fail_on: policy.fail_on,
+        files: results.iter().map(file).collect(),
+        max_frames: MAX_FRAMES,
+        result: Outcome::of(code),
+        schema: SCHEMA,
+        tool: Tool::THIS,
+    }
 }
 
 fn text(results: &[FileResult], policy: &Policy, code: u8, term: Term) -> String {

@@ -18,10 +18,12 @@ use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use serde_json::{json, Value as Json};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::Value as Json;
 
 use super::profile::{self, json::SCHEMA as PROFILE_SCHEMA};
-use super::table;
+use super::{table, Tool};
 use crate::app::{write_stdout, Format, ReadOpts, Reading, Term};
 
 /// The schema of the diff's JSON document.
@@ -50,7 +52,8 @@ pub struct DiffOptions {
 }
 
 /// Which way a figure gets worse.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
 pub enum Worse {
     Up,
     Down,
@@ -132,14 +135,105 @@ impl Change {
         self.weight * self.relative().abs().min(RANK_CAP)
     }
 
-    fn status(&self) -> &'static str {
+    fn status(&self) -> Status {
         match (self.old, self.new) {
-            (None, Some(_)) => "new",
-            (Some(_), None) => "gone",
-            _ if self.absolute() == 0.0 => "same",
-            _ => "changed",
+            (None, Some(_)) => Status::New,
+            (Some(_), None) => Status::Gone,
+            _ if self.absolute() == 0.0 => Status::Same,
+            _ => Status::Changed,
         }
     }
+}
+
+/// Whether a figure is in both profiles, and changed.
+#[derive(Clone, Copy, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Status {
+    Changed,
+    Same,
+    New,
+    Gone,
+}
+
+/// The text shows the name the JSON does.
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        self.serialize(f)
+    }
+}
+
+/// The document `rtype-inspect diff OLD NEW --format json` writes: every figure compared (from
+/// each side's profile, capture-wide): the headline figures first, then the others by weight ×
+/// relative change, the folded ones last. Figures are shares, means, rates, percentiles and
+/// findings per minute, so captures of different lengths compare.
+// The fields of each struct are in the order serde_json's sorted maps wrote them before.
+#[derive(Serialize, JsonSchema)]
+#[schemars(title = "rtype-inspect diff", deny_unknown_fields)]
+pub struct Diff<'a> {
+    changes: Vec<ChangeJson<'a>>,
+    /// --fail-above, in percent.
+    fail_above: Option<f64>,
+    /// Judged figures that regressed (moved the worse way) by more than fail_above percent: the
+    /// headline figures that are not folded, or every figure `only` names (the run exits 1 when
+    /// there is one).
+    failing: Vec<&'a str>,
+    new: Side<'a>,
+    old: Side<'a>,
+    /// The figure name prefixes compared and judged (--only, else the configuration's diff_only;
+    /// all compared and the headline judged when empty).
+    only: &'a [String],
+    #[schemars(extend("const" = SCHEMA))]
+    schema: &'static str,
+    tool: Tool,
+}
+
+/// One side of the comparison.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct Side<'a> {
+    file: String,
+    from: Origin,
+    /// the snapshot profile its rtype snapshots were read with (document: the document's layout);
+    /// null for a saved profile that does not say
+    layout: Option<&'a str>,
+}
+
+/// What a side was read from.
+#[derive(Clone, Copy, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Origin {
+    Capture,
+    Profile,
+}
+
+/// One figure compared.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct ChangeJson<'a> {
+    /// new − old (a missing side counts as 0).
+    change: f64,
+    /// mix_percent.*, mean_bytes.*, kbps.*, compression_ratio.* (per dialect, direction and
+    /// message), rate.*, entity_type.*, field.*, snapshot_bytes.*, snapshot_gap_ms.*, rtt_ms.*,
+    /// loss_percent.*, findings_per_min.* (per rule)
+    figure: &'a str,
+    /// A one-off (fewer than 10 datagrams, findings or samples on both sides) or, outside the
+    /// headline, under 1 % of the bytes: not shown in the text, not judged unless named.
+    folded: bool,
+    /// kbit/s per direction, snapshot kbit/s and rate, RTT p95, loss, findings per rule per minute.
+    headline: bool,
+    new: Option<f64>,
+    old: Option<f64>,
+    /// The figure moved the worse way.
+    regression: bool,
+    /// change / |old|; null when the figure appeared, vanished or grew from 0.
+    relative: Option<f64>,
+    status: Status,
+    /// The share (0 to 1) of the capture's bytes (or, for timings, loss and findings, of its
+    /// time: 1) the figure stands for, the larger side's.
+    #[schemars(range(min = 0))]
+    weight: f64,
+    /// Which way the figure gets worse (neither: a share or a mix).
+    worse: Worse,
 }
 
 /// Runs `rtype-inspect diff`.
@@ -167,20 +261,20 @@ pub fn run(options: DiffOptions, term: Term) -> Result<ExitCode, String> {
     };
     let out = match options.format {
         Format::Json => {
-            let j = json!({
-                "schema": SCHEMA,
-                "tool": {"name": env!("CARGO_PKG_NAME"), "version": env!("CARGO_PKG_VERSION")},
-                "old": {"file": options.old.display().to_string(), "from": old.0, "layout": old.1["snapshot_profile"]},
-                "new": {"file": options.new.display().to_string(), "from": new.0, "layout": new.1["snapshot_profile"]},
-                "only": only,
-                "fail_above": options.fail_above,
-                "failing": failing.iter().map(|c| c.figure.as_str()).collect::<Vec<_>>(),
-                "changes": changes.iter().map(change_json).collect::<Vec<_>>(),
-            });
+            let j = Diff {
+                changes: changes.iter().map(change_json).collect(),
+                fail_above: options.fail_above,
+                failing: failing.iter().map(|c| c.figure.as_str()).collect(),
+                new: side(&options.new, &new),
+                old: side(&options.old, &old),
+                only: &only,
+                schema: SCHEMA,
+                tool: Tool::THIS,
+            };
             serde_json::to_string_pretty(&j).unwrap_or_default() + "\n"
         }
         Format::Text => {
-            let layouts = [&old.1, &new.1].map(|p| p["snapshot_profile"].as_str().unwrap_or(""));
+            let layouts = [&old, &new].map(|p| layout(p).unwrap_or(""));
             text(&options, layouts, &changes, &failing, term)
         }
     };
@@ -199,8 +293,8 @@ pub fn failing(changes: &[Change], named: bool, percent: f64) -> Vec<&Change> {
 }
 
 /// A profile document: read from a saved one (what its first byte says), or made from a capture.
-/// Returns where it came from ("profile" or "capture") and the document.
-fn load(path: &Path, reading: &Reading) -> Result<(&'static str, Json), String> {
+/// Returns where it came from and the document.
+fn load(path: &Path, reading: &Reading) -> Result<(Origin, Json), String> {
     let shown = path.display();
     let mut head = [0u8; 1];
     let mut file = std::fs::File::open(path).map_err(|e| format!("{shown}: {e}"))?;
@@ -221,10 +315,10 @@ fn load(path: &Path, reading: &Reading) -> Result<(&'static str, Json), String> 
                 j["schema"]
             ));
         }
-        return Ok(("profile", j));
+        return Ok((Origin::Profile, j));
     }
     Ok((
-        "capture",
+        Origin::Capture,
         profile::profile_file(path, reading, 1_000_000_000)?,
     ))
 }
@@ -489,19 +583,35 @@ pub fn compare(old: &BTreeMap<String, Figure>, new: &BTreeMap<String, Figure>) -
     changes
 }
 
-fn change_json(c: &Change) -> Json {
+/// The snapshot profile a side's rtype snapshots were read with, when its document says.
+fn layout((_, profile): &(Origin, Json)) -> Option<&str> {
+    profile["snapshot_profile"].as_str()
+}
+
+/// The side read from `path`, as `load` returned it.
+fn side<'a>(path: &Path, loaded: &'a (Origin, Json)) -> Side<'a> {
+    Side {
+        file: path.display().to_string(),
+        from: loaded.0,
+        layout: layout(loaded),
+    }
+}
+
+fn change_json(c: &Change) -> ChangeJson<'_> {
     let relative = c.relative();
-    let worse = match c.worse {
-        Worse::Up => "up",
-        Worse::Down => "down",
-        Worse::Neither => "neither",
-    };
-    json!({
-        "figure": c.figure, "old": c.old, "new": c.new, "change": c.absolute(),
-        "relative": relative.is_finite().then_some(relative), "status": c.status(),
-        "headline": c.headline, "weight": c.weight, "worse": worse, "folded": c.folded,
-        "regression": c.regression() > 0.0,
-    })
+    ChangeJson {
+        change: c.absolute(),
+        figure: &c.figure,
+        folded: c.folded,
+        headline: c.headline,
+        new: c.new,
+        old: c.old,
+        regression: c.regression() > 0.0,
+        relative: relative.is_finite().then_some(relative),
+        status: c.status(),
+        weight: c.weight,
+        worse: c.worse,
+    }
 }
 
 fn number(v: Option<f64>) -> String {
@@ -532,7 +642,10 @@ fn text(
     term: Term,
 ) -> String {
     let mut out = String::new();
-    let changed: Vec<&Change> = changes.iter().filter(|c| c.status() != "same").collect();
+    let changed: Vec<&Change> = changes
+        .iter()
+        .filter(|c| c.status() != Status::Same)
+        .collect();
     let _ = writeln!(
         out,
         "diff: {} → {}: {} figures compared, {} changed",
@@ -560,7 +673,7 @@ fn text(
         }
         let others: Vec<&Change> = others
             .into_iter()
-            .filter(|c| c.status() != "same")
+            .filter(|c| c.status() != Status::Same)
             .collect();
         let shown = others.len().min(TEXT_CHANGES);
         if shown > 0 {
@@ -607,7 +720,7 @@ fn table_of(changes: &[&Change], term: Term) -> String {
         let percent = if r.is_finite() {
             format!("{:+.1} %", r * 100.0)
         } else {
-            c.status().into()
+            c.status().to_string()
         };
         let verdict = if c.regression() > 0.0 {
             "worse"
