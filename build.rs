@@ -128,15 +128,15 @@ fn items<'a>(node: &'a Node, what: &str) -> Result<&'a [Node]> {
 
 /// The default label: the id's words capitalised (`payload_len` → `Payload Len`).
 fn label_of(id: &str) -> String {
-    id.split('_')
-        .map(|w| {
-            let mut c = w.chars();
-            c.next()
-                .map(|f| f.to_uppercase().chain(c).collect::<String>())
-                .unwrap_or_default()
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
+    id.split('_').map(capitalised).collect::<Vec<_>>().join(" ")
+}
+
+/// A word with its first letter in upper case.
+fn capitalised(word: &str) -> String {
+    let mut c = word.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
 }
 
 /// A Rust string literal.

@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use super::{err, get, items, map, required, text, yaml::Node, Result};
+use super::{capitalised, err, get, items, map, required, text, yaml::Node, Result};
 
 /// The walker's rules a dialect must name, by kind. `reserved-bit` and `undefined-bit` are
 /// raised only in masked messages: a dialect without them names neither, and the walker's
@@ -20,17 +20,9 @@ pub(super) struct Rules {
     kinds: Vec<(String, String)>,
 }
 
-/// `rtype` + `orig-size-set` → `RtypeOrigSizeSet`.
-fn capitalised(words: &str) -> String {
-    words
-        .split(['-', '_'])
-        .map(|w| {
-            let mut c = w.chars();
-            c.next()
-                .map(|f| f.to_uppercase().chain(c).collect::<String>())
-                .unwrap_or_default()
-        })
-        .collect()
+/// `orig-size-set` → `OrigSizeSet`: a rule constant's words.
+fn words(kind: &str) -> String {
+    kind.split('-').map(capitalised).collect()
 }
 
 pub(super) fn compile(root: &Node) -> Result<Rules> {
@@ -80,7 +72,7 @@ pub(super) fn compile(root: &Node) -> Result<Rules> {
             Some("conversation") => false,
             Some(_) => return err(rule.pos, "a scope is datagram or conversation"),
         };
-        let variant = capitalised(dialect) + &capitalised(kind);
+        let variant = capitalised(dialect) + &words(kind);
         let _ = writeln!(
             rules.catalog,
             "{variant} = {id:?}, {severity}, {section:?}, {summary:?};"

@@ -170,6 +170,15 @@ impl Direction {
             Direction::Both => "both",
         }
     }
+
+    /// The one side that sends the message, if the description names one.
+    pub fn sender(self) -> Option<crate::proto::Direction> {
+        match self {
+            Direction::ClientToServer => Some(crate::proto::Direction::ClientToServer),
+            Direction::ServerToClient => Some(crate::proto::Direction::ServerToClient),
+            Direction::Both => None,
+        }
+    }
 }
 
 /// One field of a sequence.

@@ -50,11 +50,9 @@ fn direction(
     } else if d.ports.contains(&dst.port()) && !d.ports.contains(&src.port()) {
         Direction::ClientToServer
     } else {
-        match message.map(|m| m.direction) {
-            Some(model::Direction::ClientToServer) => Direction::ClientToServer,
-            Some(model::Direction::ServerToClient) => Direction::ServerToClient,
-            _ => lower_port_is_server(src, dst),
-        }
+        message
+            .and_then(|m| m.direction.sender())
+            .unwrap_or_else(|| lower_port_is_server(src, dst))
     };
     servers.learn(if direction == Direction::ServerToClient {
         src
@@ -177,11 +175,7 @@ impl State {
             role: message.and_then(|m| {
                 Some(DescribedRole {
                     role: m.role?,
-                    sender: match m.direction {
-                        model::Direction::ClientToServer => Some(Direction::ClientToServer),
-                        model::Direction::ServerToClient => Some(Direction::ServerToClient),
-                        model::Direction::Both => None,
-                    },
+                    sender: m.direction.sender(),
                     name: m.name.as_str(),
                 })
             }),

@@ -35,7 +35,7 @@ use serde::Serialize;
 use crate::proto::Severity;
 
 /// The tool that wrote the document.
-// What the typed reports write where the untyped ones call `stamp`.
+// The typed reports hold it; `stamp` adds it to the others.
 #[derive(Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
 pub struct Tool {
@@ -67,6 +67,5 @@ pub fn severity_schema(_: &mut SchemaGenerator) -> Schema {
 /// docs/schemas/<name>.schema.json) and the tool that wrote it, as the profile's are.
 pub fn stamp(document: &mut serde_json::Value, schema: &str) {
     document["schema"] = schema.into();
-    document["tool"] =
-        serde_json::json!({"name": env!("CARGO_PKG_NAME"), "version": env!("CARGO_PKG_VERSION")});
+    document["tool"] = serde_json::json!(Tool::THIS);
 }
