@@ -5,38 +5,43 @@
 //! allocates nothing per datagram. Each dialect's part of the pipeline is in its own file.
 
 mod described_arm;
+mod frame;
 pub mod layouts;
+mod named;
 mod rt_arm;
 /// How many rt server endpoints the pipeline remembers (the Lua dissector keeps the same bound).
 pub use rt_arm::MAX_SERVERS as RT_MAX_SERVERS;
 mod rtnp_arm;
 mod rtype_arm;
+mod sink;
 mod watch;
 mod worker;
+pub use sink::{unfit_note, RenderAhead, Rendering, Renderings, RunEnd, Sink, MIXED_LAYOUTS};
 pub use watch::{Watch, Watched};
 
-use std::net::SocketAddr;
+use frame::{judged_when_cut, recognise_cut, Udp};
+use named::{EntityTypeAt, Named, Types};
+use sink::{common_layout, RenderedOf};
+
 use std::ops::ControlFlow;
 
-use crate::capture::{
-    self, thread_cpu_nanos, CaptureInfo, Defragmenter, Frame, LinkOutcome, ReadEnd, StageCpu,
-};
+use crate::capture::{self, thread_cpu_nanos, CaptureInfo, Defragmenter, Frame, ReadEnd, StageCpu};
 use crate::datagram::{rtype, Dialect};
 use crate::display_filter::{Context, DisplayFilter};
 use crate::finding::{Detail, Finding};
-use crate::message::{decode_message_as, MessageRules, Open, Value, Visitor};
+use crate::message::{decode_message_as, MessageRules};
 use crate::proto::profile::Profile;
 use crate::proto::rtype as desc;
 use crate::proto::schema::Endian;
-use crate::proto::schema::{Field, Group};
+use crate::proto::schema::Group;
 use crate::proto::{Message, Rule};
 use crate::session::analysis::{self, Analysis};
 use crate::session::chunks::{ChunkSets, Closed};
 use crate::session::entities::lifecycle;
 use crate::session::event::{
-    DatagramEvent, EntityEvent, EntityRef, FrameCounts, FrameFields, LooseFinding, ReassembledEvent,
+    DatagramEvent, EntityEvent, EntityRef, FrameCounts, FrameFields, LooseFinding,
 };
-use crate::session::{Conversation, Conversations, SnapshotLayout, TypeSet};
+use crate::session::{Conversations, SnapshotLayout};
 use crate::world::{Clients, Gather, Sent};
 
 /// The group the header's fields are reported in.
@@ -46,275 +51,6 @@ pub static HEADER_GROUP: Group = Group {
     label: "Header",
     nodes: desc::HEADER,
 };
-
-/// Passes a message's structure on to `inner` and collects the entities it names: an id starts
-/// an [`EntityRef`] (located `at` + its offset in the datagram), the entity type that follows
-/// gives it its type and goes to `types` too.
-struct Named<'a, V> {
-    inner: &'a mut V,
-    at: usize,
-    /// Where the entities go, after those of other messages (a worker's batch).
-    entities: &'a mut Vec<EntityRef>,
-    /// Where this message's entities start in `entities`.
-    first: usize,
-    types: Types<'a>,
-}
-
-/// Where the entity types a message names go, for the check against LevelInit's archetypes.
-enum Types<'a> {
-    /// Not checked (the rt dialect has no archetypes).
-    Unchecked,
-    /// Listed with where they are, for the findings of those LevelInit did not declare.
-    Listed(&'a mut Vec<EntityTypeAt>),
-    /// Listed, and gathered as a set, on a worker, which knows no archetypes: a set the
-    /// conversation's archetypes cover needs no look at the list.
-    Gathered(&'a mut Vec<EntityTypeAt>, &'a mut TypeSet),
-}
-
-/// An entity type a message names, and where (its byte offset in the datagram).
-type EntityTypeAt = (u64, u32);
-
-impl<V: Visitor> Visitor for Named<'_, V> {
-    const WANTS_FIELDS: bool = V::WANTS_FIELDS;
-    const WANTS_MASKS: bool = V::WANTS_MASKS;
-    const WANTS_ENTITIES: bool = true;
-    #[inline]
-    fn wants(&self, field: &'static Field) -> bool {
-        self.inner.wants(field)
-    }
-    #[inline]
-    fn masked(&mut self, item: usize, mask: u16, at: usize, len: usize) {
-        self.inner.masked(item, mask, at, len);
-    }
-    #[inline]
-    fn entity(&mut self, id: u32, at: usize) {
-        self.entities.push(EntityRef {
-            id,
-            event: EntityEvent::Update,
-            type_id: None,
-            at: (self.at + at) as u32,
-        });
-    }
-    #[inline]
-    fn entity_type(&mut self, type_id: u64, at: usize) {
-        let named = self.entities.len();
-        if named > self.first {
-            self.entities[named - 1].type_id = Some(type_id as u16);
-        }
-        match &mut self.types {
-            Types::Unchecked => {}
-            Types::Listed(list) => list.push((type_id, (self.at + at) as u32)),
-            Types::Gathered(list, set) => {
-                list.push((type_id, (self.at + at) as u32));
-                set.insert(type_id);
-            }
-        }
-    }
-    #[inline]
-    fn field(&mut self, field: &'static Field, at: usize, len: usize, value: Value<'_>) {
-        self.inner.field(field, at, len, value);
-    }
-    #[inline]
-    fn open(&mut self, group: &'static Group, how: Open, at: usize) {
-        self.inner.open(group, how, at);
-    }
-    #[inline]
-    fn close(&mut self, how: Open) {
-        self.inner.close(how);
-    }
-    #[inline]
-    fn undecoded(&mut self, at: usize, bytes: &[u8]) {
-        self.inner.undecoded(at, bytes);
-    }
-}
-
-/// The end of a run.
-#[derive(Debug)]
-pub struct RunEnd<'a> {
-    pub info: &'a CaptureInfo,
-    pub read: &'a ReadEnd,
-    pub counts: FrameCounts,
-    pub first_ts: Option<i64>,
-    pub last_ts: Option<i64>,
-    pub conversations: &'a Conversations,
-    pub snapshots_reassembled: u64,
-    /// Per-conversation session analysis (handshake, rates, RTT, loss...).
-    pub analysis: &'a Analysis,
-    /// The snapshot profile every rtype conversation was read with (`document` for the
-    /// document's table), or [`MIXED_LAYOUTS`] when they were read with several.
-    pub profile: &'a str,
-    /// The snapshot profiles the run's conversations were read with, by index
-    /// ([`SnapshotLayout::index`](crate::session::SnapshotLayout::index)): see [`RunEnd::layout`].
-    pub layouts: &'a [&'a str],
-    /// The configuration file the run read, if any.
-    pub config: Option<&'a std::path::Path>,
-    /// With a display filter: its text, and how many datagrams it passed to the sink.
-    pub displayed: Option<(&'a str, u64)>,
-}
-
-/// [`RunEnd::profile`] when the rtype conversations were read with several snapshot profiles.
-pub const MIXED_LAYOUTS: &str = "mixed";
-
-impl RunEnd<'_> {
-    /// The snapshot profile conversation `c` was read with.
-    pub fn layout(&self, c: &Conversation) -> &str {
-        self.layouts
-            .get(c.layout.index())
-            .copied()
-            .unwrap_or(self.profile)
-    }
-
-    /// The conversations whose snapshots no layout reads ([`Conversation::unfit`]).
-    pub fn unfit(&self) -> usize {
-        self.conversations.all().iter().filter(|c| c.unfit).count()
-    }
-}
-
-/// What a run says last, on standard error, when the snapshots of `unfit` conversations decode
-/// with no layout ([`RunEnd::unfit`]): their findings stand, and a profile would read them.
-pub fn unfit_note(unfit: usize) -> Option<String> {
-    (unfit > 0).then(|| {
-        let (n, has) = match unfit {
-            1 => ("1 conversation".to_string(), "has"),
-            n => (format!("{n} conversations"), "have"),
-        };
-        format!(
-            "{n} {has} snapshots that neither the document's layout nor any configured or bundled \
-             profile reads: their findings stand (a profile of this build's layout reads them: \
-             --profile FILE.toml, as in samples/profiles/)"
-        )
-    })
-}
-
-/// The snapshot profile every rtype conversation was read with (the run's first of `layouts`
-/// when there is none), or [`MIXED_LAYOUTS`].
-fn common_layout<'a>(layouts: &[&'a str], conversations: &Conversations) -> &'a str {
-    let mut read = conversations
-        .all()
-        .iter()
-        .filter(|c| c.dialect == Dialect::Rtype)
-        .map(|c| c.layout.index());
-    let first = read.next().unwrap_or(0);
-    match read.all(|i| i == first) {
-        true => layouts.get(first).copied().unwrap_or(MIXED_LAYOUTS),
-        false => MIXED_LAYOUTS,
-    }
-}
-
-/// Where decoded traffic goes: a report.
-pub trait Sink {
-    /// The visitor receiving each message's fields (header first, in [`HEADER_GROUP`]).
-    type Fields: RenderAhead;
-    fn fields(&mut self) -> &mut Self::Fields;
-    /// Called once the capture's header has been read, before any frame.
-    fn start(&mut self, _info: &CaptureInfo) {}
-    /// Called before a datagram's fields are visited, with its conversation's archetypes.
-    fn begin(&mut self, _conversations: &Conversations, _conversation: u32) {}
-    fn datagram(&mut self, event: &DatagramEvent<'_>);
-    /// [`Sink::datagram`], with what the display filter saw of it (the first frame's time, the
-    /// profile, the snapshot it completed), for a sink that reads fields as the filter does; and
-    /// the fields' rendering, when a worker rendered them ahead ([`Rendering`]), for a sink that
-    /// writes it out from the batch it is in. By default the fields put it in their output
-    /// ([`RenderAhead::fill_rendered`]) and the sink takes it from there.
-    fn datagram_in(
-        &mut self,
-        event: &DatagramEvent<'_>,
-        _context: &Context<'_>,
-        rendered: Option<Rendering<'_, Self>>,
-    ) {
-        if let Some((all, index)) = rendered {
-            self.fields().fill_rendered(all, index);
-        }
-        self.datagram(event);
-    }
-    /// A datagram the display filter did not pass (its fields were visited all the same): the
-    /// sink may note its time, so that times stay relative to the same first datagram.
-    fn skipped(&mut self, _event: &DatagramEvent<'_>) {}
-    /// Called after the session analysis saw the datagram, with what it made of it
-    /// ([`Analysis::last`], the entities' [`Analysis::entities`]).
-    fn analysed(&mut self, _event: &DatagramEvent<'_>, _analysis: &Analysis) {}
-    /// A reassembled snapshot, whose fields were just visited.
-    fn reassembled(&mut self, _event: &ReassembledEvent<'_>) {}
-    fn loose(&mut self, finding: &LooseFinding);
-    /// The finding that reading stopped early (`capture.corrupt`, `capture.truncated`), with why
-    /// in words: a view that shows findings' details shows it after the detail.
-    fn cut(&mut self, finding: &LooseFinding, _reason: &str) {
-        self.loose(finding);
-    }
-    fn end(&mut self, end: &RunEnd<'_>);
-    /// True once the sink wants nothing more (its output failed, or was closed by `| head`):
-    /// reading stops at the next frame instead of decoding the rest of the capture for nothing.
-    fn done(&self) -> bool {
-        false
-    }
-}
-
-/// A fields visitor whose output can be rendered on the worker threads, ahead of the ordered
-/// stage, and taken back in frame order: export's JSON, most of an export's work. Visitors that
-/// do not render keep the defaults.
-pub trait RenderAhead: Visitor + Send + Sized {
-    /// True for a visitor that sees nothing of a message (it takes no field, opens no group):
-    /// the workers then walk the messages for the ordered stage, as fast as the walk goes for
-    /// nobody.
-    fn unseen(&self) -> bool {
-        false
-    }
-    /// The renderings of a batch's datagrams, end to end (`()` for a visitor that does not
-    /// render ahead).
-    type Rendered: Renderings;
-    /// A copy that renders on a worker thread, or `None` when this visitor cannot.
-    fn ahead(&self) -> Option<Self> {
-        None
-    }
-    /// In a copy, before a datagram's walk: where its rendering may go straight into `out`
-    /// (rather than be copied there by [`RenderAhead::drain_rendered`]).
-    fn start_rendering(&mut self, _out: &mut Self::Rendered) {}
-    /// In a copy, after the walk that [`RenderAhead::start_rendering`] began: ends the
-    /// datagram's rendering in `out`, and starts over.
-    fn drain_rendered(&mut self, _out: &mut Self::Rendered) {}
-    /// Takes rendering `index` of `all` (in the order [`RenderAhead::drain_rendered`] appended
-    /// them), in frame order.
-    fn take_rendered(&mut self, _all: &Self::Rendered, _index: usize) {}
-    /// Puts the rendering taken ([`RenderAhead::take_rendered`]) in this visitor's output, for
-    /// a sink that reads it from there rather than from the batch ([`Sink::datagram_in`]).
-    fn fill_rendered(&mut self, _all: &Self::Rendered, _index: usize) {}
-}
-
-/// A batch's renderings: what they hold counts toward the batch's bounded size.
-pub trait Renderings: Default + Send {
-    /// How many datagrams' renderings they hold.
-    fn count(&self) -> usize;
-    /// Bytes they hold.
-    fn size(&self) -> usize;
-    /// Bytes their buffers hold on to.
-    fn capacity(&self) -> usize;
-    fn clear(&mut self);
-}
-
-impl Renderings for () {
-    fn count(&self) -> usize {
-        0
-    }
-    fn size(&self) -> usize {
-        0
-    }
-    fn capacity(&self) -> usize {
-        0
-    }
-    fn clear(&mut self) {}
-}
-
-/// The renderings of the sink `S`'s fields.
-type RenderedOf<S> = <<S as Sink>::Fields as RenderAhead>::Rendered;
-/// A datagram's fields rendered ahead: its batch's renderings, and its index in them.
-pub type Rendering<'a, S> = (&'a RenderedOf<S>, usize);
-
-impl RenderAhead for crate::message::NoFields {
-    fn unseen(&self) -> bool {
-        true
-    }
-    type Rendered = ();
-}
 
 /// Decoding state carried across datagrams.
 pub struct Pipeline {
@@ -690,72 +426,6 @@ fn report<'a, S: Sink>(
     true
 }
 
-/// One UDP payload on its way through a dialect's arm.
-#[derive(Clone, Copy)]
-struct Udp<'a> {
-    frame: u64,
-    ts_nanos: i64,
-    src: SocketAddr,
-    dst: SocketAddr,
-    bytes: &'a [u8],
-    frame_fields: FrameFields<'a>,
-    /// The recognised conversation it belongs to; `None` for the first datagram of a new one.
-    conversation: Option<u32>,
-    /// The capture holds less of it than was sent (its snap length): what the missing bytes would
-    /// show is not judged (see [`judged_when_cut`]).
-    cut: bool,
-}
-
-/// The [`FrameFields`] of a datagram of `payload` bytes (as sent) in `frame`, `time_delta` after
-/// the frame before.
-fn frame_fields<'a>(frame: &Frame<'a>, payload: u32, time_delta: i64) -> FrameFields<'a> {
-    FrameFields {
-        bytes: frame.data,
-        len: frame.orig_len,
-        cap_len: frame.data.len() as u32,
-        udp_len: payload.saturating_add(8),
-        time_delta,
-        stream_delta: None,
-    }
-}
-
-/// Whether a datagram the capture cut short is still judged on `rule`: only its header's rules
-/// are (the descriptions' `header-rules` and their messages' `seen-rule`; `capture.snaplen` says
-/// the rest is missing); its lengths, CRC, compressed block, message and chunk are not, nor
-/// (rtnp) its text.
-pub(super) fn judged_when_cut(rule: Rule) -> bool {
-    use crate::proto::{rt, rtype};
-    rtype::HEADER_RULES.contains(&rule)
-        || rt::HEADER_RULES.contains(&rule)
-        || rtype::MESSAGES
-            .iter()
-            .chain(rt::MESSAGES)
-            .any(|m| m.seen_rule == Some(rule))
-}
-
-/// The dialect of a datagram the capture cut short, by what it holds: the magic and a whole
-/// header of known values (rtype, rt), or the first bytes of rtnp. [`Dialect::recognise`] cannot
-/// judge it, having no length, CRC or whole text to check.
-fn recognise_cut(bytes: &[u8]) -> Option<Dialect> {
-    Dialect::detect(bytes).filter(|dialect| match dialect {
-        Dialect::Rtype => rtype::Header::new_checked(bytes, rtype::HeaderLayout::Standard)
-            .is_some_and(|h| {
-                h.version() == crate::proto::rtype::VERSION
-                    && matches!(
-                        h.packet_type(),
-                        crate::proto::rtype::PACKET_CLIENT | crate::proto::rtype::PACKET_SERVER
-                    )
-                    && crate::proto::rtype::message(h.msg_type()).is_some()
-            }),
-        Dialect::Rt => crate::datagram::rt::Header::new_checked(bytes).is_some_and(|h| {
-            h.flags() & crate::proto::rt::RESERVED_FLAGS == 0
-                && crate::proto::rt::message(h.packet_type()).is_some()
-        }),
-        Dialect::Rtnp => true,
-        Dialect::Described(_) => false,
-    })
-}
-
 /// The most threads a run takes: each has up to two batches of frames and their results in
 /// flight (256 KiB each, with this many threads).
 pub const MAX_THREADS: usize = 16;
@@ -769,120 +439,6 @@ enum Unpack<'s, R> {
 }
 
 impl State {
-    /// Handles one frame; `ahead` is its work done on a worker thread.
-    fn frame<S: Sink>(
-        &mut self,
-        scratch: &mut [u8],
-        frame: &Frame<'_>,
-        ahead: Option<&worker::FrameAhead<'_, RenderedOf<S>>>,
-        sink: &mut S,
-    ) {
-        self.counts.frames += 1;
-        self.first_ts.get_or_insert(frame.ts_nanos);
-        let previous = self.last_ts.replace(frame.ts_nanos);
-        let time_delta = frame
-            .ts_nanos
-            .saturating_sub(previous.unwrap_or(frame.ts_nanos));
-        let loose = |shown: &mut Shown, sink: &mut S, rule, at: usize, detail| {
-            let finding = Finding::new(rule, at as u32, detail);
-            let f = LooseFinding {
-                frame: frame.number,
-                conversation: 0,
-                finding,
-            };
-            shown.loose(sink, &f);
-        };
-        let (link, rtype) = match ahead {
-            Some(ahead) => (ahead.link, ahead.rtype.as_ref()),
-            None => (capture::udp_from_frame(frame.link_type, frame.data), None),
-        };
-        let unpack = rtype.map(Unpack::Ahead);
-        match link {
-            LinkOutcome::Udp(udp) => {
-                if udp.truncated_by > 0 {
-                    loose(
-                        &mut self.shown,
-                        sink,
-                        Rule::CaptureSnaplen,
-                        udp.payload_offset,
-                        Detail::Value(udp.truncated_by.into()),
-                    );
-                }
-                let unpack = unpack.unwrap_or(Unpack::Here(scratch));
-                let udp = Udp {
-                    frame: frame.number,
-                    ts_nanos: frame.ts_nanos,
-                    src: udp.src,
-                    dst: udp.dst,
-                    bytes: udp.payload,
-                    frame_fields: frame_fields(
-                        frame,
-                        udp.payload.len() as u32 + udp.truncated_by,
-                        time_delta,
-                    ),
-                    conversation: None,
-                    cut: udp.truncated_by > 0,
-                };
-                self.datagram(udp, unpack, sink);
-            }
-            LinkOutcome::Fragment => {
-                // Datagrams evicted (set or byte limit) or expired while this fragment was kept
-                // are dropped too: one finding for each, as for this fragment when it is dropped.
-                let dropped = |s: capture::DefragStats| {
-                    s.expired + s.dropped_over_limit + s.overlapping + s.dropped_invalid
-                };
-                let before = dropped(self.defrag.stats());
-                let outcome = self
-                    .defrag
-                    .push(frame.link_type, frame.data, frame.ts_nanos);
-                let mut lost = dropped(self.defrag.stats()) - before;
-                if matches!(outcome, capture::DefragOutcome::Dropped { .. }) {
-                    lost = lost.max(1);
-                }
-                for _ in 0..lost {
-                    loose(
-                        &mut self.shown,
-                        sink,
-                        Rule::CaptureFragmentDropped,
-                        0,
-                        Detail::None,
-                    );
-                }
-                if let capture::DefragOutcome::Complete(udp) = outcome {
-                    let udp = Udp {
-                        frame: frame.number,
-                        ts_nanos: frame.ts_nanos,
-                        src: udp.src,
-                        dst: udp.dst,
-                        bytes: &udp.payload,
-                        frame_fields: frame_fields(frame, udp.payload.len() as u32, time_delta),
-                        conversation: None,
-                        cut: false,
-                    };
-                    self.datagram(udp, Unpack::Here(scratch), sink);
-                }
-            }
-            LinkOutcome::NotUdp => self.counts.not_udp += 1,
-            LinkOutcome::UnsupportedLink => {
-                self.counts.unsupported_link += 1;
-                if frame.link_type == capture::LinkType::UNKNOWN {
-                    let rule = Rule::CaptureUndescribedInterface;
-                    loose(&mut self.shown, sink, rule, 0, Detail::None);
-                }
-            }
-            LinkOutcome::Malformed { offset, what } => {
-                self.counts.malformed += 1;
-                loose(
-                    &mut self.shown,
-                    sink,
-                    Rule::CaptureMalformedPacket,
-                    offset,
-                    Detail::Field(what),
-                );
-            }
-        }
-    }
-
     /// Judges a UDP payload that belongs to a recognised conversation, or that proves its
     /// dialect by itself (which starts a conversation); anything else is other UDP, not judged.
     fn datagram<S: Sink>(
