@@ -2,7 +2,7 @@
 //! decoded by the description, the direction from which side is the server (rt has no direction
 //! bit), and RELIABLE packets matched with ACKNOWLEDGMENTs.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::HashSet;
 use std::net::SocketAddr;
 
 use super::{Named, Sink, State, Types, Udp, Walked, HEADER_GROUP};
@@ -12,10 +12,10 @@ use crate::message::{
     choose_layout, decode_message_as, decode_nodes, Facts, Open, Tap, Value, Visitor,
 };
 use crate::proto::rt as desc;
-use crate::proto::schema::Endian;
 use crate::proto::schema::{Field, Role};
 use crate::proto::{Direction, Message, Rule};
 use crate::session::analysis::bytes_hash;
+use crate::session::dialect_state::{DialectState, Pending, RtConversation};
 use crate::session::event::{DatagramEvent, Decoded, DescribedRole, LooseFinding};
 use crate::session::SnapshotLayout;
 
@@ -63,32 +63,11 @@ pub(super) fn lower_port_is_server(src: SocketAddr, dst: SocketAddr) -> Directio
     }
 }
 
-/// A reliable packet awaiting its acknowledgment.
-#[derive(Clone, Copy, Debug)]
-struct Pending {
-    direction: Direction,
-    sequence: u32,
-    frame: u64,
-}
-
-/// What one conversation's rt traffic has shown so far.
-#[derive(Debug, Default)]
-struct RtConversation {
-    /// The byte order of its first datagram, which later ones are read in.
-    order: Option<Endian>,
-    byte_order_reported: bool,
-    pending: VecDeque<Pending>,
-    reliable: u64,
-    acknowledged: u64,
-    /// The first reliable packet that left the window unacknowledged.
-    first_expired: Option<u64>,
-}
-
 /// The rt arm's state across datagrams.
 #[derive(Debug, Default)]
 pub(super) struct RtState {
     servers: Servers,
-    conversations: HashMap<u32, RtConversation>,
+    /// Reliable packets awaiting an acknowledgment, over all conversations.
     pending: usize,
 }
 
@@ -118,8 +97,7 @@ impl RtState {
         (direction, false)
     }
 
-    fn sent_reliable(&mut self, conversation: u32, pending: Pending) {
-        let c = self.conversations.entry(conversation).or_default();
+    fn sent_reliable(&mut self, c: &mut RtConversation, pending: Pending) {
         c.reliable += 1;
         if c.pending.len() >= MAX_PENDING_PER_CONVERSATION
             || (self.pending >= MAX_PENDING && !c.pending.is_empty())
@@ -139,10 +117,7 @@ impl RtState {
 
     /// Matches an ACKNOWLEDGMENT sent in `direction` with the oldest pending packet of the other
     /// direction that has the acknowledged sequence number.
-    fn acknowledged(&mut self, conversation: u32, direction: Direction, sequence: u32) {
-        let Some(c) = self.conversations.get_mut(&conversation) else {
-            return;
-        };
+    fn acknowledged(&mut self, c: &mut RtConversation, direction: Direction, sequence: u32) {
         if let Some(i) = c
             .pending
             .iter()
@@ -169,7 +144,7 @@ impl State {
         } = *udp;
         // A conversation keeps the byte order of its first datagram.
         let order = conversation
-            .and_then(|c| self.rt.conversations.get(&c))
+            .and_then(|c| self.conversations.rt(c))
             .and_then(|c| c.order);
         let parsed = rt::parse(bytes, order, &mut self.findings);
         let message = parsed.and_then(|d| d.message);
@@ -178,8 +153,7 @@ impl State {
             self.conversations
                 .lookup(src, dst, direction, frame, Dialect::Rt)
         });
-        if let Some(d) = &parsed {
-            let c = self.rt.conversations.entry(conversation).or_default();
+        if let (Some(d), Some(c)) = (&parsed, self.conversations.rt(conversation)) {
             c.order.get_or_insert(d.header.endian());
         }
         if let Some(m) =
@@ -192,11 +166,10 @@ impl State {
         }
         // The byte order is the document's rule broken by the whole conversation: say it once.
         if self.findings.iter().any(|f| f.rule == Rule::RtByteOrder) {
-            let c = self.rt.conversations.entry(conversation).or_default();
-            if c.byte_order_reported {
-                self.findings.retain(|f| f.rule != Rule::RtByteOrder);
+            match self.conversations.rt(conversation) {
+                Some(c) if !c.byte_order_reported => c.byte_order_reported = true,
+                _ => self.findings.retain(|f| f.rule != Rule::RtByteOrder),
             }
-            c.byte_order_reported = true;
         }
         sink.begin(&self.conversations, conversation);
         let mut facts = Facts::default();
@@ -334,10 +307,10 @@ impl State {
         let (raised, shown) = (&mut self.raised, &mut self.shown);
         let judges = (&mut self.analysis, &mut self.clients, &self.conversations);
         super::report(judges, raised, shown, seen, event, sink);
-        if let Some(d) = parsed {
+        if let (Some(d), Some(c)) = (parsed, self.conversations.rt(conversation)) {
             if d.header.reliable() {
                 self.rt.sent_reliable(
-                    conversation,
+                    c,
                     Pending {
                         direction,
                         sequence: d.header.sequence(),
@@ -346,7 +319,7 @@ impl State {
                 );
             }
             if let Some(sequence) = acked {
-                self.rt.acknowledged(conversation, direction, sequence);
+                self.rt.acknowledged(c, direction, sequence);
             }
         }
     }
@@ -354,10 +327,10 @@ impl State {
     /// At the end of the run: one finding per conversation whose reliable packets were not all
     /// acknowledged, at the first one left unacknowledged, with how many of how many were.
     pub(super) fn rt_finish<S: Sink>(&mut self, sink: &mut S) {
-        let mut ids: Vec<u32> = self.rt.conversations.keys().copied().collect();
-        ids.sort_unstable();
-        for conversation in ids {
-            let c = &self.rt.conversations[&conversation];
+        for conversation in self.conversations.all() {
+            let DialectState::Rt(c) = &conversation.dialect_state else {
+                continue;
+            };
             if c.acknowledged == c.reliable {
                 continue;
             }
@@ -372,7 +345,7 @@ impl State {
             let finding = Finding::new(Rule::RtUnacknowledged, 0, detail);
             let f = LooseFinding {
                 frame: first,
-                conversation,
+                conversation: conversation.id,
                 finding,
             };
             self.shown.loose(sink, &f);
@@ -420,10 +393,11 @@ mod tests {
     #[test]
     fn reliable_packets_matched_and_bounded() {
         let mut state = RtState::default();
+        let (mut one, mut two) = (RtConversation::default(), RtConversation::default());
         let c2s = Direction::ClientToServer;
         for seq in 0..3 {
             state.sent_reliable(
-                1,
+                &mut one,
                 Pending {
                     direction: c2s,
                     sequence: seq,
@@ -432,16 +406,16 @@ mod tests {
             );
         }
         // An ACK in the same direction acknowledges nothing; one in the other direction matches.
-        state.acknowledged(1, c2s, 1);
-        state.acknowledged(1, Direction::ServerToClient, 1);
-        let c = &state.conversations[&1];
+        state.acknowledged(&mut one, c2s, 1);
+        state.acknowledged(&mut one, Direction::ServerToClient, 1);
+        let c = &one;
         assert_eq!(
             (c.reliable, c.acknowledged, c.pending.len(), state.pending),
             (3, 1, 2, 2)
         );
         for seq in 0..(MAX_PENDING_PER_CONVERSATION as u32 + 5) {
             state.sent_reliable(
-                2,
+                &mut two,
                 Pending {
                     direction: c2s,
                     sequence: seq,
@@ -449,7 +423,7 @@ mod tests {
                 },
             );
         }
-        let c = &state.conversations[&2];
+        let c = &two;
         assert_eq!(
             (c.pending.len(), c.first_expired),
             (MAX_PENDING_PER_CONVERSATION, Some(0))

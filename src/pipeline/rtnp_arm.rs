@@ -2,7 +2,6 @@
 //! across datagrams and lent to the sink whole), its judgement against Appendix B, and what
 //! only the conversation shows: the assigned client_id, the epoch sequence, silent clients.
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 
 use serde_json::Value;
@@ -23,22 +22,10 @@ use crate::session::event::{DatagramEvent, Decoded, DescribedRole, EntityEvent, 
 /// `player_name`'s length in characters (§6.5).
 const PLAYER_NAME_CHARS: std::ops::RangeInclusive<usize> = 1..=32;
 
-/// What one conversation's rtnp traffic has shown so far.
-#[derive(Debug, Default)]
-struct RtnpConversation {
-    /// The client_id assign_id gave the client.
-    assigned: Option<u64>,
-    last_epoch: Option<u64>,
-    /// When the client last sent anything, and whether its current silence was reported.
-    last_client_ts: Option<i64>,
-    silence_reported: bool,
-}
-
 /// The rtnp arm's state across datagrams.
 #[derive(Debug, Default)]
 pub(super) struct RtnpState {
     servers: Servers,
-    conversations: HashMap<u32, RtnpConversation>,
     /// The current datagram's JSON, lent to the sink in its event.
     json: Option<Value>,
 }
@@ -255,7 +242,9 @@ impl State {
         at: usize,
         message: Option<&'static JsonMessage>,
     ) {
-        let c = self.rtnp.conversations.entry(conversation).or_default();
+        let Some(c) = self.conversations.rtnp(conversation) else {
+            return;
+        };
         let json = self.rtnp.json.as_ref();
         let number = |key: &str| json.and_then(|j| j.get(key)).and_then(Value::as_u64);
         let mut report =

@@ -3,12 +3,14 @@
 
 pub mod analysis;
 pub mod chunks;
+pub mod dialect_state;
 pub mod entities;
 pub mod event;
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 
+use self::dialect_state::{DialectState, RtConversation, RtnpConversation};
 use crate::datagram::Dialect;
 use crate::message::Layout;
 use crate::proto::Direction;
@@ -54,6 +56,8 @@ pub struct Conversation {
     /// variant (others fitted the document's layout, or none was seen): what a cut datagram is
     /// judged against.
     usual_variants: Vec<(u8, u8)>,
+    /// What only its dialect judges across its datagrams.
+    pub dialect_state: DialectState,
 }
 
 impl Conversation {
@@ -330,6 +334,7 @@ impl Conversations {
             unfit: false,
             shares_server,
             usual_variants: Vec::new(),
+            dialect_state: DialectState::new(dialect),
         });
         id
     }
@@ -341,6 +346,23 @@ impl Conversations {
     pub fn get_mut(&mut self, id: u32) -> Option<&mut Conversation> {
         id.checked_sub(1)
             .and_then(|i| self.list.get_mut(i as usize))
+    }
+
+    /// The rt state of conversation `id`; none past [`MAX_CONVERSATIONS`], where datagrams of
+    /// many conversations share id 0 and no judging across datagrams could be right.
+    pub fn rt(&mut self, id: u32) -> Option<&mut RtConversation> {
+        match self.get_mut(id).map(|c| &mut c.dialect_state) {
+            Some(DialectState::Rt(rt)) => Some(rt),
+            _ => None,
+        }
+    }
+
+    /// The rtnp state of conversation `id`, as [`Conversations::rt`].
+    pub fn rtnp(&mut self, id: u32) -> Option<&mut RtnpConversation> {
+        match self.get_mut(id).map(|c| &mut c.dialect_state) {
+            Some(DialectState::Rtnp(rtnp)) => Some(rtnp),
+            _ => None,
+        }
     }
 
     pub fn all(&self) -> &[Conversation] {
