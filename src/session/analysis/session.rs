@@ -338,27 +338,7 @@ impl Session {
         };
         self.last.stream_delta_nanos = self.last_in[stream].map(|t| ts.saturating_sub(t));
         self.last_in[stream] = Some(ts);
-        let t = &mut self.traffic[dir];
-        t.datagrams += 1;
-        t.bytes += event.bytes.len() as u64;
-        if dir < 2 {
-            let window = role::duplicate_window(event);
-            if let Some(original) = self.recent[dir].push(event.hash, frame, ts, window) {
-                t.duplicates += 1;
-                self.last.duplicate = true;
-                report(
-                    Rule::SessionDuplicateDatagram,
-                    Detail::Frames { first: original },
-                );
-            }
-        }
-        if event.compressed() {
-            if let (Some(Decoded::Rtype(d)), Some(p)) = (event.decoded, event.payload) {
-                self.compression.datagrams += 1;
-                self.compression.wire_bytes += d.wire_payload.len() as u64;
-                self.compression.decompressed_bytes += p.len() as u64;
-            }
-        }
+        self.count(event, dir, &mut report);
         // A header that fails its integrity check says nothing reliable about the session.
         if event.crc_failed() || event.message.is_none() && event.dialect == Dialect::Rtype {
             return;
@@ -371,17 +351,7 @@ impl Session {
         }
         self.after_end(role, event, &mut report);
         if self.from_start {
-            if let Some((kind, needs)) = prerequisite(self.dialect, role) {
-                if self.steps[needs as usize].is_none() && self.order_reported & kind == 0 {
-                    self.order_reported |= kind;
-                    let message = event.message.map_or("this message", |m| m.name);
-                    let missing = needs.name();
-                    report(
-                        Rule::SessionHandshakeOrder,
-                        Detail::Before { missing, message },
-                    );
-                }
-            }
+            self.handshake_order(role, event, &mut report);
         }
         if event.direction == Some(Direction::ClientToServer) {
             if let Some(seq) = event.sequence {
@@ -443,6 +413,59 @@ impl Session {
                 }
             }
             Role::GameState | Role::Periodic | Role::Other => {}
+        }
+    }
+
+    /// Counts a datagram's traffic in its direction's slot `dir`, a duplicate of a recent one
+    /// (reported), and its compression.
+    fn count(
+        &mut self,
+        event: &DatagramEvent<'_>,
+        dir: usize,
+        report: &mut impl FnMut(Rule, Detail),
+    ) {
+        let (frame, ts) = (event.frame, event.ts_nanos);
+        let t = &mut self.traffic[dir];
+        t.datagrams += 1;
+        t.bytes += event.bytes.len() as u64;
+        if dir < 2 {
+            let window = role::duplicate_window(event);
+            if let Some(original) = self.recent[dir].push(event.hash, frame, ts, window) {
+                t.duplicates += 1;
+                self.last.duplicate = true;
+                report(
+                    Rule::SessionDuplicateDatagram,
+                    Detail::Frames { first: original },
+                );
+            }
+        }
+        if event.compressed() {
+            if let (Some(Decoded::Rtype(d)), Some(p)) = (event.decoded, event.payload) {
+                self.compression.datagrams += 1;
+                self.compression.wire_bytes += d.wire_payload.len() as u64;
+                self.compression.decompressed_bytes += p.len() as u64;
+            }
+        }
+    }
+
+    /// Reports a message that comes before the step its dialect's handshake puts first, once per
+    /// kind and conversation.
+    fn handshake_order(
+        &mut self,
+        role: Role,
+        event: &DatagramEvent<'_>,
+        report: &mut impl FnMut(Rule, Detail),
+    ) {
+        if let Some((kind, needs)) = prerequisite(self.dialect, role) {
+            if self.steps[needs as usize].is_none() && self.order_reported & kind == 0 {
+                self.order_reported |= kind;
+                let message = event.message.map_or("this message", |m| m.name);
+                let missing = needs.name();
+                report(
+                    Rule::SessionHandshakeOrder,
+                    Detail::Before { missing, message },
+                );
+            }
         }
     }
 
