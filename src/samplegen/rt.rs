@@ -222,6 +222,13 @@ struct Peer {
     sequence: u32,
 }
 
+impl Peer {
+    /// A peer at `addr` that has sent nothing yet.
+    fn at(addr: SocketAddr) -> Peer {
+        Peer { addr, sequence: 0 }
+    }
+}
+
 /// An rt session in one byte order between a server and its clients.
 struct Rt {
     capture: Capture,

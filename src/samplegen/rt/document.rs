@@ -9,10 +9,7 @@ use super::*;
 /// likewise; conversation 2 (bob) breaks one rule per datagram.
 pub(super) fn big_endian() -> io::Result<Capture> {
     let mut rt = Rt::new(Endian::Big, addr(3, 1, 4242));
-    let mut server = Peer {
-        addr: rt.server,
-        sequence: 0,
-    };
+    let mut server = Peer::at(rt.server);
     ann(&mut rt, &mut server)?;
     eve(&mut rt, &mut server)?;
     bob(&mut rt, &mut server)?;
@@ -21,10 +18,7 @@ pub(super) fn big_endian() -> io::Result<Capture> {
 
 /// Conversation 1: every packet type of the document, each reliable one acknowledged; no finding.
 fn ann(rt: &mut Rt, server: &mut Peer) -> io::Result<()> {
-    let mut ann = Peer {
-        addr: addr(3, 2, 41002),
-        sequence: 0,
-    };
+    let mut ann = Peer::at(addr(3, 2, 41002));
     let s = rt.server;
     let (ann_id, ann_player) = (7, 1);
 
@@ -229,10 +223,7 @@ fn ann(rt: &mut Rt, server: &mut Peer) -> io::Result<()> {
 /// A client turned away, acknowledging the rejection.
 fn eve(rt: &mut Rt, server: &mut Peer) -> io::Result<()> {
     let s = rt.server;
-    let mut eve = Peer {
-        addr: addr(3, 4, 41004),
-        sequence: 0,
-    };
+    let mut eve = Peer::at(addr(3, 4, 41004));
     rt.send(
         &mut eve,
         s,
@@ -253,10 +244,7 @@ fn eve(rt: &mut Rt, server: &mut Peer) -> io::Result<()> {
 /// Conversation 2: one broken rule per datagram.
 fn bob(rt: &mut Rt, server: &mut Peer) -> io::Result<()> {
     let s = rt.server;
-    let mut bob = Peer {
-        addr: addr(3, 3, 41003),
-        sequence: 0,
-    };
+    let mut bob = Peer::at(addr(3, 3, 41003));
     let bob_id = 8;
     rt.send(
         &mut bob,

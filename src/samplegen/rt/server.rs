@@ -10,20 +10,8 @@ use super::*;
 pub(super) fn little_endian() -> io::Result<Capture> {
     let mut rt = Rt::new(Endian::Little, addr(4, 1, 4242));
     let s = rt.server;
-    let mut server = Peer {
-        addr: s,
-        sequence: 0,
-    };
-    let mut clients = [
-        Peer {
-            addr: addr(4, 2, 41002),
-            sequence: 0,
-        },
-        Peer {
-            addr: addr(4, 3, 41003),
-            sequence: 0,
-        },
-    ];
+    let mut server = Peer::at(s);
+    let mut clients = [Peer::at(addr(4, 2, 41002)), Peer::at(addr(4, 3, 41003))];
     let names = ["alice", "bob"];
     rt.capture.expect(Rule::RtByteOrder, 2);
     rt.capture.expect(Rule::RtUnacknowledged, 2);
