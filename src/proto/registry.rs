@@ -377,6 +377,7 @@ pub struct Registry {
     index: HashMap<String, usize>,
 }
 
+/// Filter names of the expert infos the dissector raises when it fails itself (never expected;
 /// a safety net), one per protocol.
 pub const MALFORMED: &[&str] = &["rtype.malformed", "rt.malformed", "rtnp.malformed"];
 

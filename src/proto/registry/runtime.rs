@@ -372,8 +372,7 @@ pub(super) const WIRESHARK_FIELDS: &[RuntimeField] = &[
     },
 ];
 
-/// Filter names of the expert infos the dissector raises when it fails itself (never expected;
-
+/// The filter field of runtime field `f`, provided by `provider`.
 pub(super) fn runtime_field(f: &RuntimeField, provider: Provider) -> FilterField {
     FilterField {
         column: None,
