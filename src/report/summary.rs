@@ -68,7 +68,7 @@ struct Capture<'a> {
     link_types: Vec<String>,
     /// -c N stopped the run after N datagrams (absent when it read the whole capture).
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1))]
+    #[schemars(with = "u64", range(min = 1))]
     stopped_after: Option<u64>,
     truncated: Option<Truncated<'a>>,
 }
