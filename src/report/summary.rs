@@ -12,10 +12,10 @@ use super::{names_schema, table, Tool};
 use crate::app::Term;
 use crate::proto::{Direction, Severity};
 use crate::session::event::FrameCounts;
-use crate::tally::summary::Summary;
 
-/// The message rows the summary lists at most, counted in [`crate::tally::summary`].
-pub use crate::tally::summary::MAX_MESSAGE_ROWS;
+/// The counts this report renders, and the message rows it lists at most: counted in
+/// [`crate::tally::summary`], named here too for the callers that run the summary.
+pub use crate::tally::summary::{Summary, MAX_MESSAGE_ROWS};
 
 /// The schema of the summary's JSON (docs/schemas/summary.schema.json).
 pub const SCHEMA: &str = "summary/1";
