@@ -10,6 +10,7 @@
 //! - [`pipeline`]: frames through the layers above, in order, into a report's sink;
 //! - [`world`]: each conversation's entities rebuilt from what its client received, for the
 //!   reports that follow an entity or show the world at a time;
+//! - [`tally`]: counts shared by several reports (the summary's messages and findings per rule);
 //! - [`app`]: configuration, reading options and the read loop, output files and the terminal;
 //! - [`report`]: tables, JSON, `check`, the Lua generator;
 //! - [`lua_runtime`]: the hand-written Lua both generated Wireshark dissectors share;
@@ -32,4 +33,5 @@ pub mod proxy;
 pub mod report;
 pub mod samplegen;
 pub mod session;
+pub mod tally;
 pub mod world;

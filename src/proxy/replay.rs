@@ -27,8 +27,8 @@ use crate::app::{read_capture, write_stdout, Format, ReadOpts, Term};
 use crate::message::NoFields;
 use crate::pipeline::{RunEnd, Sink};
 use crate::proto::schema::Direction;
-use crate::report;
 use crate::session::event::{DatagramEvent, LooseFinding};
+use crate::tally::summary::Summary;
 
 /// Clients a replay stands for at most (client side: sockets; server side: the captured clients
 /// and the live ones); datagrams of further clients are skipped.
@@ -390,7 +390,7 @@ pub fn run(args: ReplayArgs, term: Term) -> Result<ExitCode, String> {
     replayer.record.commit()?;
     let mut reading = args.read.reading()?;
     reading.quiet = true;
-    let mut summary = report::summary::Summary::default();
+    let mut summary = Summary::default();
     let read = read_capture(&path, &reading.for_file(&path)?, &mut summary);
     if args.write.is_none() {
         let _ = std::fs::remove_file(&temp);
@@ -399,10 +399,8 @@ pub fn run(args: ReplayArgs, term: Term) -> Result<ExitCode, String> {
     let shown = path.display().to_string();
     match args.format {
         Format::Json => {
-            let mut document = summary.json().clone();
-            report::stamp(&mut document, report::summary::SCHEMA);
-            document["file"] = shown.into();
-            let text = serde_json::to_string_pretty(&document).unwrap_or_default() + "\n";
+            let text =
+                serde_json::to_string_pretty(&summary.document(&shown)).unwrap_or_default() + "\n";
             write_stdout(text.as_bytes())
         }
         Format::Text => write_stdout(summary.text(&shown, term).as_bytes()),

@@ -19,7 +19,6 @@ use serde_json::{Map, Value as Json};
 
 use super::profile::budget::{self, BudgetBreak};
 use super::profile::Profiler;
-use super::summary::{RuleCounts, MAX_FRAMES};
 use super::{table, Tool};
 use crate::app::config::unknown_rules;
 use crate::app::inputs::{parallel, InputArgs};
@@ -28,6 +27,7 @@ use crate::message::NoFields;
 use crate::pipeline::{RunEnd, Sink, Watch, Watched, MIXED_LAYOUTS};
 use crate::proto::{Rule, Severity};
 use crate::session::event::{DatagramEvent, LooseFinding};
+use crate::tally::summary::{RuleCounts, MAX_FRAMES};
 
 /// Frames listed per rule in the text report (JSON and JUnit list up to [`MAX_FRAMES`]).
 const TEXT_FRAMES: usize = 8;

@@ -11,7 +11,6 @@ use super::fields::{JsonFields, Omitted, RenderedJson, MAX_FIELDS_JSON};
 use super::filter::Filter;
 use super::packets::write_unless_failed;
 use super::render::{self, json_str};
-use super::summary::Summary;
 use super::time::Rfc3339;
 use crate::capture::CaptureInfo;
 use crate::datagram::Dialect;
@@ -21,6 +20,7 @@ use crate::pipeline::{Rendering, RunEnd, Sink};
 use crate::proto::Direction;
 use crate::session::event::{DatagramEvent, Decoded, LooseFinding, ReassembledEvent};
 use crate::session::Conversations;
+use crate::tally::summary::Summary;
 
 /// Writes timeline records to `out`. A write error (a closed pipe) stops the output quietly and
 /// is kept for the caller.

@@ -6,8 +6,8 @@
 use std::fmt::Write as _;
 
 use super::check::{lines, FileResult, Policy, Verdict};
-use super::summary::MAX_FRAMES;
 use crate::proto::Rule;
+use crate::tally::summary::MAX_FRAMES;
 
 /// The JUnit document for all files.
 pub fn write(results: &[FileResult], policy: &Policy) -> String {

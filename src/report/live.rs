@@ -30,7 +30,6 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use super::export::Export;
 use super::filter::FilterOptions;
 use super::packets::{Packets, PacketsOptions};
-use super::summary::Summary;
 use super::table;
 use crate::app::{write_stdout, Format, OutputFile, ReadOpts, Term};
 use crate::capture::live::{self, Interface, LiveCapture};
@@ -39,6 +38,7 @@ use crate::capture::{CaptureInfo, ReadEnd};
 use crate::pipeline::{Pipeline, RunEnd, Sink};
 use crate::session::event::{DatagramEvent, LooseFinding, ReassembledEvent};
 use crate::session::Conversations;
+use crate::tally::summary::Summary;
 
 /// `rtype-inspect live`'s options, as `cli::args` parsed them.
 pub struct LiveOptions {

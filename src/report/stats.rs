@@ -12,10 +12,10 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-use serde::ser::{Serialize, SerializeMap, Serializer};
-use serde_json::{json, Value as Json};
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde::{Serialize, Serializer};
 
-use super::table;
+use super::{names_schema, table, Tool};
 use crate::app::inputs::{Input, InputArgs, Spool};
 use crate::app::{read_capture, written, Format, ReadOpts, Reading, Term};
 use crate::datagram::Dialect;
@@ -123,10 +123,10 @@ fn percent(fraction: f64) -> f64 {
 }
 
 /// The session findings of one conversation, by rule ID.
-fn findings_of(findings: &BTreeMap<(u32, Rule), u64>, id: u32) -> serde_json::Map<String, Json> {
+fn findings_of(findings: &BTreeMap<(u32, Rule), u64>, id: u32) -> BTreeMap<&'static str, u64> {
     findings
         .range((id, Rule::all()[0])..=(id, Rule::all()[Rule::all().len() - 1]))
-        .map(|((_, rule), n)| (rule.id().to_string(), json!(n)))
+        .map(|((_, rule), n)| (rule.id(), *n))
         .collect()
 }
 
@@ -154,41 +154,37 @@ impl<W: Write> Sink for Stats<W> {
         }
         let analysis = self.filtered.as_ref().unwrap_or(end.analysis);
         let config = *analysis.config();
-        // Everything but the conversations, which are written one at a time in its place.
-        let head = json!({
-            "config_file": end.config.map(|p| p.display().to_string()),
-            "profile": end.profile,
-            // In percent, as --snapshot-tolerance and the configuration file give it.
-            "config": {"snapshot_hz": config.snapshot_hz, "snapshot_tolerance": percent(config.snapshot_tolerance)},
-            "conversations": Json::Null,
-            "unanalysed_datagrams": analysis.unanalysed_datagrams(),
-            "file": self.path,
-        });
-        let mut head = head;
-        super::stamp(&mut head, SCHEMA);
         let (findings, out) = (&self.findings, &mut self.out);
-        let conversations = analysis.sessions().map(|s| {
-            session_json(
+        let conversations = analysis.sessions().map(move |s| {
+            conversation_stats(
                 s,
                 end.conversations.get(s.id),
                 &config,
                 findings_of(findings, s.id),
             )
         });
+        let config_file = end.config.map(|p| p.display().to_string());
+        let document = StatsDocument {
+            config: StatsConfig {
+                snapshot_hz: config.snapshot_hz,
+                snapshot_tolerance: percent(config.snapshot_tolerance),
+            },
+            config_file: config_file.as_deref(),
+            conversations: Streamed(RefCell::new(Some(Box::new(conversations)))),
+            file: &self.path,
+            profile: end.profile,
+            schema: SCHEMA,
+            tool: Tool::THIS,
+            unanalysed_datagrams: analysis.unanalysed_datagrams(),
+        };
         let result = match self.format {
-            Format::Json => {
-                let report = Report {
-                    head: &head,
-                    conversations: RefCell::new(Some(conversations)),
-                };
-                serde_json::to_writer_pretty(&mut *out, &report)
-                    .map_err(io::Error::from)
-                    .and_then(|()| out.write_all(b"\n"))
-            }
+            Format::Json => serde_json::to_writer_pretty(&mut *out, &document)
+                .map_err(io::Error::from)
+                .and_then(|()| out.write_all(b"\n")),
             Format::Text => {
                 let count = analysis.sessions().count();
-                let mut result = out.write_all(text_head(&self.path, &head, count).as_bytes());
-                for c in conversations.take(TEXT_CONVERSATIONS) {
+                let mut result = out.write_all(text_head(&document, count).as_bytes());
+                for c in document.conversations.take().take(TEXT_CONVERSATIONS) {
                     let mut text = String::new();
                     conversation_text(&mut text, &c, self.term);
                     result = result.and_then(|()| out.write_all(text.as_bytes()));
@@ -207,36 +203,240 @@ impl<W: Write> Sink for Stats<W> {
     }
 }
 
-/// The report's JSON document: `head`'s members in their order, with the conversations built
-/// and written one at a time where `head` has a placeholder.
-struct Report<'a, I> {
-    head: &'a Json,
-    conversations: RefCell<Option<I>>,
+/// The document `rtype-inspect stats FILE --format json` writes: per conversation, the
+/// handshake, traffic, timing, round trips (min, p50, max in ms), sequences and loss, LevelInit,
+/// compression and session findings.
+// The fields of each struct are in the order serde_json's sorted maps wrote them before.
+#[derive(Serialize, JsonSchema)]
+#[schemars(title = "rtype-inspect stats", deny_unknown_fields)]
+pub struct StatsDocument<'a> {
+    config: StatsConfig,
+    config_file: Option<&'a str>,
+    #[schemars(with = "Vec<ConversationStats>")]
+    conversations: Streamed<'a>,
+    /// The capture, as named on the command line (- for standard input).
+    file: &'a str,
+    /// The snapshot field profile every rtype conversation was read with, or `mixed`.
+    profile: &'a str,
+    #[schemars(extend("const" = SCHEMA))]
+    schema: &'static str,
+    tool: Tool,
+    /// Datagrams of conversations beyond those the analysis follows.
+    unanalysed_datagrams: u64,
 }
 
-impl<I: Iterator<Item = Json>> Serialize for Report<'_, I> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let members = self.head.as_object().into_iter().flatten();
-        let mut map = serializer.serialize_map(None)?;
-        for (key, value) in members {
-            if key == "conversations" {
-                let list = Conversations(&self.conversations);
-                map.serialize_entry(key, &list)?;
-            } else {
-                map.serialize_entry(key, value)?;
-            }
-        }
-        map.end()
+/// What the snapshot rate is judged against.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct StatsConfig {
+    snapshot_hz: f64,
+    /// In percent, as --snapshot-tolerance and the configuration file give it.
+    snapshot_tolerance: f64,
+}
+
+/// The conversations, each built as it is written: memory holds one at a time.
+struct Streamed<'a>(RefCell<Option<Box<dyn Iterator<Item = ConversationStats> + 'a>>>);
+
+impl<'a> Streamed<'a> {
+    /// The conversations, once.
+    fn take(&self) -> impl Iterator<Item = ConversationStats> + 'a {
+        self.0.borrow_mut().take().into_iter().flatten()
     }
 }
 
-/// The conversations, serialized as they are built.
-struct Conversations<'a, I>(&'a RefCell<Option<I>>);
-
-impl<I: Iterator<Item = Json>> Serialize for Conversations<'_, I> {
+impl Serialize for Streamed<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.0.borrow_mut().take().into_iter().flatten())
+        serializer.collect_seq(self.take())
     }
+}
+
+/// The session analysis of one conversation.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct ConversationStats {
+    /// Null when the conversation is not known to the run (a filtered analysis).
+    client: Option<String>,
+    compression: CompressionStats,
+    /// The dialect's name: rtype, rt, rtnp, or a described dialect's id.
+    dialect: &'static str,
+    disconnect: Disconnect,
+    duration_s: f64,
+    /// Session findings by rule ID.
+    findings: BTreeMap<&'static str, u64>,
+    first_frame: u64,
+    /// RFC 3339, UTC, nanoseconds.
+    first_time: String,
+    handshake: Handshake,
+    id: u32,
+    last_frame: u64,
+    /// RFC 3339, UTC, nanoseconds.
+    last_time: String,
+    level_init: LevelInitStats,
+    player_id: Option<u32>,
+    player_id_changes: u64,
+    rtt_ms: RoundTrips,
+    /// The client's messages, then the server's snapshots.
+    sequences: Vec<SequenceStats>,
+    server: Option<String>,
+    snapshots: Snapshots,
+    /// Each message type sent at a rate, with when it stopped.
+    streams: Vec<StreamStats>,
+    traffic: TrafficStats,
+}
+
+/// How the handshake went, step by step.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct Handshake {
+    /// The capture holds the HELLO: the order of the steps is judged.
+    order_judged: bool,
+    outcome: &'static str,
+    steps: Vec<HandshakeStep>,
+}
+
+/// One step of the handshake, at its first frame.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct HandshakeStep {
+    count: u64,
+    frame: u64,
+    role: &'static str,
+    step: &'static str,
+    /// Seconds since the conversation's first datagram.
+    time_s: f64,
+}
+
+/// Datagrams per direction.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct TrafficStats {
+    client_to_server: DirectionTraffic,
+    server_to_client: DirectionTraffic,
+    unknown: DirectionTraffic,
+}
+
+/// Datagrams of one direction.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct DirectionTraffic {
+    bytes: u64,
+    datagrams: u64,
+    /// Byte-identical duplicates.
+    duplicates: u64,
+}
+
+/// The server's snapshots: their rate and the gaps between them.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct Snapshots {
+    gap_ms: DurationStats,
+    rate_hz: Option<f64>,
+    /// Enough ticks to judge the rate.
+    rate_judged: bool,
+    /// Within the tolerance of the configured rate (null when not judged).
+    rate_ok: Option<bool>,
+    tick_rate_hz: Option<f64>,
+    ticks: u64,
+}
+
+/// A distribution of durations, in milliseconds (null when empty).
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct DurationStats {
+    count: u64,
+    max: Option<f64>,
+    mean: Option<f64>,
+    min: Option<f64>,
+    p50: Option<f64>,
+    p99: Option<f64>,
+}
+
+/// One message type sent at a rate.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct StreamStats {
+    datagrams: u64,
+    first_frame: u64,
+    first_s: f64,
+    last_frame: u64,
+    last_s: f64,
+    max_gap_ms: f64,
+    message: &'static str,
+    rate_hz: Option<f64>,
+    rate_ok: Option<bool>,
+    /// Seconds before the conversation's play ended (null when it did not stop).
+    stopped_before_end_s: Option<f64>,
+}
+
+/// Pings and pongs, and the round trips of those paired, in milliseconds.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct RoundTrips {
+    max: Option<f64>,
+    min: Option<f64>,
+    p50: Option<f64>,
+    p99: Option<f64>,
+    pairs: u64,
+    pings: u64,
+    pongs: u64,
+    unanswered_pings: u64,
+    unmatched_pongs: u64,
+}
+
+/// The sequence analysis of one direction.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct SequenceStats {
+    /// The sequence started: the counts below are known.
+    analysed: bool,
+    #[schemars(schema_with = "direction_schema")]
+    direction: &'static str,
+    duplicates: u64,
+    /// Which messages the sequence follows, and why those.
+    family: &'static str,
+    loss_ratio: f64,
+    /// Estimated.
+    lost: u64,
+    received: u64,
+    reordered: u64,
+    resets: u64,
+}
+
+/// The schema of a sequence's direction: its names.
+fn direction_schema(_: &mut SchemaGenerator) -> Schema {
+    names_schema(&[Direction::ClientToServer, Direction::ServerToClient].map(Direction::name))
+}
+
+/// The LevelInit's delivery.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct LevelInitStats {
+    ack_delay_ms: Option<f64>,
+    ack_frame: Option<u64>,
+    acknowledged: bool,
+    first_frame: Option<u64>,
+    retried: bool,
+    sent: u64,
+}
+
+/// The compressed payloads.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct CompressionStats {
+    datagrams: u64,
+    decompressed_bytes: u64,
+    ratio: Option<f64>,
+    wire_bytes: u64,
+}
+
+/// Datagrams after the client's disconnect.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct Disconnect {
+    after: u64,
+    /// Flagged: the rest came within 100 ms, in flight.
+    flagged: u64,
+    reconnects: u64,
 }
 
 /// Which messages each direction's sequence analysis follows, and why those.
@@ -251,166 +451,204 @@ fn families(dialect: Dialect) -> [&'static str; 2] {
     }
 }
 
-fn durations_json(d: &Durations) -> Json {
-    json!({
-        "count": d.count(), "min": d.min_ms(), "p50": d.quantile_ms(0.5), "p99": d.quantile_ms(0.99),
-        "max": d.max_ms(), "mean": d.mean_ms(),
-    })
+fn duration_stats(d: &Durations) -> DurationStats {
+    DurationStats {
+        count: d.count(),
+        max: d.max_ms(),
+        mean: d.mean_ms(),
+        min: d.min_ms(),
+        p50: d.quantile_ms(0.5),
+        p99: d.quantile_ms(0.99),
+    }
 }
 
-fn sequence_json(direction: Direction, family: &str, s: &Sequence) -> Json {
-    json!({
-        "direction": direction.name(), "family": family, "analysed": s.started(), "received": s.received,
-        "lost": s.lost, "loss_ratio": s.loss_ratio(), "duplicates": s.duplicates, "reordered": s.reordered,
-        "resets": s.resets,
-    })
+fn sequence_stats(direction: Direction, family: &'static str, s: &Sequence) -> SequenceStats {
+    SequenceStats {
+        analysed: s.started(),
+        direction: direction.name(),
+        duplicates: s.duplicates,
+        family,
+        loss_ratio: s.loss_ratio(),
+        lost: s.lost,
+        received: s.received,
+        reordered: s.reordered,
+        resets: s.resets,
+    }
 }
 
-fn session_json(
+fn conversation_stats(
     s: &Session,
     c: Option<&Conversation>,
     config: &Config,
-    findings: serde_json::Map<String, Json>,
-) -> Json {
+    findings: BTreeMap<&'static str, u64>,
+) -> ConversationStats {
     let since = |ts: i64| ts.saturating_sub(s.first_ts) as f64 / 1e9;
-    let steps: Vec<Json> = s
-        .steps()
-        .iter()
-        .map(|st| json!({"step": st.name, "role": st.step.name(), "frame": st.frame, "time_s": since(st.ts_nanos), "count": st.count}))
-        .collect();
+    let steps = s.steps().into_iter().map(|st| HandshakeStep {
+        count: st.count,
+        frame: st.frame,
+        role: st.step.name(),
+        step: st.name,
+        time_s: since(st.ts_nanos),
+    });
     let end = s.play_end();
-    let streams: Vec<Json> = s
-        .streams()
-        .map(|st| {
-            json!({
-                "message": st.name, "datagrams": st.count, "first_frame": st.first.0,
-                "last_frame": st.last.0, "first_s": since(st.first.1), "last_s": since(st.last.1),
-                "rate_hz": st.rate_hz(), "rate_ok": st.rate_hz().filter(|_| st.count >= MIN_RATE_TICKS).map(|r| config.rate_ok(r)),
-                "max_gap_ms": st.max_gap_nanos as f64 / 1e6,
-                "stopped_before_end_s": st.stopped_before(end).map(|n| n as f64 / 1e9),
-            })
-        })
-        .collect();
+    let streams = s.streams().map(|st| StreamStats {
+        datagrams: st.count,
+        first_frame: st.first.0,
+        first_s: since(st.first.1),
+        last_frame: st.last.0,
+        last_s: since(st.last.1),
+        max_gap_ms: st.max_gap_nanos as f64 / 1e6,
+        message: st.name,
+        rate_hz: st.rate_hz(),
+        rate_ok: (st.rate_hz())
+            .filter(|_| st.count >= MIN_RATE_TICKS)
+            .map(|r| config.rate_ok(r)),
+        stopped_before_end_s: st.stopped_before(end).map(|n| n as f64 / 1e9),
+    });
     let traffic = |i: usize| {
         let t = &s.traffic[i];
-        json!({"datagrams": t.datagrams, "bytes": t.bytes, "duplicates": t.duplicates})
+        DirectionTraffic {
+            bytes: t.bytes,
+            datagrams: t.datagrams,
+            duplicates: t.duplicates,
+        }
     };
     let [client_family, server_family] = families(s.dialect);
     let li = &s.level_init;
-    json!({
-        "id": s.id,
-        "dialect": s.dialect.name(),
-        "client": c.map(|c| c.client.to_string()),
-        "server": c.map(|c| c.server.to_string()),
-        "first_frame": s.first_frame,
-        "last_frame": s.last_frame,
-        "first_time": super::time::rfc3339(s.first_ts),
-        "last_time": super::time::rfc3339(s.last_ts),
-        "duration_s": since(s.last_ts),
-        "player_id": s.player_id,
-        "player_id_changes": s.player_id_changes,
-        "handshake": {"outcome": s.outcome().name(), "order_judged": s.from_start(), "steps": steps},
-        "traffic": {"client_to_server": traffic(0), "server_to_client": traffic(1), "unknown": traffic(2)},
-        "snapshots": {
-            "ticks": s.snapshot_tick_count(),
-            "rate_hz": s.snapshot_rate_hz(),
-            "tick_rate_hz": s.tick_rate_hz(),
-            "gap_ms": durations_json(&s.snapshot_gaps),
-            "rate_judged": s.rate_judged(),
-            "rate_ok": s.snapshot_rate_hz().filter(|_| s.rate_judged()).map(|r| config.rate_ok(r)),
+    ConversationStats {
+        client: c.map(|c| c.client.to_string()),
+        compression: CompressionStats {
+            datagrams: s.compression.datagrams,
+            decompressed_bytes: s.compression.decompressed_bytes,
+            ratio: s.compression.ratio(),
+            wire_bytes: s.compression.wire_bytes,
         },
-        "streams": streams,
-        "rtt_ms": {
-            "pings": s.pings, "pongs": s.pongs, "pairs": s.rtt.count(), "unanswered_pings": s.unanswered_pings(),
-            "unmatched_pongs": s.unmatched_pongs, "min": s.rtt.min_ms(), "p50": s.rtt.quantile_ms(0.5),
-            "p99": s.rtt.quantile_ms(0.99), "max": s.rtt.max_ms(),
+        dialect: s.dialect.name(),
+        disconnect: Disconnect {
+            after: s.after_disconnect,
+            flagged: s.after_disconnect_flagged,
+            reconnects: s.reconnects,
         },
-        "sequences": [
-            sequence_json(Direction::ClientToServer, client_family, &s.client_sequence),
-            sequence_json(Direction::ServerToClient, server_family, &s.snapshot_ticks),
+        duration_s: since(s.last_ts),
+        findings,
+        first_frame: s.first_frame,
+        first_time: super::time::rfc3339(s.first_ts),
+        handshake: Handshake {
+            order_judged: s.from_start(),
+            outcome: s.outcome().name(),
+            steps: steps.collect(),
+        },
+        id: s.id,
+        last_frame: s.last_frame,
+        last_time: super::time::rfc3339(s.last_ts),
+        level_init: LevelInitStats {
+            ack_delay_ms: (li.first.zip(li.acknowledged)).map(|(f, a)| (a.1 - f.1) as f64 / 1e6),
+            ack_frame: li.acknowledged.map(|a| a.0),
+            acknowledged: li.acknowledged.is_some(),
+            first_frame: li.first.map(|f| f.0),
+            retried: li.sent > 1,
+            sent: li.sent,
+        },
+        player_id: s.player_id,
+        player_id_changes: s.player_id_changes,
+        rtt_ms: RoundTrips {
+            max: s.rtt.max_ms(),
+            min: s.rtt.min_ms(),
+            p50: s.rtt.quantile_ms(0.5),
+            p99: s.rtt.quantile_ms(0.99),
+            pairs: s.rtt.count(),
+            pings: s.pings,
+            pongs: s.pongs,
+            unanswered_pings: s.unanswered_pings(),
+            unmatched_pongs: s.unmatched_pongs,
+        },
+        sequences: vec![
+            sequence_stats(Direction::ClientToServer, client_family, &s.client_sequence),
+            sequence_stats(Direction::ServerToClient, server_family, &s.snapshot_ticks),
         ],
-        "level_init": {
-            "sent": li.sent,
-            "first_frame": li.first.map(|f| f.0),
-            "acknowledged": li.acknowledged.is_some(),
-            "ack_frame": li.acknowledged.map(|a| a.0),
-            "ack_delay_ms": li.first.zip(li.acknowledged).map(|(f, a)| (a.1 - f.1) as f64 / 1e6),
-            "retried": li.sent > 1,
+        server: c.map(|c| c.server.to_string()),
+        snapshots: Snapshots {
+            gap_ms: duration_stats(&s.snapshot_gaps),
+            rate_hz: s.snapshot_rate_hz(),
+            rate_judged: s.rate_judged(),
+            rate_ok: (s.snapshot_rate_hz())
+                .filter(|_| s.rate_judged())
+                .map(|r| config.rate_ok(r)),
+            tick_rate_hz: s.tick_rate_hz(),
+            ticks: s.snapshot_tick_count(),
         },
-        "compression": {
-            "datagrams": s.compression.datagrams, "wire_bytes": s.compression.wire_bytes,
-            "decompressed_bytes": s.compression.decompressed_bytes, "ratio": s.compression.ratio(),
+        streams: streams.collect(),
+        traffic: TrafficStats {
+            client_to_server: traffic(0),
+            server_to_client: traffic(1),
+            unknown: traffic(2),
         },
-        "disconnect": {
-            "after": s.after_disconnect, "flagged": s.after_disconnect_flagged, "reconnects": s.reconnects,
-        },
-        "findings": findings,
-    })
+    }
 }
 
 /// The text report's first lines: what was analysed, and how it was judged.
-fn text_head(path: &str, j: &Json, conversations: usize) -> String {
+fn text_head(d: &StatsDocument<'_>, conversations: usize) -> String {
     let mut out = String::new();
-    let cfg = &j["config"];
     let _ = writeln!(
         out,
-        "{path}\n{} conversation{} analysed; snapshot rate judged against {} Hz ± {}%",
+        "{}\n{} conversation{} analysed; snapshot rate judged against {} Hz ± {}%",
+        d.file,
         conversations,
         if conversations == 1 { "" } else { "s" },
-        num(&cfg["snapshot_hz"], 1),
-        num(&cfg["snapshot_tolerance"], 1),
+        num(Some(d.config.snapshot_hz), 1),
+        num(Some(d.config.snapshot_tolerance), 1),
     );
-    if let Some(line) = super::render::settings_line(j) {
+    let settings = serde_json::json!({"config_file": d.config_file, "profile": d.profile});
+    if let Some(line) = super::render::settings_line(&settings) {
         let _ = writeln!(out, "{line}");
     }
-    if j["unanalysed_datagrams"].as_u64().unwrap_or(0) > 0 {
+    if d.unanalysed_datagrams > 0 {
         let _ = writeln!(
             out,
             "{} datagrams of further conversations were not analysed",
-            j["unanalysed_datagrams"]
+            d.unanalysed_datagrams
         );
     }
     out
 }
 
-fn conversation_text(out: &mut String, c: &Json, term: Term) {
-    let player = c["player_id"]
-        .as_u64()
+fn conversation_text(out: &mut String, c: &ConversationStats, term: Term) {
+    let player = c
+        .player_id
         .map_or_else(|| "unknown".to_string(), |p| p.to_string());
     let _ = writeln!(
         out,
         "\nConversation {} ({}): client {} ↔ server {}, player {player}\n  frames {}–{}, {} s from {}",
-        c["id"],
-        str_of(&c["dialect"]),
-        str_of(&c["client"]),
-        str_of(&c["server"]),
-        c["first_frame"],
-        c["last_frame"],
-        num(&c["duration_s"], 3),
-        str_of(&c["first_time"]),
+        c.id,
+        c.dialect,
+        or_null(c.client.as_ref()),
+        or_null(c.server.as_ref()),
+        c.first_frame,
+        c.last_frame,
+        num(Some(c.duration_s), 3),
+        c.first_time,
     );
-    let hs = &c["handshake"];
-    let steps = hs["steps"].as_array().map_or(&[][..], |v| &v[..]);
-    let path: Vec<String> = steps.iter().map(|s| str_of(&s["step"])).collect();
-    let judged = if hs["order_judged"] == true {
+    let hs = &c.handshake;
+    let path: Vec<String> = hs.steps.iter().map(|s| s.step.to_string()).collect();
+    let judged = if hs.order_judged {
         ""
     } else {
         " (order not judged: the capture misses the HELLO)"
     };
-    let head = format!("  handshake: {}{judged}:", str_of(&hs["outcome"]));
+    let head = format!("  handshake: {}{judged}:", hs.outcome);
     let _ = writeln!(
         out,
         "{}",
         wrap(head, &path, " →", term.width.unwrap_or(usize::MAX))
     );
-    if !steps.is_empty() {
+    if !hs.steps.is_empty() {
         let mut t = table::new(term, &["Step", "Frame", "Time (s)", "Count"]);
-        for s in steps {
+        for s in &hs.steps {
             t.add_row(vec![
-                str_of(&s["step"]),
-                s["frame"].to_string(),
-                num(&s["time_s"], 6),
-                s["count"].to_string(),
+                s.step.to_string(),
+                s.frame.to_string(),
+                num(Some(s.time_s), 6),
+                s.count.to_string(),
             ]);
         }
         let _ = writeln!(out, "{t}");
@@ -425,46 +663,46 @@ fn conversation_text(out: &mut String, c: &Json, term: Term) {
             "Byte-identical duplicates",
         ],
     );
-    for (key, label) in [
-        ("client_to_server", "C→S"),
-        ("server_to_client", "S→C"),
-        ("unknown", "?"),
+    let traffic = &c.traffic;
+    for (d, label) in [
+        (&traffic.client_to_server, "C→S"),
+        (&traffic.server_to_client, "S→C"),
+        (&traffic.unknown, "?"),
     ] {
-        let d = &c["traffic"][key];
-        if key == "unknown" && d["datagrams"] == 0 {
+        if label == "?" && d.datagrams == 0 {
             continue;
         }
         t.add_row(vec![
             label.to_string(),
-            d["datagrams"].to_string(),
-            d["bytes"].to_string(),
-            d["duplicates"].to_string(),
+            d.datagrams.to_string(),
+            d.bytes.to_string(),
+            d.duplicates.to_string(),
         ]);
     }
     let _ = writeln!(out, "Traffic\n{t}");
 
-    let snaps = &c["snapshots"];
-    let rtt = &c["rtt_ms"];
+    let snaps = &c.snapshots;
+    let rtt = &c.rtt_ms;
     let mut t = table::new(term, &["Timing (ms)", "Count", "Min", "p50", "p99", "Max"]);
-    let gap = &snaps["gap_ms"];
+    let gap = &snaps.gap_ms;
     t.add_row(vec![
         "snapshot gap".into(),
-        gap["count"].to_string(),
-        num(&gap["min"], 3),
-        num(&gap["p50"], 3),
-        num(&gap["p99"], 3),
-        num(&gap["max"], 3),
+        gap.count.to_string(),
+        num(gap.min, 3),
+        num(gap.p50, 3),
+        num(gap.p99, 3),
+        num(gap.max, 3),
     ]);
     t.add_row(vec![
         "round trip".into(),
-        rtt["pairs"].to_string(),
-        num(&rtt["min"], 3),
-        num(&rtt["p50"], 3),
-        num(&rtt["p99"], 3),
-        num(&rtt["max"], 3),
+        rtt.pairs.to_string(),
+        num(rtt.min, 3),
+        num(rtt.p50, 3),
+        num(rtt.p99, 3),
+        num(rtt.max, 3),
     ]);
     let _ = writeln!(out, "Timing\n{t}");
-    let verdict = match snaps["rate_ok"].as_bool() {
+    let verdict = match snaps.rate_ok {
         Some(true) => "within tolerance",
         Some(false) => "OUTSIDE tolerance",
         None => "not judged (fewer than 20 ticks)",
@@ -472,12 +710,13 @@ fn conversation_text(out: &mut String, c: &Json, term: Term) {
     let _ = writeln!(
         out,
         "  snapshots: {} ticks at {} Hz (server tick advancing at {} Hz), {verdict}",
-        snaps["ticks"],
-        num(&snaps["rate_hz"], 2),
-        num(&snaps["tick_rate_hz"], 2),
+        snaps.ticks,
+        num(snaps.rate_hz, 2),
+        num(snaps.tick_rate_hz, 2),
     );
-    let streams = c["streams"].as_array().map_or(&[][..], |v| &v[..]);
-    if streams.len() > 1 || streams.iter().any(|s| !s["stopped_before_end_s"].is_null()) {
+    let stopped = |st: &StreamStats| st.stopped_before_end_s.filter(|s| s.is_finite());
+    let streams = &c.streams;
+    if streams.len() > 1 || streams.iter().any(|s| stopped(s).is_some()) {
         let mut t = table::new(
             term,
             &[
@@ -490,16 +729,16 @@ fn conversation_text(out: &mut String, c: &Json, term: Term) {
             ],
         );
         for st in streams {
-            let stopped = st["stopped_before_end_s"].as_f64().map_or_else(
+            let stopped = stopped(st).map_or_else(
                 || "no".to_string(),
-                |s| format!("at {} s, {s:.3} s before the end", num(&st["last_s"], 3)),
+                |s| format!("at {} s, {s:.3} s before the end", num(Some(st.last_s), 3)),
             );
             t.add_row(vec![
-                str_of(&st["message"]),
-                st["datagrams"].to_string(),
-                format!("{}–{}", st["first_frame"], st["last_frame"]),
-                num(&st["rate_hz"], 2),
-                num(&st["max_gap_ms"], 3),
+                st.message.to_string(),
+                st.datagrams.to_string(),
+                format!("{}–{}", st.first_frame, st.last_frame),
+                num(st.rate_hz, 2),
+                num(Some(st.max_gap_ms), 3),
                 stopped,
             ]);
         }
@@ -508,7 +747,7 @@ fn conversation_text(out: &mut String, c: &Json, term: Term) {
     let _ = writeln!(
         out,
         "  pings: {} sent, {} answered, {} unanswered, {} pongs without a ping",
-        rtt["pings"], rtt["pairs"], rtt["unanswered_pings"], rtt["unmatched_pongs"],
+        rtt.pings, rtt.pairs, rtt.unanswered_pings, rtt.unmatched_pongs,
     );
 
     let mut t = table::new(
@@ -524,16 +763,16 @@ fn conversation_text(out: &mut String, c: &Json, term: Term) {
             "Resets",
         ],
     );
-    for s in c["sequences"].as_array().into_iter().flatten() {
-        let dir = if s["direction"] == "client_to_server" {
+    for s in &c.sequences {
+        let dir = if s.direction == Direction::ClientToServer.name() {
             "C→S"
         } else {
             "S→C"
         };
-        if s["analysed"] != true {
+        if !s.analysed {
             t.add_row(vec![
                 dir.into(),
-                str_of(&s["family"]),
+                s.family.to_string(),
                 "-".into(),
                 "-".into(),
                 "-".into(),
@@ -543,60 +782,61 @@ fn conversation_text(out: &mut String, c: &Json, term: Term) {
             ]);
             continue;
         }
+        // JSON has no NaN: a ratio that is none counts as none lost.
+        let ratio = Some(s.loss_ratio).filter(|r| r.is_finite()).unwrap_or(0.0);
         t.add_row(vec![
             dir.into(),
-            str_of(&s["family"]),
-            s["received"].to_string(),
-            s["lost"].to_string(),
-            num(&json!(s["loss_ratio"].as_f64().unwrap_or(0.0) * 100.0), 2),
-            s["duplicates"].to_string(),
-            s["reordered"].to_string(),
-            s["resets"].to_string(),
+            s.family.into(),
+            s.received.to_string(),
+            s.lost.to_string(),
+            num(Some(ratio * 100.0), 2),
+            s.duplicates.to_string(),
+            s.reordered.to_string(),
+            s.resets.to_string(),
         ]);
     }
     let _ = writeln!(out, "Sequences\n{t}");
 
-    let li = &c["level_init"];
-    if li["sent"].as_u64().unwrap_or(0) > 0 {
-        let ack = match li["ack_frame"].as_u64() {
+    let li = &c.level_init;
+    if li.sent > 0 {
+        let ack = match li.ack_frame {
             Some(f) => format!(
                 "acknowledged at frame {f} ({} ms later)",
-                num(&li["ack_delay_ms"], 3)
+                num(li.ack_delay_ms, 3)
             ),
             None => "never acknowledged".into(),
         };
-        let retried = if li["retried"] == true {
-            "retried"
-        } else {
-            "not retried"
-        };
+        let retried = if li.retried { "retried" } else { "not retried" };
         let _ = writeln!(
             out,
             "  LevelInit: sent {} time(s) from frame {}, {ack}, {retried}",
-            li["sent"], li["first_frame"]
+            li.sent,
+            or_null(li.first_frame.as_ref())
         );
     }
-    let comp = &c["compression"];
-    if comp["datagrams"].as_u64().unwrap_or(0) > 0 {
+    let comp = &c.compression;
+    if comp.datagrams > 0 {
         let _ = writeln!(
             out,
             "  compression: {} payloads, {} bytes on the wire for {} decompressed (ratio {}:1)",
-            comp["datagrams"],
-            comp["wire_bytes"],
-            comp["decompressed_bytes"],
-            num(&comp["ratio"], 2),
+            comp.datagrams,
+            comp.wire_bytes,
+            comp.decompressed_bytes,
+            num(comp.ratio, 2),
         );
     }
-    let dis = &c["disconnect"];
-    if dis["after"].as_u64().unwrap_or(0) > 0 || dis["reconnects"].as_u64().unwrap_or(0) > 0 {
+    let dis = &c.disconnect;
+    if dis.after > 0 || dis.reconnects > 0 {
         let _ = writeln!(
             out,
             "  after disconnect: {} datagrams ({} flagged, the rest within 100 ms in flight), {} reconnects",
-            dis["after"], dis["flagged"], dis["reconnects"],
+            dis.after, dis.flagged, dis.reconnects,
         );
     }
-    if let Some(f) = c["findings"].as_object().filter(|f| !f.is_empty()) {
-        let list: Vec<String> = f.iter().map(|(id, n)| format!("{id} ×{n}")).collect();
+    if !c.findings.is_empty() {
+        let list: Vec<String> = (c.findings.iter())
+            .map(|(id, n)| format!("{id} ×{n}"))
+            .collect();
         let _ = writeln!(out, "  session findings: {}", list.join(", "));
     }
 }
@@ -627,12 +867,13 @@ fn wrap(head: String, items: &[String], sep: &str, width: usize) -> String {
     out
 }
 
-/// A number with `digits` decimals, or "-" when absent.
-fn num(v: &Json, digits: usize) -> String {
-    v.as_f64()
+/// A number with `digits` decimals, or "-" when absent (or not finite: JSON has no NaN).
+fn num(x: Option<f64>, digits: usize) -> String {
+    x.filter(|x| x.is_finite())
         .map_or_else(|| "-".to_string(), |x| format!("{x:.digits$}"))
 }
 
-fn str_of(v: &Json) -> String {
-    v.as_str().map_or_else(|| v.to_string(), str::to_owned)
+/// A value that may be absent, as the JSON document shows it.
+fn or_null<T: ToString>(v: Option<&T>) -> String {
+    v.map_or_else(|| "null".to_string(), T::to_string)
 }

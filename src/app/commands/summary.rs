@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use super::failed;
 use crate::app::inputs::{exit_code, Input, InputArgs};
 use crate::app::{read_capture, write_stdout, written, Format, ReadOpts, Reading, Term};
-use crate::report;
+use crate::tally::summary::Summary;
 
 /// Summarises each capture. Several captures' reports are written as each comes, in argument
 /// order (flat memory); one capture's only when it could be read.
@@ -24,7 +24,7 @@ pub fn summary(
         several.then(|| std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock()));
     let (mut one, mut shown, mut failed, mut error) = (String::new(), 0, false, None);
     let job = |input: &Input, reading: &Reading| {
-        let mut summary = report::summary::Summary::default();
+        let mut summary = Summary::default();
         summary.limit = reading.count;
         read_capture(&input.path, reading, &mut summary)?;
         Ok(summary)
@@ -33,9 +33,7 @@ pub fn summary(
         let path = input.path.display().to_string();
         let report = match (summary, format) {
             (Ok(summary), Format::Json) => {
-                let mut document = summary.json().clone();
-                report::stamp(&mut document, report::summary::SCHEMA);
-                document["file"] = path.into();
+                let document = summary.document(&path);
                 let text = serde_json::to_string_pretty(&document).unwrap_or_default();
                 match several {
                     // An element of the array: indented one level.

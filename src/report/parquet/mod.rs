@@ -23,7 +23,6 @@ use writer::TableWriter;
 use super::fields::Sprites;
 use super::filter::Filter;
 use super::render;
-use super::summary::Summary;
 use crate::app::OutputFile;
 use crate::capture::CaptureInfo;
 use crate::datagram::Dialect;
@@ -33,6 +32,7 @@ use crate::proto::registry::Scope;
 use crate::session::analysis::Analysis;
 use crate::session::event::{DatagramEvent, Decoded, LooseFinding, ReassembledEvent};
 use crate::session::Conversations;
+use crate::tally::summary::Summary;
 
 /// What the captures table says of the file itself (the rest comes from the run).
 #[derive(Clone, Debug)]
