@@ -11,6 +11,7 @@
 //! - [`world`]: each conversation's entities rebuilt from what its client received, for the
 //!   reports that follow an entity or show the world at a time;
 //! - [`app`]: configuration, reading options and the read loop, output files and the terminal;
+//! - [`tally`]: what several reports count, below them: the budgets a profile breaks;
 //! - [`report`]: tables, JSON, `check`, the Lua generator;
 //! - [`lua_runtime`]: the hand-written Lua both generated Wireshark dissectors share;
 //! - [`proxy`]: the impairing relay between game clients and a server, and its record;
@@ -32,4 +33,5 @@ pub mod proxy;
 pub mod report;
 pub mod samplegen;
 pub mod session;
+pub mod tally;
 pub mod world;

@@ -975,7 +975,12 @@ fn snapshots(cx: &Context<'_>, a: &Account, id: Option<u32>) -> SnapshotFigures 
         .collect();
     for (name, kind, bytes, wire_bytes) in [
         ("(message header)", FieldKind::Header, n.head, n.head_wire),
-        ("(entity framing)", FieldKind::Framing, n.framing, n.framing_wire),
+        (
+            "(entity framing)",
+            FieldKind::Framing,
+            n.framing,
+            n.framing_wire,
+        ),
         (
             "(undecoded)",
             FieldKind::Undecoded,

@@ -1,0 +1,3 @@
+//! What several reports count, below them in the layers: the budgets a profile breaks.
+
+pub mod budget;
