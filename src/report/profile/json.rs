@@ -5,6 +5,7 @@
 //! The document is written through a [`Json`] value, whose sorted maps give every object's keys
 //! in alphabetical order (the order they always had); the types keep the schema's order.
 
+use std::cmp::Reverse;
 use std::collections::BTreeMap;
 
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
@@ -916,7 +917,7 @@ fn snapshots(cx: &Context<'_>, a: &Account, id: Option<u32>) -> SnapshotFigures 
             }
         })
         .collect();
-    types.sort_by(|x, y| y.bytes.cmp(&x.bytes));
+    types.sort_by_key(|t| Reverse(t.bytes));
     // rt's snapshots are of components, not of entity types.
     let components = !n.types.is_empty() && n.types.iter().all(|t| t.code >= KIND);
     let grouped_by = if components {
@@ -990,7 +991,7 @@ fn snapshots(cx: &Context<'_>, a: &Account, id: Option<u32>) -> SnapshotFigures 
     ] {
         fields.push(row(name.into(), kind, None, None, bytes, wire_bytes));
     }
-    fields.sort_by(|x, y| y.bytes.cmp(&x.bytes));
+    fields.sort_by_key(|f| Reverse(f.bytes));
     let gaps = &a.gaps;
     let quietest = n.ticks_window.quietest().map(|q| QuietestSecond {
         ticks: q.amount,
