@@ -12,6 +12,7 @@
 //!   reports that follow an entity or show the world at a time;
 //! - [`tally`]: counts shared by several reports (the summary's messages and findings per rule);
 //! - [`app`]: configuration, reading options and the read loop, output files and the terminal;
+//! - [`tally`]: what several reports count, below them: the budgets a profile breaks;
 //! - [`report`]: tables, JSON, `check`, the Lua generator;
 //! - [`lua_runtime`]: the hand-written Lua both generated Wireshark dissectors share;
 //! - [`proxy`]: the impairing relay between game clients and a server, and its record;

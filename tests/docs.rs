@@ -156,6 +156,7 @@ fn report_schemas_are_generated_from_the_report_types() {
         ("check", generated::<check::Check>("check")),
         ("summary", generated::<summary::SummaryDocument>("summary")),
         ("stats", generated::<stats::StatsDocument>("stats")),
+        ("profile", generated::<profile::json::Profile>("profile")),
     ];
     let mut stale = Vec::new();
     for (name, schema) in schemas {

@@ -256,7 +256,7 @@ fn every_report(bytes: &[u8]) {
         run(bytes, &mut profiler);
         if let Some(json) = profiler.json() {
             let _ = profile::text(json, Term::pipe());
-            let _ = profile::budget::judge(json, &every_budget());
+            let _ = rtype_inspect::tally::budget::judge(json, &every_budget());
         }
     }
 }

@@ -15,9 +15,7 @@ use std::process::ExitCode;
 
 use schemars::JsonSchema;
 use serde::Serialize;
-use serde_json::{Map, Value as Json};
 
-use super::profile::budget::{self, BudgetBreak};
 use super::profile::Profiler;
 use super::{table, Tool};
 use crate::app::config::unknown_rules;
@@ -27,6 +25,7 @@ use crate::message::NoFields;
 use crate::pipeline::{RunEnd, Sink, Watch, Watched, MIXED_LAYOUTS};
 use crate::proto::{Rule, Severity};
 use crate::session::event::{DatagramEvent, LooseFinding};
+use crate::tally::budget::{self, BrokenBudget, BudgetBreak};
 use crate::tally::summary::{RuleCounts, MAX_FRAMES};
 
 /// Frames listed per rule in the text report (JSON and JUnit list up to [`MAX_FRAMES`]).
@@ -433,9 +432,8 @@ pub struct Check<'a> {
 #[derive(Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
 struct FileJson<'a> {
-    /// Each budget broken, as the HTML report embeds it.
-    #[schemars(with = "Vec<Map<String, Json>>")]
-    budgets: Vec<Json>,
+    /// Each budget broken.
+    budgets: Vec<BrokenBudget<'a>>,
     error: Option<&'a str>,
     file: &'a str,
     findings: Vec<Finding>,
@@ -471,7 +469,7 @@ fn to_json<'a>(results: &'a [FileResult], policy: &Policy, code: u8) -> Check<'a
             result: Outcome::Error,
         },
         Ok(counts) => FileJson {
-            budgets: r.budgets.iter().map(BudgetBreak::to_json).collect(),
+            budgets: r.budgets.iter().map(|b| b.written(false)).collect(),
             error: None,
             file: &r.path,
             findings: (lines(counts, policy).into_iter())

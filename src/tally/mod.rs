@@ -1,4 +1,5 @@
-//! Counts shared by several reports, below them in the layers: each report renders them its own
-//! way, and none uses another report as a service.
+//! What several reports count, below them in the layers: each report renders it its own way,
+//! and none uses another report as a service.
 
+pub mod budget;
 pub mod summary;

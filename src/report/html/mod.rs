@@ -19,12 +19,13 @@ use serde_json::{json, Map, Value as Json};
 
 use super::filter::Filter;
 use super::packets::{MaybeTree, Packets, PacketsOptions};
-use super::profile::{self, budget, MAX_DETAILED};
+use super::profile::{self, MAX_DETAILED};
 use crate::app::{OutputFile, ReadOpts, Reading};
 use crate::pipeline::{RunEnd, Sink};
 use crate::session::analysis::Analysis;
 use crate::session::event::{DatagramEvent, LooseFinding, ReassembledEvent};
 use crate::session::Conversations;
+use crate::tally::budget::{self, BrokenBudget};
 
 mod svg;
 pub mod world;
@@ -159,14 +160,8 @@ fn summary_data(file: &Path, reading: &Reading, interval: i64) -> Result<Json, S
         .into_iter()
         .filter_map(|(key, value)| Some((key.to_owned(), json!(value?))))
         .collect();
-    let breaks: Vec<Json> = budget::judge(&profile, budgets)
-        .iter()
-        .map(|b| {
-            let mut j = b.to_json();
-            j["comparison"] = json!(b.comparison());
-            j
-        })
-        .collect();
+    let broken = budget::judge(&profile, budgets);
+    let breaks: Vec<BrokenBudget> = broken.iter().map(|b| b.written(true)).collect();
     let mut data = json!({
         "file": file.display().to_string(),
         "snapshot_hz": reading.analysis.snapshot_hz,

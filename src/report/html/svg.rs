@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value as Json;
 
 use crate::app::output::write_file;
-use crate::report::profile::budget::short;
+use crate::tally::budget::short;
 
 /// The series' colours, in order: the page's charts take them from its data, so that the page
 /// and the SVG files colour a message type alike.

@@ -1,21 +1,30 @@
-//! The profile as one JSON document (`"schema": "profile/1"`; docs/schemas/profile.schema.json):
-//! what the text is rendered from, what `diff` compares and `check`'s budgets judge, and the
-//! HTML report's data.
+//! The profile as one JSON document (`"schema": "profile/1"`; docs/schemas/profile.schema.json,
+//! generated from [`Profile`]): what the text is rendered from, what `diff` compares and
+//! `check`'s budgets judge, and the HTML report's data.
+//!
+//! The document is written through a [`Json`] value, whose sorted maps give every object's keys
+//! in alphabetical order (the order they always had); the types keep the schema's order.
 
-use serde_json::{json, Map, Value as Json};
+use std::cmp::Reverse;
+use std::collections::BTreeMap;
+
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
+use serde::Serialize;
+use serde_json::Value as Json;
 
 use super::account::{
     Account, FieldKey, MessageRow, Timelines, KIND, MAX_FIELD_ROWS, MAX_MESSAGE_ROWS, MAX_SEEN,
     MAX_TIMELINES, MAX_TIMELINE_SAMPLES, MAX_TYPE_ROWS, MTU, OTHER_TYPE, SAFE_PAYLOAD,
     UNKNOWN_TYPE,
 };
-use super::series::{Counts, MAX_BUCKETS};
+use super::series::{Counts, Series, MAX_BUCKETS};
 use super::window::Extreme;
 use super::{Profiler, MAX_DETAILED, MAX_PROFILED};
 use crate::datagram::Dialect;
 use crate::pipeline::RunEnd;
-use crate::proto::{Direction, Rule};
+use crate::proto::{Direction, Rule, Severity};
 use crate::report::time::rfc3339;
+use crate::report::{names_schema, Tool};
 use crate::session::analysis::{Durations, Sequence, Session};
 use crate::session::entities::{Entity, Lives, State, MAX_ENTITIES, RATE_EDGES, SHARE_EDGES};
 use crate::session::Conversation;
@@ -27,6 +36,545 @@ pub const MAX_LISTED: usize = 256;
 /// Log buckets per power of two in the distributions' histograms, as bits.
 const HISTOGRAM_BITS: u32 = 2;
 
+/// The document `rtype-inspect profile FILE --format json` writes: where the bytes go, per
+/// conversation and for the whole capture. Byte counts are UDP payload unless named `wire_*`
+/// (with IP and UDP headers); snapshot field bytes are of the decompressed payload, `wire_bytes`
+/// their proportional share of the bytes on the wire. `diff` reads it, and `check` judges budgets
+/// from it.
+#[derive(Serialize, JsonSchema)]
+#[schemars(title = "rtype-inspect profile", deny_unknown_fields)]
+pub struct Profile<'a> {
+    #[schemars(extend("const" = SCHEMA))]
+    schema: &'static str,
+    tool: Tool,
+    /// The capture, as named on the command line.
+    file: &'a str,
+    /// The snapshot field profile every rtype conversation was read with (`document` by
+    /// default), or `mixed` when they were read with several (each conversation's `layout` says
+    /// which).
+    snapshot_profile: &'a str,
+    capture: CaptureFacts,
+    series: Grid,
+    limits: Limits,
+    /// The whole capture: its conversations' figures together (a peak window is the busiest
+    /// conversation's), its series kept as the datagrams came.
+    total: Figures<'a>,
+    conversations: Vec<ConversationFigures<'a>>,
+    /// Datagrams of conversations past `limits.conversations_profiled` (and of conversation 0,
+    /// past the session layer's limit), profiled together; null when there are none.
+    others: Option<Figures<'a>>,
+    findings: Vec<RuleFindings>,
+}
+
+/// The capture as read.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct CaptureFacts {
+    first_time: Option<String>,
+    duration_s: f64,
+    frames: u64,
+    datagrams: u64,
+    other_udp: u64,
+    truncated: bool,
+}
+
+/// The time buckets every `series` array follows: bucket i starts at start_time + i ×
+/// interval_ms. The interval doubles (the requested one's multiple) when a capture outlasts
+/// `limits.buckets` buckets.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct Grid {
+    start_time: Option<String>,
+    interval_ms: f64,
+    requested_interval_ms: f64,
+    buckets: usize,
+}
+
+/// The bounds that keep a profile's memory flat, and whether they were reached.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct Limits {
+    conversations_profiled: usize,
+    conversations_detailed: usize,
+    conversations_over: usize,
+    message_rows: usize,
+    entity_type_rows: usize,
+    field_rows: usize,
+    entity_ids_counted: usize,
+    buckets: usize,
+    entity_records: usize,
+    entity_records_full: bool,
+    entities_listed: usize,
+    timelines: usize,
+    timeline_samples: usize,
+}
+
+/// The findings of one rule in the capture.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct RuleFindings {
+    #[schemars(regex(pattern = r"^[a-z0-9]+(\.[a-z0-9-]+)+$"))]
+    id: &'static str,
+    #[schemars(schema_with = "crate::report::severity_schema")]
+    severity: Severity,
+    count: u64,
+}
+
+/// One conversation: who and what it was, and its figures.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct ConversationFigures<'a> {
+    #[schemars(range(min = 1))]
+    id: u32,
+    #[schemars(schema_with = "dialect_or_null_schema")]
+    dialect: Option<&'static str>,
+    client: Option<String>,
+    server: Option<String>,
+    /// The snapshot profile the conversation's snapshots were read with (rtype conversations
+    /// only): `document`, the one named, or the one found to fit them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    layout: Option<&'a str>,
+    #[serde(flatten)]
+    figures: Figures<'a>,
+}
+
+/// The figures of an account: a conversation, the capture, or the conversations profiled
+/// together.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct Figures<'a> {
+    first_s: Option<f64>,
+    duration_s: f64,
+    datagrams: u64,
+    udp_bytes: u64,
+    wire_bytes: u64,
+    directions: Vec<DirectionFigures>,
+    messages: Vec<MessageFigures<'a>>,
+    snapshots: SnapshotFigures,
+    entities: EntityFigures,
+    timelines: Option<Vec<Timeline>>,
+    distributions: Distributions,
+    /// The pong that closed the longest round trip.
+    rtt_max_frame: Option<u64>,
+    /// The snapshot that ended the longest snapshot gap.
+    snapshot_gap_max_frame: Option<u64>,
+    loss: Loss,
+    duplicates: u64,
+    chunking: Chunking,
+    datagram_sizes: DatagramSizes,
+    series: Option<BucketSeries<'a>>,
+    #[schemars(extend("propertyNames" = {"pattern": r"^[a-z0-9]+(\.[a-z0-9-]+)+$"}))]
+    findings: BTreeMap<&'static str, u64>,
+}
+
+/// One direction's datagrams.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct DirectionFigures {
+    #[schemars(schema_with = "direction_schema")]
+    direction: &'static str,
+    datagrams: u64,
+    udp_bytes: u64,
+    wire_bytes: u64,
+    kbps: Option<f64>,
+    peak: Peak,
+}
+
+/// The busiest 1 s window (its start at 10 ms steps): its kbit/s and bytes, and the first and
+/// last frame in it.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct Peak {
+    kbps: f64,
+    bytes: u64,
+    first_frame: u64,
+    last_frame: u64,
+}
+
+/// Nearest-rank percentiles (exact up to 64 samples, within 1.6 % after) and log buckets, 4 per
+/// power of two: `from` included, `to` not.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct Distribution {
+    count: u64,
+    min: Option<f64>,
+    p50: Option<f64>,
+    p95: Option<f64>,
+    p99: Option<f64>,
+    max: Option<f64>,
+    mean: Option<f64>,
+    buckets: Vec<DistributionBucket>,
+}
+
+/// Samples from `from` (included) to `to` (not).
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct DistributionBucket {
+    from: f64,
+    to: f64,
+    count: u64,
+}
+
+/// Datagrams of one message type in one direction.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct MessageFigures<'a> {
+    #[schemars(schema_with = "dialect_schema")]
+    dialect: &'static str,
+    #[schemars(schema_with = "direction_schema")]
+    direction: &'static str,
+    code: Option<u8>,
+    /// The message's name; `(other)` for types past `limits.message_rows`.
+    name: &'a str,
+    datagrams: u64,
+    datagram_share: Option<f64>,
+    udp_bytes: u64,
+    wire_bytes: u64,
+    /// Of the account's UDP payload bytes.
+    share: Option<f64>,
+    mean_bytes: Option<f64>,
+    p50_bytes: Option<u32>,
+    p95_bytes: Option<u32>,
+    max_bytes: Option<u32>,
+    kbps: Option<f64>,
+    peak: Peak,
+    /// The message payloads, decompressed.
+    payload_bytes: u64,
+    wire_payload_bytes: u64,
+    /// payload_bytes / wire_payload_bytes over every datagram of the type.
+    compression_ratio: Option<f64>,
+    /// The compressed datagrams alone (rtype LZ4); null when none was.
+    compressed: Option<Compressed>,
+}
+
+/// The compressed datagrams of a message type.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct Compressed {
+    datagrams: u64,
+    wire_payload_bytes: u64,
+    payload_bytes: u64,
+    ratio: Option<f64>,
+}
+
+/// Snapshot datagrams (rtype SNAPSHOT and SNAPSHOT_CHUNK, rt component snapshots, rtnp
+/// snapshot). `fields` add up to `payload_bytes` exactly: the message header before the entity
+/// list, each entity's framing (id, update mask), each field, and what the walk could not read.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct SnapshotFigures {
+    datagrams: u64,
+    /// New snapshot ticks, as `stats` counts them.
+    ticks: u64,
+    hz: Option<f64>,
+    udp_bytes: u64,
+    payload_bytes: u64,
+    wire_payload_bytes: u64,
+    compression_ratio: Option<f64>,
+    kbps: Option<f64>,
+    peak: Peak,
+    /// The 1 s window of the snapshot stream with the fewest ticks (between its first and last
+    /// snapshot), and the frames around it; null for a stream shorter than 1 s and for the
+    /// capture's account.
+    quietest_second: Option<QuietestSecond>,
+    /// What `entity_types` rows are: entity types (rtype, rtnp), or components (rt's snapshots
+    /// are of one component each).
+    grouped_by: GroupedBy,
+    entity_types: Vec<EntityType>,
+    entity_ids_complete: bool,
+    fields: Vec<FieldBytes>,
+}
+
+/// The fewest snapshot ticks in a second.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct QuietestSecond {
+    ticks: u64,
+    before_frame: u64,
+    after_frame: u64,
+}
+
+/// What the snapshots' type rows are of.
+#[derive(Serialize, JsonSchema)]
+enum GroupedBy {
+    #[serde(rename = "entity type")]
+    EntityType,
+    #[serde(rename = "component")]
+    Component,
+}
+
+/// The snapshot bytes of one entity type (or component).
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct EntityType {
+    /// rtype: the LevelInit archetype's sprite, else `type N`; rt: the component kind;
+    /// `(unknown type)`, `(other)`.
+    #[serde(rename = "type")]
+    name: String,
+    type_id: Option<u32>,
+    /// How the views name the row: the type and its id where two may share a sprite (`bullet
+    /// (3)`), else the type.
+    label: String,
+    /// Distinct entity ids.
+    entities: u64,
+    updates: u64,
+    updates_per_s: Option<f64>,
+    bytes: u64,
+    bytes_per_s: Option<f64>,
+    share: Option<f64>,
+    wire_bytes: f64,
+}
+
+/// The snapshot bytes of one field, or of the header, framing or undecoded rest.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct FieldBytes {
+    field: String,
+    kind: FieldKind,
+    #[schemars(range(max = 15))]
+    bit: Option<usize>,
+    present: Option<u64>,
+    bytes: u64,
+    share: Option<f64>,
+    wire_bytes: f64,
+    wire_share: Option<f64>,
+}
+
+/// What a snapshot byte row counts.
+#[derive(Clone, Copy, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum FieldKind {
+    Field,
+    Header,
+    Framing,
+    Undecoded,
+}
+
+/// Entity lives (an id from its spawn or first update to its destruction) and how often each
+/// was updated.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct EntityFigures {
+    lives: u64,
+    updates: u64,
+    /// Lives by updates per second (lives of one instant are not in it).
+    rate_histogram: Vec<LivesBucket>,
+    /// Lives by the share of the conversation's snapshot ticks that updated them, from every
+    /// tick (1) down.
+    tick_share_histogram: Vec<LivesBucket>,
+    longest_gap: Option<LongestGap>,
+    /// The least updated life at least 1 s long.
+    slowest: Option<Slowest>,
+    records: usize,
+    listed: Vec<EntityRecord>,
+}
+
+/// Lives from `from` to `to` (none: no bound).
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct LivesBucket {
+    from: f64,
+    to: Option<f64>,
+    entities: u64,
+}
+
+/// The longest time an entity went without an update.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct LongestGap {
+    entity: u32,
+    ms: f64,
+    from_frame: u64,
+    to_frame: u64,
+}
+
+/// The least updated life.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct Slowest {
+    entity: u32,
+    updates_per_s: f64,
+    first_frame: u64,
+    last_frame: u64,
+}
+
+/// One entity's record.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct EntityRecord {
+    id: u32,
+    type_id: Option<u16>,
+    state: EntityState,
+    spawn_frame: Option<u64>,
+    destroy_frame: Option<u64>,
+    first_s: Option<f64>,
+    last_s: Option<f64>,
+    updates: u64,
+    updates_per_s: Option<f64>,
+    tick_share: Option<f64>,
+    longest_gap_ms: Option<f64>,
+    after_destroy: u64,
+}
+
+/// Where an entity's life stands.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum EntityState {
+    Spawned,
+    Seen,
+    Destroyed,
+}
+
+/// One entity's sampled updates: [seconds since the capture's start, x, y] (null where the
+/// update carried no position), every `stride`-th sample kept.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct Timeline {
+    id: u32,
+    #[serde(rename = "type")]
+    type_name: String,
+    sampled_updates: u64,
+    #[schemars(range(min = 1))]
+    stride: u64,
+    spawns_s: Vec<f64>,
+    destroys_s: Vec<f64>,
+    samples: Vec<(f64, Option<f64>, Option<f64>)>,
+}
+
+/// An account's distributions.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct Distributions {
+    snapshot_bytes: Distribution,
+    snapshot_gap_ms: Distribution,
+    rtt_ms: Distribution,
+}
+
+/// Client messages and snapshot ticks lost.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct Loss {
+    client: SequenceLoss,
+    snapshots: SequenceLoss,
+    /// The 1 s window with the most losses seen, and its frames.
+    peak: Option<LossPeak>,
+}
+
+/// One sequence's losses.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct SequenceLoss {
+    received: u64,
+    lost: u64,
+    percent: f64,
+}
+
+/// The most losses in a second.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct LossPeak {
+    lost: u64,
+    first_frame: u64,
+    last_frame: u64,
+}
+
+/// Snapshot chunks and the sets they were reassembled into.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct Chunking {
+    datagrams: u64,
+    udp_bytes: u64,
+    largest: u64,
+    mean_bytes: Option<f64>,
+    sets: u64,
+    sets_per_s: Option<f64>,
+    chunks_per_set: Option<f64>,
+    most_chunks: u64,
+}
+
+/// The datagrams' sizes against the MTU.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct DatagramSizes {
+    largest: Option<Largest>,
+    mtu: u64,
+    /// The MTU less the largest datagram with its IP and UDP headers (negative: it was
+    /// fragmented).
+    mtu_headroom: Option<i64>,
+    over_safe: u64,
+    safe_bytes: u64,
+    over_mtu: u64,
+}
+
+/// The largest datagram.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct Largest {
+    bytes: u64,
+    frame: u64,
+}
+
+/// Per time bucket (see the document's `series`); a mean is null where the bucket has no sample.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct BucketSeries<'a> {
+    datagrams: DatagramSeries,
+    bytes: Vec<MessageSeries<'a>>,
+    snapshots: Vec<u64>,
+    snapshot_gap_ms_mean: Vec<Option<f64>>,
+    snapshot_gap_ms_max: Vec<Option<f64>>,
+    rtt_samples: Vec<u64>,
+    rtt_ms_mean: Vec<Option<f64>>,
+    losses: Vec<u64>,
+    duplicates: Vec<u64>,
+    findings: Vec<u64>,
+}
+
+/// Datagrams per bucket, each way.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct DatagramSeries {
+    client_to_server: Vec<u64>,
+    server_to_client: Vec<u64>,
+}
+
+/// One message type's bytes per bucket.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct MessageSeries<'a> {
+    #[schemars(schema_with = "direction_schema")]
+    direction: &'static str,
+    name: &'a str,
+    values: Vec<u64>,
+}
+
+/// A direction's name, `unknown` for none.
+fn direction_name(direction: Option<Direction>) -> &'static str {
+    direction.map_or("unknown", Direction::name)
+}
+
+fn direction_schema(_: &mut SchemaGenerator) -> Schema {
+    names_schema(&[
+        Direction::ClientToServer.name(),
+        Direction::ServerToClient.name(),
+        direction_name(None),
+    ])
+}
+
+/// The built-in dialects, the ones the schema lists.
+const DIALECTS: [Dialect; 3] = [Dialect::Rtype, Dialect::Rt, Dialect::Rtnp];
+
+fn dialect_schema(_: &mut SchemaGenerator) -> Schema {
+    names_schema(&DIALECTS.map(Dialect::name))
+}
+
+fn dialect_or_null_schema(_: &mut SchemaGenerator) -> Schema {
+    let mut names: Vec<Json> = DIALECTS.iter().map(|d| d.name().into()).collect();
+    names.push(Json::Null);
+    json_schema!({ "enum": names })
+}
+
 /// What the accounts need from the run to be written out.
 struct Context<'a> {
     profiler: &'a Profiler,
@@ -34,7 +582,12 @@ struct Context<'a> {
     start: i64,
 }
 
+/// The profile document of a finished run, as JSON.
 pub fn document(p: &Profiler, end: &RunEnd<'_>) -> Json {
+    serde_json::to_value(profile(p, end)).unwrap_or_default()
+}
+
+fn profile<'a>(p: &'a Profiler, end: &'a RunEnd<'a>) -> Profile<'a> {
     let start = p.grid.start().or(end.first_ts).unwrap_or(0);
     let cx = Context {
         profiler: p,
@@ -45,7 +598,7 @@ pub fn document(p: &Profiler, end: &RunEnd<'_>) -> Json {
         (Some(a), Some(b)) => b.saturating_sub(a) as f64 / 1e9,
         _ => 0.0,
     };
-    let conversations: Vec<Json> = p
+    let conversations = p
         .conversations
         .iter()
         .enumerate()
@@ -53,70 +606,69 @@ pub fn document(p: &Profiler, end: &RunEnd<'_>) -> Json {
         .map(|(id, a)| {
             let c = end.conversations.get(id);
             let session = end.analysis.session(id);
-            let mut j = account(&cx, a, Some(id));
-            let o = j.as_object_mut().expect("an object");
-            o.insert("id".into(), json!(id));
-            o.insert(
-                "dialect".into(),
-                json!(session
+            ConversationFigures {
+                id,
+                dialect: session
                     .map(|s| s.dialect.name())
-                    .or(a.messages.first().map(|m| m.dialect.name()))),
-            );
-            o.insert("client".into(), json!(c.map(|c| c.client.to_string())));
-            o.insert("server".into(), json!(c.map(|c| c.server.to_string())));
-            if let Some(c) = c.filter(|c| c.dialect == Dialect::Rtype) {
-                o.insert("layout".into(), json!(end.layout(c)));
+                    .or(a.messages.first().map(|m| m.dialect.name())),
+                client: c.map(|c| c.client.to_string()),
+                server: c.map(|c| c.server.to_string()),
+                layout: c
+                    .filter(|c| c.dialect == Dialect::Rtype)
+                    .map(|c| end.layout(c)),
+                figures: figures(&cx, a, Some(id)),
             }
-            j
         })
         .collect();
-    let others = (p.others.first.is_some()).then(|| account(&cx, &p.others, None));
-    let findings: Vec<Json> = Rule::all()
+    let others = (p.others.first.is_some()).then(|| figures(&cx, &p.others, None));
+    let findings = Rule::all()
         .iter()
         .filter(|r| p.total.findings[r.index()] > 0)
-        .map(|r| {
-            json!({"id": r.id(), "severity": r.severity(), "count": p.total.findings[r.index()]})
+        .map(|r| RuleFindings {
+            id: r.id(),
+            severity: r.severity(),
+            count: p.total.findings[r.index()],
         })
         .collect();
-    json!({
-        "schema": SCHEMA,
-        "tool": {"name": env!("CARGO_PKG_NAME"), "version": env!("CARGO_PKG_VERSION")},
-        "file": p.file,
-        "snapshot_profile": end.profile,
-        "capture": {
-            "first_time": end.first_ts.map(rfc3339),
-            "duration_s": duration,
-            "frames": end.read.frames,
-            "datagrams": end.counts.datagrams,
-            "other_udp": end.counts.other_udp,
-            "truncated": end.read.truncated.is_some(),
+    Profile {
+        schema: SCHEMA,
+        tool: Tool::THIS,
+        file: &p.file,
+        snapshot_profile: end.profile,
+        capture: CaptureFacts {
+            first_time: end.first_ts.map(rfc3339),
+            duration_s: duration,
+            frames: end.read.frames,
+            datagrams: end.counts.datagrams,
+            other_udp: end.counts.other_udp,
+            truncated: end.read.truncated.is_some(),
         },
-        "series": {
-            "start_time": p.grid.start().map(rfc3339),
-            "interval_ms": p.grid.interval_nanos as f64 / 1e6,
-            "requested_interval_ms": p.grid.requested_nanos as f64 / 1e6,
-            "buckets": p.grid.buckets(),
+        series: Grid {
+            start_time: p.grid.start().map(rfc3339),
+            interval_ms: p.grid.interval_nanos as f64 / 1e6,
+            requested_interval_ms: p.grid.requested_nanos as f64 / 1e6,
+            buckets: p.grid.buckets(),
         },
-        "limits": {
-            "conversations_profiled": MAX_PROFILED,
-            "conversations_detailed": MAX_DETAILED,
-            "conversations_over": end.conversations.all().len().saturating_sub(MAX_PROFILED),
-            "message_rows": MAX_MESSAGE_ROWS,
-            "entity_type_rows": MAX_TYPE_ROWS,
-            "field_rows": MAX_FIELD_ROWS,
-            "entity_ids_counted": MAX_SEEN,
-            "buckets": MAX_BUCKETS,
-            "entity_records": MAX_ENTITIES,
-            "entity_records_full": end.analysis.entities().overflow.is_some(),
-            "entities_listed": MAX_LISTED,
-            "timelines": MAX_TIMELINES,
-            "timeline_samples": MAX_TIMELINE_SAMPLES,
+        limits: Limits {
+            conversations_profiled: MAX_PROFILED,
+            conversations_detailed: MAX_DETAILED,
+            conversations_over: end.conversations.all().len().saturating_sub(MAX_PROFILED),
+            message_rows: MAX_MESSAGE_ROWS,
+            entity_type_rows: MAX_TYPE_ROWS,
+            field_rows: MAX_FIELD_ROWS,
+            entity_ids_counted: MAX_SEEN,
+            buckets: MAX_BUCKETS,
+            entity_records: MAX_ENTITIES,
+            entity_records_full: end.analysis.entities().overflow.is_some(),
+            entities_listed: MAX_LISTED,
+            timelines: MAX_TIMELINES,
+            timeline_samples: MAX_TIMELINE_SAMPLES,
         },
-        "total": account(&cx, &p.total, None),
-        "conversations": conversations,
-        "others": others,
-        "findings": findings,
-    })
+        total: figures(&cx, &p.total, None),
+        conversations,
+        others,
+        findings,
+    }
 }
 
 /// Kilobits per second of `bytes` over `seconds` (`None` over no time).
@@ -129,37 +681,53 @@ fn ratio(part: f64, whole: f64) -> Option<f64> {
 }
 
 /// A peak window: its kbit/s and the frames it spans.
-fn peak(e: &Extreme) -> Json {
-    json!({"kbps": e.amount as f64 * 8.0 / 1000.0, "bytes": e.amount,
-        "first_frame": e.first_frame, "last_frame": e.last_frame})
+fn peak(e: &Extreme) -> Peak {
+    Peak {
+        kbps: e.amount as f64 * 8.0 / 1000.0,
+        bytes: e.amount,
+        first_frame: e.first_frame,
+        last_frame: e.last_frame,
+    }
 }
 
 /// A distribution, its values divided by `unit` (1000 for microseconds as milliseconds).
-fn distribution(d: &Durations, unit: f64) -> Json {
+fn distribution(d: &Durations, unit: f64) -> Distribution {
     let v = |x: Option<u32>| x.map(|x| f64::from(x) / unit);
-    let buckets: Vec<Json> = d
+    let buckets = d
         .histogram(HISTOGRAM_BITS)
         .into_iter()
-        .map(|(from, to, count)| {
-            json!({"from": f64::from(from) / unit, "to": f64::from(to) / unit, "count": count})
+        .map(|(from, to, count)| DistributionBucket {
+            from: f64::from(from) / unit,
+            to: f64::from(to) / unit,
+            count,
         })
         .collect();
-    json!({
-        "count": d.count(),
-        "min": v(d.min()), "p50": v(d.quantile(0.5)), "p95": v(d.quantile(0.95)),
-        "p99": v(d.quantile(0.99)), "max": v(d.max()),
-        "mean": (d.count() > 0).then(|| d.sum() as f64 / d.count() as f64 / unit),
-        "buckets": buckets,
-    })
+    Distribution {
+        count: d.count(),
+        min: v(d.min()),
+        p50: v(d.quantile(0.5)),
+        p95: v(d.quantile(0.95)),
+        p99: v(d.quantile(0.99)),
+        max: v(d.max()),
+        mean: (d.count() > 0).then(|| d.sum() as f64 / d.count() as f64 / unit),
+        buckets,
+    }
 }
 
-fn sequence(s: &[&Sequence]) -> Json {
+fn sequence(s: &[&Sequence]) -> SequenceLoss {
     let (received, lost) = s
         .iter()
         .fold((0, 0), |(r, l), s| (r + s.received, l + s.lost));
     let expected = received + lost;
-    json!({"received": received, "lost": lost,
-        "percent": if expected > 0 { lost as f64 * 100.0 / expected as f64 } else { 0.0 }})
+    SequenceLoss {
+        received,
+        lost,
+        percent: if expected > 0 {
+            lost as f64 * 100.0 / expected as f64
+        } else {
+            0.0
+        },
+    }
 }
 
 /// The conversations an account covers: one, or every analysed one (for the capture's and the
@@ -171,12 +739,12 @@ fn sessions<'a>(cx: &'a Context<'a>, id: Option<u32>) -> Vec<&'a Session> {
     }
 }
 
-fn account(cx: &Context<'_>, a: &Account, id: Option<u32>) -> Json {
+fn figures<'a>(cx: &Context<'a>, a: &'a Account, id: Option<u32>) -> Figures<'a> {
     let seconds = a.seconds();
     let since = |ts: i64| ts.saturating_sub(cx.start) as f64 / 1e9;
     let total_udp: u64 = a.directions.iter().map(|d| d.udp_bytes).sum();
     let total_datagrams: u64 = a.directions.iter().map(|d| d.datagrams).sum();
-    let directions: Vec<Json> = [
+    let directions = [
         Some(Direction::ClientToServer),
         Some(Direction::ServerToClient),
         None,
@@ -184,94 +752,111 @@ fn account(cx: &Context<'_>, a: &Account, id: Option<u32>) -> Json {
     .iter()
     .zip(&a.directions)
     .filter(|(dir, d)| dir.is_some() || d.datagrams > 0)
-    .map(|(dir, d)| {
-        json!({
-            "direction": dir.map_or("unknown", Direction::name),
-            "datagrams": d.datagrams, "udp_bytes": d.udp_bytes, "wire_bytes": d.wire_bytes,
-            "kbps": kbps(d.udp_bytes, seconds), "peak": peak(&d.window.peak),
-        })
+    .map(|(dir, d)| DirectionFigures {
+        direction: direction_name(*dir),
+        datagrams: d.datagrams,
+        udp_bytes: d.udp_bytes,
+        wire_bytes: d.wire_bytes,
+        kbps: kbps(d.udp_bytes, seconds),
+        peak: peak(&d.window.peak),
     })
     .collect();
     let mut rows: Vec<&MessageRow> = a.messages.iter().collect();
     rows.sort_by(|x, y| y.udp_bytes.cmp(&x.udp_bytes).then(x.name.cmp(&y.name)));
-    let messages: Vec<Json> = rows
+    let messages = rows
         .iter()
         .map(|m| {
             let c = &m.compression;
-            json!({
-                "dialect": m.dialect.name(),
-                "direction": m.direction.map_or("unknown", Direction::name),
-                "code": m.code, "name": m.name,
-                "datagrams": m.datagrams,
-                "datagram_share": ratio(m.datagrams as f64, total_datagrams as f64),
-                "udp_bytes": m.udp_bytes, "wire_bytes": m.wire_bytes,
-                "share": ratio(m.udp_bytes as f64, total_udp as f64),
-                "mean_bytes": ratio(m.udp_bytes as f64, m.datagrams as f64),
-                "p50_bytes": m.sizes.quantile(0.5), "p95_bytes": m.sizes.quantile(0.95),
-                "max_bytes": m.sizes.max(),
-                "kbps": kbps(m.udp_bytes, seconds), "peak": peak(&m.window.peak),
-                "payload_bytes": m.payload_bytes, "wire_payload_bytes": m.wire_payload_bytes,
-                "compression_ratio": ratio(m.payload_bytes as f64, m.wire_payload_bytes as f64),
-                "compressed": (c.datagrams > 0).then(|| json!({
-                    "datagrams": c.datagrams, "wire_payload_bytes": c.wire_bytes,
-                    "payload_bytes": c.decompressed_bytes, "ratio": c.ratio(),
-                })),
-            })
+            MessageFigures {
+                dialect: m.dialect.name(),
+                direction: direction_name(m.direction),
+                code: m.code,
+                name: &m.name,
+                datagrams: m.datagrams,
+                datagram_share: ratio(m.datagrams as f64, total_datagrams as f64),
+                udp_bytes: m.udp_bytes,
+                wire_bytes: m.wire_bytes,
+                share: ratio(m.udp_bytes as f64, total_udp as f64),
+                mean_bytes: ratio(m.udp_bytes as f64, m.datagrams as f64),
+                p50_bytes: m.sizes.quantile(0.5),
+                p95_bytes: m.sizes.quantile(0.95),
+                max_bytes: m.sizes.max(),
+                kbps: kbps(m.udp_bytes, seconds),
+                peak: peak(&m.window.peak),
+                payload_bytes: m.payload_bytes,
+                wire_payload_bytes: m.wire_payload_bytes,
+                compression_ratio: ratio(m.payload_bytes as f64, m.wire_payload_bytes as f64),
+                compressed: (c.datagrams > 0).then(|| Compressed {
+                    datagrams: c.datagrams,
+                    wire_payload_bytes: c.wire_bytes,
+                    payload_bytes: c.decompressed_bytes,
+                    ratio: c.ratio(),
+                }),
+            }
         })
         .collect();
     let sessions = sessions(cx, id);
     let loss_window = (a.loss_window.peak.amount > 0).then(|| {
         let p = a.loss_window.peak;
-        json!({"lost": p.amount, "first_frame": p.first_frame, "last_frame": p.last_frame})
+        LossPeak {
+            lost: p.amount,
+            first_frame: p.first_frame,
+            last_frame: p.last_frame,
+        }
     });
     let client: Vec<&Sequence> = sessions.iter().map(|s| &s.client_sequence).collect();
     let ticks: Vec<&Sequence> = sessions.iter().map(|s| &s.snapshot_ticks).collect();
     let c = &a.chunking;
-    let largest = a
-        .largest
-        .map(|(bytes, frame)| json!({"bytes": bytes, "frame": frame}));
-    let findings: Map<String, Json> = Rule::all()
+    let findings = Rule::all()
         .iter()
         .filter(|r| a.findings[r.index()] > 0)
-        .map(|r| (r.id().to_owned(), json!(a.findings[r.index()])))
+        .map(|r| (r.id(), a.findings[r.index()]))
         .collect();
-    json!({
-        "first_s": a.first.map(|m| since(m.ts_nanos)),
-        "duration_s": seconds,
-        "datagrams": total_datagrams,
-        "udp_bytes": total_udp,
-        "wire_bytes": a.directions.iter().map(|d| d.wire_bytes).sum::<u64>(),
-        "directions": directions,
-        "messages": messages,
-        "snapshots": snapshots(cx, a, id),
-        "entities": entities(cx, id),
-        "timelines": a.timelines.as_ref().map(|t| timelines(cx, t, id)),
-        "distributions": {
-            "snapshot_bytes": distribution(&a.snapshots.sizes, 1.0),
-            "snapshot_gap_ms": distribution(&a.gaps, 1000.0),
-            "rtt_ms": distribution(&a.rtt, 1000.0),
+    Figures {
+        first_s: a.first.map(|m| since(m.ts_nanos)),
+        duration_s: seconds,
+        datagrams: total_datagrams,
+        udp_bytes: total_udp,
+        wire_bytes: a.directions.iter().map(|d| d.wire_bytes).sum::<u64>(),
+        directions,
+        messages,
+        snapshots: snapshots(cx, a, id),
+        entities: entities(cx, id),
+        timelines: a.timelines.as_ref().map(|t| timelines(cx, t, id)),
+        distributions: Distributions {
+            snapshot_bytes: distribution(&a.snapshots.sizes, 1.0),
+            snapshot_gap_ms: distribution(&a.gaps, 1000.0),
+            rtt_ms: distribution(&a.rtt, 1000.0),
         },
-        "rtt_max_frame": (a.rtt.count() > 0).then_some(a.rtt_max_frame),
-        "snapshot_gap_max_frame": (a.gaps.count() > 0).then_some(a.gap_max_frame),
-        "loss": {"client": sequence(&client), "snapshots": sequence(&ticks), "peak": loss_window},
-        "duplicates": a.duplicates,
-        "chunking": {
-            "datagrams": c.datagrams, "udp_bytes": c.udp_bytes, "largest": c.largest,
-            "mean_bytes": ratio(c.udp_bytes as f64, c.datagrams as f64),
-            "sets": c.sets, "sets_per_s": ratio(c.sets as f64, seconds),
-            "chunks_per_set": ratio(c.chunks_in_sets as f64, c.sets as f64),
-            "most_chunks": c.most_chunks,
+        rtt_max_frame: (a.rtt.count() > 0).then_some(a.rtt_max_frame),
+        snapshot_gap_max_frame: (a.gaps.count() > 0).then_some(a.gap_max_frame),
+        loss: Loss {
+            client: sequence(&client),
+            snapshots: sequence(&ticks),
+            peak: loss_window,
         },
-        "datagram_sizes": {
-            "largest": largest,
-            "mtu": MTU,
-            "mtu_headroom": (a.largest_wire > 0).then(|| MTU as i64 - a.largest_wire as i64),
-            "over_safe": a.over_safe, "safe_bytes": SAFE_PAYLOAD,
-            "over_mtu": a.over_mtu,
+        duplicates: a.duplicates,
+        chunking: Chunking {
+            datagrams: c.datagrams,
+            udp_bytes: c.udp_bytes,
+            largest: c.largest,
+            mean_bytes: ratio(c.udp_bytes as f64, c.datagrams as f64),
+            sets: c.sets,
+            sets_per_s: ratio(c.sets as f64, seconds),
+            chunks_per_set: ratio(c.chunks_in_sets as f64, c.sets as f64),
+            most_chunks: c.most_chunks,
         },
-        "series": a.series.as_ref().map(|_| series(cx, a)),
-        "findings": findings,
-    })
+        datagram_sizes: DatagramSizes {
+            largest: a.largest.map(|(bytes, frame)| Largest { bytes, frame }),
+            mtu: MTU,
+            mtu_headroom: (a.largest_wire > 0).then(|| MTU as i64 - a.largest_wire as i64),
+            over_safe: a.over_safe,
+            safe_bytes: SAFE_PAYLOAD,
+            over_mtu: a.over_mtu,
+        },
+        series: a.series.as_ref().map(|s| series(cx, a, s)),
+        findings,
+    }
 }
 
 /// The name of an entity type code: the LevelInit sprite of a type id where the conversation
@@ -303,12 +888,12 @@ fn type_name(cx: &Context<'_>, code: u32, id: Option<u32>) -> (String, Option<u3
     }
 }
 
-fn snapshots(cx: &Context<'_>, a: &Account, id: Option<u32>) -> Json {
+fn snapshots(cx: &Context<'_>, a: &Account, id: Option<u32>) -> SnapshotFigures {
     let n = &a.snapshots;
     let seconds = a.seconds();
     let payload = n.payload_bytes as f64;
     let wire = n.wire_payload_bytes as f64;
-    let mut types: Vec<Json> = n
+    let mut types: Vec<EntityType> = n
         .types
         .iter()
         .map(|t| {
@@ -318,44 +903,53 @@ fn snapshots(cx: &Context<'_>, a: &Account, id: Option<u32>) -> Json {
                 Some(n) if name != format!("type {n}") => format!("{name} ({n})"),
                 _ => name.clone(),
             };
-            json!({
-                "type": name, "type_id": type_id, "label": label, "entities": t.entities, "updates": t.updates,
-                "updates_per_s": ratio(t.updates as f64, seconds), "bytes": t.bytes,
-                "bytes_per_s": ratio(t.bytes as f64, seconds),
-                "share": ratio(t.bytes as f64, payload), "wire_bytes": t.wire_bytes,
-            })
+            EntityType {
+                name,
+                type_id,
+                label,
+                entities: t.entities,
+                updates: t.updates,
+                updates_per_s: ratio(t.updates as f64, seconds),
+                bytes: t.bytes,
+                bytes_per_s: ratio(t.bytes as f64, seconds),
+                share: ratio(t.bytes as f64, payload),
+                wire_bytes: t.wire_bytes,
+            }
         })
         .collect();
-    types.sort_by(|x, y| y["bytes"].as_u64().cmp(&x["bytes"].as_u64()));
+    types.sort_by_key(|t| Reverse(t.bytes));
     // rt's snapshots are of components, not of entity types.
     let components = !n.types.is_empty() && n.types.iter().all(|t| t.code >= KIND);
     let grouped_by = if components {
-        "component"
+        GroupedBy::Component
     } else {
-        "entity type"
+        GroupedBy::EntityType
     };
     let p = cx.profiler;
-    let row = |name: String,
-               kind: &str,
+    let row = |field: String,
+               kind: FieldKind,
                bit: Option<usize>,
                present: Option<u64>,
                bytes: u64,
-               wire_bytes: f64| {
-        json!({
-            "field": name, "kind": kind, "bit": bit, "present": present, "bytes": bytes,
-            "share": ratio(bytes as f64, payload), "wire_bytes": wire_bytes,
-            "wire_share": ratio(wire_bytes, wire),
-        })
+               wire_bytes: f64| FieldBytes {
+        field,
+        kind,
+        bit,
+        present,
+        bytes,
+        share: ratio(bytes as f64, payload),
+        wire_bytes,
+        wire_share: ratio(wire_bytes, wire),
     };
-    let mut fields: Vec<Json> = n
+    let mut fields: Vec<FieldBytes> = n
         .fields
         .iter()
         .map(|f| {
-            let (name, kind, bit) = match f.key {
+            let (name, bit) = match f.key {
                 FieldKey::Bit(bit) => {
                     let field = p.reading.profile.field(usize::from(bit));
                     let name = field.map_or("?", |f| f.name).to_owned();
-                    (name, "field", Some(usize::from(bit)))
+                    (name, Some(usize::from(bit)))
                 }
                 FieldKey::Slot(slot) => {
                     let field = p.costs.field(slot);
@@ -365,63 +959,66 @@ fn snapshots(cx: &Context<'_>, a: &Account, id: Option<u32>) -> Json {
                         }
                         _ => field.name.to_owned(),
                     };
-                    (name, "field", p.costs.slot_bit(slot).map(usize::from))
+                    (name, p.costs.slot_bit(slot).map(usize::from))
                 }
-                FieldKey::Json(i) => (p.keys[usize::from(i)].clone(), "field", None),
-                FieldKey::Other => ("(other)".to_owned(), "field", None),
+                FieldKey::Json(i) => (p.keys[usize::from(i)].clone(), None),
+                FieldKey::Other => ("(other)".to_owned(), None),
             };
-            row(name, kind, bit, Some(f.present), f.bytes, f.wire_bytes)
+            row(
+                name,
+                FieldKind::Field,
+                bit,
+                Some(f.present),
+                f.bytes,
+                f.wire_bytes,
+            )
         })
         .collect();
-    fields.push(row(
-        "(message header)".into(),
-        "header",
-        None,
-        None,
-        n.head,
-        n.head_wire,
-    ));
-    fields.push(row(
-        "(entity framing)".into(),
-        "framing",
-        None,
-        None,
-        n.framing,
-        n.framing_wire,
-    ));
-    fields.push(row(
-        "(undecoded)".into(),
-        "undecoded",
-        None,
-        None,
-        n.undecoded,
-        n.undecoded_wire,
-    ));
-    fields.sort_by(|x, y| y["bytes"].as_u64().cmp(&x["bytes"].as_u64()));
+    for (name, kind, bytes, wire_bytes) in [
+        ("(message header)", FieldKind::Header, n.head, n.head_wire),
+        (
+            "(entity framing)",
+            FieldKind::Framing,
+            n.framing,
+            n.framing_wire,
+        ),
+        (
+            "(undecoded)",
+            FieldKind::Undecoded,
+            n.undecoded,
+            n.undecoded_wire,
+        ),
+    ] {
+        fields.push(row(name.into(), kind, None, None, bytes, wire_bytes));
+    }
+    fields.sort_by_key(|f| Reverse(f.bytes));
     let gaps = &a.gaps;
-    let quietest = n.ticks_window.quietest().map(
-        |q| json!({"ticks": q.amount, "before_frame": q.first_frame, "after_frame": q.last_frame}),
-    );
-    json!({
-        "datagrams": n.datagrams,
-        "ticks": n.ticks,
-        "hz": (gaps.sum() > 0).then(|| gaps.count() as f64 * 1e6 / gaps.sum() as f64),
-        "udp_bytes": n.udp_bytes,
-        "payload_bytes": n.payload_bytes,
-        "wire_payload_bytes": n.wire_payload_bytes,
-        "compression_ratio": ratio(payload, wire),
-        "kbps": kbps(n.udp_bytes, seconds),
-        "peak": peak(&n.bytes_window.peak),
-        "quietest_second": quietest,
-        "grouped_by": grouped_by,
-        "entity_types": types,
-        "entity_ids_complete": !n.seen_full,
-        "fields": fields,
-    })
+    let quietest = n.ticks_window.quietest().map(|q| QuietestSecond {
+        ticks: q.amount,
+        before_frame: q.first_frame,
+        after_frame: q.last_frame,
+    });
+    SnapshotFigures {
+        datagrams: n.datagrams,
+        ticks: n.ticks,
+        hz: (gaps.sum() > 0).then(|| gaps.count() as f64 * 1e6 / gaps.sum() as f64),
+        udp_bytes: n.udp_bytes,
+        payload_bytes: n.payload_bytes,
+        wire_payload_bytes: n.wire_payload_bytes,
+        compression_ratio: ratio(payload, wire),
+        kbps: kbps(n.udp_bytes, seconds),
+        peak: peak(&n.bytes_window.peak),
+        quietest_second: quietest,
+        grouped_by,
+        entity_types: types,
+        entity_ids_complete: !n.seen_full,
+        fields,
+    }
 }
 
-fn edges_json(edges: &[f64], counts: &[u64], rising: bool) -> Json {
-    let buckets: Vec<Json> = counts
+/// Lives counted between `edges`, rising (from 0 up) or falling (from the first edge down).
+fn lives_buckets(edges: &[f64], counts: &[u64], rising: bool) -> Vec<LivesBucket> {
+    counts
         .iter()
         .enumerate()
         .map(|(i, n)| {
@@ -433,31 +1030,38 @@ fn edges_json(edges: &[f64], counts: &[u64], rising: bool) -> Json {
             } else {
                 (edges[i], i.checked_sub(1).map(|j| edges[j]))
             };
-            json!({"from": from, "to": to, "entities": n})
+            LivesBucket {
+                from,
+                to,
+                entities: *n,
+            }
         })
-        .collect();
-    json!(buckets)
+        .collect()
 }
 
-fn record(cx: &Context<'_>, e: &Entity) -> Json {
+fn record(cx: &Context<'_>, e: &Entity) -> EntityRecord {
     let since = |ts: i64| ts.saturating_sub(cx.start) as f64 / 1e9;
-    json!({
-        "id": e.id,
-        "type_id": e.type_id,
-        "state": match e.state { State::Spawned => "spawned", State::Seen => "seen", State::Destroyed => "destroyed" },
-        "spawn_frame": e.spawned.map(|a| a.frame),
-        "destroy_frame": e.destroyed.map(|a| a.frame),
-        "first_s": e.first.map(|a| since(a.ts_nanos)),
-        "last_s": e.last.map(|a| since(a.ts_nanos)),
-        "updates": e.updates,
-        "updates_per_s": e.rate_hz(),
-        "tick_share": e.tick_share(),
-        "longest_gap_ms": (e.updates > 1).then(|| e.longest_gap.nanos as f64 / 1e6),
-        "after_destroy": e.after_destroy,
-    })
+    EntityRecord {
+        id: e.id,
+        type_id: e.type_id,
+        state: match e.state {
+            State::Spawned => EntityState::Spawned,
+            State::Seen => EntityState::Seen,
+            State::Destroyed => EntityState::Destroyed,
+        },
+        spawn_frame: e.spawned.map(|a| a.frame),
+        destroy_frame: e.destroyed.map(|a| a.frame),
+        first_s: e.first.map(|a| since(a.ts_nanos)),
+        last_s: e.last.map(|a| since(a.ts_nanos)),
+        updates: e.updates,
+        updates_per_s: e.rate_hz(),
+        tick_share: e.tick_share(),
+        longest_gap_ms: (e.updates > 1).then(|| e.longest_gap.nanos as f64 / 1e6),
+        after_destroy: e.after_destroy,
+    }
 }
 
-fn entities(cx: &Context<'_>, id: Option<u32>) -> Json {
+fn entities(cx: &Context<'_>, id: Option<u32>) -> EntityFigures {
     let all = cx.end.analysis.entities();
     let (lives, records): (Lives, Vec<Entity>) = match id {
         Some(id) => (all.lives(id), all.records(id)),
@@ -469,51 +1073,51 @@ fn entities(cx: &Context<'_>, id: Option<u32>) -> Json {
             (lives, Vec::new())
         }
     };
-    let gap = lives.longest_gap.map(|(entity, g)| {
-        json!({"entity": entity, "ms": g.nanos as f64 / 1e6, "from_frame": g.from, "to_frame": g.to})
-    });
-    let slowest = lives.slowest.map(|(entity, rate, first, last)| {
-        json!({"entity": entity, "updates_per_s": rate, "first_frame": first.frame, "last_frame": last.frame})
-    });
-    let listed: Vec<Json> = records
-        .iter()
-        .take(MAX_LISTED)
-        .map(|e| record(cx, e))
-        .collect();
-    json!({
-        "lives": lives.count,
-        "updates": lives.updates,
-        "rate_histogram": edges_json(&RATE_EDGES, &lives.rates, true),
-        "tick_share_histogram": edges_json(&SHARE_EDGES, &lives.tick_shares, false),
-        "longest_gap": gap,
-        "slowest": slowest,
-        "records": records.len(),
-        "listed": listed,
-    })
+    EntityFigures {
+        lives: lives.count,
+        updates: lives.updates,
+        rate_histogram: lives_buckets(&RATE_EDGES, &lives.rates, true),
+        tick_share_histogram: lives_buckets(&SHARE_EDGES, &lives.tick_shares, false),
+        longest_gap: lives.longest_gap.map(|(entity, g)| LongestGap {
+            entity,
+            ms: g.nanos as f64 / 1e6,
+            from_frame: g.from,
+            to_frame: g.to,
+        }),
+        slowest: lives
+            .slowest
+            .map(|(entity, updates_per_s, first, last)| Slowest {
+                entity,
+                updates_per_s,
+                first_frame: first.frame,
+                last_frame: last.frame,
+            }),
+        records: records.len(),
+        listed: records
+            .iter()
+            .take(MAX_LISTED)
+            .map(|e| record(cx, e))
+            .collect(),
+    }
 }
 
-fn timelines(cx: &Context<'_>, t: &Timelines, id: Option<u32>) -> Json {
+fn timelines(cx: &Context<'_>, t: &Timelines, id: Option<u32>) -> Vec<Timeline> {
     let since = |ts: i64| ts.saturating_sub(cx.start) as f64 / 1e9;
     let finite = |v: f32| v.is_finite().then_some(f64::from(v));
-    let list: Vec<Json> = t
-        .list
+    t.list
         .iter()
-        .map(|l| {
-            let samples: Vec<Json> = l
-                .samples
-                .iter()
-                .map(|(ts, x, y)| json!([since(*ts), finite(*x), finite(*y)]))
-                .collect();
-            json!({
-                "id": l.id, "type": type_name(cx, l.type_code, id).0, "sampled_updates": l.updates,
-                "stride": l.stride,
-                "spawns_s": l.spawns.iter().map(|t| since(*t)).collect::<Vec<_>>(),
-                "destroys_s": l.destroys.iter().map(|t| since(*t)).collect::<Vec<_>>(),
-                "samples": samples,
-            })
+        .map(|l| Timeline {
+            id: l.id,
+            type_name: type_name(cx, l.type_code, id).0,
+            sampled_updates: l.updates,
+            stride: l.stride,
+            spawns_s: l.spawns.iter().map(|t| since(*t)).collect(),
+            destroys_s: l.destroys.iter().map(|t| since(*t)).collect(),
+            samples: (l.samples.iter())
+                .map(|(ts, x, y)| (since(*ts), finite(*x), finite(*y)))
+                .collect(),
         })
-        .collect();
-    json!(list)
+        .collect()
 }
 
 /// A series padded to the grid's length.
@@ -523,10 +1127,7 @@ fn values(c: &Counts, len: usize) -> Vec<u64> {
     v
 }
 
-fn series(cx: &Context<'_>, a: &Account) -> Json {
-    let Some(s) = &a.series else {
-        return Json::Null;
-    };
+fn series<'a>(cx: &Context<'_>, a: &'a Account, s: &Series) -> BucketSeries<'a> {
     let len = cx.profiler.grid.buckets();
     let mean = |sum: &Counts, count: &Counts| -> Vec<Option<f64>> {
         values(count, len)
@@ -535,34 +1136,34 @@ fn series(cx: &Context<'_>, a: &Account) -> Json {
             .map(|(n, total)| (*n > 0).then(|| total as f64 / *n as f64 / 1000.0))
             .collect()
     };
-    let bytes: Vec<Json> = a
+    let bytes = a
         .messages
         .iter()
         .filter_map(|m| {
-            let c = m.series.as_ref()?;
-            Some(json!({
-                "direction": m.direction.map_or("unknown", Direction::name),
-                "name": m.name, "values": values(c, len),
-            }))
+            Some(MessageSeries {
+                direction: direction_name(m.direction),
+                name: &m.name,
+                values: values(m.series.as_ref()?, len),
+            })
         })
         .collect();
-    json!({
-        "datagrams": {
-            "client_to_server": values(&s.datagrams[0], len),
-            "server_to_client": values(&s.datagrams[1], len),
+    BucketSeries {
+        datagrams: DatagramSeries {
+            client_to_server: values(&s.datagrams[0], len),
+            server_to_client: values(&s.datagrams[1], len),
         },
-        "bytes": bytes,
-        "snapshots": values(&s.snapshots, len),
-        "snapshot_gap_ms_mean": mean(&s.gap_micros, &s.gaps),
-        "snapshot_gap_ms_max": values(&s.gap_max_micros, len)
+        bytes,
+        snapshots: values(&s.snapshots, len),
+        snapshot_gap_ms_mean: mean(&s.gap_micros, &s.gaps),
+        snapshot_gap_ms_max: values(&s.gap_max_micros, len)
             .iter()
             .zip(values(&s.gaps, len))
             .map(|(max, n)| (n > 0).then(|| *max as f64 / 1000.0))
-            .collect::<Vec<_>>(),
-        "rtt_samples": values(&s.rtt_samples, len),
-        "rtt_ms_mean": mean(&s.rtt_micros, &s.rtt_samples),
-        "losses": values(&s.losses, len),
-        "duplicates": values(&s.duplicates, len),
-        "findings": values(&s.findings, len),
-    })
+            .collect(),
+        rtt_samples: values(&s.rtt_samples, len),
+        rtt_ms_mean: mean(&s.rtt_micros, &s.rtt_samples),
+        losses: values(&s.losses, len),
+        duplicates: values(&s.duplicates, len),
+        findings: values(&s.findings, len),
+    }
 }

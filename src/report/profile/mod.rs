@@ -12,7 +12,6 @@
 //! and entity timelines, and series fold when a capture outlasts [`series::MAX_BUCKETS`] buckets.
 
 pub mod account;
-pub mod budget;
 mod costs;
 pub mod json;
 pub mod series;

@@ -3,7 +3,9 @@
 //! own rule (`budget.*`), with the conversation, the frames of its worst window (or datagram, or
 //! entity) and the value measured against the budget.
 
-use serde_json::{json, Value as Json};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::Value as Json;
 
 use crate::app::config::Budgets;
 use crate::proto::Rule;
@@ -39,14 +41,48 @@ impl BudgetBreak {
         )
     }
 
-    pub fn to_json(&self) -> Json {
-        json!({
-            "id": self.rule.id(), "budget_key": self.key, "conversation": self.conversation,
-            "client": self.client, "measured": self.measured, "budget": self.budget,
-            "unit": self.unit, "first_frame": self.first_frame, "last_frame": self.last_frame,
-            "what": self.what,
-        })
+    /// The break as the reports write it, with its comparison where the HTML report shows it.
+    pub fn written(&self, with_comparison: bool) -> BrokenBudget<'_> {
+        BrokenBudget {
+            budget: self.budget,
+            budget_key: self.key,
+            client: &self.client,
+            comparison: with_comparison.then(|| self.comparison()),
+            conversation: self.conversation,
+            first_frame: self.first_frame,
+            id: self.rule.id(),
+            last_frame: self.last_frame,
+            measured: self.measured,
+            unit: self.unit,
+            what: &self.what,
+        }
     }
+}
+
+/// A broken budget in `check --format json` and in the data the HTML report embeds.
+// The fields are in the order serde_json's sorted maps wrote them before.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct BrokenBudget<'a> {
+    budget: f64,
+    /// The budget's key in the configuration file.
+    budget_key: &'static str,
+    client: &'a str,
+    /// `312.4 kbit/s > 256 kbit/s`, as the reports say it (the HTML report's data only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    comparison: Option<String>,
+    conversation: u32,
+    /// The first frame of the worst window (or the worst datagram).
+    first_frame: u64,
+    /// The budget's rule.
+    #[schemars(regex(pattern = r"^budget\."))]
+    id: &'static str,
+    last_frame: u64,
+    measured: f64,
+    unit: &'static str,
+    /// What was measured, in words.
+    what: &'a str,
 }
 
 /// A number with at most 2 decimals, without trailing zeros.
@@ -209,6 +245,7 @@ pub fn judge(profile: &Json, budgets: &Budgets) -> Vec<BudgetBreak> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn every_budget_judged_from_its_figure() {
