@@ -154,6 +154,10 @@ fn report_schemas_are_generated_from_the_report_types() {
         ("fields", generated::<field_list::Fields>("fields")),
         ("diff", generated::<diff::Diff>("diff")),
         ("check", generated::<check::Check>("check")),
+        (
+            "proxy",
+            generated::<rtype_inspect::proxy::ProxySummary>("proxy"),
+        ),
     ];
     let mut stale = Vec::new();
     for (name, schema) in schemas {
