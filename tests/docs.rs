@@ -158,6 +158,7 @@ fn report_schemas_are_generated_from_the_report_types() {
             "proxy",
             generated::<rtype_inspect::proxy::ProxySummary>("proxy"),
         ),
+        ("report", generated::<html::ReportData>("report")),
     ];
     let mut stale = Vec::new();
     for (name, schema) in schemas {
