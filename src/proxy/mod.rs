@@ -521,10 +521,12 @@ struct Decoded {
 
 impl Decoded {
     fn of(f: &Figures) -> Decoded {
+        let [client_side, server_side] = f.findings;
+        let [client_to_server, server_to_client] = f.loss;
         Decoded {
             findings: Findings {
-                client_side: f.findings[0],
-                server_side: f.findings[1],
+                client_side,
+                server_side,
             },
             rtt_ms: Rtt {
                 max: f.rtt_max_ms,
@@ -532,8 +534,8 @@ impl Decoded {
                 pairs: f.rtt_pairs,
             },
             sequences: Sequences {
-                client_to_server: f.loss[0],
-                server_to_client: f.loss[1],
+                client_to_server,
+                server_to_client,
             },
             snapshots: Snapshots {
                 gap_max_ms: f.gap_max_ms,
