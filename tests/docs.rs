@@ -157,6 +157,11 @@ fn report_schemas_are_generated_from_the_report_types() {
         ("summary", generated::<summary::SummaryDocument>("summary")),
         ("stats", generated::<stats::StatsDocument>("stats")),
         ("profile", generated::<profile::json::Profile>("profile")),
+        (
+            "proxy",
+            generated::<rtype_inspect::proxy::ProxySummary>("proxy"),
+        ),
+        ("report", generated::<html::ReportData>("report")),
     ];
     let mut stale = Vec::new();
     for (name, schema) in schemas {

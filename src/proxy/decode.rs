@@ -18,6 +18,9 @@
 
 use std::net::SocketAddr;
 
+use schemars::JsonSchema;
+use serde::Serialize;
+
 use crate::capture::{CaptureFormat, CaptureInfo, Frame, LinkType, ReadEnd};
 use crate::message::NoFields;
 use crate::pipeline::{Pipeline, RunEnd, Sink};
@@ -401,14 +404,18 @@ impl Second {
 }
 
 /// Numbers of one sequence family as it was delivered.
-#[derive(Clone, Copy, Debug, PartialEq)]
+// The fields are in the order of the proxy summary's keys (sorted).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Loss {
-    /// Distinct numbers delivered.
-    pub received: u64,
-    /// Numbers skipped and never delivered.
-    pub lost: u64,
-    /// `lost` as a fraction of the numbers expected.
+    /// `lost` as a fraction of the numbers expected (`received` + `lost`).
+    #[serde(rename = "loss_ratio")]
+    #[schemars(range(min = 0, max = 1))]
     pub ratio: f64,
+    /// Numbers skipped and never delivered (the session analysis' estimate, as `stats`).
+    pub lost: u64,
+    /// Distinct sequence numbers delivered.
+    pub received: u64,
 }
 
 impl Loss {

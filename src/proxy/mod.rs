@@ -27,13 +27,15 @@ use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use serde_json::json;
+use schemars::JsonSchema;
+use serde::Serialize;
 
 use crate::app::{write_stdout, ColorChoice, Format};
 use crate::display_filter::DisplayFilter;
 use crate::proto::profile::Profile;
 use crate::proto::registry::Registry;
 use crate::report::live::{catch_signals, default_signals, seconds, STOP};
+use crate::report::Tool;
 use decode::{Figures, Loss};
 use impair::{parse_burst, parse_duration, parse_percent, parse_rate, Cause, Ms, Settings};
 use preset::{parse_client, ClientSettings, Preset};
@@ -337,46 +339,35 @@ impl Summary {
         (summary, record)
     }
 
-    fn json(&self) -> serde_json::Value {
-        let direction = |c: &Counts| {
-            let dropped: serde_json::Map<String, serde_json::Value> = CAUSES
-                .iter()
-                .map(|&k| (k.name().replace(' ', "_"), c.dropped[k as usize].into()))
-                .collect();
-            json!({
-                "received": c.received,
-                "delivered": c.delivered,
-                "duplicated": c.duplicated,
-                "reordered": c.reordered,
-                "dropped": dropped,
-                "mean_delay_ms": mean_ms(c),
-            })
+    fn json(&self) -> ProxySummary<'_> {
+        let direction = |c: &Counts| Direction {
+            delivered: c.delivered,
+            dropped: Dropped::of(c),
+            duplicated: c.duplicated,
+            mean_delay_ms: mean_ms(c),
+            received: c.received,
+            reordered: c.reordered,
         };
-        let clients: Vec<_> = self
-            .clients
-            .iter()
-            .map(|c| {
-                json!({
-                    "client": c.addr.to_string(),
-                    "impairments": c.impairments,
-                    "client_to_server": direction(&c.counts[0]),
-                    "server_to_client": direction(&c.counts[1]),
-                    "decoded": decoded_json(&c.figures),
+        ProxySummary {
+            clients: (self.clients.iter())
+                .map(|c| ClientJson {
+                    client: c.addr.to_string(),
+                    client_to_server: direction(&c.counts[0]),
+                    decoded: Decoded::of(&c.figures),
+                    impairments: &c.impairments,
+                    server_to_client: direction(&c.counts[1]),
                 })
-            })
-            .collect();
-        let mut document = json!({
-            "seconds": self.seconds,
-            "impairments": self.settings,
-            "seed": self.seed,
-            "clients": clients,
-            "refused": self.refused,
-            "send_errors": self.send_errors,
-            "undelivered_at_stop": self.waiting,
-            "record_frames": self.record,
-        });
-        crate::report::stamp(&mut document, SCHEMA);
-        document
+                .collect(),
+            impairments: &self.settings,
+            record_frames: self.record,
+            refused: self.refused,
+            schema: SCHEMA,
+            seconds: self.seconds,
+            seed: self.seed,
+            send_errors: self.send_errors,
+            tool: Tool::THIS,
+            undelivered_at_stop: self.waiting,
+        }
     }
 
     fn text(&self) -> String {
@@ -436,25 +427,169 @@ impl Summary {
     }
 }
 
-/// A client's figures of what its ends were delivered (the `decoded` object of the schema).
-fn decoded_json(f: &Figures) -> serde_json::Value {
-    let loss = |l: Option<Loss>| {
-        l.map(|l| json!({"received": l.received, "lost": l.lost, "loss_ratio": l.ratio}))
-    };
-    json!({
-        "snapshots": {
-            "ticks": f.snapshots,
-            "rate_hz": f.snapshot_hz,
-            "gap_p95_ms": f.gap_p95_ms,
-            "gap_max_ms": f.gap_max_ms,
-        },
-        "sequences": {
-            "client_to_server": loss(f.loss[0]),
-            "server_to_client": loss(f.loss[1]),
-        },
-        "rtt_ms": {"pairs": f.rtt_pairs, "p50": f.rtt_p50_ms, "max": f.rtt_max_ms},
-        "findings": {"client_side": f.findings[0], "server_side": f.findings[1]},
-    })
+/// The summary `rtype-inspect proxy --format json` writes when it stops: the impairments, the
+/// seed, per client and direction what the proxy received, delivered, duplicated, reordered and
+/// dropped (by cause), and per client the figures of what its ends were delivered, decoded.
+// The fields of each struct are in the order serde_json's sorted maps wrote them before.
+#[derive(Serialize, JsonSchema)]
+#[schemars(title = "rtype-inspect proxy", deny_unknown_fields)]
+pub struct ProxySummary<'a> {
+    clients: Vec<ClientJson<'a>>,
+    /// The impairments in a few words, or `no impairment`.
+    impairments: &'a str,
+    /// Frames written to the record (-w), or null without one.
+    record_frames: Option<u64>,
+    /// Datagrams from addresses past --max-clients, dropped.
+    refused: u64,
+    #[schemars(extend("const" = SCHEMA))]
+    schema: &'static str,
+    #[schemars(range(min = 0))]
+    seconds: f64,
+    seed: u64,
+    send_errors: u64,
+    tool: Tool,
+    /// Datagrams still waiting when the proxy stopped (due more than a second after the stop).
+    undelivered_at_stop: usize,
+}
+
+/// One client's datagrams, each way, and what its ends were delivered.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct ClientJson<'a> {
+    /// The client's address and port.
+    client: String,
+    client_to_server: Direction,
+    decoded: Decoded,
+    /// The impairments of this client's datagrams, in words: everyone's, or its own (--client).
+    impairments: &'a str,
+    server_to_client: Direction,
+}
+
+/// What the proxy did to one direction of one client's datagrams.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct Direction {
+    /// Datagrams sent on, duplicate copies included.
+    delivered: u64,
+    dropped: Dropped,
+    duplicated: u64,
+    /// Mean time from arrival to sending on, of the delivered datagrams.
+    #[schemars(range(min = 0))]
+    mean_delay_ms: f64,
+    /// Datagrams the proxy received in this direction.
+    received: u64,
+    /// Sent at once, ahead of the delayed ones (--reorder).
+    reordered: u64,
+}
+
+/// Datagrams dropped, by cause.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct Dropped {
+    burst_loss: u64,
+    loss: u64,
+    mtu: u64,
+    queue_full: u64,
+    schedule: u64,
+}
+
+impl Dropped {
+    fn of(c: &Counts) -> Dropped {
+        let by = |cause: Cause| c.dropped[cause as usize];
+        Dropped {
+            burst_loss: by(Cause::Burst),
+            loss: by(Cause::Loss),
+            mtu: by(Cause::Mtu),
+            queue_full: by(Cause::Queue),
+            schedule: by(Cause::Schedule),
+        }
+    }
+}
+
+/// What the client's ends were delivered, as the session analysis decodes it (the figures `stats`
+/// finds in the record): the client's conversation on the client side (the client and the proxy)
+/// and on the server side (its upstream socket and the server). Figures are null before there is
+/// anything to measure.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct Decoded {
+    findings: Findings,
+    rtt_ms: Rtt,
+    sequences: Sequences,
+    snapshots: Snapshots,
+}
+
+impl Decoded {
+    fn of(f: &Figures) -> Decoded {
+        let [client_side, server_side] = f.findings;
+        let [client_to_server, server_to_client] = f.loss;
+        Decoded {
+            findings: Findings {
+                client_side,
+                server_side,
+            },
+            rtt_ms: Rtt {
+                max: f.rtt_max_ms,
+                p50: f.rtt_p50_ms,
+                pairs: f.rtt_pairs,
+            },
+            sequences: Sequences {
+                client_to_server,
+                server_to_client,
+            },
+            snapshots: Snapshots {
+                gap_max_ms: f.gap_max_ms,
+                gap_p95_ms: f.gap_p95_ms,
+                rate_hz: f.snapshot_hz,
+                ticks: f.snapshots,
+            },
+        }
+    }
+}
+
+/// Findings of the client's conversation on each side, counted as `check` counts them.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct Findings {
+    client_side: u64,
+    server_side: u64,
+}
+
+/// Round trips from the client's pings reaching the proxy to the pongs delivered to the client.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct Rtt {
+    #[schemars(range(min = 0))]
+    max: Option<f64>,
+    #[schemars(range(min = 0))]
+    p50: Option<f64>,
+    /// Pings answered by a pong.
+    pairs: u64,
+}
+
+/// Sequence loss of what was delivered: the client's messages as the server got them (header
+/// sequence), the snapshot ticks as the client got them; null when no number was delivered.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct Sequences {
+    client_to_server: Option<Loss>,
+    server_to_client: Option<Loss>,
+}
+
+/// The snapshot ticks delivered to the client.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct Snapshots {
+    /// The largest gap between ticks.
+    #[schemars(range(min = 0))]
+    gap_max_ms: Option<f64>,
+    /// 95th percentile of the gaps between ticks.
+    #[schemars(range(min = 0))]
+    gap_p95_ms: Option<f64>,
+    /// Ticks per second over the time they arrived in.
+    #[schemars(range(min = 0))]
+    rate_hz: Option<f64>,
+    ticks: u64,
 }
 
 fn mean_ms(c: &Counts) -> f64 {

@@ -15,17 +15,20 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde::Serialize;
 use serde_json::{json, Map, Value as Json};
 
 use super::filter::Filter;
 use super::packets::{MaybeTree, Packets, PacketsOptions};
 use super::profile::{self, MAX_DETAILED};
+use super::Tool;
 use crate::app::{OutputFile, ReadOpts, Reading};
 use crate::pipeline::{RunEnd, Sink};
 use crate::session::analysis::Analysis;
 use crate::session::event::{DatagramEvent, LooseFinding, ReassembledEvent};
 use crate::session::Conversations;
-use crate::tally::budget::{self, BrokenBudget};
+use crate::tally::budget::{self, BrokenBudget, BudgetBreak};
 
 mod svg;
 pub mod world;
@@ -75,13 +78,12 @@ pub fn run(mut options: ReportOptions) -> Result<ExitCode, String> {
     for file in &options.files {
         files.push(file_data(file, &reading, options.interval)?);
     }
-    let mut data = json!({
-        "schema": "report/1",
-        "tool": {"name": "rtype-inspect", "version": env!("CARGO_PKG_VERSION")},
-        "palette": svg::PALETTE,
-    });
-    // Moved in: `json!` would copy the whole tree (it serialises what it is given).
-    data["files"] = Json::Array(files);
+    let data = ReportData {
+        files,
+        palette: svg::PALETTE,
+        schema: SCHEMA,
+        tool: Tool::THIS,
+    };
     let title = options
         .files
         .iter()
@@ -114,16 +116,16 @@ fn svg_files(options: &ReportOptions, reading: &Reading) -> Result<ExitCode, Str
             name = format!("{name}-{}", n + 1);
         }
         let mut data = summary_data(file, reading, options.interval)?;
-        data["world"] = world_data(file, reading, &data)?;
-        svg::write_graphs(dir, &name, &data)?;
+        data.world = world_data(file, reading, &data.profile)?;
+        svg::write_graphs(dir, &name, &data.into_json())?;
     }
     Ok(ExitCode::SUCCESS)
 }
 
 /// One capture's part of the page: its profile, frames by bucket and rule, budgets.
-fn file_data(file: &Path, reading: &Reading, interval: i64) -> Result<Json, String> {
+fn file_data(file: &Path, reading: &Reading, interval: i64) -> Result<FileData, String> {
     let mut data = summary_data(file, reading, interval)?;
-    let profile = &data["profile"];
+    let profile = &data.profile;
     let interval_nanos = (profile["series"]["interval_ms"].as_f64().unwrap_or(1000.0) * 1e6)
         .round()
         .max(1.0) as i64;
@@ -132,19 +134,16 @@ fn file_data(file: &Path, reading: &Reading, interval: i64) -> Result<Json, Stri
     let every = super::filter::FilterOptions::default().build()?;
     let mut frames = FrameLines::new(interval_nanos, buckets, every);
     crate::app::read_capture(file, &reading.for_file(file)?, &mut frames)?;
-    data["buckets"] = frames.buckets_json();
-    data["finding_frames"] = frames.rules_json();
-    data["lines_per_bucket"] = json!(LINES_PER_BUCKET);
-    data["world"] = world_data(file, reading, &data)?;
+    data.finding_frames = frames.finding_frames();
+    data.buckets = frames.into_buckets();
+    data.world = world_data(file, reading, &data.profile)?;
     Ok(data)
 }
 
-/// The world view of `file`, whose [`summary_data`] is `data`: one more reading, with the world
+/// The world view of `file`, whose profile is `profile`: one more reading, with the world
 /// `world --at` rebuilds, keyframes over the capture's duration.
-fn world_data(file: &Path, reading: &Reading, data: &Json) -> Result<Json, String> {
-    let duration = data["profile"]["capture"]["duration_s"]
-        .as_f64()
-        .unwrap_or(0.0);
+fn world_data(file: &Path, reading: &Reading, profile: &Json) -> Result<Json, String> {
+    let duration = profile["capture"]["duration_s"].as_f64().unwrap_or(0.0);
     let mut view = world::WorldView::new(world::step_nanos((duration * 1e9) as i64));
     crate::app::read_capture(file, &reading.for_file(file)?, &mut view)?;
     Ok(view.json())
@@ -152,33 +151,210 @@ fn world_data(file: &Path, reading: &Reading, data: &Json) -> Result<Json, Strin
 
 /// What the page and the SVG files draw from: the capture's profile, the snapshot rate and
 /// tolerance (percent) the analysis used, the configuration's budgets and their breaks.
-fn summary_data(file: &Path, reading: &Reading, interval: i64) -> Result<Json, String> {
+fn summary_data(file: &Path, reading: &Reading, interval: i64) -> Result<FileData, String> {
     let profile = profile::profile_file(file, reading, interval)?;
     let budgets = &reading.config.budgets;
-    let set: Map<String, Json> = budgets
-        .entries()
-        .into_iter()
-        .filter_map(|(key, value)| Some((key.to_owned(), json!(value?))))
+    let set = (budgets.entries().into_iter())
+        .filter_map(|(key, value)| Some((key, value?)))
         .collect();
-    let broken = budget::judge(&profile, budgets);
-    let breaks: Vec<BrokenBudget> = broken.iter().map(|b| b.written(true)).collect();
-    let mut data = json!({
-        "file": file.display().to_string(),
-        "snapshot_hz": reading.analysis.snapshot_hz,
-        // In percent, as --snapshot-tolerance, the configuration file and `stats` give it.
-        "snapshot_tolerance": (reading.analysis.snapshot_tolerance * 1e11).round() / 1e9,
-        "budgets": set,
-        "breaks": breaks,
-    });
-    data["profile"] = profile;
-    Ok(data)
+    let breaks = budget::judge(&profile, budgets);
+    Ok(FileData {
+        breaks,
+        buckets: Vec::new(),
+        budgets: set,
+        file: file.display().to_string(),
+        finding_frames: BTreeMap::new(),
+        lines_per_bucket: LINES_PER_BUCKET,
+        profile,
+        snapshot_hz: reading.analysis.snapshot_hz,
+        snapshot_tolerance: (reading.analysis.snapshot_tolerance * 1e11).round() / 1e9,
+        world: Json::Null,
+    })
 }
+
+/// The schema of the report's data (docs/schemas/report.schema.json).
+pub const SCHEMA: &str = "report/1";
+
+/// The data document `rtype-inspect report FILE... -o report.html` embeds in its page (the
+/// `<script type="application/json" id="report-data">` element, every `<` written `\u003c`), from
+/// which the page draws its graphs; `--format svg` draws from the same document per capture,
+/// without `buckets`, `finding_frames`, `lines_per_bucket` and `world`. Everything in it is
+/// bounded by the profile's buckets and rows, not by the capture's length.
+// The fields of each struct are in the order serde_json's sorted maps wrote them before.
+#[derive(Serialize, JsonSchema)]
+#[schemars(title = "rtype-inspect report data", deny_unknown_fields)]
+pub struct ReportData {
+    /// One per capture, in argument order: a tab each.
+    #[schemars(length(min = 1))]
+    files: Vec<FileData>,
+    /// The series' colours in order (CSS hex): the page's charts and the SVG files colour a
+    /// message type alike.
+    #[schemars(inner(pattern("^#[0-9a-f]{6}$")))]
+    palette: [&'static str; svg::PALETTE.len()],
+    #[schemars(extend("const" = SCHEMA))]
+    schema: &'static str,
+    tool: Tool,
+}
+
+/// One capture's part of the page: a tab.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct FileData {
+    /// The budgets broken, per conversation, as `check` reports them.
+    #[serde(serialize_with = "written_with_comparison")]
+    #[schemars(with = "Vec<BrokenBudget<'static>>")]
+    breaks: Vec<BudgetBreak>,
+    /// Per conversation the profile gives series, per time bucket of its grid
+    /// (`profile.series`): the bucket's first and last frame (null when it has no datagram), its
+    /// datagram count, and the packet-list lines of its first `lines_per_bucket` datagrams, as
+    /// `packets` prints them (none once the capture's 20,000 lines are kept).
+    buckets: Vec<ConversationBuckets>,
+    /// The configuration file's [budgets] that are set.
+    #[schemars(schema_with = "budgets_schema")]
+    budgets: BTreeMap<&'static str, f64>,
+    /// The capture, as named on the command line.
+    file: String,
+    /// Per rule ID, the frames of its first 16 findings and their conversations (0: none); the
+    /// page finds the bucket from `buckets`.
+    #[schemars(transform = bounded_frames)]
+    finding_frames: BTreeMap<&'static str, Vec<FindingFrame>>,
+    #[schemars(extend("const" = LINES_PER_BUCKET))]
+    lines_per_bucket: usize,
+    /// The capture's `profile --format json` document, verbatim.
+    #[schemars(schema_with = "profile_schema")]
+    profile: Json,
+    /// The nominal snapshot rate the capture was judged against (--snapshot-hz).
+    #[schemars(extend("exclusiveMinimum" = 0))]
+    snapshot_hz: f64,
+    /// In percent, as --snapshot-tolerance, the configuration file and `stats` give it: the
+    /// jitter band is the nominal gap ± this share of it.
+    #[schemars(range(min = 0, max = 100))]
+    snapshot_tolerance: f64,
+    /// The world view (the HTML page only): per conversation with an IO graph, the entities its
+    /// client held at keyframes every `step_ms` (keyframe k is `world --at k×step_ms/1000`),
+    /// entity timelines as `entity` lists them, and the findings marked on the slider. Bounded by
+    /// the named constants in `bounds` (SECURITY.md).
+    #[serde(skip_serializing_if = "Json::is_null")]
+    #[schemars(schema_with = "world_schema")]
+    world: Json,
+}
+
+impl FileData {
+    /// The capture's data as the SVG writer reads it, its profile and world moved, not copied.
+    fn into_json(mut self) -> Json {
+        let (profile, world) = (
+            std::mem::take(&mut self.profile),
+            std::mem::take(&mut self.world),
+        );
+        let mut data = serde_json::to_value(self).unwrap_or_default();
+        data["profile"] = profile;
+        data["world"] = world;
+        data
+    }
+}
+
+/// One conversation's time buckets, each array by bucket.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct ConversationBuckets {
+    datagrams: Vec<u64>,
+    #[schemars(inner(range(min = 1)))]
+    first: Vec<Option<u64>>,
+    #[schemars(range(min = 1))]
+    id: usize,
+    #[schemars(inner(range(min = 1)))]
+    last: Vec<Option<u64>>,
+    #[schemars(inner(length(max = LINES_PER_BUCKET)))]
+    lines: Vec<Vec<String>>,
+}
+
+/// A rule's finding: its frame and conversation.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct FindingFrame {
+    conversation: u32,
+    frame: u64,
+}
+
+/// Each rule lists at least one finding, at most [`FRAMES_PER_RULE`].
+fn bounded_frames(schema: &mut Schema) {
+    if let Some(Json::Object(frames)) = schema.get_mut("additionalProperties") {
+        frames.insert("minItems".into(), 1.into());
+        frames.insert("maxItems".into(), FRAMES_PER_RULE.into());
+    }
+}
+
+/// The breaks as `check` writes them, with their comparison in words for the page.
+fn written_with_comparison<S: serde::Serializer>(
+    breaks: &[BudgetBreak],
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.collect_seq(breaks.iter().map(|b| b.written(true)))
+}
+
+/// The budgets by key: each a number.
+fn budgets_schema(_: &mut SchemaGenerator) -> Schema {
+    let keys = crate::app::config::Budgets::default()
+        .entries()
+        .map(|(key, _)| key);
+    let properties: Map<String, Json> = (keys.into_iter())
+        .map(|key| (key.to_owned(), json!({"type": "number"})))
+        .collect();
+    schemars::json_schema!({
+        "type": "object",
+        "additionalProperties": false,
+        "properties": properties,
+    })
+}
+
+/// The profile document has a schema of its own.
+fn profile_schema(_: &mut SchemaGenerator) -> Schema {
+    schemars::json_schema!({ "$ref": "profile.schema.json" })
+}
+
+/// The world view's schema, as it was written by hand: `world`'s type will generate it.
+fn world_schema(_: &mut SchemaGenerator) -> Schema {
+    serde_json::from_str::<Json>(WORLD_SCHEMA)
+        .ok()
+        .and_then(|s| Schema::try_from(s).ok())
+        .unwrap_or_default()
+}
+
+const WORLD_SCHEMA: &str = r#"{"type":"object","additionalProperties":false,"required":["step_ms","keyframes","cut",
+"bounds","conversations"],"properties":{"step_ms":{"type":"number","exclusiveMinimum":0,
+"description":"Capture time between keyframes: 1, 2 or 5 × 10ⁿ ms, from 10 ms."},
+"keyframes":{"type":"integer","minimum":0},"cut":{"type":["integer","null"],"minimum":1,
+"description":"The keyframes kept when the bound of entities over every keyframe (`bounds.max_rows`) stopped them; null when it did not."},
+"bounds":{"type":"object","additionalProperties":false,"required":["max_keyframes",
+"entities_per_keyframe","max_rows","max_timelines","events_per_timeline","updates_per_life",
+"max_timeline_events","findings_marked"],"properties":{"max_keyframes":{"type":"integer",
+"minimum":0},"entities_per_keyframe":{"type":"integer","minimum":0},"max_rows":{"type":"integer",
+"minimum":0},"max_timelines":{"type":"integer","minimum":0},"events_per_timeline":{"type":"integer",
+"minimum":0},"updates_per_life":{"type":"integer","minimum":0},"max_timeline_events":{"type":"integer",
+"minimum":0},"findings_marked":{"type":"integer","minimum":0}}},"conversations":{"type":"array",
+"items":{"type":"object","additionalProperties":false,"required":["id","types","keyframes",
+"clipped","findings","findings_more","timelines","untracked_events"],"properties":{"id":{"type":"integer",
+"minimum":1},"types":{"type":"array","items":{"type":"string"},"description":"Entity type names, as `world` gives them (else `type N`, or `untyped`); keyframes index into it."},
+"keyframes":{"type":"array","description":"Per keyframe, its entities by id, flat: id, type index, x, y (to the hundredth; null when unknown).",
+"items":{"type":"array","items":{"type":["number","null"]}}},"clipped":{"type":"array",
+"description":"[keyframe, entities held] of the keyframes that held more than `bounds.entities_per_keyframe`.",
+"items":{"type":"array","prefixItems":[{"type":"integer","minimum":0},{"type":"integer",
+"minimum":0}],"items":false,"minItems":2}},"findings":{"type":"array","description":"[seconds, frame, rule] of the first findings.",
+"items":{"type":"array","prefixItems":[{"type":"number"},{"type":"integer","minimum":1},
+{"type":"string"}],"items":false,"minItems":3}},"findings_more":{"type":"integer",
+"minimum":0},"timelines":{"type":"object","description":"By entity id: its lives and first events [frame, seconds, tick, event or rule, life, gap ms, changed fields as name=value].",
+"additionalProperties":{"type":"object","additionalProperties":false,"required":["lives",
+"events","more"],"properties":{"lives":{"type":"integer","minimum":0},"more":{"type":"integer",
+"minimum":0},"events":{"type":"array","items":{"type":"array","prefixItems":[{"type":"integer",
+"minimum":1},{"type":"number"},{"type":["integer","null"]},{"type":"string"},{"type":"integer",
+"minimum":0},{"type":["number","null"]},{"type":"string"}],"items":false,"minItems":7}}}}},
+"untracked_events":{"type":"integer","minimum":0}}}}}}"#;
 
 /// Writes the page: the styles, the data as JSON in a `<script type="application/json">`
 /// (every `<` escaped, so no `</script>` in a file name ends it), uPlot and the page's script.
 /// The JSON goes straight to `out`, not through a string of its own (megabytes, twice: the
 /// text and its escaped copy).
-fn page(out: &mut impl Write, title: &str, data: &Json) -> std::io::Result<()> {
+fn page(out: &mut impl Write, title: &str, data: &ReportData) -> std::io::Result<()> {
     let title = svg::escape(title);
     write!(
         out,
@@ -269,48 +445,32 @@ impl FrameLines {
         }
     }
 
-    /// Per conversation with series: `{"id", "first", "last", "datagrams", "lines"}`, each an
-    /// array by bucket (`first` and `last` null for an empty bucket).
-    fn buckets_json(&self) -> Json {
-        let conversations: Vec<Json> = self
-            .conversations
-            .iter()
-            .enumerate()
+    /// Per conversation with series, its buckets; the lines moved, not copied.
+    fn into_buckets(self) -> Vec<ConversationBuckets> {
+        let frame = |f: u64, b: &Bucket| (b.datagrams > 0).then_some(f);
+        (self.conversations.into_iter().enumerate())
             .filter(|(_, b)| !b.is_empty())
-            .map(|(i, buckets)| {
-                let frame = |f: u64, b: &Bucket| {
-                    if b.datagrams > 0 {
-                        json!(f)
-                    } else {
-                        Json::Null
-                    }
-                };
-                let mut c = json!({
-                    "id": i + 1,
-                    "datagrams": buckets.iter().map(|b| b.datagrams).collect::<Vec<_>>(),
-                    "lines": buckets.iter().map(|b| &b.lines).collect::<Vec<_>>(),
-                });
-                c["first"] = buckets.iter().map(|b| frame(b.first, b)).collect();
-                c["last"] = buckets.iter().map(|b| frame(b.last, b)).collect();
-                c
+            .map(|(i, buckets)| ConversationBuckets {
+                datagrams: buckets.iter().map(|b| b.datagrams).collect(),
+                first: buckets.iter().map(|b| frame(b.first, b)).collect(),
+                id: i + 1,
+                last: buckets.iter().map(|b| frame(b.last, b)).collect(),
+                lines: buckets.into_iter().map(|b| b.lines).collect(),
             })
-            .collect();
-        Json::Array(conversations)
+            .collect()
     }
 
-    /// Per rule: `[{"frame", "conversation"}]`, the page finding the bucket of the frame.
-    fn rules_json(&self) -> Json {
-        let rules: Map<String, Json> = self
-            .rules
-            .iter()
-            .map(|(id, frames)| {
-                let frames = frames.iter().map(
-                    |(frame, conversation)| json!({"frame": frame, "conversation": conversation}),
-                );
-                (id.to_string(), frames.collect())
+    /// Per rule, its first findings, the page finding the bucket of each frame.
+    fn finding_frames(&self) -> BTreeMap<&'static str, Vec<FindingFrame>> {
+        (self.rules.iter())
+            .map(|(&id, frames)| {
+                let frames = frames.iter().map(|&(frame, conversation)| FindingFrame {
+                    conversation,
+                    frame,
+                });
+                (id, frames.collect())
             })
-            .collect();
-        Json::Object(rules)
+            .collect()
     }
 }
 
