@@ -154,6 +154,7 @@ fn report_schemas_are_generated_from_the_report_types() {
         ("fields", generated::<field_list::Fields>("fields")),
         ("diff", generated::<diff::Diff>("diff")),
         ("check", generated::<check::Check>("check")),
+        ("world", generated::<world::WorldJson>("world")),
     ];
     let mut stale = Vec::new();
     for (name, schema) in schemas {
