@@ -154,6 +154,7 @@ fn report_schemas_are_generated_from_the_report_types() {
         ("fields", generated::<field_list::Fields>("fields")),
         ("diff", generated::<diff::Diff>("diff")),
         ("check", generated::<check::Check>("check")),
+        ("entity", generated::<entity::EntityJson>("entity")),
         ("world", generated::<world::WorldJson>("world")),
     ];
     let mut stale = Vec::new();

@@ -466,9 +466,11 @@ fn push_event(out: &mut String, first: bool, event: &EventJson<'_>) {
 pub struct EntityJson<'a> {
     /// The -Y filter: only the updates that pass it are listed (spawns and destroys always are).
     display_filter: Option<&'a str>,
+    #[schemars(range(max = 4294967295u32))]
     entity: u32,
     /// The capture, as named on the command line (- for standard input).
     file: &'a str,
+    /// The snapshot profile the capture was read with (document for the document's table).
     profile: &'a str,
     /// Lives not followed because the world held as many as it holds at most (65,536 over all
     /// conversations): how many, and the frame of the first; null when none was refused.
@@ -528,6 +530,7 @@ struct EventJson<'a> {
     changed: Changed<'a>,
     /// Only on a finding event: the finding's rule, severity and what it found.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "FindingJson")]
     finding: Option<FindingJson>,
 }
 
