@@ -472,8 +472,6 @@ pub struct EntityJson<'a> {
     file: &'a str,
     /// The snapshot profile the capture was read with (document for the document's table).
     profile: &'a str,
-    /// Lives not followed because the world held as many as it holds at most (65,536 over all
-    /// conversations): how many, and the frame of the first; null when none was refused.
     refused: Option<RefusedJson>,
     #[schemars(extend("const" = SCHEMA))]
     schema: &'static str,

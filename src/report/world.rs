@@ -340,8 +340,6 @@ pub struct WorldJson<'a> {
     /// The last datagram taken (at or before the time); null when none was.
     last_frame: Option<u64>,
     profile: &'a str,
-    /// Lives not followed because the world held as many as it holds at most (65,536 over all
-    /// conversations): how many, and the frame of the first; null when none was refused.
     refused: Option<RefusedJson>,
     #[schemars(extend("const" = SCHEMA))]
     schema: &'static str,
@@ -349,7 +347,8 @@ pub struct WorldJson<'a> {
     conversations: Vec<ConversationJson<'a>>,
 }
 
-/// Lives the world did not follow: how many, and the frame of the first.
+/// Lives not followed because the world held as many as it holds at most (65,536 over all
+/// conversations): how many, and the frame of the first; null when none was refused.
 #[derive(Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
 pub(crate) struct RefusedJson {
