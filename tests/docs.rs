@@ -162,6 +162,8 @@ fn report_schemas_are_generated_from_the_report_types() {
             generated::<rtype_inspect::proxy::ProxySummary>("proxy"),
         ),
         ("report", generated::<html::ReportData>("report")),
+        ("entity", generated::<entity::EntityJson>("entity")),
+        ("world", generated::<world::WorldJson>("world")),
     ];
     let mut stale = Vec::new();
     for (name, schema) in schemas {

@@ -13,21 +13,27 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde::ser::Serializer;
+use serde::Serialize;
+
 use super::render::{
-    decimal_len, detail, json_str, json_value, push_f64, push_spaces, push_u64, text_value,
+    decimal_len, detail, open_last_list, push_json, push_spaces, push_u64, text_value, FieldValue,
 };
 use super::sections::Sections;
 use super::time::write_seconds;
+use super::world::RefusedJson;
+use super::Tool;
 use crate::app::{read_capture, written, Format, ReadOpts};
 use crate::finding::{Detail, Finding};
-use crate::message::Value;
+
 use crate::pipeline::{RunEnd, Sink};
-use crate::proto::schema::{Display, Role};
-use crate::proto::Rule;
+use crate::proto::schema::{Display, Field, Role};
+use crate::proto::{Rule, Severity};
 use crate::session::entities::IdMap;
 use crate::session::event::{DatagramEvent, LooseFinding};
 use crate::session::Conversations;
-use crate::world::{Change, Gather, Happened, World};
+use crate::world::{Change, Gather, Happened, Num, World};
 
 /// `rtype-inspect entity`'s options, as `cli::args` parsed them.
 pub struct EntityOptions {
@@ -143,7 +149,7 @@ impl Follow {
             };
             sections.append(change.conversation, |out| match format {
                 Format::Text => line.text(out),
-                Format::Json => line.json(out),
+                Format::Json => push_event(out, line.first, &line.json()),
             });
         });
     }
@@ -174,7 +180,7 @@ impl Follow {
         self.sections
             .append(f.conversation, |out| match self.format {
                 Format::Text => line.text(out),
-                Format::Json => line.json(out),
+                Format::Json => push_event(out, line.first, &line.json()),
             });
     }
 
@@ -234,42 +240,35 @@ impl Follow {
                 Ok(())
             }
             Format::Json => {
-                let mut doc = serde_json::json!({
-                    "file": file,
-                    "profile": end.profile,
-                    "entity": id,
-                    "display_filter": end.filter,
-                    "refused": refused.map(|r| serde_json::json!({"first_frame": r.first_frame, "lives": r.lives})),
-                });
-                super::stamp(&mut doc, SCHEMA);
+                let doc = EntityJson {
+                    display_filter: end.filter.as_deref(),
+                    entity: id,
+                    file,
+                    profile: &end.profile,
+                    refused: refused.map(RefusedJson::of),
+                    schema: SCHEMA,
+                    tool: Tool::THIS,
+                    conversations: Vec::new(),
+                };
                 let mut head = serde_json::to_string(&doc).map_err(io::Error::from)?;
-                head.pop();
-                head.push_str(",\"conversations\":[");
+                open_last_list(&mut head);
                 out.write_all(head.as_bytes())?;
                 let open = |out: &mut W, c: u32, index: usize| {
                     let (client, server) = ends(c);
                     let n = count(c);
-                    let mut text = String::new();
-                    if index > 0 {
-                        text.push(',');
-                    }
-                    text.push_str("\n{\"id\":");
-                    push_u64(&mut text, c.into());
-                    text.push_str(",\"client\":");
-                    json_str(&mut text, &client);
-                    text.push_str(",\"server\":");
-                    json_str(&mut text, &server);
-                    for (key, value) in [
-                        ("lives", u64::from(n.lives)),
-                        ("updates", n.updates),
-                        ("destroys", n.destroys),
-                    ] {
-                        text.push_str(",\"");
-                        text.push_str(key);
-                        text.push_str("\":");
-                        push_u64(&mut text, value);
-                    }
-                    text.push_str(",\"events\":[\n");
+                    let mut text = String::from(if index > 0 { ",\n" } else { "\n" });
+                    let conversation = ConversationJson {
+                        id: c,
+                        client: &client,
+                        server: &server,
+                        lives: n.lives,
+                        updates: n.updates,
+                        destroys: n.destroys,
+                        events: Vec::new(),
+                    };
+                    push_json(&mut text, &conversation);
+                    open_last_list(&mut text);
+                    text.push('\n');
                     out.write_all(text.as_bytes())
                 };
                 sections.write_to(out, open, |out, _| out.write_all(b"]}"))?;
@@ -308,15 +307,6 @@ struct Line<'a, 'c> {
 }
 
 impl Line<'_, '_> {
-    /// The fields that changed, each once (its last value, where a message gives a field twice).
-    fn changed(&self) -> impl Iterator<Item = (usize, &'static str, Value<'static>)> + '_ {
-        let changed = self.change.changed;
-        changed.iter().enumerate().filter_map(move |(i, (f, v))| {
-            let later = changed[i + 1..].iter().any(|(g, _)| g.name == f.name);
-            (!later).then_some((i, f.name, v.value()))
-        })
-    }
-
     fn type_name(&self) -> Option<&str> {
         let archetypes = self.change.archetypes;
         self.change
@@ -353,11 +343,10 @@ impl Line<'_, '_> {
             }
             None => push_spaces(out, 11),
         }
-        for (i, name, value) in self.changed() {
+        for FieldValue { field, value } in Changed(c.changed).latest() {
             out.push_str("  ");
-            out.push_str(name);
+            out.push_str(field.name);
             out.push('=');
-            let field = c.changed[i].0;
             text_value(out, field, value, |_| None);
             // An enum names the type already (rt); LevelInit's sprite names it otherwise.
             if field.role == Role::EntityType && !matches!(field.display, Display::Enum(_)) {
@@ -373,30 +362,16 @@ impl Line<'_, '_> {
         out.push('\n');
     }
 
-    fn json(&self, out: &mut String) {
+    fn json(&self) -> EventJson<'_> {
         let c = self.change;
-        self.stamp()
-            .json(out, self.first, c.happened.name(), self.message, self.life);
-        out.push_str(",\"gap_s\":");
-        match c.gap_nanos {
-            Some(g) => push_f64(out, g as f64 / 1e9),
-            None => out.push_str("null"),
+        EventJson {
+            gap_s: c.gap_nanos.map(|g| g as f64 / 1e9),
+            type_name: self.type_name(),
+            changed: Changed(c.changed),
+            ..self
+                .stamp()
+                .json(c.happened.name(), self.message, self.life)
         }
-        out.push_str(",\"type_name\":");
-        match self.type_name() {
-            Some(name) => json_str(out, name),
-            None => out.push_str("null"),
-        }
-        out.push_str(",\"changed\":{");
-        for (n, (i, name, value)) in self.changed().enumerate() {
-            if n > 0 {
-                out.push(',');
-            }
-            json_str(out, name);
-            out.push(':');
-            json_value(out, c.changed[i].0, value);
-        }
-        out.push_str("}}");
     }
 }
 
@@ -422,26 +397,20 @@ impl Stamp {
         out.push_str("  ");
     }
 
-    /// The event object's first members, through `life` (after a comma unless `first`).
-    fn json(&self, out: &mut String, first: bool, event: &str, message: &str, life: u32) {
-        if !first {
-            out.push_str(",\n");
+    /// The event, without a gap, a type or a field changed.
+    fn json<'a>(&self, event: &'a str, message: &'a str, life: u32) -> EventJson<'a> {
+        EventJson {
+            frame: self.frame,
+            time_rel: self.rel_nanos as f64 / 1e9,
+            tick: self.tick,
+            event,
+            message,
+            life,
+            gap_s: None,
+            type_name: None,
+            changed: Changed(&[]),
+            finding: None,
         }
-        out.push_str("{\"frame\":");
-        push_u64(out, self.frame);
-        out.push_str(",\"time_rel\":");
-        push_f64(out, self.rel_nanos as f64 / 1e9);
-        out.push_str(",\"tick\":");
-        match self.tick {
-            Some(t) => push_u64(out, t.into()),
-            None => out.push_str("null"),
-        }
-        out.push_str(",\"event\":");
-        json_str(out, event);
-        out.push_str(",\"message\":");
-        json_str(out, message);
-        out.push_str(",\"life\":");
-        push_u64(out, life.into());
     }
 }
 
@@ -467,16 +436,158 @@ impl FindingLine<'_> {
         out.push('\n');
     }
 
-    fn json(&self, out: &mut String) {
-        self.stamp
-            .json(out, self.first, "finding", self.message, self.life);
-        out.push_str(",\"gap_s\":null,\"type_name\":null,\"changed\":{},\"finding\":{\"id\":");
-        json_str(out, self.finding.rule.id());
-        out.push_str(",\"severity\":");
-        json_str(out, self.finding.rule.severity().name());
-        out.push_str(",\"detail\":");
-        json_str(out, &detail(self.finding));
-        out.push_str("}}");
+    fn json(&self) -> EventJson<'_> {
+        let rule = self.finding.rule;
+        EventJson {
+            finding: Some(FindingJson {
+                id: rule.id(),
+                severity: rule.severity(),
+                detail: detail(self.finding),
+            }),
+            ..self.stamp.json("finding", self.message, self.life)
+        }
+    }
+}
+
+/// Appends an event to its conversation's list (after a comma unless it is the `first`).
+fn push_event(out: &mut String, first: bool, event: &EventJson<'_>) {
+    if !first {
+        out.push_str(",\n");
+    }
+    push_json(out, event);
+}
+
+/// The document `rtype-inspect entity FILE ID --format json` writes: the entity followed through
+/// each conversation that named it (each client's view), event by event.
+// The head's members are in the order serde_json's sorted maps wrote them before; the
+// conversations come last, their events written as they come, in render's forms (`push_json`).
+#[derive(Serialize, JsonSchema)]
+#[schemars(title = "rtype-inspect entity", deny_unknown_fields)]
+pub struct EntityJson<'a> {
+    /// The -Y filter: only the updates that pass it are listed (spawns and destroys always are).
+    display_filter: Option<&'a str>,
+    #[schemars(range(max = 4294967295u32))]
+    entity: u32,
+    /// The capture, as named on the command line (- for standard input).
+    file: &'a str,
+    /// The snapshot profile the capture was read with (document for the document's table).
+    profile: &'a str,
+    refused: Option<RefusedJson>,
+    #[schemars(extend("const" = SCHEMA))]
+    schema: &'static str,
+    tool: Tool,
+    /// The conversations that named the entity, by id (with --conversation N, that one alone).
+    conversations: Vec<ConversationJson<'a>>,
+}
+
+/// The entity in one conversation.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct ConversationJson<'a> {
+    id: u32,
+    client: &'a str,
+    server: &'a str,
+    /// Lives of the id: spawns, and updates that started a life no spawn announced.
+    lives: u32,
+    /// Updates, listed or not.
+    updates: u64,
+    destroys: u64,
+    events: Vec<EventJson<'a>>,
+}
+
+/// One event of the entity, or a finding that names it.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct EventJson<'a> {
+    #[schemars(range(min = 1))]
+    frame: u64,
+    /// Seconds since the capture's first datagram, as export's time_rel.
+    time_rel: f64,
+    /// The header's tick (null where the dialect's header has none: rt, rtnp).
+    tick: Option<u32>,
+    /// spawn-over-live: a spawn of an id alive; update-after-destroy: an update of the life a
+    /// destroy ended (the client holds no entity); update-unspawned: an update that starts a
+    /// life no spawn announced; destroy-again: a destroy of a life already destroyed;
+    /// destroy-unknown: a destroy of an id the world does not hold. finding: a lifecycle finding
+    /// that names the entity (session.entity-after-destroy, -spawned-twice, -unknown, -ghost),
+    /// after the datagram it was raised at; its message is that datagram's.
+    #[schemars(schema_with = "event_schema")]
+    event: &'a str,
+    message: &'a str,
+    /// Which life of the id in the conversation (1 for the first; 0 before any).
+    life: u32,
+    /// Seconds since the life's previous spawn or update (null for a spawn, a destroy, or the
+    /// first update of a life).
+    gap_s: Option<f64>,
+    /// The entity type's name: the LevelInit archetype's sprite (rtype) or the type's name in the
+    /// description (rt).
+    type_name: Option<&'a str>,
+    /// The fields whose value changed, by name, with the new value (the entity type first when
+    /// it changed); every field of a spawn.
+    #[schemars(with = "std::collections::BTreeMap<String, FieldValue<'static>>")]
+    changed: Changed<'a>,
+    /// Only on a finding event: the finding's rule, severity and what it found.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "FindingJson")]
+    finding: Option<FindingJson>,
+}
+
+/// The names an event takes: each change's, and `finding`.
+fn event_schema(_: &mut SchemaGenerator) -> Schema {
+    let changes = [
+        Happened::Spawn { replaced: false },
+        Happened::Spawn { replaced: true },
+        Happened::Update {
+            after_destroy: false,
+            unseen: false,
+        },
+        Happened::Update {
+            after_destroy: true,
+            unseen: false,
+        },
+        Happened::Update {
+            after_destroy: false,
+            unseen: true,
+        },
+        Happened::Destroy { again: false },
+        Happened::Destroy { again: true },
+        Happened::DestroyUnknown,
+    ];
+    let mut names: Vec<&str> = changes.map(Happened::name).into();
+    names.push("finding");
+    super::names_schema(&names)
+}
+
+/// A lifecycle finding that names the entity.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct FindingJson {
+    id: &'static str,
+    #[schemars(schema_with = "super::severity_schema")]
+    severity: Severity,
+    detail: String,
+}
+
+/// The fields a change changed, as an object of their new values.
+struct Changed<'a>(&'a [(&'static Field, Num)]);
+
+impl<'a> Changed<'a> {
+    /// Each field once (its last value, where a message gives a field twice).
+    fn latest(&self) -> impl Iterator<Item = FieldValue<'a>> + 'a {
+        let changed = self.0;
+        changed.iter().enumerate().filter_map(move |(i, (f, v))| {
+            let later = changed[i + 1..].iter().any(|(g, _)| g.name == f.name);
+            (!later).then_some(FieldValue {
+                field: f,
+                value: v.value(),
+            })
+        })
+    }
+}
+
+impl Serialize for Changed<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.latest().map(|v| (v.field.name, v)))
     }
 }
 

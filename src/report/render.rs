@@ -8,6 +8,7 @@ use crate::proto::schema::{Display, Field, Named, Ty};
 
 mod finding;
 mod number;
+mod typed;
 
 pub use finding::{detail, loose_detail};
 pub use number::{
@@ -15,6 +16,7 @@ pub use number::{
     push_padded, push_spaces, push_u64,
 };
 use number::{json_float, push_eighths};
+pub use typed::{open_last_list, push_json, FieldValue, JsonForms};
 
 /// Appends a value as JSON.
 #[inline]

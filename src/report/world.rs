@@ -9,17 +9,20 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::render::{json_str, json_value, push_f64, push_u64, text_value};
-use super::table;
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use super::render::{open_last_list, push_json, text_value, FieldValue};
+use super::{table, Tool};
 use crate::app::{read_capture, written, Format, ReadOpts, Term};
 use crate::finding::Detail;
 use crate::pipeline::{RunEnd, Sink};
 use crate::proto::schema::Quantity;
-use crate::proto::Rule;
+use crate::proto::{Rule, Severity};
 use crate::session::entities::IdMap;
 use crate::session::event::{DatagramEvent, LooseFinding};
 use crate::session::Conversations;
-use crate::world::{Gather, Held, HeldValue, Life, World};
+use crate::world::{Disagreement, Gather, Held, HeldValue, Life, Refused, World};
 
 /// `rtype-inspect world`'s options, as `cli::args` parsed them.
 pub struct WorldOptions {
@@ -32,13 +35,13 @@ pub struct WorldOptions {
 /// The schema of `world --format json` (docs/schemas/world.schema.json).
 pub const SCHEMA: &str = "world/1";
 
-/// The columns of the quantities, with their JSON keys.
-const COLUMNS: [(Quantity, &str, &str); 5] = [
-    (Quantity::PosX, "pos_x", "Pos X"),
-    (Quantity::PosY, "pos_y", "Pos Y"),
-    (Quantity::VelX, "vel_x", "Vel X"),
-    (Quantity::VelY, "vel_y", "Vel Y"),
-    (Quantity::Health, "health", "Health"),
+/// The columns of the quantities.
+const COLUMNS: [(Quantity, &str); 5] = [
+    (Quantity::PosX, "Pos X"),
+    (Quantity::PosY, "Pos Y"),
+    (Quantity::VelX, "Vel X"),
+    (Quantity::VelY, "Vel Y"),
+    (Quantity::Health, "Health"),
 ];
 
 /// Runs `rtype-inspect world`.
@@ -158,7 +161,7 @@ impl AtTime {
             }
             let ghosts = self.ghosts(id, &alive);
             let mut headers = vec!["ID", "Type"];
-            headers.extend(COLUMNS.iter().map(|c| c.2));
+            headers.extend(COLUMNS.iter().map(|c| c.1));
             headers.extend(["Last update", "Age"]);
             let mut t = table::new(term, &headers);
             for life in alive {
@@ -169,7 +172,7 @@ impl AtTime {
                     (None, _) => "-".into(),
                 };
                 row.push(table::cell(kind));
-                for (quantity, _, _) in COLUMNS {
+                for (quantity, _) in COLUMNS {
                     let mut cell = String::new();
                     match life.measured(quantity) {
                         Some(s) => text_value(&mut cell, s.field, s.value.value(), |_| None),
@@ -237,61 +240,42 @@ impl AtTime {
     }
 
     fn json(&self, file: &str) -> String {
-        let refused = self.world.refused();
-        let mut doc = serde_json::json!({
-            "file": file,
-            "profile": self.profile,
-            "at": self.at_nanos as f64 / 1e9,
-            "last_frame": self.last.map(|l| l.0),
-            "display_filter": self.filter,
-            "refused": refused.map(|r| serde_json::json!({"first_frame": r.first_frame, "lives": r.lives})),
-            "disagreements": self.world.disagreements().iter().map(|d| {
-                let held = |h: &HeldValue| serde_json::json!({
-                    "conversation": h.conversation, "frame": h.frame, "value": h.value,
-                });
-                serde_json::json!({
-                    "id": Rule::SessionClientsDisagree.id(),
-                    "severity": Rule::SessionClientsDisagree.severity().name(),
-                    "server": d.server.to_string(),
-                    "entity": d.id,
-                    "tick": d.tick,
-                    "field": d.field,
-                    "first": held(&d.first),
-                    "second": held(&d.second),
-                })
-            }).collect::<Vec<_>>(),
-        });
-        super::stamp(&mut doc, SCHEMA);
+        let doc = WorldJson {
+            at: self.at_nanos as f64 / 1e9,
+            disagreements: (self.world.disagreements().iter())
+                .map(DisagreementJson::of)
+                .collect(),
+            display_filter: self.filter.as_deref(),
+            file,
+            last_frame: self.last.map(|l| l.0),
+            profile: &self.profile,
+            refused: self.world.refused().map(RefusedJson::of),
+            schema: SCHEMA,
+            tool: Tool::THIS,
+            conversations: Vec::new(),
+        };
         let mut out = serde_json::to_string(&doc).unwrap_or_default();
-        out.pop();
-        out.push_str(",\"conversations\":[");
+        open_last_list(&mut out);
         for (n, (id, client, server, alive)) in self.held().into_iter().enumerate() {
-            if n > 0 {
-                out.push(',');
-            }
-            out.push_str("\n{\"id\":");
-            push_u64(&mut out, id.into());
-            out.push_str(",\"client\":");
-            json_str(&mut out, client);
-            out.push_str(",\"server\":");
-            json_str(&mut out, server);
-            out.push_str(",\"ghosts\":[");
-            for (i, (ghost, frame)) in self.ghosts(id, &alive).into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str("{\"id\":");
-                push_u64(&mut out, ghost.into());
-                out.push_str(",\"full_state_frame\":");
-                push_u64(&mut out, frame);
-                out.push('}');
-            }
-            out.push_str("],\"entities\":[");
+            out.push_str(if n > 0 { ",\n" } else { "\n" });
+            let ghosts = self.ghosts(id, &alive);
+            let conversation = ConversationJson {
+                id,
+                client,
+                server,
+                ghosts: (ghosts.into_iter())
+                    .map(|(id, full_state_frame)| GhostJson {
+                        id,
+                        full_state_frame,
+                    })
+                    .collect(),
+                entities: Vec::new(),
+            };
+            push_json(&mut out, &conversation);
+            open_last_list(&mut out);
             for (i, life) in alive.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                self.entity_json(&mut out, id, life);
+                out.push_str(if i > 0 { ",\n" } else { "\n" });
+                push_json(&mut out, &self.entity_json(id, life));
             }
             out.push_str("]}");
         }
@@ -299,61 +283,207 @@ impl AtTime {
         out
     }
 
-    fn entity_json(&self, out: &mut String, conversation: u32, life: &Life) {
-        out.push_str("\n{\"id\":");
-        push_u64(out, life.id.into());
-        out.push_str(",\"type_id\":");
-        match life.type_id {
-            Some(t) => push_u64(out, t),
-            None => out.push_str("null"),
+    fn entity_json<'a>(&'a self, conversation: u32, life: &'a Life) -> EntityJson<'a> {
+        let quantity = |q: Quantity| {
+            (life.measured(q)).map(|s| FieldValue {
+                field: s.field,
+                value: s.value.value(),
+            })
+        };
+        EntityJson {
+            id: life.id,
+            type_id: life.type_id,
+            type_name: self.type_name(conversation, life),
+            pos_x: quantity(Quantity::PosX),
+            pos_y: quantity(Quantity::PosY),
+            vel_x: quantity(Quantity::VelX),
+            vel_y: quantity(Quantity::VelY),
+            health: quantity(Quantity::Health),
+            spawned: life.spawned,
+            born_frame: life.born.frame,
+            last_frame: life.last.frame,
+            last_tick: life.last.tick,
+            age_s: self.age_s(life),
+            fields: (life.slots().iter())
+                .map(|slot| SlotJson {
+                    name: slot.field.name,
+                    value: FieldValue {
+                        field: slot.field,
+                        value: slot.value.value(),
+                    },
+                    changed_frame: slot.changed.frame,
+                    changed_tick: slot.changed.tick,
+                })
+                .collect(),
         }
-        out.push_str(",\"type_name\":");
-        match self.type_name(conversation, life) {
-            Some(name) => json_str(out, name),
-            None => out.push_str("null"),
-        }
-        for (quantity, key, _) in COLUMNS {
-            out.push_str(",\"");
-            out.push_str(key);
-            out.push_str("\":");
-            match life.measured(quantity) {
-                Some(s) => json_value(out, s.field, s.value.value()),
-                None => out.push_str("null"),
-            }
-        }
-        out.push_str(",\"spawned\":");
-        out.push_str(if life.spawned { "true" } else { "false" });
-        out.push_str(",\"born_frame\":");
-        push_u64(out, life.born.frame);
-        out.push_str(",\"last_frame\":");
-        push_u64(out, life.last.frame);
-        out.push_str(",\"last_tick\":");
-        match life.last.tick {
-            Some(t) => push_u64(out, t.into()),
-            None => out.push_str("null"),
-        }
-        out.push_str(",\"age_s\":");
-        push_f64(out, self.age_s(life));
-        out.push_str(",\"fields\":[");
-        for (i, slot) in life.slots().iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            out.push_str("{\"name\":");
-            json_str(out, slot.field.name);
-            out.push_str(",\"value\":");
-            json_value(out, slot.field, slot.value.value());
-            out.push_str(",\"changed_frame\":");
-            push_u64(out, slot.changed.frame);
-            out.push_str(",\"changed_tick\":");
-            match slot.changed.tick {
-                Some(t) => push_u64(out, t.into()),
-                None => out.push_str("null"),
-            }
-            out.push('}');
-        }
-        out.push_str("]}");
     }
+}
+
+/// The document `rtype-inspect world FILE --at SECONDS --format json` writes: for each
+/// conversation, the entities its client held at that time, rebuilt from what it received.
+// The head's members are in the order serde_json's sorted maps wrote them before; the
+// conversations come last, each written as it is made, in render's forms (`push_json`).
+#[derive(Serialize, JsonSchema)]
+#[schemars(title = "rtype-inspect world", deny_unknown_fields)]
+pub struct WorldJson<'a> {
+    /// The time asked, in seconds since the first datagram.
+    #[schemars(range(min = 0))]
+    at: f64,
+    /// session.clients-disagree: for each pair of conversations of one server, the first tick
+    /// (up to the time asked) at which the snapshots of that tick gave one entity another
+    /// position, velocity or health (beyond the layouts' quantisation when they differ).
+    disagreements: Vec<DisagreementJson>,
+    /// The -Y filter: the world is rebuilt from the datagrams it passes.
+    display_filter: Option<&'a str>,
+    /// The capture, as named on the command line (- for standard input).
+    file: &'a str,
+    /// The last datagram taken (at or before the time); null when none was.
+    last_frame: Option<u64>,
+    profile: &'a str,
+    refused: Option<RefusedJson>,
+    #[schemars(extend("const" = SCHEMA))]
+    schema: &'static str,
+    tool: Tool,
+    conversations: Vec<ConversationJson<'a>>,
+}
+
+/// Lives not followed because the world held as many as it holds at most (65,536 over all
+/// conversations): how many, and the frame of the first; null when none was refused.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub(crate) struct RefusedJson {
+    first_frame: u64,
+    #[schemars(range(min = 1))]
+    lives: u64,
+}
+
+impl RefusedJson {
+    pub(crate) fn of(refused: Refused) -> RefusedJson {
+        RefusedJson {
+            first_frame: refused.first_frame,
+            lives: refused.lives,
+        }
+    }
+}
+
+/// Two clients of one server held an entity at one tick with other values.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct DisagreementJson {
+    entity: u32,
+    /// The field of the second conversation's snapshot.
+    field: &'static str,
+    /// The conversation whose snapshot of the tick came first.
+    first: HeldJson,
+    #[schemars(extend("const" = Rule::SessionClientsDisagree.id()))]
+    id: &'static str,
+    /// The conversation whose snapshot of the tick gave another value.
+    second: HeldJson,
+    server: String,
+    #[schemars(schema_with = "super::severity_schema")]
+    severity: Severity,
+    /// The server tick: the header's, else its sequence number (rt's component snapshots).
+    tick: u32,
+}
+
+impl DisagreementJson {
+    fn of(d: &Disagreement) -> DisagreementJson {
+        let rule = Rule::SessionClientsDisagree;
+        DisagreementJson {
+            entity: d.id,
+            field: d.field,
+            first: HeldJson::of(&d.first),
+            id: rule.id(),
+            second: HeldJson::of(&d.second),
+            server: d.server.to_string(),
+            severity: rule.severity(),
+            tick: d.tick,
+        }
+    }
+}
+
+/// What one conversation's snapshot of the tick carried.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct HeldJson {
+    conversation: u32,
+    /// The frame whose snapshot carried the value.
+    #[schemars(range(min = 1))]
+    frame: u64,
+    value: f64,
+}
+
+impl HeldJson {
+    fn of(held: &HeldValue) -> HeldJson {
+        HeldJson {
+            conversation: held.conversation,
+            frame: held.frame,
+            value: held.value,
+        }
+    }
+}
+
+/// One conversation's world.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct ConversationJson<'a> {
+    id: u32,
+    client: &'a str,
+    server: &'a str,
+    /// The entities the client holds that a full state of the server left out during their life
+    /// (session.entity-ghost): the client draws what the server no longer has.
+    ghosts: Vec<GhostJson>,
+    /// The entities held (spawned, or updated without a spawn, and not destroyed), by id.
+    entities: Vec<EntityJson<'a>>,
+}
+
+/// An entity a full state left out.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct GhostJson {
+    id: u32,
+    /// The last datagram of the full state that left it out.
+    #[schemars(range(min = 1))]
+    full_state_frame: u64,
+}
+
+/// An entity held, with its last values.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct EntityJson<'a> {
+    id: u32,
+    type_id: Option<u64>,
+    type_name: Option<&'a str>,
+    pos_x: Option<FieldValue<'a>>,
+    pos_y: Option<FieldValue<'a>>,
+    vel_x: Option<FieldValue<'a>>,
+    vel_y: Option<FieldValue<'a>>,
+    health: Option<FieldValue<'a>>,
+    /// Whether a spawn started this life (else its first update did).
+    spawned: bool,
+    #[schemars(range(min = 1))]
+    born_frame: u64,
+    /// Its last spawn or update.
+    #[schemars(range(min = 1))]
+    last_frame: u64,
+    last_tick: Option<u32>,
+    /// Seconds from its last spawn or update to the time asked.
+    age_s: f64,
+    /// Every field the life holds, in the order they first came: its last value, and the frame
+    /// and tick (the header's) of the datagram that last changed it. A quantity both a spawn and
+    /// a snapshot carry is one field, named as the last message that set it named it.
+    fields: Vec<SlotJson<'a>>,
+}
+
+/// A field of a life: its last value, and when it last changed.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct SlotJson<'a> {
+    name: &'static str,
+    value: FieldValue<'a>,
+    #[schemars(range(min = 1))]
+    changed_frame: u64,
+    changed_tick: Option<u32>,
 }
 
 impl Sink for AtTime {
