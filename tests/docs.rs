@@ -124,8 +124,8 @@ fn protocol_reference_is_current() {
     );
 }
 
-/// The schema of report `T`, as docs/schemas/ holds it: every part inlined, as the hand-written
-/// schemas are, and named by its file.
+/// The schema of report `T`, as docs/schemas/ holds it: named by its file, each part that several
+/// places use defined once (`$defs`; the profile's figures are used three times).
 fn generated<T: schemars::JsonSchema>(name: &str) -> String {
     // Doc comments are wrapped at 100 columns; a description is one line.
     let unwrap = RecursiveTransform(|s: &mut Schema| {
@@ -135,7 +135,6 @@ fn generated<T: schemars::JsonSchema>(name: &str) -> String {
     });
     let mut generator = SchemaSettings::draft2020_12()
         .for_serialize()
-        .with(|s| s.inline_subschemas = true)
         .with_transform(unwrap)
         .into_generator();
     let mut schema = generator.root_schema_for::<T>();
