@@ -155,7 +155,10 @@ fn report_schemas_are_generated_from_the_report_types() {
         ("check", generated::<check::Check>("check")),
         ("summary", generated::<summary::SummaryDocument>("summary")),
         ("stats", generated::<stats::StatsDocument>("stats")),
-        ("profile", generated::<profile::json::Profile>("profile")),
+        (
+            "profile",
+            generated::<profile::document::Profile>("profile"),
+        ),
         (
             "proxy",
             generated::<rtype_inspect::proxy::ProxySummary>("proxy"),

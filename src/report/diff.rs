@@ -22,7 +22,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value as Json;
 
-use super::profile::{self, json::SCHEMA as PROFILE_SCHEMA};
+use super::profile::{self, document::SCHEMA as PROFILE_SCHEMA};
 use super::{table, Tool};
 use crate::app::{write_stdout, Format, ReadOpts, Reading, Term};
 

@@ -13,6 +13,7 @@
 
 pub mod account;
 mod costs;
+pub mod document;
 pub mod json;
 pub mod series;
 mod text;
