@@ -10,8 +10,8 @@ use crate::display_filter::DisplayFilter;
 use crate::pipeline::{unfit_note, Pipeline, RunEnd, Sink, Watch, Watched};
 use crate::proto::profile::Profile;
 use crate::proto::registry::Registry;
-use crate::report::profile_hint::{fitting_layout, Fit};
 use crate::session::analysis;
+use crate::tally::profile_hint::{fitting_layout, Fit};
 
 /// Options shared by the commands that read captures. Each wins over the configuration file.
 #[derive(clap::Args, Clone, Debug, Default)]
@@ -263,7 +263,7 @@ fn layout_candidates(config: &Config) -> Vec<(Profile, PathBuf)> {
             candidates.push((profile, source.clone()));
         }
     }
-    for profile in crate::report::profile_hint::bundled() {
+    for profile in Profile::all_bundled() {
         if !candidates.iter().any(|(p, _)| p.name == profile.name) {
             let source = PathBuf::from(&profile.name);
             candidates.push((profile, source));

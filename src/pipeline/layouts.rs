@@ -161,7 +161,7 @@ mod tests {
     }
 
     fn bundled() -> Vec<Profile> {
-        crate::report::profile_hint::bundled()
+        Profile::all_bundled()
     }
 
     #[test]

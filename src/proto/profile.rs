@@ -218,6 +218,14 @@ impl Profile {
             .and_then(|(_, d)| d.map(str::to_owned))
     }
 
+    /// Every profile shipped in the binary, in [`BUNDLED`]'s order.
+    pub fn all_bundled() -> Vec<Profile> {
+        BUNDLED
+            .iter()
+            .filter_map(|(name, _)| Profile::bundled(name))
+            .collect()
+    }
+
     /// A profile shipped in the binary ([`BUNDLED`]). Each is parsed once per process: parsing
     /// leaks its field names (fields are `'static`), and the summary asks for every bundled
     /// profile on every run.

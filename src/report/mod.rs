@@ -19,7 +19,6 @@ pub mod packets;
 #[cfg(feature = "parquet")]
 pub mod parquet;
 pub mod profile;
-pub mod profile_hint;
 pub mod protocol_doc;
 pub mod render;
 pub mod sections;

@@ -2,4 +2,5 @@
 //! and none uses another report as a service.
 
 pub mod budget;
+pub mod profile_hint;
 pub mod summary;

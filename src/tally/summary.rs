@@ -4,13 +4,13 @@
 
 use std::net::SocketAddr;
 
+use super::profile_hint::ProfileHint;
 use crate::capture::{CaptureInfo, Truncation};
 use crate::datagram::Dialect;
 use crate::finding::Finding;
 use crate::message::NoFields;
 use crate::pipeline::{RunEnd, Sink};
 use crate::proto::{Direction, Rule};
-use crate::report::profile_hint::ProfileHint;
 use crate::session::event::{DatagramEvent, FrameCounts, LooseFinding};
 
 /// Occurrences of one rule.

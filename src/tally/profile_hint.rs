@@ -15,7 +15,7 @@ use crate::datagram::{rtype, Dialect};
 use crate::finding::Finding;
 use crate::message::{misreads, NoFields};
 use crate::pipeline::{Pipeline, RunEnd, Sink};
-use crate::proto::profile::{Profile, BUNDLED};
+use crate::proto::profile::Profile;
 use crate::proto::rtype as desc;
 use crate::session::event::{DatagramEvent, LooseFinding};
 
@@ -39,16 +39,8 @@ pub struct ProfileHint {
 impl Default for ProfileHint {
     /// Tries the bundled profiles.
     fn default() -> Self {
-        ProfileHint::new(bundled())
+        ProfileHint::new(Profile::all_bundled())
     }
-}
-
-/// The bundled profiles.
-pub fn bundled() -> Vec<Profile> {
-    BUNDLED
-        .iter()
-        .filter_map(|(name, _)| Profile::bundled(name))
-        .collect()
 }
 
 impl ProfileHint {
