@@ -116,7 +116,7 @@ fn svg_files(options: &ReportOptions, reading: &Reading) -> Result<ExitCode, Str
             name = format!("{name}-{}", n + 1);
         }
         let mut data = summary_data(file, reading, options.interval)?;
-        data.world = world_data(file, reading, &data.profile)?;
+        data.world = Some(world_data(file, reading, &data.profile)?);
         svg::write_graphs(dir, &name, &data.into_json())?;
     }
     Ok(ExitCode::SUCCESS)
@@ -136,17 +136,17 @@ fn file_data(file: &Path, reading: &Reading, interval: i64) -> Result<FileData, 
     crate::app::read_capture(file, &reading.for_file(file)?, &mut frames)?;
     data.finding_frames = frames.finding_frames();
     data.buckets = frames.into_buckets();
-    data.world = world_data(file, reading, &data.profile)?;
+    data.world = Some(world_data(file, reading, &data.profile)?);
     Ok(data)
 }
 
 /// The world view of `file`, whose profile is `profile`: one more reading, with the world
 /// `world --at` rebuilds, keyframes over the capture's duration.
-fn world_data(file: &Path, reading: &Reading, profile: &Json) -> Result<Json, String> {
+fn world_data(file: &Path, reading: &Reading, profile: &Json) -> Result<world::WorldData, String> {
     let duration = profile["capture"]["duration_s"].as_f64().unwrap_or(0.0);
     let mut view = world::WorldView::new(world::step_nanos((duration * 1e9) as i64));
     crate::app::read_capture(file, &reading.for_file(file)?, &mut view)?;
-    Ok(view.json())
+    Ok(view.into_data())
 }
 
 /// What the page and the SVG files draw from: the capture's profile, the snapshot rate and
@@ -168,7 +168,7 @@ fn summary_data(file: &Path, reading: &Reading, interval: i64) -> Result<FileDat
         profile,
         snapshot_hz: reading.analysis.snapshot_hz,
         snapshot_tolerance: (reading.analysis.snapshot_tolerance * 1e11).round() / 1e9,
-        world: Json::Null,
+        world: None,
     })
 }
 
@@ -230,25 +230,17 @@ struct FileData {
     /// jitter band is the nominal gap ± this share of it.
     #[schemars(range(min = 0, max = 100))]
     snapshot_tolerance: f64,
-    /// The world view (the HTML page only): per conversation with an IO graph, the entities its
-    /// client held at keyframes every `step_ms` (keyframe k is `world --at k×step_ms/1000`),
-    /// entity timelines as `entity` lists them, and the findings marked on the slider. Bounded by
-    /// the named constants in `bounds` (SECURITY.md).
-    #[serde(skip_serializing_if = "Json::is_null")]
-    #[schemars(schema_with = "world_schema")]
-    world: Json,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "world::WorldData")]
+    world: Option<world::WorldData>,
 }
 
 impl FileData {
-    /// The capture's data as the SVG writer reads it, its profile and world moved, not copied.
+    /// The capture's data as the SVG writer reads it, its profile moved, not copied.
     fn into_json(mut self) -> Json {
-        let (profile, world) = (
-            std::mem::take(&mut self.profile),
-            std::mem::take(&mut self.world),
-        );
+        let profile = std::mem::take(&mut self.profile);
         let mut data = serde_json::to_value(self).unwrap_or_default();
         data["profile"] = profile;
-        data["world"] = world;
         data
     }
 }
@@ -311,44 +303,6 @@ fn budgets_schema(_: &mut SchemaGenerator) -> Schema {
 fn profile_schema(_: &mut SchemaGenerator) -> Schema {
     schemars::json_schema!({ "$ref": "profile.schema.json" })
 }
-
-/// The world view's schema, as it was written by hand: `world`'s type will generate it.
-fn world_schema(_: &mut SchemaGenerator) -> Schema {
-    serde_json::from_str::<Json>(WORLD_SCHEMA)
-        .ok()
-        .and_then(|s| Schema::try_from(s).ok())
-        .unwrap_or_default()
-}
-
-const WORLD_SCHEMA: &str = r#"{"type":"object","additionalProperties":false,"required":["step_ms","keyframes","cut",
-"bounds","conversations"],"properties":{"step_ms":{"type":"number","exclusiveMinimum":0,
-"description":"Capture time between keyframes: 1, 2 or 5 × 10ⁿ ms, from 10 ms."},
-"keyframes":{"type":"integer","minimum":0},"cut":{"type":["integer","null"],"minimum":1,
-"description":"The keyframes kept when the bound of entities over every keyframe (`bounds.max_rows`) stopped them; null when it did not."},
-"bounds":{"type":"object","additionalProperties":false,"required":["max_keyframes",
-"entities_per_keyframe","max_rows","max_timelines","events_per_timeline","updates_per_life",
-"max_timeline_events","findings_marked"],"properties":{"max_keyframes":{"type":"integer",
-"minimum":0},"entities_per_keyframe":{"type":"integer","minimum":0},"max_rows":{"type":"integer",
-"minimum":0},"max_timelines":{"type":"integer","minimum":0},"events_per_timeline":{"type":"integer",
-"minimum":0},"updates_per_life":{"type":"integer","minimum":0},"max_timeline_events":{"type":"integer",
-"minimum":0},"findings_marked":{"type":"integer","minimum":0}}},"conversations":{"type":"array",
-"items":{"type":"object","additionalProperties":false,"required":["id","types","keyframes",
-"clipped","findings","findings_more","timelines","untracked_events"],"properties":{"id":{"type":"integer",
-"minimum":1},"types":{"type":"array","items":{"type":"string"},"description":"Entity type names, as `world` gives them (else `type N`, or `untyped`); keyframes index into it."},
-"keyframes":{"type":"array","description":"Per keyframe, its entities by id, flat: id, type index, x, y (to the hundredth; null when unknown).",
-"items":{"type":"array","items":{"type":["number","null"]}}},"clipped":{"type":"array",
-"description":"[keyframe, entities held] of the keyframes that held more than `bounds.entities_per_keyframe`.",
-"items":{"type":"array","prefixItems":[{"type":"integer","minimum":0},{"type":"integer",
-"minimum":0}],"items":false,"minItems":2}},"findings":{"type":"array","description":"[seconds, frame, rule] of the first findings.",
-"items":{"type":"array","prefixItems":[{"type":"number"},{"type":"integer","minimum":1},
-{"type":"string"}],"items":false,"minItems":3}},"findings_more":{"type":"integer",
-"minimum":0},"timelines":{"type":"object","description":"By entity id: its lives and first events [frame, seconds, tick, event or rule, life, gap ms, changed fields as name=value].",
-"additionalProperties":{"type":"object","additionalProperties":false,"required":["lives",
-"events","more"],"properties":{"lives":{"type":"integer","minimum":0},"more":{"type":"integer",
-"minimum":0},"events":{"type":"array","items":{"type":"array","prefixItems":[{"type":"integer",
-"minimum":1},{"type":"number"},{"type":["integer","null"]},{"type":"string"},{"type":"integer",
-"minimum":0},{"type":["number","null"]},{"type":"string"}],"items":false,"minItems":7}}}}},
-"untracked_events":{"type":"integer","minimum":0}}}}}}"#;
 
 /// Writes the page: the styles, the data as JSON in a `<script type="application/json">`
 /// (every `<` escaped, so no `</script>` in a file name ends it), uPlot and the page's script.

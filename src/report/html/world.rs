@@ -10,9 +10,11 @@
 //! every life shows) and [`MAX_TIMELINE_EVENTS`] a capture, and
 //! [`FINDINGS_MARKED`] a conversation.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
-use serde_json::{json, Map, Value as Json};
+use schemars::JsonSchema;
+use serde::ser::{SerializeSeq, Serializer};
+use serde::Serialize;
 
 use super::super::entity::ENTITY_RULES;
 use super::super::profile::MAX_DETAILED;
@@ -72,27 +74,68 @@ struct Row {
     y: Option<f64>,
 }
 
-/// One event of an entity's timeline.
-struct Event {
-    frame: u64,
-    rel_nanos: i64,
-    tick: Option<u32>,
-    /// The change's name (`spawn`, `update`…) or the finding's rule.
-    what: &'static str,
-    life: u32,
-    gap_nanos: Option<i64>,
-    /// The fields that changed, `name=value` as `entity` writes them.
-    changed: String,
+/// The keyframes' entities, each keyframe's flat: id, type index, x, y.
+fn flat_keyframes<S: Serializer>(keyframes: &[Vec<Row>], serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.collect_seq(keyframes.iter().map(|rows| Flat(rows)))
 }
 
-#[derive(Default)]
-struct Timeline {
-    lives: u32,
-    /// Plain updates of the current life.
-    updates: u32,
-    events: Vec<Event>,
-    more: u64,
+/// A keyframe's entities, flat.
+struct Flat<'a>(&'a [Row]);
+
+impl Serialize for Flat<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(Some(4 * self.0.len()))?;
+        for row in self.0 {
+            seq.serialize_element(&row.id)?;
+            seq.serialize_element(&row.type_index)?;
+            seq.serialize_element(&row.x)?;
+            seq.serialize_element(&row.y)?;
+        }
+        seq.end()
+    }
 }
+
+/// Seconds since the first datagram, to the millisecond.
+fn secs(rel_nanos: i64) -> f64 {
+    (rel_nanos as f64 / 1e6).round() / 1e3
+}
+
+/// One event of an entity's timeline.
+#[derive(Serialize, JsonSchema)]
+struct TimelineEvent(
+    /// The frame.
+    #[schemars(range(min = 1))]
+    u64,
+    /// Seconds since the first datagram, to the millisecond.
+    f64,
+    /// The header's tick.
+    Option<u32>,
+    /// The change's name (`spawn`, `update`…) or the finding's rule.
+    &'static str,
+    /// Which life of the id (1 for the first; 0 before any).
+    u32,
+    /// Milliseconds since the life's previous spawn or update (to the microsecond).
+    Option<f64>,
+    /// The fields that changed, `name=value` as `entity` writes them.
+    String,
+);
+
+/// An entity's lives and first events.
+#[derive(Default, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct EntityTimeline {
+    events: Vec<TimelineEvent>,
+    lives: u32,
+    /// The events not kept.
+    more: u64,
+    /// Plain updates of the current life.
+    #[serde(skip)]
+    updates: u32,
+}
+
+/// A finding marked on the slider: [seconds, frame, rule].
+#[derive(Serialize, JsonSchema)]
+struct FindingMark(f64, #[schemars(range(min = 1))] u64, &'static str);
 
 /// One conversation's part of the view.
 #[derive(Default)]
@@ -102,9 +145,9 @@ struct Conv {
     keyframes: Vec<Vec<Row>>,
     /// Per keyframe past [`ENTITIES_PER_KEYFRAME`]: its index and the entities held.
     clipped: Vec<(usize, usize)>,
-    findings: Vec<(i64, u64, &'static str)>,
+    findings: Vec<FindingMark>,
     findings_more: u64,
-    timelines: IdMap<u32, Timeline>,
+    timelines: IdMap<u32, EntityTimeline>,
     /// Ids seen past [`MAX_TIMELINES`] (counted once per event).
     untracked_events: u64,
 }
@@ -130,7 +173,8 @@ impl Conv {
 
     fn finding(&mut self, rel_nanos: i64, frame: u64, rule: &'static str) {
         if self.findings.len() < FINDINGS_MARKED {
-            self.findings.push((rel_nanos, frame, rule));
+            self.findings
+                .push(FindingMark(secs(rel_nanos), frame, rule));
         } else {
             self.findings_more += 1;
         }
@@ -231,90 +275,114 @@ impl WorldView {
         self.conversations.get_mut(index)
     }
 
-    /// The view, as the page's `world` member.
-    pub fn json(&self) -> Json {
-        let secs = |nanos: i64| (nanos as f64 / 1e6).round() / 1e3;
-        let conversations: Vec<Json> = self
-            .conversations
-            .iter()
-            .enumerate()
+    /// The view, as the page's `world` member: the keyframes and timelines moved, not copied.
+    pub fn into_data(self) -> WorldData {
+        let conversations = (self.conversations.into_iter().enumerate())
             .filter(|(_, c)| !c.keyframes.iter().all(Vec::is_empty) || !c.timelines.is_empty())
-            .map(|(i, c)| {
-                let keyframes: Vec<Json> = c
-                    .keyframes
-                    .iter()
-                    .map(|rows| {
-                        let flat: Vec<Json> = rows
-                            .iter()
-                            .flat_map(|r| {
-                                [json!(r.id), json!(r.type_index), json!(r.x), json!(r.y)]
-                            })
-                            .collect();
-                        Json::Array(flat)
-                    })
-                    .collect();
-                let mut ids: Vec<&u32> = c.timelines.keys().collect();
-                ids.sort_unstable();
-                let timelines: Map<String, Json> = ids
-                    .into_iter()
-                    .map(|id| {
-                        let t = &c.timelines[id];
-                        let events: Vec<Json> = t
-                            .events
-                            .iter()
-                            .map(|e| {
-                                json!([
-                                    e.frame,
-                                    secs(e.rel_nanos),
-                                    e.tick,
-                                    e.what,
-                                    e.life,
-                                    e.gap_nanos.map(|g| (g as f64 / 1e3).round() / 1e3),
-                                    e.changed
-                                ])
-                            })
-                            .collect();
-                        let mut timeline = json!({"lives": t.lives, "more": t.more});
-                        timeline["events"] = Json::Array(events);
-                        (id.to_string(), timeline)
-                    })
-                    .collect();
-                // The large members moved in: `json!` would copy them.
-                let mut conv = json!({
-                    "id": i + 1,
-                    "types": c.types,
-                    "findings_more": c.findings_more,
-                    "untracked_events": c.untracked_events,
-                });
-                conv["keyframes"] = Json::Array(keyframes);
-                conv["clipped"] = c.clipped.iter().map(|(k, n)| json!([k, n])).collect();
-                conv["findings"] = c
-                    .findings
-                    .iter()
-                    .map(|(t, f, r)| json!([secs(*t), f, r]))
-                    .collect();
-                conv["timelines"] = Json::Object(timelines);
-                conv
+            .map(|(i, c)| ConversationWorld {
+                clipped: c.clipped,
+                findings: c.findings,
+                findings_more: c.findings_more,
+                id: i + 1,
+                keyframes: c.keyframes,
+                // By the id's text, as a JSON object's keys sort.
+                timelines: (c.timelines.into_iter())
+                    .map(|(id, t)| (id.to_string(), t))
+                    .collect(),
+                types: c.types,
+                untracked_events: c.untracked_events,
             })
             .collect();
-        let mut view = json!({
-            "step_ms": self.step_nanos as f64 / 1e6,
-            "keyframes": self.keyframes,
-            "cut": self.cut,
-            "bounds": {
-                "max_keyframes": MAX_KEYFRAMES,
-                "entities_per_keyframe": ENTITIES_PER_KEYFRAME,
-                "max_rows": MAX_WORLD_ROWS,
-                "max_timelines": MAX_TIMELINES,
-                "events_per_timeline": EVENTS_PER_TIMELINE,
-                "updates_per_life": UPDATES_PER_LIFE,
-                "max_timeline_events": MAX_TIMELINE_EVENTS,
-                "findings_marked": FINDINGS_MARKED,
-            },
-        });
-        view["conversations"] = Json::Array(conversations);
-        view
+        WorldData {
+            bounds: WorldBounds::THESE,
+            conversations,
+            cut: self.cut,
+            keyframes: self.keyframes,
+            step_ms: self.step_nanos as f64 / 1e6,
+        }
     }
+}
+
+/// The world view (the HTML page only): per conversation with an IO graph, the entities its
+/// client held at keyframes every `step_ms` (keyframe k is `world --at k×step_ms/1000`), entity
+/// timelines as `entity` lists them, and the findings marked on the slider. Bounded by the named
+/// constants in `bounds` (SECURITY.md).
+// The fields of each struct are in the order serde_json's sorted maps wrote them before.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct WorldData {
+    bounds: WorldBounds,
+    conversations: Vec<ConversationWorld>,
+    /// The keyframes kept when the bound of entities over every keyframe (`bounds.max_rows`)
+    /// stopped them; null when it did not.
+    #[schemars(range(min = 1))]
+    cut: Option<usize>,
+    keyframes: usize,
+    /// Capture time between keyframes: 1, 2 or 5 × 10ⁿ ms, from 10 ms.
+    #[schemars(extend("exclusiveMinimum" = 0))]
+    step_ms: f64,
+}
+
+/// The bounds the view was built with: [`MAX_KEYFRAMES`], [`ENTITIES_PER_KEYFRAME`],
+/// [`MAX_WORLD_ROWS`] (`max_rows`) and the others of the same names.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct WorldBounds {
+    #[schemars(extend("const" = ENTITIES_PER_KEYFRAME))]
+    entities_per_keyframe: usize,
+    #[schemars(extend("const" = EVENTS_PER_TIMELINE))]
+    events_per_timeline: usize,
+    #[schemars(extend("const" = FINDINGS_MARKED))]
+    findings_marked: usize,
+    #[schemars(extend("const" = MAX_KEYFRAMES))]
+    max_keyframes: usize,
+    #[schemars(extend("const" = MAX_WORLD_ROWS))]
+    max_rows: usize,
+    #[schemars(extend("const" = MAX_TIMELINE_EVENTS))]
+    max_timeline_events: usize,
+    #[schemars(extend("const" = MAX_TIMELINES))]
+    max_timelines: usize,
+    #[schemars(extend("const" = UPDATES_PER_LIFE))]
+    updates_per_life: u32,
+}
+
+impl WorldBounds {
+    const THESE: WorldBounds = WorldBounds {
+        entities_per_keyframe: ENTITIES_PER_KEYFRAME,
+        events_per_timeline: EVENTS_PER_TIMELINE,
+        findings_marked: FINDINGS_MARKED,
+        max_keyframes: MAX_KEYFRAMES,
+        max_rows: MAX_WORLD_ROWS,
+        max_timeline_events: MAX_TIMELINE_EVENTS,
+        max_timelines: MAX_TIMELINES,
+        updates_per_life: UPDATES_PER_LIFE,
+    };
+}
+
+/// One conversation's world view.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct ConversationWorld {
+    /// [keyframe, entities held] of the keyframes that held more than
+    /// `bounds.entities_per_keyframe`.
+    clipped: Vec<(usize, usize)>,
+    /// [seconds, frame, rule] of the first findings.
+    findings: Vec<FindingMark>,
+    findings_more: u64,
+    #[schemars(range(min = 1))]
+    id: usize,
+    /// Per keyframe, its entities by id, flat: id, type index, x, y (to the hundredth; null when
+    /// unknown).
+    #[serde(serialize_with = "flat_keyframes")]
+    #[schemars(with = "Vec<Vec<Option<f64>>>")]
+    keyframes: Vec<Vec<Row>>,
+    /// By entity id: its lives and first events [frame, seconds, tick, event or rule, life, gap
+    /// ms, changed fields as name=value].
+    timelines: BTreeMap<String, EntityTimeline>,
+    /// Entity type names, as `world` gives them (else `type N`, or `untyped`); keyframes index
+    /// into it.
+    types: Vec<String>,
+    untracked_events: u64,
 }
 
 /// A change of the world, into its entity's timeline; `events` counts the capture's.
@@ -347,21 +415,25 @@ fn record(conv: &mut Conv, events: &mut usize, change: &Change<'_>, rel_nanos: i
             changed.push('=');
             text_value(&mut changed, field, value.value(), |_| None);
         }
-        Event {
-            frame: change.at.frame,
-            rel_nanos,
-            tick: change.at.tick,
-            what: change.happened.name(),
+        TimelineEvent(
+            change.at.frame,
+            secs(rel_nanos),
+            change.at.tick,
+            change.happened.name(),
             life,
-            gap_nanos: change.gap_nanos,
+            change.gap_nanos.map(|g| (g as f64 / 1e3).round() / 1e3),
             changed,
-        }
+        )
     });
 }
 
 /// Adds the event `make` gives for the timeline's current life, when both the timeline and the
 /// capture have room (else counts it).
-fn push(timeline: &mut Timeline, events: &mut usize, make: impl FnOnce(u32) -> Event) {
+fn push(
+    timeline: &mut EntityTimeline,
+    events: &mut usize,
+    make: impl FnOnce(u32) -> TimelineEvent,
+) {
     if *events >= MAX_TIMELINE_EVENTS || timeline.events.len() >= EVENTS_PER_TIMELINE {
         timeline.more += 1;
         return;
@@ -371,7 +443,7 @@ fn push(timeline: &mut Timeline, events: &mut usize, make: impl FnOnce(u32) -> E
 }
 
 /// The timeline of `id` in `conv`, made when there is room for one more.
-fn timeline(conv: &mut Conv, id: u32) -> Option<&mut Timeline> {
+fn timeline(conv: &mut Conv, id: u32) -> Option<&mut EntityTimeline> {
     if !conv.timelines.contains_key(&id) && conv.timelines.len() >= MAX_TIMELINES {
         conv.untracked_events += 1;
         return None;
@@ -452,14 +524,16 @@ impl Sink for WorldView {
             return;
         };
         if let Some(timeline) = timeline(conv, id) {
-            push(timeline, &mut self.events, |life| Event {
-                frame: f.frame,
-                rel_nanos: rel,
-                tick,
-                what: rule.id(),
-                life,
-                gap_nanos: None,
-                changed: String::new(),
+            push(timeline, &mut self.events, |life| {
+                TimelineEvent(
+                    f.frame,
+                    secs(rel),
+                    tick,
+                    rule.id(),
+                    life,
+                    None,
+                    String::new(),
+                )
             });
         }
     }
