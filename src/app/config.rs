@@ -28,6 +28,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::proto::{Rule, Severity};
+pub use crate::tally::budget::Budgets;
 
 /// The file looked for in the working directory when `--config` is not given.
 pub const CONFIG_FILE: &str = "rtype-inspect.toml";
@@ -122,70 +123,6 @@ fn in_file_order<'de, D: serde::Deserializer<'de>>(
         }
     }
     deserializer.deserialize_map(Entries)
-}
-
-/// The `[budgets]` table: limits `check` holds each conversation to, from its profile. Each is
-/// judged on its own; a rate is judged over every 1 s window too.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Budgets {
-    /// Snapshot bandwidth to one client (UDP payload), kbit/s, in any 1 s window.
-    pub snapshot_kbps_per_client: Option<f64>,
-    /// The largest UDP payload of a datagram, bytes.
-    pub datagram_bytes_max: Option<f64>,
-    /// The fewest updates per second of an entity alive 1 s or more.
-    pub entity_updates_per_s_min: Option<f64>,
-    /// The fewest snapshot ticks in any 1 s window of the snapshot stream.
-    pub snapshot_hz_min: Option<f64>,
-    /// The 95th-percentile round-trip time, ms.
-    pub rtt_p95_ms_max: Option<f64>,
-    /// The estimated loss of client messages or of snapshot ticks, percent.
-    pub loss_percent_max: Option<f64>,
-    /// The longest gap between two snapshot ticks, ms.
-    pub snapshot_gap_ms_max: Option<f64>,
-}
-
-impl Budgets {
-    /// Whether no budget is set.
-    pub fn is_empty(&self) -> bool {
-        *self == Budgets::default()
-    }
-
-    /// Every budget, by its key.
-    pub fn entries(&self) -> [(&'static str, Option<f64>); 7] {
-        [
-            ("snapshot_kbps_per_client", self.snapshot_kbps_per_client),
-            ("datagram_bytes_max", self.datagram_bytes_max),
-            ("entity_updates_per_s_min", self.entity_updates_per_s_min),
-            ("snapshot_hz_min", self.snapshot_hz_min),
-            ("rtt_p95_ms_max", self.rtt_p95_ms_max),
-            ("loss_percent_max", self.loss_percent_max),
-            ("snapshot_gap_ms_max", self.snapshot_gap_ms_max),
-        ]
-    }
-
-    /// Budgets are positive numbers (a loss a percentage from 0 to 100).
-    fn check(&self) -> Result<(), String> {
-        for (key, value) in self.entries() {
-            let Some(v) = value else { continue };
-            let percent = key == "loss_percent_max";
-            let ok = v.is_finite()
-                && if percent {
-                    (0.0..=100.0).contains(&v)
-                } else {
-                    v > 0.0
-                };
-            if !ok {
-                let what = if percent {
-                    "a percentage from 0 to 100"
-                } else {
-                    "a positive number"
-                };
-                return Err(format!("budgets.{key} must be {what}, not {v}"));
-            }
-        }
-        Ok(())
-    }
 }
 
 /// What the configuration file says, checked. Empty when there is no file.
