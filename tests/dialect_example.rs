@@ -385,3 +385,47 @@ fn stats_follows_the_described_sessions_by_role() {
     assert_eq!(seen, expected, "{out}");
     assert_eq!(conversations[1]["rtt_ms"]["p50"], 0.15);
 }
+
+/// The schema docs/schemas/`name`.schema.json holds (generated from the report types by the docs
+/// test).
+fn validator(name: &str) -> jsonschema::Validator {
+    let path = format!(
+        "{}/docs/schemas/{name}.schema.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    jsonschema::validator_for(&schema).unwrap()
+}
+
+fn assert_follows(validator: &jsonschema::Validator, name: &str, doc: &Value) {
+    let errors: Vec<String> = validator.iter_errors(doc).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{name}: {errors:?}\n{doc}");
+}
+
+/// `dialect check`, `packets` (each line) and `fields` as JSON follow their schemas, on the
+/// sample and on a capture with a fault (a finding in each document).
+#[test]
+fn dialect_json_documents_follow_their_schemas() {
+    let (wrong_length, _) = rtgp::with_wrong_length();
+    let faulty = capture("schemas", &wrong_length);
+    let (check, packets) = (validator("dialect-check"), validator("dialect-packets"));
+    for (cap, expected) in [(SAMPLE, 0), (faulty.as_str(), 1)] {
+        let (code, out, err) = run(&["dialect", "check", DIALECT, cap, "--format", "json"]);
+        assert_eq!(code, expected, "{cap}: {err}");
+        let doc: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(doc["findings"].as_array().unwrap().is_empty(), code == 0);
+        assert_follows(&check, "dialect-check", &doc);
+        let (code, out, err) = run(&["dialect", "packets", DIALECT, cap, "--format", "json"]);
+        assert_eq!(code, 0, "{cap}: {err}");
+        assert!(out.lines().count() > 100, "{cap}");
+        for line in out.lines() {
+            let record: Value = serde_json::from_str(line).unwrap();
+            assert_follows(&packets, "dialect-packets", &record);
+        }
+    }
+    let (code, out, err) = run(&["dialect", "fields", DIALECT, "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    assert!(!doc["fields"].as_array().unwrap().is_empty());
+    assert_follows(&validator("dialect-fields"), "dialect-fields", &doc);
+}

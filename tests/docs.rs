@@ -166,6 +166,18 @@ fn report_schemas_are_generated_from_the_report_types() {
         ("report", generated::<html::ReportData>("report")),
         ("entity", generated::<entity::EntityJson>("entity")),
         ("world", generated::<world::WorldJson>("world")),
+        (
+            "dialect-check",
+            generated::<dialect::CheckJson>("dialect-check"),
+        ),
+        (
+            "dialect-packets",
+            generated::<dialect::DatagramJson>("dialect-packets"),
+        ),
+        (
+            "dialect-fields",
+            generated::<dialect::FieldsJson>("dialect-fields"),
+        ),
     ];
     let mut stale = Vec::new();
     for (name, schema) in schemas {

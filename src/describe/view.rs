@@ -4,6 +4,8 @@
 
 use std::fmt::Write;
 
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
+use serde::Serialize;
 use serde_json::{json, Map, Value as Json};
 
 use super::decode::{Decoded, Item, Value};
@@ -100,14 +102,75 @@ pub fn leaf(name: &str) -> &str {
     name.rsplit('.').next().unwrap_or(name)
 }
 
+/// A header's, a message's or a footer's fields: an object whose keys are the description's
+/// field names (the last segment of each filter name).
+#[derive(Default, Serialize)]
+#[serde(transparent)]
+pub struct FieldValues(pub Map<String, Json>);
+
+impl JsonSchema for FieldValues {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "FieldValues".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "An object of field values, keyed by the description's field names: a number (a fixed-point field scaled), text, bytes in hex, a user type's object of field values, a list of them for a repeated field; null for a float that is not a number.",
+            "type": "object",
+            "additionalProperties": {
+                "type": ["number", "string", "object", "array", "null"]
+            }
+        })
+    }
+}
+
+/// One message of a datagram, decoded.
+// The fields are in the order serde_json's sorted maps wrote them before.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Message {
+    /// The message code (null when the message has none); absent when the datagram's framing
+    /// found no message for these fields.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<Option<i64>>,
+    pub fields: FieldValues,
+    pub header: FieldValues,
+    /// The message's name (null for a code the description does not name); absent as `code`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<Option<String>>,
+}
+
+impl Message {
+    /// The message as a JSON object, as export writes it.
+    fn into_json(self) -> Json {
+        let mut obj = Map::new();
+        obj.insert("header".into(), Json::Object(self.header.0));
+        obj.insert("fields".into(), Json::Object(self.fields.0));
+        if let Some(code) = self.code {
+            obj.insert("code".into(), json!(code));
+        }
+        if let Some(name) = self.name {
+            obj.insert("name".into(), json!(name));
+        }
+        Json::Object(obj)
+    }
+}
+
 /// Each message of the datagram as `{"code", "name", "header", "fields"}`, and the footer.
 pub fn messages(d: &Described, decoded: &Decoded<'_>) -> (Vec<Json>, Map<String, Json>) {
+    let (messages, footer) = typed_messages(d, decoded);
+    let messages = messages.into_iter().map(Message::into_json).collect();
+    (messages, footer.0)
+}
+
+/// Each message of the datagram, and the footer.
+pub fn typed_messages(d: &Described, decoded: &Decoded<'_>) -> (Vec<Message>, FieldValues) {
     let desc = &d.description;
     let prefix_header = format!("{}.header.", desc.id);
     let prefix_footer = format!("{}.footer.", desc.id);
     let mut header = Map::new();
     let mut footer = Map::new();
-    let mut messages: Vec<Json> = Vec::new();
+    let mut messages: Vec<Message> = Vec::new();
     let mut body = Map::new();
     // The open user-type objects: key, members, depth, repeated.
     let mut stack: Vec<(String, Map<String, Json>, u8, bool)> = Vec::new();
@@ -131,10 +194,12 @@ pub fn messages(d: &Described, decoded: &Decoded<'_>) -> (Vec<Json>, Map<String,
             close(&mut stack, 0, &mut body);
             // The header's first field begins the next message (several per datagram).
             if first_header_field == Some(item.field) && !header.is_empty() {
-                messages.push(json!({
-                    "header": Json::Object(std::mem::take(&mut header)),
-                    "fields": Json::Object(std::mem::take(&mut body)),
-                }));
+                messages.push(Message {
+                    code: None,
+                    fields: FieldValues(std::mem::take(&mut body)),
+                    header: FieldValues(std::mem::take(&mut header)),
+                    name: None,
+                });
             }
             insert(&mut header, &key, value(&d.names, item), false);
             continue;
@@ -158,16 +223,18 @@ pub fn messages(d: &Described, decoded: &Decoded<'_>) -> (Vec<Json>, Map<String,
     }
     close(&mut stack, 0, &mut body);
     if !header.is_empty() || !body.is_empty() {
-        messages.push(json!({"header": Json::Object(header), "fields": Json::Object(body)}));
+        messages.push(Message {
+            code: None,
+            fields: FieldValues(body),
+            header: FieldValues(header),
+            name: None,
+        });
     }
     for (m, seen) in messages.iter_mut().zip(&decoded.messages) {
-        if let Json::Object(obj) = m {
-            let name = seen.message.map(|i| desc.messages[i].name.clone());
-            obj.insert("code".into(), json!(seen.code));
-            obj.insert("name".into(), json!(name));
-        }
+        m.code = Some(seen.code);
+        m.name = Some(seen.message.map(|i| desc.messages[i].name.clone()));
     }
-    (messages, footer)
+    (messages, FieldValues(footer))
 }
 
 /// A repeated field's values are a list, even of one; a field met twice otherwise (several

@@ -1,18 +1,20 @@
 //! The `dialect` commands: a team's own description (docs/dialect-format.md) checked against a
 //! capture, its datagrams listed, its fields, its Kaitai export and its starting file.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::ExitCode;
 
-use serde_json::{json, Map, Value as Json};
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde::Serialize;
 
 use crate::capture::{self, CaptureReader, LinkOutcome};
 use crate::describe::decode::{self, Decoded};
 use crate::describe::model::{Description, Kind};
 use crate::describe::names;
+use crate::describe::view::{FieldValues, Message};
 use crate::describe::Described;
 use crate::proto::Severity;
 
@@ -201,71 +203,174 @@ fn problem_text(rule: &crate::describe::model::Rule, p: &decode::Problem<'_>) ->
     )
 }
 
-/// A datagram as one JSON object with the timeline record's keys: one message's code, name,
-/// header and fields at the top (several: in `messages`), the footer, the findings.
-fn datagram_json(d: &Described, seen: &Seen<'_>) -> Json {
+/// One line of `dialect packets --format json`: a datagram with the timeline record's keys, one
+/// message's code, name, header and fields at the top (several: in `messages`), the footer, the
+/// findings. It names no schema or tool, as it never did.
+// The fields of each struct are in the order serde_json's sorted maps wrote them before.
+#[derive(Serialize, JsonSchema)]
+#[schemars(
+    title = "rtype-inspect dialect packets (one line)",
+    deny_unknown_fields
+)]
+pub struct DatagramJson<'a> {
+    /// The one message's code (null when it has none); absent when the datagram holds several or
+    /// no message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    code: Option<Option<i64>>,
+    /// The description's id.
+    dialect: &'a str,
+    /// Null when the client is not known.
+    #[schemars(schema_with = "direction_schema")]
+    direction: Option<&'static str>,
+    dst_ip: String,
+    dst_port: u16,
+    /// The one message's fields.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "FieldValues")]
+    fields: Option<FieldValues>,
+    footer: FieldValues,
+    frame: u64,
+    /// The one message's header.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "FieldValues")]
+    header: Option<FieldValues>,
+    #[schemars(extend("const" = "datagram"))]
+    kind: &'static str,
+    /// The datagram's length in bytes.
+    length: usize,
+    /// Each message, when the datagram holds several or none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Vec<Message>")]
+    messages: Option<Vec<Message>>,
+    /// The one message's name (null for a code the description does not name), or the messages'
+    /// names joined by `+`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<Option<String>>,
+    src_ip: String,
+    src_port: u16,
+    /// Seconds since the first frame of the capture.
+    time_rel: f64,
+    violations: Vec<Finding<'a>>,
+}
+
+fn direction_schema(_: &mut SchemaGenerator) -> Schema {
+    schemars::json_schema!({ "enum": ["client_to_server", "server_to_client", null] })
+}
+
+fn datagram_json<'a>(d: &'a Described, seen: &Seen<'_>) -> DatagramJson<'a> {
     let desc = &d.description;
     let decoded = seen.decoded;
-    let (mut messages, footer) = crate::describe::view::messages(d, decoded);
-    let violations: Vec<Json> = decoded
-        .problems
-        .iter()
-        .map(|p| problem_json(desc, None, p))
-        .collect();
-    let mut record = json!({
-        "kind": "datagram",
-        "frame": seen.frame,
-        "time_rel": seen.time,
-        "src_ip": seen.src.ip().to_string(),
-        "src_port": seen.src.port(),
-        "dst_ip": seen.dst.ip().to_string(),
-        "dst_port": seen.dst.port(),
-        "dialect": desc.id,
-        "direction": seen.from_client.map(|c| if c { "client_to_server" } else { "server_to_client" }),
-        "length": seen.bytes.len(),
-    });
-    let Json::Object(obj) = &mut record else {
-        unreachable!("a json! object")
+    let (mut messages, footer) = crate::describe::view::typed_messages(d, decoded);
+    let mut record = DatagramJson {
+        code: None,
+        dialect: &desc.id,
+        direction: seen.from_client.map(|c| {
+            if c {
+                "client_to_server"
+            } else {
+                "server_to_client"
+            }
+        }),
+        dst_ip: seen.dst.ip().to_string(),
+        dst_port: seen.dst.port(),
+        fields: None,
+        footer,
+        frame: seen.frame,
+        header: None,
+        kind: "datagram",
+        length: seen.bytes.len(),
+        messages: None,
+        name: None,
+        src_ip: seen.src.ip().to_string(),
+        src_port: seen.src.port(),
+        time_rel: seen.time,
+        violations: decoded
+            .problems
+            .iter()
+            .map(|p| finding(desc, None, p))
+            .collect(),
     };
     if messages.len() == 1 {
-        if let Some(Json::Object(first)) = messages.pop() {
-            obj.extend(first);
-        }
+        let only = messages.remove(0);
+        record.code = only.code;
+        record.fields = Some(only.fields);
+        record.header = Some(only.header);
+        record.name = only.name;
     } else {
-        obj.insert("name".into(), json!(message_names(desc, decoded)));
-        obj.insert("messages".into(), Json::Array(messages));
+        record.name = Some(Some(message_names(desc, decoded)));
+        record.messages = Some(messages);
     }
-    obj.insert("footer".into(), Json::Object(footer));
-    obj.insert("violations".into(), Json::Array(violations));
     record
 }
 
-/// A finding as JSON: `id`, `severity` and `offset` as the bundled dialects' violations have
-/// them, and what was expected and found; `frame` when it is listed apart from its datagram.
-fn problem_json(desc: &Description, frame: Option<u64>, p: &decode::Problem<'_>) -> Json {
-    let r = &desc.rules[p.rule];
-    let mut v = json!({
-        "id": r.id,
-        "severity": r.severity.name(),
-        "section": r.section,
-        "offset": p.offset,
-        "field": p.field,
-        "expected": p.expected,
-        "found": p.found,
-    });
-    if let (Some(frame), Json::Object(obj)) = (frame, &mut v) {
-        obj.insert("frame".into(), json!(frame));
-    }
-    v
+/// A finding: `id`, `severity` and `offset` as the bundled dialects' violations have them, and
+/// what was expected and found; `frame` when it is listed apart from its datagram.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct Finding<'a> {
+    expected: String,
+    /// The filter name of the field, empty when the finding is about no one field.
+    field: String,
+    found: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    frame: Option<u64>,
+    /// The rule's id.
+    id: &'a str,
+    /// Offset in the datagram (inside a decompressed body: where the body starts).
+    offset: u32,
+    /// The section of the description's document the rule comes from.
+    section: &'a str,
+    #[schemars(schema_with = "super::severity_schema")]
+    severity: Severity,
 }
 
+fn finding<'a>(desc: &'a Description, frame: Option<u64>, p: &decode::Problem<'_>) -> Finding<'a> {
+    let r = &desc.rules[p.rule];
+    Finding {
+        expected: p.expected.clone(),
+        field: p.field.to_string(),
+        found: p.found.clone(),
+        frame,
+        id: &r.id,
+        offset: p.offset,
+        section: &r.section,
+        severity: r.severity,
+    }
+}
+
+/// The document `dialect check --format json` writes. It names no schema or tool, as it never
+/// did.
+#[derive(Serialize, JsonSchema)]
+#[schemars(title = "rtype-inspect dialect check", deny_unknown_fields)]
+pub struct CheckJson<'a> {
+    /// The datagrams decoded without a finding.
+    clean: u64,
+    /// Why reading stopped early, when it did.
+    cut: Option<String>,
+    /// The datagrams of the dialect.
+    datagrams: u64,
+    /// The description file.
+    description: String,
+    dialect: &'a str,
+    errors: u64,
+    /// The datagrams with findings.
+    failed: u64,
+    /// The capture.
+    file: String,
+    /// The findings, the first 100,000.
+    findings: Vec<Finding<'a>>,
+    frames: u64,
+    /// How many times each message of the description was seen, by name.
+    messages: BTreeMap<&'a str, u64>,
+    warnings: u64,
+}
 /// `dialect check`: the datagrams the description fails to parse, field by field. Exits 1 when
 /// one breaks an error rule, 2 when the capture holds no datagram of the dialect.
 pub fn check(file: &Path, capture: &Path, json: bool) -> Result<ExitCode, String> {
     let d = Described::open(file)?;
     let desc = &d.description;
     let mut lines = String::new();
-    let mut findings: Vec<Json> = Vec::new();
+    let mut findings: Vec<Finding<'_>> = Vec::new();
     let (mut failed, mut errors, mut warnings) = (0u64, 0u64, 0u64);
     let mut by_message: Vec<u64> = vec![0; desc.messages.len()];
     let totals = each_datagram(&d, capture, |seen| {
@@ -286,7 +391,7 @@ pub fn check(file: &Path, capture: &Path, json: bool) -> Result<ExitCode, String
                 Severity::Info => {}
             }
             if findings.len() < 100_000 {
-                findings.push(problem_json(desc, Some(seen.frame), p));
+                findings.push(finding(desc, Some(seen.frame), p));
                 let _ = writeln!(lines, "frame {}: {}", seen.frame, problem_text(r, p));
             }
         }
@@ -309,26 +414,26 @@ pub fn check(file: &Path, capture: &Path, json: bool) -> Result<ExitCode, String
         0
     };
     let text = if json {
-        let messages: Map<String, Json> = desc
+        let messages = desc
             .messages
             .iter()
             .zip(&by_message)
-            .map(|(m, n)| (m.name.clone(), json!(n)))
+            .map(|(m, n)| (m.name.as_str(), *n))
             .collect();
-        serde_json::to_string_pretty(&json!({
-            "file": capture.display().to_string(),
-            "description": file.display().to_string(),
-            "dialect": desc.id,
-            "frames": totals.frames,
-            "datagrams": totals.datagrams,
-            "clean": clean,
-            "failed": failed,
-            "errors": errors,
-            "warnings": warnings,
-            "messages": messages,
-            "cut": totals.cut,
-            "findings": findings,
-        }))
+        serde_json::to_string_pretty(&CheckJson {
+            clean,
+            cut: totals.cut,
+            datagrams: totals.datagrams,
+            description: file.display().to_string(),
+            dialect: &desc.id,
+            errors,
+            failed,
+            file: capture.display().to_string(),
+            findings,
+            frames: totals.frames,
+            messages,
+            warnings,
+        })
         .unwrap_or_default()
             + "\n"
     } else {
@@ -347,6 +452,32 @@ pub fn check(file: &Path, capture: &Path, json: bool) -> Result<ExitCode, String
     };
     crate::app::write_stdout(text.as_bytes())?;
     Ok(ExitCode::from(code))
+}
+
+/// The document `dialect fields --format json` writes. It names no schema or tool, as it never
+/// did.
+#[derive(Serialize, JsonSchema)]
+#[schemars(title = "rtype-inspect dialect fields", deny_unknown_fields)]
+pub struct FieldsJson<'a> {
+    dialect: &'a str,
+    fields: Vec<DialectField<'a>>,
+}
+
+/// One filter field of the description.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct DialectField<'a> {
+    /// What a fixed-point field's integer is divided by.
+    divisor: Option<f64>,
+    /// The id of the enum that names the values.
+    #[serde(rename = "enum")]
+    enumeration: Option<&'a str>,
+    label: &'a str,
+    /// The display-filter name.
+    name: &'a str,
+    /// Wireshark's type, without FT_ (`uint16`, `string`, `protocol`, `none` for a user type).
+    #[serde(rename = "type")]
+    ty: String,
 }
 
 /// `dialect fields`: every filter field of the description, as `fields` lists the bundled ones.
@@ -379,23 +510,24 @@ pub fn fields(file: &Path, json: bool) -> Result<ExitCode, String> {
         }
     };
     let text = if json {
-        let list: Vec<Json> = d
+        let fields = d
             .names
             .fields
             .iter()
             .enumerate()
-            .map(|(i, f)| {
-                json!({
-                    "name": f.name,
-                    "label": f.label,
-                    "type": type_name(f.kind, i),
-                    "enum": f.enumeration.map(|e| desc.enums[e].id.clone()),
-                    "divisor": f.divisor,
-                })
+            .map(|(i, f)| DialectField {
+                divisor: f.divisor,
+                enumeration: f.enumeration.map(|e| desc.enums[e].id.as_str()),
+                label: &f.label,
+                name: &f.name,
+                ty: type_name(f.kind, i),
             })
             .collect();
-        serde_json::to_string_pretty(&json!({"dialect": desc.id, "fields": list}))
-            .unwrap_or_default()
+        serde_json::to_string_pretty(&FieldsJson {
+            dialect: &desc.id,
+            fields,
+        })
+        .unwrap_or_default()
             + "\n"
     } else {
         let mut t = String::new();
