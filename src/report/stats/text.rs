@@ -106,22 +106,21 @@ pub(super) fn conversation_text(out: &mut String, c: &ConversationStats, term: T
     let rtt = &c.rtt_ms;
     let mut t = table::new(term, &["Timing (ms)", "Count", "Min", "p50", "p99", "Max"]);
     let gap = &snaps.gap_ms;
-    t.add_row(vec![
-        "snapshot gap".into(),
-        gap.count.to_string(),
-        num(gap.min, 3),
-        num(gap.p50, 3),
-        num(gap.p99, 3),
-        num(gap.max, 3),
-    ]);
-    t.add_row(vec![
-        "round trip".into(),
-        rtt.pairs.to_string(),
-        num(rtt.min, 3),
-        num(rtt.p50, 3),
-        num(rtt.p99, 3),
-        num(rtt.max, 3),
-    ]);
+    let timing = |label: &str, count: u64, figures: [Option<f64>; 4]| {
+        let mut row = vec![label.to_string(), count.to_string()];
+        row.extend(figures.map(|x| num(x, 3)));
+        row
+    };
+    t.add_row(timing(
+        "snapshot gap",
+        gap.count,
+        [gap.min, gap.p50, gap.p99, gap.max],
+    ));
+    t.add_row(timing(
+        "round trip",
+        rtt.pairs,
+        [rtt.min, rtt.p50, rtt.p99, rtt.max],
+    ));
     let _ = writeln!(out, "Timing\n{t}");
     let verdict = match snaps.rate_ok {
         Some(true) => "within tolerance",
