@@ -330,3 +330,40 @@ fn skipping_finds_what_reading_finds() {
         }
     );
 }
+
+#[test]
+fn any_rt_payload_of_any_type_decodes_without_panic() {
+    use crate::message::{decode_message, NoFields};
+    use crate::proto::rt::{HEADER_LEN, MESSAGES, MESSAGE_RULES};
+    let profile = crate::proto::profile::Profile::document();
+    let mut seed = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed as u8
+    };
+    for m in MESSAGES {
+        for len in 0..96 {
+            let payload: Vec<u8> = (0..len).map(|_| next()).collect();
+            for endian in [Endian::Big, Endian::Little] {
+                let mut findings = vec![];
+                decode_message(
+                    m,
+                    &payload,
+                    HEADER_LEN,
+                    endian,
+                    &profile,
+                    &MESSAGE_RULES,
+                    &mut NoFields,
+                    &mut findings,
+                );
+                assert!(
+                    findings.iter().all(|f| f.at as usize <= HEADER_LEN + len),
+                    "{}",
+                    m.name
+                );
+            }
+        }
+    }
+}
