@@ -10,12 +10,12 @@ use std::cmp::Reverse;
 use serde_json::Value as Json;
 
 use super::account::{
-    Account, FieldKey, MessageRow, Timelines, KIND, MAX_FIELD_ROWS, MAX_MESSAGE_ROWS, MAX_SEEN,
-    MAX_TIMELINES, MAX_TIMELINE_SAMPLES, MAX_TYPE_ROWS, MTU, OTHER_TYPE, SAFE_PAYLOAD,
-    UNKNOWN_TYPE,
+    Account, FieldKey, MessageRow, KIND, MAX_FIELD_ROWS, MAX_MESSAGE_ROWS, MAX_SEEN, MAX_TIMELINES,
+    MAX_TIMELINE_SAMPLES, MAX_TYPE_ROWS, MTU, OTHER_TYPE, SAFE_PAYLOAD, UNKNOWN_TYPE,
 };
 use super::document::*;
 use super::series::{Counts, Series, MAX_BUCKETS};
+use super::timelines::Timelines;
 use super::window::Extreme;
 use super::{Profiler, MAX_DETAILED, MAX_PROFILED};
 use crate::datagram::Dialect;

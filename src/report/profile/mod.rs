@@ -17,6 +17,7 @@ pub mod document;
 pub mod json;
 pub mod series;
 mod text;
+pub mod timelines;
 pub mod window;
 
 use std::io::Write;
